@@ -1,0 +1,67 @@
+package dev.holdfast;
+
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Inherited;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+import org.springframework.core.annotation.AliasFor;
+
+/**
+ * Runs the annotated method only while this process holds a cluster-wide lock.
+ * <p>
+ * The lock's backend key is {@code <holdfast.prefix><name>} or
+ * {@code <holdfast.prefix><name>:<key>}, where the key is the result of the {@link #key()}
+ * SpEL expression, encoded so that no key value can make two different (name, key) pairs
+ * meet on one backend key. The lock is reentrant per thread, renewed while the method runs,
+ * and released with an owner check when the method returns. Methods returning
+ * {@code CompletionStage}, {@code Mono} or {@code Flux} hold it until the returned value
+ * completes. If the backend cannot be reached the method does not run and the call fails with
+ * {@link LockBackendException}.
+ *
+ * @see LockTemplate
+ * @see LockContext#currentLease()
+ */
+@Target({ ElementType.METHOD, ElementType.ANNOTATION_TYPE })
+@Retention(RetentionPolicy.RUNTIME)
+@Inherited
+@Documented
+public @interface DistributedLock {
+
+	/** Alias for {@link #name()}. */
+	@AliasFor("name")
+	String value() default "";
+
+	/**
+	 * The lock name. {@code ${...}} placeholders are resolved. Defaults to
+	 * {@code SimpleClassName.methodName}.
+	 */
+	@AliasFor("value")
+	String name() default "";
+
+	/**
+	 * SpEL expression over the call whose result is appended to the name: {@code #order.id},
+	 * {@code #p0}, {@code #root.args[1]}, {@code @bean.method()}. Parsed once and validated at
+	 * startup; a {@code null} result at run time is an {@link IllegalArgumentException}. Empty
+	 * means one lock per name.
+	 */
+	String key() default "";
+
+	/**
+	 * How long to wait for a held lock, as a duration string ({@code 5s}, {@code PT5S},
+	 * {@code ${...}}). Empty means {@code holdfast.wait-time}; zero means one attempt.
+	 */
+	String waitTime() default "";
+
+	/**
+	 * Time to live of the lock on the backend, renewed while the method runs. Empty means
+	 * {@code holdfast.lease-time}.
+	 */
+	String leaseTime() default "";
+
+	/** What to do when the lock cannot be acquired within the wait time. */
+	OnLocked onLocked() default OnLocked.THROW;
+
+}

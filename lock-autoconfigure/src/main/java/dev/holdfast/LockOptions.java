@@ -1,0 +1,92 @@
+package dev.holdfast;
+
+import java.time.Duration;
+import java.util.Objects;
+
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Options of one acquisition. Unset values take the configured defaults
+ * ({@code holdfast.wait-time}, {@code holdfast.lease-time}).
+ */
+public final class LockOptions {
+
+	private static final LockOptions DEFAULTS = new LockOptions(null, null, true);
+
+	private final @Nullable Duration waitTime;
+
+	private final @Nullable Duration leaseTime;
+
+	private final boolean renew;
+
+	private LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, boolean renew) {
+		this.waitTime = waitTime;
+		this.leaseTime = leaseTime;
+		this.renew = renew;
+	}
+
+	/** Options that take every configured default, with renewal on. */
+	public static LockOptions defaults() {
+		return DEFAULTS;
+	}
+
+	/** How long to wait for a held lock; zero means one attempt. */
+	public LockOptions waitTime(Duration waitTime) {
+		requireNotNegative(waitTime, "waitTime");
+		return new LockOptions(waitTime, this.leaseTime, this.renew);
+	}
+
+	/** Time to live of the lock on the backend. */
+	public LockOptions leaseTime(Duration leaseTime) {
+		Objects.requireNonNull(leaseTime, "leaseTime must not be null");
+		if (leaseTime.isNegative() || leaseTime.isZero()) {
+			throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime);
+		}
+		return new LockOptions(this.waitTime, leaseTime, this.renew);
+	}
+
+	/**
+	 * Whether the lease is renewed while held. Off, the lock expires after the lease time even if
+	 * the holder still runs.
+	 */
+	public LockOptions renew(boolean renew) {
+		return new LockOptions(this.waitTime, this.leaseTime, renew);
+	}
+
+	public @Nullable Duration getWaitTime() {
+		return this.waitTime;
+	}
+
+	public @Nullable Duration getLeaseTime() {
+		return this.leaseTime;
+	}
+
+	public boolean isRenew() {
+		return this.renew;
+	}
+
+	private static void requireNotNegative(Duration duration, String name) {
+		Objects.requireNonNull(duration, name + " must not be null");
+		if (duration.isNegative()) {
+			throw new IllegalArgumentException(name + " must not be negative, was " + duration);
+		}
+	}
+
+	@Override
+	public boolean equals(Object other) {
+		return other instanceof LockOptions o && Objects.equals(this.waitTime, o.waitTime)
+				&& Objects.equals(this.leaseTime, o.leaseTime) && this.renew == o.renew;
+	}
+
+	@Override
+	public int hashCode() {
+		return Objects.hash(this.waitTime, this.leaseTime, this.renew);
+	}
+
+	@Override
+	public String toString() {
+		return "LockOptions[waitTime=" + this.waitTime + ", leaseTime=" + this.leaseTime + ", renew=" + this.renew
+				+ "]";
+	}
+
+}

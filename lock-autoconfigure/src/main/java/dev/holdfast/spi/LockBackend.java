@@ -1,0 +1,34 @@
+package dev.holdfast.spi;
+
+import java.time.Duration;
+
+/**
+ * One place where locks live. A backend is not reentrant and knows nothing of threads: the
+ * engine above it handles reentrancy, waiting and renewal. Every method is one attempt with a
+ * bounded network timeout; none of them waits for a held lock.
+ * <p>
+ * Implementations document which clock decides expiry, how waiters learn of a release, and
+ * what the order of fencing tokens rests on. Failures to reach the backend are reported as
+ * {@link dev.holdfast.LockBackendException}.
+ */
+public interface LockBackend {
+
+	/** Short name for metrics and logs: {@code redis}, {@code jdbc}, ... */
+	String name();
+
+	/**
+	 * Takes the lock if no live owner holds it, in one round trip.
+	 * @param key the full backend key
+	 * @param owner a token unique to this acquisition
+	 * @param ttl how long the lock lives unless renewed
+	 */
+	AcquireResult tryAcquire(String key, String owner, Duration ttl);
+
+	/**
+	 * Deletes the lock if {@code owner} still holds it, in one round trip, and wakes waiters where
+	 * the backend can.
+	 * @return whether the lock was held by {@code owner} and is now released
+	 */
+	boolean release(String key, String owner);
+
+}
