@@ -47,6 +47,11 @@ public final class HoldfastAutoConfiguration {
 		}
 	}
 
+	@Bean
+	GracefulLockShutdown holdfastGracefulShutdown(DefaultLockTemplate holdfastLockTemplate) {
+		return new GracefulLockShutdown(holdfastLockTemplate);
+	}
+
 	private static LockSettings settings(HoldfastProperties properties) {
 		try {
 			return LockSettings.defaults()

@@ -84,6 +84,8 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 
 	private volatile boolean closed;
 
+	private volatile boolean draining;
+
 	public DefaultLockTemplate(LockBackend backend, LockSettings settings) {
 		this(backend, settings, LockListener.NONE);
 	}
@@ -183,6 +185,9 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 		HeldLease current = this.held.get(key);
 		if (current != null && current.isHeldBy(Thread.currentThread()) && current.enterReentrant()) {
 			return new LeaseHandle(current);
+		}
+		if (this.draining) {
+			throw new LockBackendException("Holdfast is shutting down: lock '" + key + "' was not acquired", null);
 		}
 		Duration wait = waitTime(options);
 		Duration ttl = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.settings.leaseTime();
@@ -336,6 +341,16 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 
 	Instant now() {
 		return this.settings.clock().instant();
+	}
+
+	/**
+	 * Refuses new acquisitions from now on, for a graceful shutdown: they fail with a
+	 * {@link LockBackendException} saying that Holdfast is shutting down. Leases already held
+	 * stay held and renewed until released or {@link #close() closed}, and their threads can
+	 * still enter them again (reentrancy).
+	 */
+	public void stopAcquiring() {
+		this.draining = true;
 	}
 
 	/**
