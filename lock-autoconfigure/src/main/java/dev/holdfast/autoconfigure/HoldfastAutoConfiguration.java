@@ -62,7 +62,12 @@ public final class HoldfastAutoConfiguration {
 				.withMaxKeyLength(properties.getMaxKeyLength());
 		}
 		catch (IllegalArgumentException ex) {
-			throw new LockConfigurationException("Invalid Holdfast settings: " + ex.getMessage(),
+			String message = String.valueOf(ex.getMessage())
+				.replace("waitTime", "holdfast.wait-time")
+				.replace("leaseTime", "holdfast.lease-time")
+				.replace("pollInterval", "holdfast.poll-interval")
+				.replace("maxKeyLength", "holdfast.max-key-length");
+			throw new LockConfigurationException("Invalid Holdfast settings: " + message,
 					"Correct the holdfast.* property named in the description.");
 		}
 	}
