@@ -16,6 +16,8 @@ import dev.holdfast.core.DefaultLockTemplate;
  * {@code close()}, called when the context destroys it afterwards, stops renewals and releases
  * what is still held, with owner checks.
  * <p>
+ * A context started again after a stop takes new locks again.
+ * <p>
  * The phase is after Boot's graceful web shutdown (which lets in-flight requests finish, taking
  * locks as they need) and after schedulers stop (same default phase as other lifecycle beans),
  * and before the web server stops.
@@ -39,6 +41,7 @@ final class GracefulLockShutdown implements SmartLifecycle {
 
 	@Override
 	public void start() {
+		this.template.resumeAcquiring();
 		this.running = true;
 	}
 

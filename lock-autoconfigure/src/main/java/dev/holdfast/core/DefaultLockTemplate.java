@@ -354,6 +354,14 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 	}
 
 	/**
+	 * Takes new acquisitions again after {@link #stopAcquiring()}, for an application context
+	 * that is started again after a stop. Has no effect once {@link #close() closed}.
+	 */
+	public void resumeAcquiring() {
+		this.draining = false;
+	}
+
+	/**
 	 * Stops renewals and releases every lease this template holds, with owner checks. Later
 	 * acquisitions fail with {@link LockBackendException}.
 	 */

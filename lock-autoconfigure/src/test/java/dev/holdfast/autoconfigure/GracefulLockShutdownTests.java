@@ -84,6 +84,20 @@ class GracefulLockShutdownTests {
 		});
 	}
 
+	@Test
+	void contextStartedAgainAfterAStopTakesLocksAgain() {
+		this.runner.run((context) -> {
+			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+			context.getSourceApplicationContext().stop();
+			assertThatExceptionOfType(LockBackendException.class)
+				.isThrownBy(() -> template.tryAcquire(this.name, null, LockOptions.defaults()))
+				.withMessageContaining("shutting down");
+			context.getSourceApplicationContext().start();
+			assertThat(template.tryAcquire(this.name, null, LockOptions.defaults())).isPresent().get()
+				.satisfies(Lease::close);
+		});
+	}
+
 	private DefaultLockTemplate otherInstance() {
 		return new DefaultLockTemplate(this.backend, LockSettings.defaults());
 	}
