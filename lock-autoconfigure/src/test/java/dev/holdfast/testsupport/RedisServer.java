@@ -17,9 +17,14 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A real {@code redis-server} process on a free loopback port, started and stopped by a test.
- * Uses {@code redis-server} from the PATH (or {@code $REDIS_SERVER}).
+ * Uses {@code $REDIS_SERVER} if set, else {@code redis-server} from the PATH, else the binary
+ * shipped in the {@code com.github.codemonstur:embedded-redis} test dependency (always that one
+ * when the system property {@value #FORCE_EMBEDDED_PROPERTY} is {@code true}).
  */
 public final class RedisServer implements AutoCloseable {
+
+	/** System property that, when {@code true}, skips the PATH and uses the embedded binary. */
+	public static final String FORCE_EMBEDDED_PROPERTY = "holdfast.test.redis.embedded";
 
 	private final int port;
 
@@ -180,13 +185,62 @@ public final class RedisServer implements AutoCloseable {
 		if (configured != null && !configured.isBlank()) {
 			return configured;
 		}
-		for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
-			File candidate = new File(dir, "redis-server");
-			if (candidate.canExecute()) {
-				return candidate.getAbsolutePath();
+		if (!Boolean.getBoolean(FORCE_EMBEDDED_PROPERTY)) {
+			for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
+				File candidate = new File(dir, "redis-server");
+				if (candidate.canExecute()) {
+					return candidate.getAbsolutePath();
+				}
 			}
 		}
-		throw new IllegalStateException("No redis-server on the PATH; install Redis or set REDIS_SERVER");
+		return EmbeddedBinary.PATH;
+	}
+
+	/**
+	 * The redis-server binary shipped in the {@code com.github.codemonstur:embedded-redis} jar
+	 * (a test dependency), extracted once per JVM to an executable temporary file.
+	 */
+	private static final class EmbeddedBinary {
+
+		static final String PATH = extract();
+
+		private static String extract() {
+			String resource = resourceName();
+			try (InputStream in = RedisServer.class.getClassLoader().getResourceAsStream(resource)) {
+				if (in == null) {
+					throw new IllegalStateException("No redis-server on the PATH and no resource '" + resource
+							+ "' on the classpath; install Redis, set REDIS_SERVER, or add the embedded-redis test dependency");
+				}
+				Path file = Files.createTempFile("holdfast-redis-server", "");
+				file.toFile().deleteOnExit();
+				Files.copy(in, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+				if (!file.toFile().setExecutable(true)) {
+					throw new IllegalStateException("Could not make " + file + " executable");
+				}
+				return file.toString();
+			}
+			catch (IOException ex) {
+				throw new IllegalStateException("Could not extract " + resource, ex);
+			}
+		}
+
+		private static String resourceName() {
+			String os = System.getProperty("os.name").toLowerCase(java.util.Locale.ROOT);
+			String arch = System.getProperty("os.arch").toLowerCase(java.util.Locale.ROOT);
+			boolean arm = arch.contains("aarch64") || arch.contains("arm");
+			if (os.contains("mac")) {
+				return arm ? "redis-server-6.2.6-v5-darwin-arm64" : "redis-server-6.2.6-v5-darwin-amd64";
+			}
+			if (os.contains("linux")) {
+				if (arm) {
+					return "redis-server-6.2.7-linux-arm64";
+				}
+				return arch.contains("64") ? "redis-server-6.2.6-v5-linux-amd64" : "redis-server-6.2.7-linux-386";
+			}
+			throw new IllegalStateException("No embedded redis-server for " + os + "/" + arch
+					+ "; install Redis or set REDIS_SERVER");
+		}
+
 	}
 
 	private static int freePort() throws IOException {
