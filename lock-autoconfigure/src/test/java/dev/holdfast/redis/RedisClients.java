@@ -1,11 +1,13 @@
 package dev.holdfast.redis;
 
 import java.time.Duration;
+import java.util.List;
 
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
 
+import org.springframework.data.redis.connection.RedisClusterConfiguration;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -37,6 +39,18 @@ final class RedisClients {
 			.build();
 		LettuceConnectionFactory factory = new LettuceConnectionFactory(
 				new RedisStandaloneConfiguration("127.0.0.1", server.port()), clientConfiguration);
+		factory.afterPropertiesSet();
+		factory.start();
+		return factory;
+	}
+
+	static LettuceConnectionFactory clusterConnectionFactory(RedisServer server) {
+		LettuceClientConfiguration clientConfiguration = LettuceClientConfiguration.builder()
+			.commandTimeout(COMMAND_TIMEOUT)
+			.clientResources(RESOURCES)
+			.build();
+		LettuceConnectionFactory factory = new LettuceConnectionFactory(
+				new RedisClusterConfiguration(List.of("127.0.0.1:" + server.port())), clientConfiguration);
 		factory.afterPropertiesSet();
 		factory.start();
 		return factory;

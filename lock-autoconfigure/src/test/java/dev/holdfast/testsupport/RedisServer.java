@@ -32,12 +32,32 @@ public final class RedisServer implements AutoCloseable {
 
 	private final boolean persistent;
 
+	private boolean cluster;
+
 	private Process process;
 
 	private RedisServer(int port, Path dir, boolean persistent) {
 		this.port = port;
 		this.dir = dir;
 		this.persistent = persistent;
+	}
+
+	/**
+	 * Starts a one-node Redis Cluster without persistence: the node serves all 16384 slots, so
+	 * cluster clients work and multi-key commands across slots fail with {@code CROSSSLOT}, as on
+	 * a real cluster.
+	 */
+	public static RedisServer startCluster() {
+		try {
+			RedisServer server = new RedisServer(freePort(), Files.createTempDirectory("holdfast-redis"), false);
+			server.cluster = true;
+			server.startProcess();
+			server.assignAllSlots();
+			return server;
+		}
+		catch (IOException ex) {
+			throw new IllegalStateException("Could not start redis-server in cluster mode", ex);
+		}
 	}
 
 	/** Starts a server without persistence. */
@@ -132,6 +152,9 @@ public final class RedisServer implements AutoCloseable {
 		List<String> command = new ArrayList<>(List.of(executable(), "--port", Integer.toString(this.port), "--bind",
 				"127.0.0.1", "--dir", this.dir.toString(), "--save", "", "--daemonize", "no", "--loglevel",
 				"warning"));
+		if (this.cluster) {
+			command.addAll(List.of("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"));
+		}
 		if (this.persistent) {
 			command.addAll(List.of("--appendonly", "yes", "--appendfsync", "always"));
 		}
@@ -152,6 +175,41 @@ public final class RedisServer implements AutoCloseable {
 			sleep(20);
 		}
 		throw new IllegalStateException("redis-server did not answer PING within 10s: " + log());
+	}
+
+	private void assignAllSlots() throws IOException {
+		List<String> command = new ArrayList<>(List.of("CLUSTER", "ADDSLOTS"));
+		for (int slot = 0; slot < 16384; slot++) {
+			command.add(Integer.toString(slot));
+		}
+		String reply = send(command);
+		if (!reply.startsWith("+OK")) {
+			throw new IllegalStateException("CLUSTER ADDSLOTS failed: " + reply);
+		}
+		long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+		while (System.nanoTime() < deadline) {
+			if (send(List.of("CLUSTER", "INFO")).contains("cluster_state:ok")) {
+				return;
+			}
+			sleep(20);
+		}
+		throw new IllegalStateException("Redis cluster did not reach cluster_state:ok within 10s: " + log());
+	}
+
+	private String send(List<String> command) throws IOException {
+		StringBuilder request = new StringBuilder("*").append(command.size()).append("\r\n");
+		for (String argument : command) {
+			request.append('$').append(argument.length()).append("\r\n").append(argument).append("\r\n");
+		}
+		try (Socket socket = new Socket()) {
+			socket.connect(new InetSocketAddress("127.0.0.1", this.port), 1000);
+			socket.setSoTimeout(2000);
+			socket.getOutputStream().write(request.toString().getBytes(StandardCharsets.US_ASCII));
+			socket.getOutputStream().flush();
+			byte[] buffer = new byte[8192];
+			int read = socket.getInputStream().read(buffer);
+			return (read > 0) ? new String(buffer, 0, read, StandardCharsets.US_ASCII) : "";
+		}
 	}
 
 	private boolean ping() {
