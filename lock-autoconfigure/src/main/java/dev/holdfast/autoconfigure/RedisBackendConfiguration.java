@@ -15,10 +15,13 @@ import dev.holdfast.redis.RedisLockBackend;
 import dev.holdfast.spi.LockBackend;
 
 /**
- * The {@code redis} backend on the application's {@link RedisConnectionFactory}.
+ * The {@code redis} backend on the application's {@link RedisConnectionFactory}: chosen by
+ * {@code holdfast.backend=redis}, or detected when a connection factory bean exists and no
+ * Redlock nodes are configured.
  */
 @Configuration(proxyBeanMethods = false)
 @ConditionalOnClass(RedisConnectionFactory.class)
+@ConditionalOnBackend(BackendType.REDIS)
 @ConditionalOnMissingBean(LockBackend.class)
 @EnableConfigurationProperties(HoldfastRedisProperties.class)
 class RedisBackendConfiguration {

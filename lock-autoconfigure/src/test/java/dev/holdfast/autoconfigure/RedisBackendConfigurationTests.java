@@ -9,13 +9,17 @@ import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 
+import dev.holdfast.Lease;
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.redis.RedisLockBackend;
 import dev.holdfast.spi.LockBackend;
@@ -27,9 +31,8 @@ class RedisBackendConfigurationTests {
 
 	private static RedisServer server;
 
-	private final ApplicationContextRunner contextRunner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class))
-		.withUserConfiguration(RedisBackendConfiguration.class);
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, HoldfastAutoConfiguration.class));
 
 	@BeforeAll
 	static void startRedis() {
@@ -41,65 +44,84 @@ class RedisBackendConfigurationTests {
 		server.close();
 	}
 
+	private ApplicationContextRunner withRedis() {
+		return this.runner.withPropertyValues("spring.data.redis.port=" + server.port(),
+				"spring.data.redis.timeout=1s");
+	}
+
 	@Test
-	void redisBackendKeepsLocksInTheApplicationsRedis() {
-		this.contextRunner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=1s")
-			.run((context) -> {
-				RedisLockBackend backend = context.getBean(RedisLockBackend.class);
-				assertThat(backend.channel()).isEqualTo(RedisLockBackend.DEFAULT_CHANNEL);
-				String key = "config-test:" + UUID.randomUUID();
-				assertThat(backend.tryAcquire(key, "owner", Duration.ofSeconds(5)).acquired()).isTrue();
-				assertThat(backend.release(key, "owner")).isTrue();
-			});
+	void aConnectionFactoryMakesRedisTheBackendOfTheLockTemplate() {
+		withRedis().run((context) -> {
+			assertThat(context).hasSingleBean(RedisLockBackend.class);
+			assertThat(context.getBean(RedisLockBackend.class).channel()).isEqualTo(RedisLockBackend.DEFAULT_CHANNEL);
+			String name = "config-test-" + UUID.randomUUID();
+			LockOptions options = LockOptions.defaults().waitTime(Duration.ZERO);
+			try (Lease lease = context.getBean(LockTemplate.class).acquire(name, null, options)) {
+				assertThat(lease.fencingToken()).isPositive();
+				RedisLockBackend other = new RedisLockBackend(context.getBean(RedisConnectionFactory.class));
+				assertThat(other.tryAcquire(lease.key(), "other", Duration.ofSeconds(5)).acquired()).isFalse();
+			}
+		});
+	}
+
+	@Test
+	void explicitRedisBackendUsesTheConnectionFactory() {
+		withRedis().withPropertyValues("holdfast.backend=redis")
+			.run((context) -> assertThat(context).hasSingleBean(RedisLockBackend.class));
+	}
+
+	@Test
+	void anotherExplicitBackendWinsOverTheConnectionFactory() {
+		withRedis().withPropertyValues("holdfast.backend=memory")
+			.run((context) -> assertThat(context).hasSingleBean(InMemoryLockBackend.class)
+				.doesNotHaveBean(RedisLockBackend.class));
 	}
 
 	@Test
 	void channelIsConfigurable() {
-		this.contextRunner
-			.withPropertyValues("spring.data.redis.port=" + server.port(), "holdfast.redis.channel=app:released")
+		withRedis().withPropertyValues("holdfast.redis.channel=app:released")
 			.run((context) -> assertThat(context.getBean(RedisLockBackend.class).channel()).isEqualTo("app:released"));
 	}
 
 	@Test
 	void emptyChannelFailsWithTheActionToTake() {
-		this.contextRunner.withPropertyValues("spring.data.redis.port=" + server.port(), "holdfast.redis.channel= ")
-			.run((context) -> assertThat(context).getFailure()
-				.rootCause()
-				.isInstanceOf(LockConfigurationException.class)
-				.hasMessageContaining("holdfast.redis.channel")
-				.satisfies((ex) -> assertThat(((LockConfigurationException) ex).getAction())
-					.contains("holdfast.redis.channel")));
+		withRedis().withPropertyValues("holdfast.redis.channel= ").run((context) -> {
+			assertThat(context).hasFailed();
+			FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+			assertThat(analysis.getDescription()).contains("holdfast.redis.channel");
+			assertThat(analysis.getAction()).contains("holdfast.redis.channel");
+		});
 	}
 
 	@Test
 	void backsOffWhenTheUserDefinesALockBackend() {
-		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class))
-			.withUserConfiguration(UserBackendConfiguration.class, RedisBackendConfiguration.class)
-			.withPropertyValues("spring.data.redis.port=" + server.port())
+		withRedis().withUserConfiguration(UserBackendConfiguration.class)
 			.run((context) -> assertThat(context).hasSingleBean(LockBackend.class)
 				.doesNotHaveBean(RedisLockBackend.class)
 				.getBean(LockBackend.class)
-				.isInstanceOf(InMemoryLockBackend.class));
+				.isSameAs(context.getBean("userBackend")));
 	}
 
 	@Test
 	void backsOffWithoutSpringDataRedis() {
-		new ApplicationContextRunner().withUserConfiguration(RedisBackendConfiguration.class)
-			.withClassLoader(new FilteredClassLoader(RedisConnectionFactory.class))
-			.run((context) -> assertThat(context).hasNotFailed().doesNotHaveBean(LockBackend.class));
+		this.runner.withClassLoader(new FilteredClassLoader(RedisConnectionFactory.class))
+			.run((context) -> assertThat(context).hasNotFailed()
+				.doesNotHaveBean(RedisLockBackend.class)
+				.hasSingleBean(InMemoryLockBackend.class));
 	}
 
 	@Test
-	void failsWithTheActionToTakeWithoutAConnectionFactory() {
-		new ApplicationContextRunner().withUserConfiguration(RedisBackendConfiguration.class)
+	void explicitRedisBackendWithoutAConnectionFactoryFailsWithTheActionToTake() {
+		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
 			.withPropertyValues("holdfast.backend=redis")
-			.run((context) -> assertThat(context).getFailure()
-				.rootCause()
-				.isInstanceOf(LockConfigurationException.class)
-				.hasMessageContaining("RedisConnectionFactory")
-				.satisfies((ex) -> assertThat(((LockConfigurationException) ex).getAction())
-					.contains("spring-boot-starter-data-redis")
-					.contains("spring.data.redis.")));
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context).getFailure().rootCause().isInstanceOf(LockConfigurationException.class);
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis.getDescription()).contains("holdfast.backend=redis")
+					.contains("no RedisConnectionFactory bean");
+				assertThat(analysis.getAction()).contains("spring-boot-starter-data-redis").contains("spring.data.redis.");
+			});
 	}
 
 	@Configuration(proxyBeanMethods = false)
