@@ -332,10 +332,13 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 
 	/**
 	 * Calls {@code listener} with the key of every lock released through this channel by any
-	 * process. The first call opens the backend's single subscription; later calls share it.
-	 * Delivery is best effort (see the type's documentation); the listener runs on the Redis
-	 * client's I/O thread and must not block.
+	 * process. The first successful call opens the backend's single subscription, which then
+	 * follows the client's reconnections; later calls share it. Delivery is best effort (see the
+	 * type's documentation); the listener runs on the Redis client's I/O thread and must not
+	 * block.
 	 * @return a handle that stops deliveries to this listener when closed
+	 * @throws LockBackendException if the subscription cannot be opened (Redis unreachable); a
+	 * later call tries again
 	 * @throws IllegalStateException if the backend is closed
 	 */
 	@Override
@@ -376,15 +379,15 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 			listenerContainer.setErrorHandler((ex) -> logger.warn("Release notification failed", ex));
 			listenerContainer.addMessageListener(new Dispatcher(), new ChannelTopic(this.channel));
 			listenerContainer.afterPropertiesSet();
-			this.container = listenerContainer;
 			try {
 				listenerContainer.start();
 			}
 			catch (RuntimeException ex) {
-				// The container keeps trying to subscribe; until it succeeds waiters poll.
-				logger.warn("Could not subscribe to Redis channel '" + this.channel
-						+ "' yet; waiters poll until the subscription is up", ex);
+				destroy(listenerContainer);
+				throw new LockBackendException("Redis subscribe to channel '" + this.channel + "' failed: "
+						+ NestedExceptionUtils.getMostSpecificCause(ex).getMessage(), ex);
 			}
+			this.container = listenerContainer;
 		}
 		finally {
 			this.lifecycleLock.unlock();
@@ -409,12 +412,16 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		}
 		this.listeners.clear();
 		if (toClose != null) {
-			try {
-				toClose.destroy();
-			}
-			catch (Exception ex) {
-				logger.debug("Could not close the Redis release subscription", ex);
-			}
+			destroy(toClose);
+		}
+	}
+
+	private static void destroy(RedisMessageListenerContainer listenerContainer) {
+		try {
+			listenerContainer.destroy();
+		}
+		catch (Exception ex) {
+			logger.debug("Could not close the Redis release subscription", ex);
 		}
 	}
 

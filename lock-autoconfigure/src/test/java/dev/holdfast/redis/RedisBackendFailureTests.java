@@ -24,7 +24,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * A Redis that crashes, restarts or hangs: calls fail with {@link LockBackendException} within
- * a bounded time (the client's command timeout is one second here) and work again once Redis is
+ * a bounded time (the client's command timeout is two seconds here) and work again once Redis is
  * back, release notifications included.
  */
 class RedisBackendFailureTests {
@@ -122,6 +122,24 @@ class RedisBackendFailureTests {
 		}
 		assertThat(delivered).isEqualTo(after);
 		assertThat(this.listening.isListening()).isTrue();
+	}
+
+	@Test
+	void subscribingWhileRedisIsDownFailsAndWorksOnceRedisIsBack() throws Exception {
+		this.server.kill();
+		BlockingQueue<String> received = new LinkedBlockingQueue<>();
+		long start = System.nanoTime();
+		assertThatExceptionOfType(LockBackendException.class).isThrownBy(() -> this.listening.subscribe(received::add))
+			.withMessageContaining("subscribe");
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(FAILURE_BOUND);
+		assertThat(this.listening.isListening()).isFalse();
+		this.server.restart();
+		eventually(() -> this.listening.subscribe(received::add));
+		String key = "test:" + UUID.randomUUID();
+		eventually(() -> this.releasing.tryAcquire(key, "owner", TTL));
+		this.releasing.release(key, "owner");
+		assertThat(received.poll(5, TimeUnit.SECONDS)).isEqualTo(key);
+		assertThat(received.poll(200, TimeUnit.MILLISECONDS)).as("one delivery per subscriber").isNull();
 	}
 
 	private static void assertFailsQuickly(Executable call, String operation, String key) {

@@ -17,12 +17,12 @@ import dev.holdfast.testsupport.RedisServer;
 
 /**
  * Independent Lettuce clients of a test's Redis, as separate processes would have: each factory
- * has its own connections. Commands time out after one second; reconnection is retried every
+ * has its own connections. Commands time out after two seconds; reconnection is retried every
  * 100ms so that restart tests stay short.
  */
 final class RedisClients {
 
-	static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(1);
+	static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(2);
 
 	private static final ClientResources RESOURCES = ClientResources.builder()
 		.reconnectDelay(Delay.constant(Duration.ofMillis(100)))
