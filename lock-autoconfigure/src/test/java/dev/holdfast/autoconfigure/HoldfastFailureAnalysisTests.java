@@ -34,6 +34,7 @@ class HoldfastFailureAnalysisTests {
 			holdfast.lease-time=soon    | Property: holdfast.lease-time  | Update your application's configuration
 			holdfast.max-key-length=0   | holdfast.max-key-length must   | Correct the holdfast.* property
 			holdfast.wait-time=-1s      | holdfast.wait-time must not    | Correct the holdfast.* property
+			holdfast.backend=redis      | no RedisConnectionFactory bean | spring.data.redis
 			""")
 	void misconfigurationFailsWithAnAction(String property, String descriptionMentions, String actionMentions,
 			CapturedOutput output) {
