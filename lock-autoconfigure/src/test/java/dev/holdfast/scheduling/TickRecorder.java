@@ -1,0 +1,62 @@
+package dev.holdfast.scheduling;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Runs recorded by jobs of several instances: (nominal tick, instance).
+ */
+final class TickRecorder {
+
+	private final CopyOnWriteArrayList<Run> runs = new CopyOnWriteArrayList<>();
+
+	void record(Instant tick, String instance) {
+		this.runs.add(new Run(tick, instance));
+	}
+
+	List<Run> runs() {
+		return List.copyOf(this.runs);
+	}
+
+	/** Nominal second of a run that started at {@code millis} on the running instance's clock. */
+	static Instant nominalSecond(long millis) {
+		return Instant.ofEpochSecond(Math.round(millis / 1000.0));
+	}
+
+	/**
+	 * Asserts that every second from the first to the last recorded tick ran exactly once, and
+	 * that at least {@code minimum} ticks ran.
+	 */
+	static void assertEachTickExactlyOnce(List<Run> runs, int minimum) {
+		Map<Instant, List<String>> byTick = new TreeMap<>();
+		for (Run run : runs) {
+			byTick.computeIfAbsent(run.tick(), (tick) -> new ArrayList<>()).add(run.instance());
+		}
+		Map<Instant, List<String>> duplicates = new HashMap<>();
+		byTick.forEach((tick, instances) -> {
+			if (instances.size() > 1) {
+				duplicates.put(tick, instances);
+			}
+		});
+		assertThat(duplicates).as("ticks that ran more than once, of %s", byTick).isEmpty();
+		assertThat(byTick).hasSizeGreaterThanOrEqualTo(minimum);
+		List<Instant> ticks = new ArrayList<>(byTick.keySet());
+		Instant first = ticks.get(0);
+		Instant last = ticks.get(ticks.size() - 1);
+		long expected = Duration.between(first, last).toSeconds() + 1;
+		assertThat(ticks).as("ticks between %s and %s, of %s", first, last, byTick).hasSize((int) expected);
+	}
+
+	record Run(Instant tick, String instance) {
+
+	}
+
+}
