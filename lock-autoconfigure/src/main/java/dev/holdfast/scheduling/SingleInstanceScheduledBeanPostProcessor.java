@@ -45,7 +45,6 @@ import org.springframework.scheduling.config.FixedRateTask;
 import org.springframework.scheduling.config.ScheduledTask;
 import org.springframework.scheduling.config.ScheduledTaskHolder;
 import org.springframework.scheduling.config.ScheduledTaskRegistrar;
-import org.springframework.util.ClassUtils;
 import org.springframework.util.StringValueResolver;
 
 import dev.holdfast.LockConfigurationException;
@@ -290,10 +289,6 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	}
 
 	private static @Nullable ThreadPoolTaskSchedulerBuilder builder(ListableBeanFactory factory) {
-		if (!ClassUtils.isPresent("org.springframework.boot.task.ThreadPoolTaskSchedulerBuilder",
-				SingleInstanceScheduledBeanPostProcessor.class.getClassLoader())) {
-			return null;
-		}
 		return factory.getBeanProvider(ThreadPoolTaskSchedulerBuilder.class).getIfUnique();
 	}
 
