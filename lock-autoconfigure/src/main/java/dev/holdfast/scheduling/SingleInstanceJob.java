@@ -91,7 +91,7 @@ final class SingleInstanceJob implements Runnable {
 			deleteExpiredClaims(locks, startNanos);
 			try {
 				if (!claim(locks, this.trigger, tick)) {
-					skipped(locks, tick, "another instance ran this tick");
+					skipped(locks, tick, "another instance ran this tick, or this run started too late for it");
 					return;
 				}
 			}
@@ -114,7 +114,12 @@ final class SingleInstanceJob implements Runnable {
 		}
 		locks.listener().acquired(name, locks.backendName(), Duration.ofNanos(System.nanoTime() - startNanos));
 		try {
-			invoke();
+			if (tick != null) {
+				ScheduledTick.run(tick, this::invoke);
+			}
+			else {
+				invoke();
+			}
 		}
 		finally {
 			finish(locks, jobLock);
@@ -124,15 +129,19 @@ final class SingleInstanceJob implements Runnable {
 	/**
 	 * Claims {@code tick} until one period after the next tick by this instance's clock: a
 	 * claim that lives past the next tick is harmless, since every tick has its own claim, and
-	 * it keeps the tick from running on instances whose clocks are late by up to a period.
+	 * it keeps the tick from running on instances whose clocks are late by up to half a period
+	 * (with margin). A run that starts half a period after the next tick or later is too late to
+	 * claim its tick and is skipped.
 	 */
 	private boolean claim(JobLocks locks, TickCronTrigger trigger, Instant tick) {
 		Instant next = trigger.nextTick(tick);
 		Duration period = (next != null) ? Duration.between(tick, next) : Duration.ofHours(1);
 		Instant end = ((next != null) ? next : tick).plus(period);
 		Duration ttl = Duration.between(this.clock.instant(), end);
-		if (ttl.compareTo(period) < 0) {
-			ttl = period;
+		if (ttl.compareTo(period.dividedBy(2)) <= 0) {
+			// Started half a period after the next tick or later (a stalled instance): the claims
+			// of others may be gone, so the tick may have run already. Never run it this late.
+			return false;
 		}
 		String name = this.definition.name();
 		JobLocks.Held claim = locks.tryAcquire(name, locks.keyFor(name, "tick-" + tick.toEpochMilli()), ttl);
