@@ -415,7 +415,8 @@ class AsyncLockingTests {
 			return Mono.delay(duration).thenReturn("done");
 		}
 
-		@DistributedLock("forever")
+		// Waits, because the test polls the lock from another instance while this subscribes.
+		@DistributedLock(name = "forever", waitTime = "10s")
 		Mono<String> forever(AtomicBoolean cancelled) {
 			return Mono.<String>never().doOnCancel(() -> cancelled.set(true));
 		}

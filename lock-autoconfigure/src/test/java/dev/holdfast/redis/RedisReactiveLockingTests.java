@@ -138,7 +138,8 @@ class RedisReactiveLockingTests {
 			return Mono.delay(duration).then(ReactiveLockContext.requireLease()).map(Lease::fencingToken);
 		}
 
-		@DistributedLock("serial")
+		// Waits, because the test polls the lock from another instance while this subscribes.
+		@DistributedLock(name = "serial", waitTime = "10s")
 		Mono<Void> forever() {
 			return Mono.never();
 		}
