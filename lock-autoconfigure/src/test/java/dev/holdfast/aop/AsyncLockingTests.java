@@ -55,7 +55,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  */
 class AsyncLockingTests {
 
-	private static final Duration LEASE = Duration.ofMillis(400);
+	private static final Duration LEASE = Duration.ofSeconds(1);
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
 		.withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
@@ -121,13 +121,15 @@ class AsyncLockingTests {
 		run(backend, (context) -> {
 			Jobs jobs = context.getBean(Jobs.class);
 			try (DefaultLockTemplate other = otherInstance(context)) {
+				AtomicBoolean started = new AtomicBoolean();
 				AtomicBoolean cancelled = new AtomicBoolean();
-				Disposable subscription = jobs.forever(cancelled).subscribe();
+				Disposable subscription = jobs.forever(started, cancelled).subscribe();
 				long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-				while (isFree(other, "forever")) {
+				while (!started.get()) {
 					assertThat(System.nanoTime() - deadline).isNegative();
 					Thread.sleep(10);
 				}
+				assertThat(isFree(other, "forever")).isFalse();
 				subscription.dispose();
 				awaitFree(other, "forever");
 				assertThat(cancelled).isTrue();
@@ -417,8 +419,9 @@ class AsyncLockingTests {
 
 		// Waits, because the test polls the lock from another instance while this subscribes.
 		@DistributedLock(name = "forever", waitTime = "10s")
-		Mono<String> forever(AtomicBoolean cancelled) {
-			return Mono.<String>never().doOnCancel(() -> cancelled.set(true));
+		Mono<String> forever(AtomicBoolean started, AtomicBoolean cancelled) {
+			return Mono.<String>never().doOnSubscribe((subscription) -> started.set(true))
+				.doOnCancel(() -> cancelled.set(true));
 		}
 
 		@DistributedLock(name = "serial", waitTime = "30s")

@@ -117,9 +117,9 @@ class AsyncLockSupportTests {
 	@Test
 	void asyncLeaseIsRenewedWhileHeld() throws Exception {
 		Lease lease = this.template
-			.tryAcquireAsync(this.name, null, waitFor(Duration.ZERO).leaseTime(Duration.ofMillis(300)))
+			.tryAcquireAsync(this.name, null, waitFor(Duration.ZERO).leaseTime(Duration.ofSeconds(1)))
 			.get(5, TimeUnit.SECONDS);
-		Thread.sleep(900);
+		Thread.sleep(2500);
 		assertThat(lease.isValid()).isTrue();
 		assertThat(this.other.tryAcquire(this.name, null, waitFor(Duration.ZERO))).isEmpty();
 		this.template.releaseAsync(lease).toCompletableFuture().get(5, TimeUnit.SECONDS);

@@ -37,7 +37,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class RedisReactiveLockingTests {
 
-	private static final Duration LEASE = Duration.ofMillis(500);
+	private static final Duration LEASE = Duration.ofSeconds(1);
 
 	private static RedisServer server;
 
