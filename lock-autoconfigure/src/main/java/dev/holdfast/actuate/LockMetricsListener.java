@@ -84,6 +84,7 @@ public class LockMetricsListener implements LockListener {
 	 * @param name the job name
 	 * @param backend the backend name
 	 */
+	@Override
 	public void tickSkipped(String name, String backend) {
 		Counter.builder(SKIPPED)
 			.description("Scheduled ticks skipped because another instance ran them")

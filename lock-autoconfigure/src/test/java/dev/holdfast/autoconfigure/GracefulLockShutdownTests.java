@@ -92,6 +92,12 @@ class GracefulLockShutdownTests {
 			assertThatExceptionOfType(LockBackendException.class)
 				.isThrownBy(() -> template.tryAcquire(this.name, null, LockOptions.defaults()))
 				.withMessageContaining("shutting down");
+			assertThat(template.tryAcquireAsync(this.name, null, LockOptions.defaults()))
+				.failsWithin(Duration.ofSeconds(5))
+				.withThrowableThat()
+				.havingRootCause()
+				.isInstanceOf(LockBackendException.class)
+				.withMessageContaining("shutting down");
 			context.getSourceApplicationContext().start();
 			assertThat(template.tryAcquire(this.name, null, LockOptions.defaults())).isPresent().get()
 				.satisfies(Lease::close);
