@@ -1,6 +1,8 @@
 package dev.holdfast.autoconfigure;
 
+import java.time.Duration;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -19,6 +21,7 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import dev.holdfast.Lease;
 import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
+import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.actuate.LockBackendHealthIndicator;
 import dev.holdfast.actuate.LockMetricsListener;
 import dev.holdfast.actuate.LocksEndpoint;
@@ -27,6 +30,7 @@ import dev.holdfast.core.DefaultLockTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
 
 class HoldfastActuatorAutoConfigurationTests {
 
@@ -67,6 +71,20 @@ class HoldfastActuatorAutoConfigurationTests {
 			.count()).isEqualTo(1);
 		assertThat(registry.get(LockMetricsListener.LOST).tags("name", "report", "backend", "memory").counter()
 			.count()).isEqualTo(1);
+	}
+
+	@Test
+	void scheduledTicksSkippedBecauseTheJobLockIsHeldAreCounted() {
+		this.runner.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+			.withBean(HeldJob.class)
+			.run((context) -> {
+				MeterRegistry registry = context.getBean(MeterRegistry.class);
+				await().atMost(Duration.ofSeconds(10))
+					.untilAsserted(() -> assertThat(registry.find(LockMetricsListener.SKIPPED)
+						.tags("name", "held-job", "backend", "memory")
+						.counter()).isNotNull().satisfies((counter) -> assertThat(counter.count()).isPositive()));
+				assertThat(context.getBean(HeldJob.class).runs.get()).isEqualTo(1);
+			});
 	}
 
 	@Test
@@ -149,6 +167,17 @@ class HoldfastActuatorAutoConfigurationTests {
 	void noHealthIndicatorWithoutSpringBootHealth() {
 		this.runner.withClassLoader(new FilteredClassLoader(HealthIndicator.class))
 			.run((context) -> assertThat(context).hasNotFailed().doesNotHaveBean(LockBackendHealthIndicator.class));
+	}
+
+	static class HeldJob {
+
+		final AtomicInteger runs = new AtomicInteger();
+
+		@SingleInstanceScheduled(fixedRate = "50ms", name = "held-job", lockAtLeastFor = "1m")
+		void run() {
+			this.runs.incrementAndGet();
+		}
+
 	}
 
 	private Timer acquireTimer(MeterRegistry registry, String outcome) {
