@@ -43,6 +43,7 @@ import org.redisson.api.RedissonClient;
 import org.redisson.api.redisnode.RedisNodes;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
+import org.redisson.config.EqualJitterDelay;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
@@ -253,6 +254,8 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 					.setTimeout(toIntMillis(settings.nodeTimeout()))
 					.setConnectTimeout(toIntMillis(connectTimeout))
 					.setRetryAttempts(0)
+					// A node that comes back rejoins within about a second, however long it was away.
+					.setReconnectionDelay(new EqualJitterDelay(Duration.ofMillis(50), Duration.ofSeconds(1)))
 					.setConnectionMinimumIdleSize(1)
 					.setConnectionPoolSize(16)
 					.setSubscriptionConnectionMinimumIdleSize(1)
@@ -291,6 +294,9 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 	/**
 	 * Takes the lock on a quorum of nodes, in one attempt bounded by the node timeout (plus one
 	 * more node timeout when the fencing token has to be written back).
+	 * @return acquired with the fencing token, or held with the longest remaining time to live a
+	 * node reported; an interrupted caller gets "held" at once, with its interrupt flag set, and
+	 * what the attempt's requests take is released as they land
 	 * @throws LockBackendException when fewer than a quorum of nodes answered; the attempt then
 	 * released what it took
 	 * @throws IllegalArgumentException when {@code ttl} is not longer than the drift allowance
@@ -312,9 +318,10 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 				(node) -> node.script()
 					.evalAsync(Mode.READ_WRITE, ACQUIRE_SCRIPT, ReturnType.LIST, keys, owner,
 							Long.toString(ttl.toMillis()), Long.toString(FENCE_RETENTION_MILLIS)),
-				(r) -> r.count(RedlockLockBackend::isGranted) >= this.quorum
-						|| r.count(RedlockLockBackend::isNotGranted) + r.failed() > this.nodes.size() - this.quorum);
-		awaitOrAbandon(round, round, start + this.nodeTimeoutNanos, key, owner, "acquiring");
+				this::acquireDecided);
+		if (!awaitOrAbandon(round, round, start + this.nodeTimeoutNanos, key, owner)) {
+			return AcquireResult.held(0);
+		}
 		int granted = 0;
 		int held = 0;
 		long token = 0;
@@ -338,6 +345,9 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 					|| storeToken(round, key, owner, fencingToken, start + ttlNanos - driftNanos);
 			if (stored && System.nanoTime() - start + driftNanos < ttlNanos) {
 				return AcquireResult.acquired(fencingToken);
+			}
+			if (Thread.currentThread().isInterrupted()) {
+				return AcquireResult.held(0);
 			}
 		}
 		releaseAfterFailedAttempt(round, key, owner);
@@ -557,16 +567,18 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 				(r) -> r.count(RedlockLockBackend::isOne) >= this.quorum
 						|| r.count((reply) -> !isOne(reply)) + r.failed() > granted.size() - this.quorum);
 		long deadline = Math.min(System.nanoTime() + this.nodeTimeoutNanos, validUntil);
-		awaitOrAbandon(round, acquire, deadline, key, owner, "storing the fencing token of");
-		return round.count(RedlockLockBackend::isOne) >= this.quorum;
+		return awaitOrAbandon(round, acquire, deadline, key, owner)
+				&& round.count(RedlockLockBackend::isOne) >= this.quorum;
 	}
 
-	// Waits for a round of an acquisition; when the caller is interrupted, takes back whatever
-	// the acquisition's requests take, without waiting for it, and throws.
-	private void awaitOrAbandon(Round round, Round acquire, long deadline, String key, String owner,
-			String action) {
+	// Waits for a round of an acquisition. When the caller is interrupted, takes back whatever the
+	// acquisition's requests take, without waiting for it, sets the interrupt flag again and
+	// returns false: the attempt then reports the lock as not acquired, and the engine ends the
+	// wait with its own interruption handling.
+	private boolean awaitOrAbandon(Round round, Round acquire, long deadline, String key, String owner) {
 		try {
 			round.await(deadline);
+			return true;
 		}
 		catch (InterruptedException ex) {
 			for (Node node : this.nodes) {
@@ -574,7 +586,7 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 			}
 			acquire.whenEachCompletes((node) -> sendRelease(node, key, owner));
 			Thread.currentThread().interrupt();
-			throw new LockBackendException("Interrupted while " + action + " '" + key + "'", ex);
+			return false;
 		}
 	}
 
@@ -609,7 +621,7 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 		Round release = Round.send(targets, (node) -> node.script()
 			.evalAsync(Mode.READ_WRITE, RELEASE_SCRIPT, ReturnType.LONG, List.of(key), owner, RELEASE_CHANNEL),
 				(r) -> false);
-		awaitOrAbandon(release, acquire, start + this.nodeTimeoutNanos, key, owner, "releasing a failed attempt on");
+		awaitOrAbandon(release, acquire, start + this.nodeTimeoutNanos, key, owner);
 	}
 
 	private void sendRelease(Node node, String key, String owner) {
@@ -620,6 +632,18 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 		catch (RuntimeException ex) {
 			logger.debug("Could not send release of '" + key + "' to " + node.name(), ex);
 		}
+	}
+
+	// The outcome of an acquire round is known once it is acquired (a quorum granted), certainly
+	// unreachable (too many failures for a quorum to answer) or certainly held (a quorum answered,
+	// and the nodes still pending cannot make up a quorum of grants).
+	private boolean acquireDecided(Round round) {
+		int granted = round.count(RedlockLockBackend::isGranted);
+		int replied = round.answered();
+		int failed = round.failed();
+		int pending = round.size() - replied - failed;
+		return granted >= this.quorum || failed > this.nodes.size() - this.quorum
+				|| (replied >= this.quorum && granted + pending < this.quorum);
 	}
 
 	private boolean allRenewedOnQuorum(Round round, int lockCount) {
@@ -680,10 +704,6 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 	private static boolean isGranted(Object reply) {
 		return reply instanceof List<?> list && list.size() == 2 && list.get(0) instanceof Number flag
 				&& flag.longValue() == 1;
-	}
-
-	private static boolean isNotGranted(Object reply) {
-		return !isGranted(reply);
 	}
 
 	private static long tokenOf(Object reply) {
