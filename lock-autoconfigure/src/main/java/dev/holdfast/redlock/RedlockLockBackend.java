@@ -247,10 +247,10 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 				config.setCodec(StringCodec.INSTANCE);
 				config.setLazyInitialization(true);
 				config.setUseScriptCache(true);
+				config.setUsername(username);
+				config.setPassword(password);
 				config.useSingleServer()
 					.setAddress(address)
-					.setUsername(username)
-					.setPassword(password)
 					.setTimeout(toIntMillis(settings.nodeTimeout()))
 					.setConnectTimeout(toIntMillis(connectTimeout))
 					.setRetryAttempts(0)
@@ -284,6 +284,11 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 	/** The number of nodes that must agree: {@code nodeCount() / 2 + 1}. */
 	public int quorum() {
 		return this.quorum;
+	}
+
+	/** The timing this backend runs with. */
+	public RedlockSettings settings() {
+		return this.settings;
 	}
 
 	/** The configured nodes, without credentials, in configuration order. */
@@ -729,7 +734,12 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 		}
 	}
 
-	static List<String> checkAddresses(List<String> addresses) {
+	/**
+	 * Checks node addresses as {@link #connect} does.
+	 * @return the addresses without credentials, normalized
+	 * @throws IllegalArgumentException naming the first entry that is malformed or repeated
+	 */
+	public static List<String> checkAddresses(List<String> addresses) {
 		if (addresses.isEmpty()) {
 			throw new IllegalArgumentException("No Redlock node configured");
 		}

@@ -374,6 +374,35 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 	}
 
 	@Test
+	void passwordIsSentToTheNodes() {
+		try (RedisServer secured = RedisServer.start()) {
+			Config config = new Config();
+			config.useSingleServer().setAddress(secured.uri());
+			RedissonClient admin = Redisson.create(config);
+			try {
+				admin.getRedisNodes(org.redisson.api.redisnode.RedisNodes.SINGLE)
+					.getInstance()
+					.setConfig("requirepass", "s3cret");
+			}
+			finally {
+				admin.shutdown(0, 2, TimeUnit.SECONDS);
+			}
+			RedlockSettings settings = RedlockSettings.defaults();
+			try (RedlockLockBackend withPassword = RedlockLockBackend.connect(List.of(secured.uri()), null, "s3cret",
+					Duration.ofSeconds(1), settings);
+					RedlockLockBackend without = RedlockLockBackend.connect(List.of(secured.uri()), null, null,
+							Duration.ofSeconds(1), settings)) {
+				String key = key();
+				String owner = owner();
+				assertThat(withPassword.tryAcquire(key, owner, TTL).acquired()).isTrue();
+				assertThat(withPassword.release(key, owner)).isTrue();
+				assertThatThrownBy(() -> without.tryAcquire(key, owner(), TTL)).isInstanceOf(LockBackendException.class)
+					.hasMessageContaining("0 of 1 nodes answered");
+			}
+		}
+	}
+
+	@Test
 	void badConfigurationIsRejectedWithTheEntryNamed() {
 		assertThatIllegalArgumentException()
 			.isThrownBy(() -> connect(List.of(servers.get(0).uri(), servers.get(0).uri().replace("127.0.0.1", "127.0.0.1"))))
