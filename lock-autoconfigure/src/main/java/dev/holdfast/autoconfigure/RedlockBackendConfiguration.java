@@ -4,7 +4,6 @@ import org.redisson.api.RedissonClient;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -19,7 +18,7 @@ import dev.holdfast.spi.LockBackend;
  * no backend is named): one Redisson client per node in {@code holdfast.redlock.nodes}.
  */
 @Configuration(proxyBeanMethods = false)
-@ConditionalOnProperty(prefix = "holdfast", name = "backend", havingValue = "redlock")
+@ConditionalOnBackend(BackendType.REDLOCK)
 @ConditionalOnMissingBean(LockBackend.class)
 @EnableConfigurationProperties(HoldfastRedlockProperties.class)
 class RedlockBackendConfiguration {

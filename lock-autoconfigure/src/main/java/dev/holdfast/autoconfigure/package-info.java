@@ -1,5 +1,5 @@
 /**
- * Auto-configuration of Holdfast: backend selection, properties and infrastructure beans.
+ * Auto-configuration of Holdfast: backend selection, the lock template and the advisors.
  */
 @NullMarked
 package dev.holdfast.autoconfigure;

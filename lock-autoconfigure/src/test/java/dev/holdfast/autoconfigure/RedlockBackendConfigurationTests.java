@@ -13,6 +13,8 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.redlock.RedlockLockBackend;
 import dev.holdfast.spi.LockBackend;
@@ -65,6 +67,17 @@ class RedlockBackendConfigurationTests {
 				assertThat(backend.tryAcquire("holdfast:autoconfigure", "owner", Duration.ofSeconds(5)).acquired())
 					.isTrue();
 				assertThat(backend.release("holdfast:autoconfigure", "owner")).isTrue();
+			});
+	}
+
+	@Test
+	void configuredNodesSelectRedlockWhenNoBackendIsNamed() {
+		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
+			.withPropertyValues(nodes())
+			.run((context) -> {
+				assertThat(context).hasSingleBean(RedlockLockBackend.class);
+				assertThat(context.getBean(LockTemplate.class)
+					.executeLocked("autoconfigure", null, LockOptions.defaults(), () -> "ran")).isEqualTo("ran");
 			});
 	}
 
