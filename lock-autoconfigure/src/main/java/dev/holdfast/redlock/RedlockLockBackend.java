@@ -16,6 +16,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -79,9 +80,17 @@ import dev.holdfast.spi.ReleaseEvents;
  * after a crash. Without either, a restarted node forgets the lock and a second client can build
  * a quorum with it: the startup check warns about nodes configured that way.
  * <p>
- * <b>Release and renewal</b> go to all nodes in parallel; a renewal counts only when a quorum
- * renewed within the validity of the new time to live. Renewal is batched: one script call per
- * node for all the locks being renewed.
+ * <b>Release and renewal</b> go to all nodes in parallel; a release returns once a quorum has
+ * deleted the lock, and a renewal counts only when a quorum renewed within the validity of the
+ * new time to live. Renewal is batched: one script call per node for all the locks being renewed.
+ * An acquisition returns as soon as a quorum granted; a release of it is also sent to the nodes
+ * that had not answered yet once they answer, so that a late acquire request cannot leave a copy
+ * behind. A node paused past the node timeout may still apply a request late; such a copy, on a
+ * minority of nodes, lives until its time to live ends and delays nobody beyond that.
+ * <p>
+ * <b>Interruption.</b> An interrupted caller stops waiting at once; what its requests take is
+ * released as they land, and the attempt reports the lock as not acquired with the interrupt
+ * flag set.
  * <p>
  * <b>Waiting.</b> This backend never waits for a held lock: the engine above it retries with
  * jitter. A release publishes the key on every node ({@link ReleaseEvents}), so waiters wake up
@@ -129,6 +138,8 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 	private static final int MAX_KEY_LENGTH = 1024;
 
 	private static final int RECENT_RELEASES = 1024;
+
+	private static final int MAX_LATE_ACQUIRES = 10_000;
 
 	// KEYS: lock, counter. ARGV: owner, ttl ms, counter retention ms.
 	// Returns {1, candidate token} when granted, {0, pttl of the holder} when held.
@@ -191,6 +202,12 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 	private final long nodeTimeoutNanos;
 
 	private final @Nullable Runnable onClose;
+
+	// Acquisitions that returned before every node had answered, by "<key> <owner>", until the
+	// last node answers (at most the node timeout). A release also releases on those nodes once
+	// they answer: sent on another connection, it could otherwise overtake the late acquire
+	// request and leave a lock behind on that node for its whole time to live.
+	private final Map<String, Round> lateAcquires = new ConcurrentHashMap<>();
 
 	/**
 	 * Creates a backend over clients that the caller owns and closes.
@@ -349,6 +366,7 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 			boolean stored = round.count((reply) -> isGranted(reply) && tokenOf(reply) == fencingToken) >= this.quorum
 					|| storeToken(round, key, owner, fencingToken, start + ttlNanos - driftNanos);
 			if (stored && System.nanoTime() - start + driftNanos < ttlNanos) {
+				trackLateNodes(round, key, owner);
 				return AcquireResult.acquired(fencingToken);
 			}
 			if (Thread.currentThread().isInterrupted()) {
@@ -371,6 +389,10 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 	public boolean release(String key, String owner) {
 		checkKey(key);
 		checkOwner(owner);
+		Round late = this.lateAcquires.remove(key + " " + owner);
+		if (late != null) {
+			late.whenEachCompletes((node) -> sendRelease(node, key, owner));
+		}
 		long start = System.nanoTime();
 		Round round = Round.send(this.nodes,
 				(node) -> node.script()
@@ -434,8 +456,9 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 
 	/**
 	 * Subscribes to releases on every node. A release of one lock is delivered once, although
-	 * every node publishes it; the listener runs on a Redisson thread and must not block. Nodes
-	 * that are down are subscribed when they come back.
+	 * every node publishes it (the last 1,024 releases are remembered to drop the copies); the
+	 * listener runs on a Redisson thread and must not block. Delivery is best effort: a node
+	 * whose subscription fails delivers nothing, and the engine's polling covers it.
 	 */
 	@Override
 	public AutoCloseable subscribe(Consumer<String> listener) {
@@ -507,16 +530,32 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 			warnings.add("Redlock is configured with an even number of nodes (" + this.nodes.size()
 					+ "): the quorum is " + this.quorum + ", so the last node adds no fault tolerance; use an odd count");
 		}
-		long start = System.nanoTime();
-		Round round = Round.send(this.nodes,
-				(node) -> node.client().getRedisNodes(RedisNodes.SINGLE).getInstance().getConfigAsync("append*"),
-				(r) -> false);
-		awaitInterruptibly(round, start + Math.max(this.nodeTimeoutNanos, TimeUnit.SECONDS.toNanos(2)),
-				"checking the nodes' persistence");
+		Object[] configs = new Object[this.nodes.size()];
+		// Two tries: the first request to a node also opens its connection.
+		for (int attempt = 0; attempt < 2; attempt++) {
+			List<Integer> unanswered = new ArrayList<>();
+			for (int i = 0; i < configs.length; i++) {
+				if (!(configs[i] instanceof Map)) {
+					unanswered.add(i);
+				}
+			}
+			if (unanswered.isEmpty()) {
+				break;
+			}
+			long start = System.nanoTime();
+			Round round = Round.send(unanswered.stream().map(this.nodes::get).toList(),
+					(node) -> node.client().getRedisNodes(RedisNodes.SINGLE).getInstance().getConfigAsync("append*"),
+					(r) -> false);
+			awaitInterruptibly(round, start + this.nodeTimeoutNanos + TimeUnit.SECONDS.toNanos(1),
+					"checking the nodes' persistence");
+			for (int i = 0; i < unanswered.size(); i++) {
+				configs[unanswered.get(i)] = round.result(i);
+			}
+		}
 		List<String> volatileNodes = new ArrayList<>();
 		for (int i = 0; i < this.nodes.size(); i++) {
 			String name = this.nodes.get(i).name();
-			Object result = round.result(i);
+			Object result = configs[i];
 			if (result instanceof Map<?, ?> config) {
 				boolean appendOnly = "yes".equalsIgnoreCase(String.valueOf(config.get("appendonly")));
 				boolean fsyncAlways = "always".equalsIgnoreCase(String.valueOf(config.get("appendfsync")));
@@ -627,6 +666,17 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 			.evalAsync(Mode.READ_WRITE, RELEASE_SCRIPT, ReturnType.LONG, List.of(key), owner, RELEASE_CHANNEL),
 				(r) -> false);
 		awaitOrAbandon(release, acquire, start + this.nodeTimeoutNanos, key, owner);
+	}
+
+	private void trackLateNodes(Round round, String key, String owner) {
+		if (round.pending() == 0) {
+			return;
+		}
+		String id = key + " " + owner;
+		if (this.lateAcquires.size() < MAX_LATE_ACQUIRES) {
+			this.lateAcquires.put(id, round);
+			round.whenAllComplete(() -> this.lateAcquires.remove(id, round));
+		}
 	}
 
 	private void sendRelease(Node node, String key, String owner) {
@@ -830,6 +880,10 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 
 		private final Predicate<Round> decision;
 
+		// The answers as they stood when the caller stopped waiting; later answers do not change
+		// the caller's view, so that its decision and its error message agree.
+		private volatile @Nullable Object @Nullable [] frozen;
+
 		private Round(List<Node> nodes, Predicate<Round> decision) {
 			this.nodes = nodes;
 			this.results = new AtomicReferenceArray<>(nodes.size());
@@ -866,16 +920,26 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 			}
 		}
 
+		/**
+		 * Waits for the decision or the deadline, then freezes the caller's view of the answers:
+		 * the nodes that have not answered by then count as failed.
+		 */
 		void await(long deadline) throws InterruptedException {
-			long remaining = deadline - System.nanoTime();
-			if (remaining <= 0 || this.decided.isDone()) {
-				return;
-			}
 			try {
-				this.decided.get(remaining, TimeUnit.NANOSECONDS);
+				long remaining = deadline - System.nanoTime();
+				if (remaining > 0 && !this.decided.isDone()) {
+					this.decided.get(remaining, TimeUnit.NANOSECONDS);
+				}
 			}
 			catch (TimeoutException | ExecutionException ex) {
-				// Decided by the deadline: the nodes that have not answered count as failed.
+				// Decided by the deadline.
+			}
+			finally {
+				Object[] snapshot = new Object[this.results.length()];
+				for (int i = 0; i < snapshot.length; i++) {
+					snapshot[i] = this.results.get(i);
+				}
+				this.frozen = snapshot;
 			}
 		}
 
@@ -889,7 +953,8 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 
 		/** The answer of a node: its reply, a {@link Failure}, or {@code null} while pending. */
 		@Nullable Object result(int index) {
-			return this.results.get(index);
+			Object[] snapshot = this.frozen;
+			return (snapshot != null) ? snapshot[index] : this.results.get(index);
 		}
 
 		/** The number of nodes that replied, failures and pending requests not counted. */
@@ -901,7 +966,7 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 		int failed() {
 			int count = 0;
 			for (int i = 0; i < this.results.length(); i++) {
-				if (this.results.get(i) instanceof Failure) {
+				if (result(i) instanceof Failure) {
 					count++;
 				}
 			}
@@ -911,7 +976,7 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 		int count(Predicate<Object> replyMatches) {
 			int count = 0;
 			for (int i = 0; i < this.results.length(); i++) {
-				Object result = this.results.get(i);
+				Object result = result(i);
 				if (result != null && !(result instanceof Failure) && replyMatches.test(result)) {
 					count++;
 				}
@@ -922,6 +987,21 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 		void whenCompletes(int index, Consumer<Node> action) {
 			Node node = this.nodes.get(index);
 			this.calls.get(index).whenComplete((value, error) -> action.accept(node));
+		}
+
+		/** The number of nodes that have not answered yet. */
+		int pending() {
+			int count = 0;
+			for (int i = 0; i < this.results.length(); i++) {
+				if (result(i) == null) {
+					count++;
+				}
+			}
+			return count;
+		}
+
+		void whenAllComplete(Runnable action) {
+			CompletableFuture.allOf(this.calls.toArray(CompletableFuture[]::new)).whenComplete((value, error) -> action.run());
 		}
 
 		void whenEachCompletes(Consumer<Node> action) {

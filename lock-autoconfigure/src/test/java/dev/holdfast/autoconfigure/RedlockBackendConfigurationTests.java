@@ -54,14 +54,14 @@ class RedlockBackendConfigurationTests {
 
 	@Test
 	void backendConnectsToTheConfiguredNodes() {
-		this.runner.withPropertyValues(nodes(), "holdfast.redlock.node-timeout=150ms",
+		this.runner.withPropertyValues(nodes(), "holdfast.redlock.node-timeout=1s",
 				"holdfast.redlock.drift-factor=0.02", "holdfast.redlock.min-drift=5ms")
 			.run((context) -> {
 				assertThat(context).hasSingleBean(LockBackend.class);
 				RedlockLockBackend backend = context.getBean(RedlockLockBackend.class);
 				assertThat(backend.nodeNames()).containsExactly(first.uri(), second.uri(), third.uri());
 				assertThat(backend.quorum()).isEqualTo(2);
-				assertThat(backend.settings().nodeTimeout()).isEqualTo(Duration.ofMillis(150));
+				assertThat(backend.settings().nodeTimeout()).isEqualTo(Duration.ofSeconds(1));
 				assertThat(backend.settings().driftFactor()).isEqualTo(0.02);
 				assertThat(backend.settings().minDrift()).isEqualTo(Duration.ofMillis(5));
 				assertThat(backend.tryAcquire("holdfast:autoconfigure", "owner", Duration.ofSeconds(5)).acquired())
@@ -73,7 +73,7 @@ class RedlockBackendConfigurationTests {
 	@Test
 	void configuredNodesSelectRedlockWhenNoBackendIsNamed() {
 		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
-			.withPropertyValues(nodes())
+			.withPropertyValues(nodes(), "holdfast.redlock.node-timeout=1s")
 			.run((context) -> {
 				assertThat(context).hasSingleBean(RedlockLockBackend.class);
 				assertThat(context.getBean(LockTemplate.class)

@@ -38,7 +38,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  */
 class RedlockLockBackendTests extends LockBackendContractTests {
 
-	private static final Duration NODE_TIMEOUT = Duration.ofMillis(200);
+	private static final Duration NODE_TIMEOUT = Duration.ofMillis(500);
 
 	private static final Duration TTL = Duration.ofSeconds(10);
 
@@ -245,6 +245,24 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 		for (String key : noneWon) {
 			for (int node = 0; node < 5; node++) {
 				assertThat(get(node, key)).as("a split vote leaves nothing behind on node %d", node).isNull();
+			}
+		}
+	}
+
+	@Test
+	void acquireReleaseCyclesLeaveNothingBehindOnAnyNode() throws Exception {
+		RedlockLockBackend backend = backend();
+		List<String> keys = List.of(key(), key(), key());
+		for (int i = 0; i < 1500; i++) {
+			String key = keys.get(i % keys.size());
+			String owner = owner();
+			assertThat(backend.tryAcquire(key, owner, TTL).acquired()).as("cycle %d", i).isTrue();
+			assertThat(backend.release(key, owner)).isTrue();
+		}
+		Thread.sleep(NODE_TIMEOUT.toMillis());
+		for (String key : keys) {
+			for (int node = 0; node < 5; node++) {
+				assertThat(get(node, key)).as("%s on node %d", key, node).isNull();
 			}
 		}
 	}
