@@ -748,7 +748,7 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 
 	private static String describe(@Nullable Object result) {
 		if (result == null) {
-			return "no answer within the node timeout";
+			return "no answer when the attempt was decided (within the node timeout)";
 		}
 		if (result instanceof Failure failure) {
 			return failure.cause().getClass().getSimpleName() + ": " + failure.cause().getMessage();
