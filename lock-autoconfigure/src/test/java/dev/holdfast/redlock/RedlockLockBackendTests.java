@@ -149,6 +149,11 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).as("time to fail")
 			.isLessThan(NODE_TIMEOUT.multipliedBy(2).plusMillis(500));
 		assertThat(backend.hasQuorum()).isFalse();
+		assertThatThrownBy(() -> backend.renew(List.of(new HeldLock(key, owner(), TTL))))
+			.isInstanceOf(LockBackendException.class)
+			.hasMessageContaining("renewing 1 locks");
+		assertThatThrownBy(() -> backend.release(key, owner())).isInstanceOf(LockBackendException.class)
+			.hasMessageContaining("releasing");
 		assertThat(get(0, key)).as("nothing left on the nodes that answered").isNull();
 		assertThat(get(3, key)).isNull();
 		servers.get(1).restart();
