@@ -35,12 +35,14 @@ class HoldfastFailureAnalysisTests {
 			holdfast.max-key-length=0   | holdfast.max-key-length must   | Correct the holdfast.* property
 			holdfast.wait-time=-1s      | holdfast.wait-time must not    | Correct the holdfast.* property
 			holdfast.backend=redis      | no RedisConnectionFactory bean | spring.data.redis
+			holdfast.backend=redlock    | no node is configured          | holdfast.redlock.nodes
+			holdfast.redlock.nodes=x    | 'x'                            | redis://
 			""")
 	void misconfigurationFailsWithAnAction(String property, String descriptionMentions, String actionMentions,
 			CapturedOutput output) {
 		assertThatException().isThrownBy(() -> new SpringApplicationBuilder(App.class)
 			.web(WebApplicationType.NONE)
-			.properties("holdfast.backend=memory", property)
+			.properties(property)
 			.run()
 			.close());
 		String report = output.getOut() + output.getErr();
