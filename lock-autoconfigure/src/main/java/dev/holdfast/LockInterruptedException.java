@@ -1,0 +1,13 @@
+package dev.holdfast;
+
+/**
+ * The thread was interrupted while waiting for a lock. No lease is left behind, and the thread's
+ * interrupt flag is set again.
+ */
+public class LockInterruptedException extends LockException {
+
+	public LockInterruptedException(String lockKey, InterruptedException cause) {
+		super("Interrupted while waiting for lock '" + lockKey + "'", cause);
+	}
+
+}

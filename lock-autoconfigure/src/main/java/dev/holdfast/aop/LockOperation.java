@@ -1,0 +1,31 @@
+package dev.holdfast.aop;
+
+import java.lang.reflect.Method;
+
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.expression.Expression;
+
+import dev.holdfast.LockOptions;
+import dev.holdfast.OnLocked;
+
+/**
+ * A {@link dev.holdfast.DistributedLock} annotation resolved for one method of one target class:
+ * placeholders resolved, durations parsed, key expression parsed.
+ *
+ * @param method the annotated method
+ * @param name the lock name
+ * @param keyExpression the parsed key expression, or {@code null} for one lock per name
+ * @param keyExpressionText the key expression as written
+ * @param options wait and lease times (unset ones take the configured defaults)
+ * @param onLocked what to do when the lock stays held
+ */
+public record LockOperation(Method method, String name, @Nullable Expression keyExpression, String keyExpressionText,
+		LockOptions options, OnLocked onLocked) {
+
+	/** {@code Class.method} for messages. */
+	public String describe() {
+		return this.method.getDeclaringClass().getName() + "." + this.method.getName();
+	}
+
+}

@@ -1,0 +1,203 @@
+package dev.holdfast.aop;
+
+import java.lang.reflect.Method;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.aop.support.AopUtils;
+import org.springframework.boot.convert.DurationStyle;
+import org.springframework.core.BridgeMethodResolver;
+import org.springframework.core.DefaultParameterNameDiscoverer;
+import org.springframework.core.MethodClassKey;
+import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.expression.Expression;
+import org.springframework.expression.ParseException;
+import org.springframework.expression.spel.SpelNode;
+import org.springframework.expression.spel.ast.VariableReference;
+import org.springframework.expression.spel.standard.SpelExpression;
+import org.springframework.expression.spel.standard.SpelExpressionParser;
+import org.springframework.util.ClassUtils;
+import org.springframework.util.StringUtils;
+import org.springframework.util.StringValueResolver;
+
+import dev.holdfast.DistributedLock;
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.OnLocked;
+
+/**
+ * Finds and resolves {@link DistributedLock} on methods, once per (method, target class).
+ * Placeholders are resolved on the annotation's literals before parsing; expressions are parsed
+ * here and never again. Every problem is a {@link LockConfigurationException} naming the method.
+ * The cache holds one entry per method of the application's classes, a bounded number.
+ */
+public class LockOperationSource {
+
+	private static final Object NONE = new Object();
+
+	private final Map<MethodClassKey, Object> cache = new ConcurrentHashMap<>(256);
+
+	private final SpelExpressionParser parser = new SpelExpressionParser();
+
+	private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
+
+	private final @Nullable StringValueResolver placeholders;
+
+	/**
+	 * @param placeholders resolves {@code ${...}} in annotation attributes; {@code null} leaves
+	 * them as they are
+	 */
+	public LockOperationSource(@Nullable StringValueResolver placeholders) {
+		this.placeholders = placeholders;
+	}
+
+	/**
+	 * The lock operation of {@code method} when called on {@code targetClass}, or {@code null} if
+	 * it is not annotated.
+	 * @throws LockConfigurationException if the annotation is invalid
+	 */
+	public @Nullable LockOperation getOperation(Method method, @Nullable Class<?> targetClass) {
+		MethodClassKey cacheKey = new MethodClassKey(method, targetClass);
+		Object cached = this.cache.get(cacheKey);
+		if (cached == null) {
+			LockOperation operation = resolve(method, targetClass);
+			cached = (operation != null) ? operation : NONE;
+			this.cache.put(cacheKey, cached);
+		}
+		return (cached != NONE) ? (LockOperation) cached : null;
+	}
+
+	private @Nullable LockOperation resolve(Method method, @Nullable Class<?> targetClass) {
+		Method specific = BridgeMethodResolver.findBridgedMethod(AopUtils.getMostSpecificMethod(method, targetClass));
+		DistributedLock annotation = AnnotatedElementUtils.findMergedAnnotation(specific, DistributedLock.class);
+		if (annotation == null) {
+			annotation = AnnotatedElementUtils.findMergedAnnotation(method, DistributedLock.class);
+		}
+		if (annotation == null) {
+			return null;
+		}
+		Class<?> userClass = ClassUtils.getUserClass((targetClass != null) ? targetClass : method.getDeclaringClass());
+		String where = "@DistributedLock on " + userClass.getName() + "." + specific.getName();
+		String name = resolvePlaceholders(annotation.name());
+		if (!StringUtils.hasText(name)) {
+			name = userClass.getSimpleName() + "." + specific.getName();
+		}
+		LockOptions options = LockOptions.defaults();
+		Duration waitTime = parseDuration(annotation.waitTime(), "waitTime", where);
+		if (waitTime != null) {
+			if (waitTime.isNegative()) {
+				throw new LockConfigurationException(where + " has a negative waitTime '" + annotation.waitTime() + "'",
+						"Use a waitTime of zero (one attempt) or more, such as waitTime = \"5s\".");
+			}
+			options = options.waitTime(waitTime);
+		}
+		Duration leaseTime = parseDuration(annotation.leaseTime(), "leaseTime", where);
+		if (leaseTime != null) {
+			if (leaseTime.isNegative() || leaseTime.isZero()) {
+				throw new LockConfigurationException(where + " has leaseTime '" + annotation.leaseTime()
+						+ "', but a lease must last longer than zero", "Use a positive leaseTime, such as leaseTime = \"30s\".");
+			}
+			options = options.leaseTime(leaseTime);
+		}
+		if (annotation.onLocked() == OnLocked.SKIP && specific.getReturnType().isPrimitive()
+				&& specific.getReturnType() != void.class) {
+			throw new LockConfigurationException(
+					where + " uses onLocked = SKIP but returns " + specific.getReturnType().getName()
+							+ ", which has no empty value",
+					"Return a wrapper type, Optional or void, or use onLocked = THROW.");
+		}
+		String keyText = annotation.key();
+		Expression expression = null;
+		if (StringUtils.hasText(keyText)) {
+			String resolved = resolvePlaceholders(keyText);
+			expression = parseKey(resolved, specific, where);
+			keyText = resolved;
+		}
+		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked());
+	}
+
+	private String resolvePlaceholders(String value) {
+		if (this.placeholders == null || !value.contains("${")) {
+			return value;
+		}
+		String resolved = this.placeholders.resolveStringValue(value);
+		return (resolved != null) ? resolved : value;
+	}
+
+	private @Nullable Duration parseDuration(String text, String attribute, String where) {
+		if (!StringUtils.hasText(text)) {
+			return null;
+		}
+		String resolved = resolvePlaceholders(text);
+		try {
+			return DurationStyle.detectAndParse(resolved.trim());
+		}
+		catch (RuntimeException ex) {
+			throw new LockConfigurationException(
+					where + " has " + attribute + " = \"" + text + "\""
+							+ (resolved.equals(text) ? "" : " (resolved to \"" + resolved + "\")")
+							+ ", which is not a duration",
+					"Write " + attribute + " as a duration such as \"500ms\", \"5s\", \"2m\" or \"PT5S\".");
+		}
+	}
+
+	private Expression parseKey(String text, Method method, String where) {
+		Expression expression;
+		try {
+			expression = this.parser.parseExpression(text);
+		}
+		catch (ParseException ex) {
+			throw new LockConfigurationException(
+					where + " has a malformed key expression \"" + text + "\": " + ex.getSimpleMessage(),
+					"Fix the SpEL expression in the key attribute, such as key = \"#order.id\".");
+		}
+		checkVariables(expression, text, method, where);
+		return expression;
+	}
+
+	/** Fails on {@code #name} references that match no parameter of the method. */
+	private void checkVariables(Expression expression, String text, Method method, String where) {
+		if (!(expression instanceof SpelExpression spel)) {
+			return;
+		}
+		String[] names = this.parameterNames.getParameterNames(method);
+		List<String> known = new ArrayList<>(List.of("root", "this"));
+		for (int i = 0; i < method.getParameterCount(); i++) {
+			known.add("p" + i);
+			known.add("a" + i);
+		}
+		if (names != null) {
+			known.addAll(Arrays.asList(names));
+		}
+		List<String> unknown = new ArrayList<>();
+		collectVariables(spel.getAST(), known, unknown);
+		if (!unknown.isEmpty() && (names != null || unknown.stream().anyMatch((n) -> n.matches("[pa]\\d+")))) {
+			throw new LockConfigurationException(
+					where + " has key expression \"" + text + "\" that refers to " + String.join(", ", unknown)
+							+ ", but the method's parameters are "
+							+ ((names != null) ? Arrays.toString(names) : "unnamed")
+							+ " (also available: #p0.., #a0.., #root.args, #root.method, @beanName)",
+					"Refer to a parameter by its name or position, such as key = \"#p0\".");
+		}
+	}
+
+	private static void collectVariables(SpelNode node, List<String> known, List<String> unknown) {
+		if (node instanceof VariableReference) {
+			String name = node.toStringAST().substring(1);
+			if (!known.contains(name)) {
+				unknown.add("#" + name);
+			}
+		}
+		for (int i = 0; i < node.getChildCount(); i++) {
+			collectVariables(node.getChild(i), known, unknown);
+		}
+	}
+
+}

@@ -1,0 +1,85 @@
+package dev.holdfast.autoconfigure;
+
+import java.util.List;
+import java.util.Locale;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
+
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockListener;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.spi.LockBackend;
+
+/**
+ * Auto-configuration of Holdfast: one {@link LockBackend}, chosen by {@code holdfast.backend} or
+ * detected; a {@link DefaultLockTemplate} over it; and the {@code @DistributedLock} advisor.
+ */
+@AutoConfiguration(afterName = { "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
+		"org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+		"org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration" })
+@EnableConfigurationProperties(HoldfastProperties.class)
+@Import({ MemoryBackendConfiguration.class, LockAopConfiguration.class })
+public final class HoldfastAutoConfiguration {
+
+	@Bean(destroyMethod = "close")
+	@ConditionalOnMissingBean
+	DefaultLockTemplate holdfastLockTemplate(HoldfastProperties properties, ObjectProvider<LockBackend> backends,
+			ObjectProvider<LockListener> listeners) {
+		LockBackend backend = backends.getIfUnique();
+		if (backend == null) {
+			throw missingBackend(properties, backends.stream().toList());
+		}
+		LockSettings settings = settings(properties);
+		List<LockListener> all = listeners.orderedStream().toList();
+		LockListener listener = all.isEmpty() ? LockListener.NONE : CompositeLockListener.of(all);
+		try {
+			return new DefaultLockTemplate(backend, settings, listener);
+		}
+		catch (IllegalArgumentException ex) {
+			throw new LockConfigurationException("Invalid Holdfast settings: " + ex.getMessage(),
+					"Correct holdfast.key-prefix or holdfast.max-key-length.");
+		}
+	}
+
+	private static LockSettings settings(HoldfastProperties properties) {
+		try {
+			return LockSettings.defaults()
+				.withKeyPrefix(properties.getKeyPrefix())
+				.withWaitTime(properties.getWaitTime())
+				.withLeaseTime(properties.getLeaseTime())
+				.withPollInterval(properties.getPollInterval())
+				.withMaxKeyLength(properties.getMaxKeyLength());
+		}
+		catch (IllegalArgumentException ex) {
+			throw new LockConfigurationException("Invalid Holdfast settings: " + ex.getMessage(),
+					"Correct the holdfast.* property named in the description.");
+		}
+	}
+
+	private static LockConfigurationException missingBackend(HoldfastProperties properties, List<LockBackend> found) {
+		if (found.size() > 1) {
+			return new LockConfigurationException(
+					"Holdfast found " + found.size() + " LockBackend beans and cannot tell which to use",
+					"Keep one LockBackend bean, or mark the one to use @Primary.");
+		}
+		BackendType type = properties.getBackend();
+		String name = (type != null) ? type.name().toLowerCase(Locale.ROOT) : "(auto)";
+		String library = switch ((type != null) ? type : BackendType.MEMORY) {
+			case REDIS -> "spring-boot-starter-data-redis";
+			case REDLOCK -> "org.redisson:redisson";
+			case JDBC -> "spring-boot-starter-jdbc and your database's driver";
+			case MEMORY -> "nothing: the memory backend is built in";
+		};
+		return new LockConfigurationException(
+				"holdfast.backend=" + name + " is set, but its client library is not on the classpath",
+				"Add " + library + " to the application's dependencies, or choose another holdfast.backend "
+						+ "(redis, redlock, jdbc, memory).");
+	}
+
+}

@@ -1,0 +1,65 @@
+package dev.holdfast.autoconfigure;
+
+import org.springframework.aop.config.AopConfigUtils;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.config.ConfigurableBeanFactory;
+import org.springframework.beans.factory.support.BeanDefinitionRegistry;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
+import org.springframework.context.annotation.Import;
+import org.springframework.context.annotation.Role;
+import org.springframework.core.type.AnnotationMetadata;
+
+import dev.holdfast.LockTemplate;
+import dev.holdfast.aop.DistributedLockAdvisor;
+import dev.holdfast.aop.DistributedLockInterceptor;
+import dev.holdfast.aop.LockAspectSupport;
+import dev.holdfast.aop.LockOperationSource;
+import dev.holdfast.aop.LockOperationValidator;
+
+/**
+ * The {@code @DistributedLock} advisor, as infrastructure beans picked up by Spring's
+ * auto-proxy creator (registered here if the application has none).
+ */
+@Configuration(proxyBeanMethods = false)
+@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+@Import(LockAopConfiguration.AutoProxyRegistrar.class)
+class LockAopConfiguration {
+
+	@Bean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static LockOperationSource holdfastLockOperationSource(ConfigurableBeanFactory beanFactory) {
+		return new LockOperationSource(beanFactory::resolveEmbeddedValue);
+	}
+
+	@Bean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static LockOperationValidator holdfastLockOperationValidator(ObjectProvider<LockOperationSource> operations) {
+		return new LockOperationValidator(operations);
+	}
+
+	@Bean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static DistributedLockAdvisor holdfastDistributedLockAdvisor(LockOperationSource operations,
+			ObjectProvider<LockTemplate> template, BeanFactory beanFactory, org.springframework.core.env.Environment environment) {
+		int order = environment.getProperty("holdfast.aop.order", Integer.class,
+				new HoldfastProperties().getAop().getOrder());
+		LockAspectSupport support = new LockAspectSupport(operations, new LazyLockTemplate(template), beanFactory);
+		return new DistributedLockAdvisor(operations, new DistributedLockInterceptor(support), order);
+	}
+
+	/** Registers an auto-proxy creator that proxies classes, as Boot does by default. */
+	static class AutoProxyRegistrar implements ImportBeanDefinitionRegistrar {
+
+		@Override
+		public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
+			AopConfigUtils.registerAutoProxyCreatorIfNecessary(registry);
+			AopConfigUtils.forceAutoProxyCreatorToUseClassProxying(registry);
+		}
+
+	}
+
+}

@@ -1,0 +1,170 @@
+package dev.holdfast.core;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One backend lock held by this process, shared by the reentrant holds of one thread.
+ */
+final class HeldLease {
+
+	enum State {
+
+		ACTIVE, LOST, RELEASED
+
+	}
+
+	private final DefaultLockTemplate template;
+
+	private final String name;
+
+	private final String key;
+
+	private final String owner;
+
+	private final long fencingToken;
+
+	private final boolean renew;
+
+	private final Instant acquiredAt;
+
+	private final long acquiredNanos;
+
+	private final AtomicInteger holds = new AtomicInteger(1);
+
+	private final AtomicReference<State> state = new AtomicReference<>(State.ACTIVE);
+
+	private volatile @Nullable Thread thread;
+
+	private volatile Duration ttl;
+
+	/** Start of the last successful acquire or renew request, System.nanoTime. */
+	private volatile long confirmedNanos;
+
+	/** Until when the lock is held for sure, System.nanoTime. */
+	private volatile long validUntilNanos;
+
+	HeldLease(DefaultLockTemplate template, String name, String key, String owner, long fencingToken, Duration ttl,
+			boolean renew, long requestStartNanos, Instant acquiredAt) {
+		this.template = template;
+		this.name = name;
+		this.key = key;
+		this.owner = owner;
+		this.fencingToken = fencingToken;
+		this.ttl = ttl;
+		this.renew = renew;
+		this.acquiredAt = acquiredAt;
+		this.acquiredNanos = requestStartNanos;
+		this.thread = Thread.currentThread();
+		confirmed(requestStartNanos, ttl);
+	}
+
+	/**
+	 * The backend confirmed ownership for {@code ttl} in a request sent at {@code startNanos}. The
+	 * lease counts as valid until then minus a drift allowance for clocks that run at different
+	 * rates: ttl * 1% + 2ms.
+	 */
+	void confirmed(long startNanos, Duration ttl) {
+		this.ttl = ttl;
+		this.confirmedNanos = startNanos;
+		long ttlNanos = ttl.toNanos();
+		this.validUntilNanos = startNanos + ttlNanos - (ttlNanos / 100 + 2_000_000L);
+	}
+
+	boolean enterReentrant() {
+		while (true) {
+			int current = this.holds.get();
+			if (current <= 0 || !isValid()) {
+				return false;
+			}
+			if (this.holds.compareAndSet(current, current + 1)) {
+				return true;
+			}
+		}
+	}
+
+	/** Leaves one hold; true when it was the last one. */
+	boolean exit() {
+		return this.holds.decrementAndGet() == 0;
+	}
+
+	boolean isHeldBy(Thread candidate) {
+		return this.thread == candidate;
+	}
+
+	/** Stops reentrancy from the acquiring thread, for leases that outlive the call (async). */
+	void detachFromThread() {
+		this.thread = null;
+	}
+
+	boolean markLost() {
+		return this.state.compareAndSet(State.ACTIVE, State.LOST);
+	}
+
+	boolean markReleased() {
+		return this.state.getAndSet(State.RELEASED) != State.RELEASED;
+	}
+
+	boolean isActive() {
+		return this.state.get() == State.ACTIVE;
+	}
+
+	boolean isValid() {
+		return isActive() && System.nanoTime() - this.validUntilNanos < 0;
+	}
+
+	/** When the next renewal is due: a third of the time to live after the last confirmation. */
+	long renewDueNanos() {
+		return this.confirmedNanos + this.ttl.toNanos() / 3;
+	}
+
+	Duration heldFor() {
+		return Duration.ofNanos(System.nanoTime() - this.acquiredNanos);
+	}
+
+	Instant expiresAt() {
+		return this.template.now().plusNanos(this.validUntilNanos - System.nanoTime());
+	}
+
+	DefaultLockTemplate template() {
+		return this.template;
+	}
+
+	String name() {
+		return this.name;
+	}
+
+	String key() {
+		return this.key;
+	}
+
+	String owner() {
+		return this.owner;
+	}
+
+	long fencingToken() {
+		return this.fencingToken;
+	}
+
+	boolean renew() {
+		return this.renew;
+	}
+
+	Duration ttl() {
+		return this.ttl;
+	}
+
+	Instant acquiredAt() {
+		return this.acquiredAt;
+	}
+
+	@Override
+	public String toString() {
+		return "Lease[" + this.key + ", token " + this.fencingToken + ", " + this.state.get() + "]";
+	}
+
+}

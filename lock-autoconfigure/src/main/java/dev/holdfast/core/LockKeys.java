@@ -1,0 +1,117 @@
+package dev.holdfast.core;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.Base64;
+
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.util.ObjectUtils;
+
+/**
+ * Builds backend keys {@code <prefix><name>} and {@code <prefix><name>:<key>}.
+ * <p>
+ * Name and key are percent-encoded: every character outside {@code [A-Za-z0-9._~/@+=,;!$&'()*-]}
+ * becomes {@code %XX} of its UTF-8 bytes. Percent-encoding with {@code %} itself encoded is
+ * injective and never outputs {@code :}, so no key value can make two different (name, key)
+ * pairs meet on one backend key; nor does it output braces, whitespace or control characters
+ * (Redis hash tags and SQL columns stay well defined). A key longer than the limit is replaced by
+ * {@code <prefix><name, truncated>#<SHA-256 of the full key>}; {@code #} never appears in an
+ * encoded key, so a shortened key cannot meet an unshortened one.
+ */
+public final class LockKeys {
+
+	private static final char[] HEX = "0123456789ABCDEF".toCharArray();
+
+	private static final int HASH_LENGTH = 1 + 43;
+
+	private final String prefix;
+
+	private final int maxLength;
+
+	public LockKeys(String prefix, int maxLength) {
+		for (int i = 0; i < prefix.length(); i++) {
+			char c = prefix.charAt(i);
+			if (!isPlain(c) && c != ':') {
+				throw new IllegalArgumentException("Key prefix '" + prefix + "' contains '" + c
+						+ "': use letters, digits, ':' and ._~/@+=,;!$&'()*-");
+			}
+		}
+		if (prefix.length() + HASH_LENGTH + 8 > maxLength) {
+			throw new IllegalArgumentException("Key prefix '" + prefix + "' is too long for keys of at most "
+					+ maxLength + " characters");
+		}
+		this.prefix = prefix;
+		this.maxLength = maxLength;
+	}
+
+	/**
+	 * The backend key of a lock.
+	 * @param name the lock name, not empty
+	 * @param key the key value, or {@code null} for one lock per name; arrays are rendered
+	 * element by element
+	 */
+	public String encode(String name, @Nullable Object key) {
+		if (name.isEmpty()) {
+			throw new IllegalArgumentException("Lock name must not be empty");
+		}
+		StringBuilder out = new StringBuilder(this.prefix.length() + name.length() + 16).append(this.prefix);
+		escape(name, out);
+		int nameEnd = out.length();
+		if (key != null) {
+			out.append(':');
+			escape(ObjectUtils.nullSafeToString(key), out);
+		}
+		if (out.length() <= this.maxLength) {
+			return out.toString();
+		}
+		String hash = sha256(out.toString());
+		int keep = Math.min(nameEnd, this.maxLength - HASH_LENGTH);
+		// never cut an escape sequence in half: the visible part is for operators only
+		while (keep > this.prefix.length() && keep < nameEnd && (out.charAt(keep - 1) == '%'
+				|| (keep >= 2 && out.charAt(keep - 2) == '%'))) {
+			keep--;
+		}
+		return out.substring(0, keep) + "#" + hash;
+	}
+
+	/** The prefix every key starts with. */
+	public String prefix() {
+		return this.prefix;
+	}
+
+	private static void escape(String value, StringBuilder out) {
+		for (int i = 0; i < value.length(); i++) {
+			char c = value.charAt(i);
+			if (isPlain(c)) {
+				out.append(c);
+			}
+			else {
+				int codePoint = value.codePointAt(i);
+				if (Character.charCount(codePoint) == 2) {
+					i++;
+				}
+				for (byte b : new String(Character.toChars(codePoint)).getBytes(StandardCharsets.UTF_8)) {
+					out.append('%').append(HEX[(b >> 4) & 0xF]).append(HEX[b & 0xF]);
+				}
+			}
+		}
+	}
+
+	private static boolean isPlain(char c) {
+		return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+				|| "._~/@+=,;!$&'()*-".indexOf(c) >= 0;
+	}
+
+	private static String sha256(String value) {
+		try {
+			byte[] digest = MessageDigest.getInstance("SHA-256").digest(value.getBytes(StandardCharsets.UTF_8));
+			return Base64.getUrlEncoder().withoutPadding().encodeToString(digest);
+		}
+		catch (NoSuchAlgorithmException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+}

@@ -1,0 +1,122 @@
+package dev.holdfast.memory;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.LeaseRenewal;
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.ReleaseEvents;
+
+/**
+ * Locks in this JVM's memory: for tests and single-instance applications. Two JVMs never see
+ * each other's locks.
+ * <ul>
+ * <li>Not reentrant (the engine above is).</li>
+ * <li>Expiry: this JVM's monotonic clock ({@link System#nanoTime()}).</li>
+ * <li>Waiting: release events are delivered synchronously to subscribers.</li>
+ * <li>Fencing tokens come from one counter for all locks, so they strictly increase per lock
+ * for the life of the JVM.</li>
+ * </ul>
+ * Memory is bounded by the locks held: released locks are removed at once, and expired ones
+ * are swept every 1,024 acquisitions.
+ */
+public class InMemoryLockBackend implements LockBackend, LeaseRenewal, ReleaseEvents {
+
+	private static final int SWEEP_EVERY = 1024;
+
+	private final ConcurrentHashMap<String, Entry> locks = new ConcurrentHashMap<>();
+
+	private final AtomicLong fence = new AtomicLong();
+
+	private final AtomicLong acquisitions = new AtomicLong();
+
+	private final CopyOnWriteArrayList<Consumer<String>> listeners = new CopyOnWriteArrayList<>();
+
+	@Override
+	public String name() {
+		return "memory";
+	}
+
+	@Override
+	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+		if (this.acquisitions.incrementAndGet() % SWEEP_EVERY == 0) {
+			sweep();
+		}
+		long now = System.nanoTime();
+		Entry candidate = new Entry(owner, now + ttl.toNanos(), 0);
+		Entry result = this.locks.compute(key, (k, current) -> (current == null || current.expired(now))
+				? new Entry(owner, candidate.expiresAtNanos, this.fence.incrementAndGet()) : current);
+		if (result.owner.equals(owner)) {
+			return AcquireResult.acquired(result.token);
+		}
+		return AcquireResult.held(Math.max(0, TimeUnit.NANOSECONDS.toMillis(result.expiresAtNanos - now)));
+	}
+
+	@Override
+	public boolean release(String key, String owner) {
+		long now = System.nanoTime();
+		boolean[] released = new boolean[1];
+		this.locks.computeIfPresent(key, (k, current) -> {
+			if (current.owner.equals(owner) && !current.expired(now)) {
+				released[0] = true;
+				return null;
+			}
+			return current;
+		});
+		if (released[0]) {
+			for (Consumer<String> listener : this.listeners) {
+				listener.accept(key);
+			}
+		}
+		return released[0];
+	}
+
+	@Override
+	public Set<String> renew(Collection<HeldLock> held) {
+		Set<String> renewed = new HashSet<>();
+		long now = System.nanoTime();
+		for (HeldLock lock : held) {
+			Entry result = this.locks.computeIfPresent(lock.key(),
+					(k, current) -> (current.owner.equals(lock.owner()) && !current.expired(now))
+							? new Entry(current.owner, now + lock.ttl().toNanos(), current.token) : current);
+			if (result != null && result.owner.equals(lock.owner()) && !result.expired(now)) {
+				renewed.add(lock.key());
+			}
+		}
+		return renewed;
+	}
+
+	@Override
+	public AutoCloseable subscribe(Consumer<String> listener) {
+		this.listeners.add(listener);
+		return () -> this.listeners.remove(listener);
+	}
+
+	/** How many locks are in memory, live or expired and not yet swept. */
+	public int size() {
+		return this.locks.size();
+	}
+
+	private void sweep() {
+		long now = System.nanoTime();
+		this.locks.entrySet().removeIf((entry) -> entry.getValue().expired(now));
+	}
+
+	private record Entry(String owner, long expiresAtNanos, long token) {
+
+		boolean expired(long now) {
+			return now - this.expiresAtNanos >= 0;
+		}
+
+	}
+
+}

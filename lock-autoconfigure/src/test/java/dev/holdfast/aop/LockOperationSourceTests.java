@@ -1,0 +1,151 @@
+package dev.holdfast.aop;
+
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.reflect.Method;
+import java.time.Duration;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+import org.springframework.util.ReflectionUtils;
+
+import dev.holdfast.DistributedLock;
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.OnLocked;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+
+class LockOperationSourceTests {
+
+	private final LockOperationSource source = new LockOperationSource(
+			(value) -> value.replace("${lock.wait}", "250ms").replace("${lock.name}", "resolved-name"));
+
+	@Test
+	void defaultNameIsSimpleClassNameAndMethod() {
+		LockOperation operation = operation("plain");
+		assertThat(operation.name()).isEqualTo("Subject.plain");
+		assertThat(operation.keyExpression()).isNull();
+		assertThat(operation.options().getWaitTime()).isNull();
+		assertThat(operation.onLocked()).isEqualTo(OnLocked.THROW);
+	}
+
+	@Test
+	void placeholdersAreResolvedInNameAndDurations() {
+		LockOperation operation = operation("placeholders");
+		assertThat(operation.name()).isEqualTo("resolved-name");
+		assertThat(operation.options().getWaitTime()).isEqualTo(Duration.ofMillis(250));
+		assertThat(operation.options().getLeaseTime()).isEqualTo(Duration.ofSeconds(5));
+	}
+
+	@Test
+	void composedAnnotationsWork() {
+		assertThat(operation("composed").name()).isEqualTo("composed-lock");
+	}
+
+	@Test
+	void notAnnotatedIsNull() throws Exception {
+		assertThat(this.source.getOperation(Subject.class.getMethod("toString"), Subject.class)).isNull();
+	}
+
+	@Test
+	void malformedExpressionNamesMethodAndExpression() {
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("malformed"))
+			.withMessageContaining(Subject.class.getName() + ".malformed")
+			.withMessageContaining("#order.")
+			.satisfies((ex) -> assertThat(ex.getAction()).contains("key"));
+	}
+
+	@Test
+	void unknownVariableNamesTheParameters() {
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("typo", Map.class))
+			.withMessageContaining("#ordr")
+			.withMessageContaining("[order]");
+	}
+
+	@Test
+	void positionalAndRootReferencesAreAccepted() {
+		assertThat(operation("positional", String.class, int.class).keyExpressionText())
+			.isEqualTo("#p0 + #a1 + #root.args.length");
+	}
+
+	@Test
+	void badDurationNamesAttributeAndValue() {
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("badDuration"))
+			.withMessageContaining("waitTime = \"5 parsecs\"")
+			.withMessageContaining("badDuration");
+	}
+
+	@Test
+	void zeroLeaseTimeIsRejected() {
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("zeroLease"))
+			.withMessageContaining("leaseTime");
+	}
+
+	@Test
+	void skipOnPrimitiveReturnIsRejected() {
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("skipPrimitive"))
+			.withMessageContaining("SKIP")
+			.withMessageContaining("int");
+	}
+
+	@Test
+	void operationsAreResolvedOnce() {
+		assertThat(operation("plain")).isSameAs(operation("plain"));
+	}
+
+	private LockOperation operation(String name, Class<?>... types) {
+		Method method = ReflectionUtils.findMethod(Subject.class, name, types);
+		assertThat(method).as(name).isNotNull();
+		return this.source.getOperation(method, Subject.class);
+	}
+
+	@Retention(RetentionPolicy.RUNTIME)
+	@DistributedLock(name = "composed-lock", waitTime = "1s")
+	@interface ComposedLock {
+
+	}
+
+	static class Subject {
+
+		@DistributedLock
+		public void plain() {
+		}
+
+		@DistributedLock(name = "${lock.name}", waitTime = "${lock.wait}", leaseTime = "PT5S")
+		public void placeholders() {
+		}
+
+		@ComposedLock
+		public void composed() {
+		}
+
+		@DistributedLock(key = "#order.")
+		public void malformed() {
+		}
+
+		@DistributedLock(key = "#ordr['id']")
+		public void typo(Map<String, Object> order) {
+		}
+
+		@DistributedLock(key = "#p0 + #a1 + #root.args.length")
+		public void positional(String a, int b) {
+		}
+
+		@DistributedLock(waitTime = "5 parsecs")
+		public void badDuration() {
+		}
+
+		@DistributedLock(leaseTime = "0s")
+		public void zeroLease() {
+		}
+
+		@DistributedLock(onLocked = OnLocked.SKIP)
+		public int skipPrimitive() {
+			return 1;
+		}
+
+	}
+
+}

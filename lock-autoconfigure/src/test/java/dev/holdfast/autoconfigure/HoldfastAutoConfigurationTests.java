@@ -1,0 +1,214 @@
+package dev.holdfast.autoconfigure;
+
+import java.time.Duration;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+import dev.holdfast.DistributedLock;
+import dev.holdfast.Lease;
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.spi.LockBackend;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+@ExtendWith(OutputCaptureExtension.class)
+class HoldfastAutoConfigurationTests {
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class));
+
+	@Test
+	void withoutAnyBackendLocksAreInMemoryWithAWarning(CapturedOutput output) {
+		this.runner.run((context) -> {
+			assertThat(context).hasSingleBean(InMemoryLockBackend.class).hasSingleBean(LockTemplate.class);
+			assertThat(output).contains("keeps locks in memory");
+		});
+	}
+
+	@Test
+	void explicitMemoryBackendDoesNotWarn(CapturedOutput output) {
+		this.runner.withPropertyValues("holdfast.backend=memory").run((context) -> {
+			assertThat(context).hasSingleBean(InMemoryLockBackend.class);
+			assertThat(output).doesNotContain("keeps locks in memory");
+		});
+	}
+
+	@Test
+	void propertiesReachTheTemplate() {
+		this.runner
+			.withPropertyValues("holdfast.backend=memory", "holdfast.key-prefix=app:", "holdfast.lease-time=45s",
+					"holdfast.wait-time=2s", "holdfast.poll-interval=100ms", "holdfast.max-key-length=120")
+			.run((context) -> {
+				DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+				assertThat(template.settings().leaseTime()).isEqualTo(Duration.ofSeconds(45));
+				assertThat(template.settings().waitTime()).isEqualTo(Duration.ofSeconds(2));
+				assertThat(template.settings().pollInterval()).isEqualTo(Duration.ofMillis(100));
+				assertThat(template.settings().maxKeyLength()).isEqualTo(120);
+				try (Lease lease = template.acquire("job", null, LockOptions.defaults())) {
+					assertThat(lease.key()).isEqualTo("app:job");
+				}
+			});
+	}
+
+	@Test
+	void userBackendBeanWins() {
+		this.runner.withUserConfiguration(UserBackend.class).run((context) -> {
+			assertThat(context).hasSingleBean(LockBackend.class);
+			assertThat(context.getBean(DefaultLockTemplate.class).backend())
+				.isSameAs(context.getBean("myBackend"));
+		});
+	}
+
+	@Test
+	void userTemplateBeanWins() {
+		this.runner.withUserConfiguration(UserTemplate.class).run((context) -> {
+			assertThat(context).hasSingleBean(DefaultLockTemplate.class);
+			assertThat(context.getBean(DefaultLockTemplate.class).settings().keyPrefix()).isEqualTo("mine:");
+		});
+	}
+
+	@Test
+	void unknownBackendFailsNamingTheValidOnes() {
+		this.runner.withPropertyValues("holdfast.backend=zookeeper").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).hasStackTraceContaining("holdfast.backend")
+				.hasStackTraceContaining("zookeeper");
+		});
+	}
+
+	@Test
+	void redisBackendWithoutSpringDataRedisFailsWithAnAction() {
+		this.runner.withClassLoader(new FilteredClassLoader("org.springframework.data.redis"))
+			.withPropertyValues("holdfast.backend=redis")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				LockConfigurationException ex = findCause(context.getStartupFailure(), LockConfigurationException.class);
+				assertThat(ex.getMessage()).contains("holdfast.backend=redis");
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis.getAction()).contains("spring-boot-starter-data-redis");
+			});
+	}
+
+	@Test
+	void invalidKeyPrefixFailsAtStartup() {
+		this.runner.withPropertyValues("holdfast.backend=memory", "holdfast.key-prefix={app}").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(findCause(context.getStartupFailure(), LockConfigurationException.class).getMessage())
+				.contains("{app}");
+		});
+	}
+
+	@Test
+	void malformedKeyExpressionFailsTheContextNamingTheMethod() {
+		this.runner.withPropertyValues("holdfast.backend=memory")
+			.withBean(BrokenService.class)
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				LockConfigurationException ex = findCause(context.getStartupFailure(),
+						LockConfigurationException.class);
+				assertThat(ex.getMessage()).contains(BrokenService.class.getName() + ".broken").contains("#id +");
+			});
+	}
+
+	@Test
+	void badDurationFailsTheContextWithAFailureAnalysis() {
+		this.runner.withPropertyValues("holdfast.backend=memory", "job.wait=soon")
+			.withBean(BadDurationService.class)
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis.getDescription()).contains("waitTime = \"${job.wait}\"").contains("\"soon\"");
+				assertThat(analysis.getAction()).contains("5s");
+			});
+	}
+
+	@Test
+	void annotatedBeansAreProxied() {
+		this.runner.withPropertyValues("holdfast.backend=memory").withBean(GoodService.class).run((context) -> {
+			GoodService service = context.getBean(GoodService.class);
+			LockTemplate template = context.getBean(LockTemplate.class);
+			java.util.concurrent.ExecutorService otherThread = java.util.concurrent.Executors.newSingleThreadExecutor();
+			try {
+				assertThat(service.run(() -> otherThread
+					.submit(() -> template.tryAcquire("good", 1, LockOptions.defaults()).isEmpty())
+					.get())).isTrue();
+			}
+			finally {
+				otherThread.shutdownNow();
+			}
+			assertThat(template.tryAcquire("good", 1, LockOptions.defaults())).isPresent().get().satisfies(Lease::close);
+		});
+	}
+
+	private static <T extends Throwable> T findCause(Throwable failure, Class<T> type) {
+		Throwable current = failure;
+		while (current != null) {
+			if (type.isInstance(current)) {
+				return type.cast(current);
+			}
+			current = current.getCause();
+		}
+		throw new AssertionError("No " + type.getSimpleName() + " in " + failure);
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UserBackend {
+
+		@Bean
+		LockBackend myBackend() {
+			return new InMemoryLockBackend();
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UserTemplate {
+
+		@Bean
+		DefaultLockTemplate myTemplate() {
+			return new DefaultLockTemplate(new InMemoryLockBackend(),
+					dev.holdfast.core.LockSettings.defaults().withKeyPrefix("mine:"));
+		}
+
+	}
+
+	static class BrokenService {
+
+		@DistributedLock(key = "#id +")
+		public void broken(String id) {
+		}
+
+	}
+
+	static class BadDurationService {
+
+		@DistributedLock(waitTime = "${job.wait}")
+		public void job() {
+		}
+
+	}
+
+	static class GoodService {
+
+		@DistributedLock(name = "good", key = "1")
+		public boolean run(java.util.concurrent.Callable<Boolean> probe) throws Exception {
+			return probe.call();
+		}
+
+	}
+
+}

@@ -1,0 +1,38 @@
+package dev.holdfast.memory;
+
+import java.time.Duration;
+
+import org.junit.jupiter.api.Test;
+
+import dev.holdfast.core.LockBackendContractTests;
+import dev.holdfast.spi.LockBackend;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The contract on the in-memory backend. Independent "clients" share one backend instance, as
+ * the threads of one JVM do.
+ */
+class InMemoryLockBackendTests extends LockBackendContractTests {
+
+	private final InMemoryLockBackend shared = new InMemoryLockBackend();
+
+	@Override
+	protected LockBackend newBackend() {
+		return this.shared;
+	}
+
+	@Test
+	void expiredLocksAreSweptSoMemoryStaysBounded() throws Exception {
+		InMemoryLockBackend backend = new InMemoryLockBackend();
+		for (int i = 0; i < 1000; i++) {
+			backend.tryAcquire("k" + i, "o", Duration.ofMillis(1));
+		}
+		Thread.sleep(5);
+		for (int i = 0; i < 100; i++) {
+			backend.tryAcquire("fresh" + i, "o", Duration.ofSeconds(10));
+		}
+		assertThat(backend.size()).isLessThan(200);
+	}
+
+}
