@@ -239,6 +239,15 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal {
 		}
 	}
 
+	/** Replaces the detected SQL dialect; for tests of the portable one. */
+	void useDialect(JdbcLockDialect dialect) {
+		this.dialect = dialect;
+	}
+
+	int queryTimeoutSeconds() {
+		return this.queryTimeoutSeconds;
+	}
+
 	private JdbcLockDialect dialect(Connection connection) throws SQLException {
 		JdbcLockDialect dialect = this.dialect;
 		if (dialect == null) {
