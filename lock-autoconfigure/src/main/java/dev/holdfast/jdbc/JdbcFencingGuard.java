@@ -3,6 +3,7 @@ package dev.holdfast.jdbc;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 
 import org.springframework.jdbc.core.JdbcOperations;
 import org.springframework.util.Assert;
@@ -26,6 +27,11 @@ import org.springframework.util.Assert;
  */
 public final class JdbcFencingGuard {
 
+	private static final Pattern PLAIN = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}");
+
+	private static final Pattern QUALIFIED = Pattern
+		.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
+
 	private final JdbcOperations jdbc;
 
 	private final String table;
@@ -40,12 +46,12 @@ public final class JdbcFencingGuard {
 	 * @param table the guarded table, an SQL identifier optionally qualified by a schema
 	 * @param idColumn the column that identifies a row
 	 * @param fenceColumn a {@code BIGINT} column that holds the highest token that wrote the row
-	 * @throws dev.holdfast.LockConfigurationException if a name is not a plain SQL identifier
+	 * @throws IllegalArgumentException if a name is not a plain SQL identifier
 	 */
 	public JdbcFencingGuard(JdbcOperations jdbc, String table, String idColumn, String fenceColumn) {
 		Assert.notNull(jdbc, "'jdbc' must not be null");
 		this.jdbc = jdbc;
-		this.table = JdbcLockBackend.validateTableName(table);
+		this.table = identifier(table, "Table", QUALIFIED);
 		this.idColumn = column(idColumn);
 		this.fenceColumn = column(fenceColumn);
 	}
@@ -79,9 +85,14 @@ public final class JdbcFencingGuard {
 	}
 
 	private static String column(String name) {
-		if (name == null || !name.matches("[A-Za-z_][A-Za-z0-9_]{0,62}")) {
-			throw new IllegalArgumentException("Column name '" + name
-					+ "' is not a plain SQL identifier: use letters, digits and underscores, not starting with a digit");
+		return identifier(name, "Column", PLAIN);
+	}
+
+	private static String identifier(String name, String what, Pattern pattern) {
+		if (name == null || !pattern.matcher(name).matches()) {
+			throw new IllegalArgumentException(what + " name '" + name + "' is not a plain SQL identifier: use letters,"
+					+ " digits and underscores, not starting with a digit" + ((pattern == QUALIFIED)
+							? ", optionally qualified by a schema name" : ""));
 		}
 		return name;
 	}
