@@ -4,6 +4,7 @@ import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.Set;
@@ -51,9 +52,11 @@ import dev.holdfast.spi.LockBackend;
  * does), and one acquisition does not issue more than one token per microsecond. Between
  * reading its clock and inserting its row, a statement must not stall for longer than it takes
  * another client to acquire and release the same key, a window of microseconds.</li>
- * <li><b>Failures</b>: a database that cannot be reached or that reports an error makes every
- * method throw {@link LockBackendException}; nothing is retried here, and nothing is cached, so
- * the backend works again as soon as the database does.</li>
+ * <li><b>Failures</b>: a database that cannot be reached, stops answering for longer than the
+ * configured timeout (a network timeout on the connection), or reports an error makes the call
+ * throw {@link LockBackendException}; a failed call may or may not have taken effect. Nothing is
+ * retried here and nothing is cached, so the backend works again as soon as the database does.
+ * Waiting for a pooled connection is bounded by the pool's own timeout.</li>
  * </ul>
  * The table is {@code holdfast_lock} unless configured; its schema per database ships in this
  * jar as {@code dev/holdfast/jdbc/schema-<platform>.sql}.
@@ -71,9 +74,18 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal {
 
 	private static final int MAX_HOLDER_LENGTH = 255;
 
+	/**
+	 * How much later than the network timeout the statement timeout fires: it is the bound only
+	 * with drivers that have no network timeout. Firing first, it would make some drivers (the
+	 * PostgreSQL one) wait for a cancel request that a silent server never answers.
+	 */
+	private static final int STATEMENT_TIMEOUT_MARGIN_SECONDS = 2;
+
 	private final DataSource dataSource;
 
 	private final String tableName;
+
+	private final int timeoutMillis;
 
 	private final int queryTimeoutSeconds;
 
@@ -93,7 +105,9 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal {
 	 * @param dataSource where the lock table is; connections are taken from it for each
 	 * statement, never from a transaction of the caller
 	 * @param tableName the lock table, an SQL identifier optionally qualified by a schema
-	 * @param queryTimeout the longest any statement may run, rounded up to whole seconds
+	 * @param queryTimeout the longest a statement may wait for the database's answer (at most an
+	 * hour); the connection is then given up and the call fails. With a driver that has no
+	 * network timeout, a statement timeout two seconds longer applies instead
 	 * @throws LockConfigurationException if {@code tableName} is not a plain SQL identifier
 	 */
 	public JdbcLockBackend(DataSource dataSource, String tableName, Duration queryTimeout) {
@@ -102,8 +116,8 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal {
 		this.dataSource = (dataSource instanceof TransactionAwareDataSourceProxy proxy
 				&& proxy.getTargetDataSource() != null) ? proxy.getTargetDataSource() : dataSource;
 		this.tableName = validateTableName(tableName);
-		this.queryTimeoutSeconds = (int) Math.min(Integer.MAX_VALUE,
-				Math.max(1, (queryTimeout.toMillis() + 999) / 1000));
+		this.timeoutMillis = (int) Math.min(3_600_000, Math.max(1, queryTimeout.toMillis()));
+		this.queryTimeoutSeconds = (this.timeoutMillis + 999) / 1000 + STATEMENT_TIMEOUT_MARGIN_SECONDS;
 		this.process = describeProcess();
 	}
 
@@ -165,35 +179,14 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal {
 	@Override
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
-		try (Connection connection = connection()) {
-			boolean autoCommit = autoCommit(connection);
-			try {
-				return dialect(connection).acquire(connection, key, owner, ttlMicros, holder());
-			}
-			finally {
-				restore(connection, autoCommit);
-			}
-		}
-		catch (SQLException ex) {
-			throw failure("acquire lock '" + key + "'", ex);
-		}
+		return execute("acquire lock '" + key + "'",
+				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, holder()));
 	}
 
 	/** Deletes the lock's row if {@code owner} holds it, in one statement. */
 	@Override
 	public boolean release(String key, String owner) {
-		try (Connection connection = connection()) {
-			boolean autoCommit = autoCommit(connection);
-			try {
-				return dialect(connection).release(connection, key, owner);
-			}
-			finally {
-				restore(connection, autoCommit);
-			}
-		}
-		catch (SQLException ex) {
-			throw failure("release lock '" + key + "'", ex);
-		}
+		return execute("release lock '" + key + "'", (dialect, connection) -> dialect.release(connection, key, owner));
 	}
 
 	/**
@@ -205,38 +198,65 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal {
 		if (locks.isEmpty()) {
 			return Set.of();
 		}
+		return execute("renew " + locks.size() + " lock(s)", (dialect, connection) -> dialect.renew(connection, locks));
+	}
+
+	/**
+	 * Runs {@code work} on a connection of its own in autocommit mode, with a network timeout so
+	 * that a database that stops answering (paused, partitioned) fails the call instead of
+	 * hanging it.
+	 */
+	private <T> T execute(String action, SqlWork<T> work) {
 		try (Connection connection = connection()) {
-			boolean autoCommit = autoCommit(connection);
+			boolean autoCommit = connection.getAutoCommit();
+			int networkTimeout = networkTimeout(connection, this.timeoutMillis);
 			try {
-				return dialect(connection).renew(connection, locks);
+				if (!autoCommit) {
+					connection.setAutoCommit(true);
+				}
+				return work.run(dialect(connection), connection);
 			}
 			finally {
-				restore(connection, autoCommit);
+				if (!connection.isClosed()) {
+					if (!autoCommit) {
+						connection.setAutoCommit(false);
+					}
+					if (networkTimeout >= 0) {
+						networkTimeout(connection, networkTimeout);
+					}
+				}
 			}
 		}
 		catch (SQLException ex) {
-			throw failure("renew " + locks.size() + " lock(s)", ex);
+			throw failure(action, ex);
 		}
+	}
+
+	/** Sets the network timeout where the driver supports it; returns the previous one, or -1. */
+	private static int networkTimeout(Connection connection, int millis) throws SQLException {
+		try {
+			int previous = connection.getNetworkTimeout();
+			if (previous != millis) {
+				connection.setNetworkTimeout(Runnable::run, millis);
+			}
+			return previous;
+		}
+		catch (SQLFeatureNotSupportedException | UnsupportedOperationException | AbstractMethodError ex) {
+			return -1;
+		}
+	}
+
+	@FunctionalInterface
+	private interface SqlWork<T> {
+
+		T run(JdbcLockDialect dialect, Connection connection) throws SQLException;
+
 	}
 
 	private Connection connection() throws SQLException {
 		// Straight from the DataSource, never DataSourceUtils: a transaction of the caller must
 		// not be joined.
 		return this.dataSource.getConnection();
-	}
-
-	private static boolean autoCommit(Connection connection) throws SQLException {
-		boolean autoCommit = connection.getAutoCommit();
-		if (!autoCommit) {
-			connection.setAutoCommit(true);
-		}
-		return autoCommit;
-	}
-
-	private static void restore(Connection connection, boolean autoCommit) throws SQLException {
-		if (!autoCommit) {
-			connection.setAutoCommit(false);
-		}
 	}
 
 	/** Replaces the detected SQL dialect; for tests of the portable one. */

@@ -5,6 +5,9 @@ import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
@@ -92,6 +95,39 @@ public final class PostgresServer implements AutoCloseable {
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not restart PostgreSQL", ex);
+		}
+	}
+
+	/**
+	 * Pauses the server and all its backend processes with SIGSTOP: sockets stay open, nothing
+	 * answers.
+	 */
+	public void pause() {
+		signal("STOP");
+	}
+
+	/** Resumes a paused server with SIGCONT. */
+	public void resume() {
+		signal("CONT");
+	}
+
+	private void signal(String name) {
+		try {
+			long postmaster = Long.parseLong(Files.readAllLines(this.dataDirectory.resolve("postmaster.pid")).get(0).trim());
+			ProcessHandle root = ProcessHandle.of(postmaster).orElseThrow();
+			List<Long> pids = new ArrayList<>();
+			pids.add(root.pid());
+			root.descendants().forEach((child) -> pids.add(child.pid()));
+			for (long pid : pids) {
+				new ProcessBuilder("kill", "-" + name, Long.toString(pid)).start().waitFor(5, TimeUnit.SECONDS);
+			}
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException(ex);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(ex);
 		}
 	}
 
