@@ -20,10 +20,11 @@ public class HoldfastJdbcProperties extends DatabaseInitializationProperties {
 	 * name. The shipped schema scripts create 'holdfast_lock'; with another name, point
 	 * holdfast.jdbc.schema at a script of your own.
 	 */
-	private String tableName = JdbcLockBackend.DEFAULT_TABLE_NAME;
+	private String tableName = "holdfast_lock";
 
 	/**
-	 * Longest time one lock statement may run before it fails; rounded up to whole seconds.
+	 * Longest time one lock statement may wait for the database's answer before the call fails
+	 * and its connection is given up.
 	 */
 	private Duration queryTimeout = Duration.ofSeconds(5);
 
