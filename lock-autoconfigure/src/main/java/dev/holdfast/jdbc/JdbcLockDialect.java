@@ -5,6 +5,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.SQLIntegrityConstraintViolationException;
 import java.time.OffsetDateTime;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -15,8 +16,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-
-import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
@@ -255,7 +254,7 @@ abstract class JdbcLockDialect {
 				ps.setString(4, holder);
 				ps.executeUpdate();
 			}
-			return readOwner(connection, this.readSql, key, owner);
+			return readOwner(connection, this.readSql, owner, key);
 		}
 
 		@Override
@@ -379,7 +378,7 @@ abstract class JdbcLockDialect {
 				}
 			}
 			return readOwner(connection, "SELECT owner_token, fence, expires_at - ? FROM " + this.table
-					+ " WHERE lock_key = ?", now, key, owner);
+					+ " WHERE lock_key = ?", owner, now, key);
 		}
 
 		private void insert(Connection connection, String key, String owner, long now, long ttlMicros, String holder)
@@ -428,16 +427,21 @@ abstract class JdbcLockDialect {
 
 	}
 
-	/** Reads the row after an acquisition attempt; parameters precede the key. */
-	protected AcquireResult readOwner(Connection connection, String sql, Object... keyAndOwner) throws SQLException {
+	/**
+	 * Reads the row after an acquisition attempt: acquired if it names {@code owner}, else held
+	 * with the holder's remaining time. The query selects owner, fence and remaining
+	 * microseconds, with {@code params} bound in order.
+	 */
+	protected AcquireResult readOwner(Connection connection, String sql, String owner, Object... params)
+			throws SQLException {
 		try (PreparedStatement ps = prepare(connection, sql)) {
-			for (int i = 0; i < keyAndOwner.length - 1; i++) {
-				ps.setObject(i + 1, keyAndOwner[i]);
+			for (int i = 0; i < params.length; i++) {
+				ps.setObject(i + 1, params[i]);
 			}
-			String owner = (String) keyAndOwner[keyAndOwner.length - 1];
 			try (ResultSet rs = ps.executeQuery()) {
 				if (!rs.next()) {
-					return AcquireResult.held(-1);
+					// released again since the attempt: not ours, and nothing to wait for
+					return AcquireResult.held(0);
 				}
 				if (owner.equals(rs.getString(1))) {
 					return AcquireResult.acquired(rs.getLong(2));
@@ -493,10 +497,13 @@ abstract class JdbcLockDialect {
 		}
 	}
 
+	/**
+	 * Whether an {@code INSERT} of a lock row failed on the primary key: every column is given a
+	 * non-null value, so an integrity violation there can only be the key.
+	 */
 	static boolean isDuplicateKey(SQLException ex) {
-		@Nullable String state = ex.getSQLState();
-		return ex instanceof java.sql.SQLIntegrityConstraintViolationException || "23505".equals(state)
-				|| (state != null && state.startsWith("23"));
+		String state = ex.getSQLState();
+		return ex instanceof SQLIntegrityConstraintViolationException || "23505".equals(state) || "23000".equals(state);
 	}
 
 }
