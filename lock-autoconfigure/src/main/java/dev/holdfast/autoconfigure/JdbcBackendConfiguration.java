@@ -1,5 +1,7 @@
 package dev.holdfast.autoconfigure;
 
+import java.time.Duration;
+
 import javax.sql.DataSource;
 
 import org.springframework.beans.factory.ObjectProvider;
@@ -38,8 +40,14 @@ class JdbcBackendConfiguration {
 	@DependsOnDatabaseInitialization
 	JdbcLockBackend holdfastLockBackend(@HoldfastDataSource ObjectProvider<DataSource> holdfastDataSource,
 			ObjectProvider<DataSource> dataSource, HoldfastJdbcProperties properties) {
+		Duration queryTimeout = properties.getQueryTimeout();
+		if (queryTimeout == null || queryTimeout.isNegative() || queryTimeout.isZero()) {
+			throw new LockConfigurationException(
+					"holdfast.jdbc.query-timeout is " + queryTimeout + ": lock statements need a positive timeout.",
+					"Set holdfast.jdbc.query-timeout to a positive duration such as 5s, or remove it.");
+		}
 		JdbcLockBackend backend = new JdbcLockBackend(lockDataSource(holdfastDataSource, dataSource),
-				properties.getTableName(), properties.getQueryTimeout());
+				properties.getTableName(), queryTimeout);
 		backend.checkTable();
 		return backend;
 	}

@@ -97,6 +97,17 @@ class JdbcBackendAutoConfigurationTests {
 	}
 
 	@Test
+	void nonPositiveQueryTimeoutFailsAtStartupNamingTheProperty() {
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.query-timeout=0s")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis).isNotNull();
+				assertThat(analysis.getAction()).contains("holdfast.jdbc.query-timeout");
+			});
+	}
+
+	@Test
 	void explicitJdbcBackendWithoutDataSourceFailsWithAnAction() {
 		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
 			.withPropertyValues("holdfast.backend=jdbc")
