@@ -37,6 +37,7 @@ class HoldfastFailureAnalysisTests {
 			holdfast.backend=redis      | no RedisConnectionFactory bean | spring.data.redis
 			holdfast.backend=redlock    | no node is configured          | holdfast.redlock.nodes
 			holdfast.redlock.nodes=x    | 'x'                            | redis://
+			holdfast.backend=jdbc       | DataSource                     | DataSource
 			""")
 	void misconfigurationFailsWithAnAction(String property, String descriptionMentions, String actionMentions,
 			CapturedOutput output) {
