@@ -5,7 +5,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
-import io.lettuce.core.LettuceFutures;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
@@ -19,11 +18,10 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 import org.springframework.data.redis.core.script.RedisScript;
 
 /**
- * Runs the backend's scripts directly on the Lettuce connection that a
- * {@link LettuceConnectionFactory} shares between all its users, without spring-data-redis's
- * per-call connection wrapper: blocking with the factory's command timeout, or without blocking.
- * Only for a standalone or Sentinel factory that shares its native connection; loaded only when
- * Lettuce is on the classpath.
+ * Runs the backend's scripts without blocking, directly on the Lettuce connection that a
+ * {@link LettuceConnectionFactory} shares between all its users. Only for a standalone or
+ * Sentinel factory that shares its native connection; loaded only when Lettuce is on the
+ * classpath.
  */
 final class LettuceScripts {
 
@@ -49,33 +47,10 @@ final class LettuceScripts {
 		return null;
 	}
 
-	/** Runs the script by SHA, sending it again on NOSCRIPT; waits at most the command timeout. */
-	<T> T eval(RedisScript<?> script, ReturnType type, byte[][] keys, byte[]... args) {
-		RedisClusterAsyncCommands<byte[], byte[]> current = commands();
-		long timeout = this.factory.getTimeout();
-		ScriptOutputType outputType = outputType(type);
-		try {
-			try {
-				return LettuceFutures.awaitOrCancel(current.evalsha(script.getSha1(), outputType, keys, args), timeout,
-						TimeUnit.MILLISECONDS);
-			}
-			catch (RuntimeException ex) {
-				if (!this.isNoScript.test(ex)) {
-					throw ex;
-				}
-				return LettuceFutures.awaitOrCancel(current.eval(source(script), outputType, keys, args), timeout,
-						TimeUnit.MILLISECONDS);
-			}
-		}
-		catch (RuntimeException ex) {
-			forget(current);
-			throw ex;
-		}
-	}
-
 	/**
-	 * Like {@link #eval} without blocking: the returned future completes on a Lettuce I/O thread,
-	 * or with a {@link java.util.concurrent.TimeoutException} after the command timeout.
+	 * Runs the script by SHA, sending it again on NOSCRIPT, without blocking: the returned future
+	 * completes on a Lettuce I/O thread, or with a {@link java.util.concurrent.TimeoutException}
+	 * after the factory's command timeout.
 	 */
 	<T> CompletableFuture<T> evalAsync(RedisScript<?> script, ReturnType type, byte[][] keys, byte[]... args) {
 		CompletableFuture<T> result = new CompletableFuture<>();

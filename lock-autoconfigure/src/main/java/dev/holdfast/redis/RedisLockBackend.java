@@ -81,6 +81,11 @@ import dev.holdfast.spi.ReleaseEvents;
  * <li><b>Failures.</b> Every Redis error or timeout becomes a {@link LockBackendException}
  * naming the operation and the key. How long a call can take when Redis does not answer is the
  * connection factory's command timeout ({@code spring.data.redis.timeout}).</li>
+ * <li><b>Non-blocking.</b> The backend made by {@link #of} on a standalone or Sentinel
+ * {@code LettuceConnectionFactory} that shares its native connection (the default) is also an
+ * {@link AsyncLockBackend}: acquire and release send the same scripts on that shared Lettuce
+ * connection and complete on its I/O thread, or fail with {@link LockBackendException} after the
+ * command timeout. Reactive callers then never block a thread.</li>
  * </ul>
  * A failover to a replica that had not received the latest writes can lose a lock or a
  * counter; Redis replication is asynchronous. Use the Redlock backend where that matters.
@@ -147,8 +152,6 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 
 	private final RedisConnectionFactory connectionFactory;
 
-	private final @Nullable LettuceScripts lettuce;
-
 	private final String channel;
 
 	private final byte[] channelBytes;
@@ -179,7 +182,6 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		Assert.notNull(connectionFactory, "'connectionFactory' must not be null");
 		Assert.hasText(channel, "'channel' must not be empty");
 		this.connectionFactory = connectionFactory;
-		this.lettuce = LETTUCE_PRESENT ? LettuceScripts.of(connectionFactory, RedisLockBackend::isNoScript) : null;
 		this.channel = channel;
 		this.channelBytes = bytes(channel);
 	}
@@ -195,9 +197,10 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 	 * @param channel the pub/sub channel on which releases are published
 	 */
 	public static RedisLockBackend of(RedisConnectionFactory connectionFactory, String channel) {
-		boolean nonBlocking = LETTUCE_PRESENT
-				&& LettuceScripts.of(connectionFactory, RedisLockBackend::isNoScript) != null;
-		return nonBlocking ? new NonBlocking(connectionFactory, channel) : new RedisLockBackend(connectionFactory, channel);
+		LettuceScripts scripts = LETTUCE_PRESENT ? LettuceScripts.of(connectionFactory, RedisLockBackend::isNoScript)
+				: null;
+		return (scripts != null) ? new NonBlocking(connectionFactory, channel, scripts)
+				: new RedisLockBackend(connectionFactory, channel);
 	}
 
 	/** Returns {@code redis}. */
@@ -225,15 +228,8 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		byte[][] keys = acquireKeys(key);
 		byte[][] args = acquireArguments(owner, ttl);
 		List<?> reply;
-		try {
-			if (this.lettuce != null) {
-				reply = this.lettuce.eval(ACQUIRE, ReturnType.MULTI, keys, args);
-			}
-			else {
-				try (RedisConnection connection = this.connectionFactory.getConnection()) {
-					reply = evalSha(connection, ACQUIRE, ReturnType.MULTI, keys, args);
-				}
-			}
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			reply = evalSha(connection, ACQUIRE, ReturnType.MULTI, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("acquire", key, ex);
@@ -242,12 +238,12 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 	}
 
 	/** {@link #tryAcquire} without blocking, for {@link NonBlocking}. */
-	final CompletionStage<AcquireResult> acquireAsync(String key, String owner, Duration ttl) {
-		Assert.state(this.lettuce != null, "Not a non-blocking backend");
+	final CompletionStage<AcquireResult> acquireAsync(LettuceScripts scripts, String key, String owner,
+			Duration ttl) {
 		try {
 			byte[][] keys = acquireKeys(key);
 			byte[][] args = acquireArguments(owner, ttl);
-			return complete(this.lettuce.<List<?>>evalAsync(ACQUIRE, ReturnType.MULTI, keys, args), "acquire", key,
+			return complete(scripts.<List<?>>evalAsync(ACQUIRE, ReturnType.MULTI, keys, args), "acquire", key,
 					(reply) -> acquireResult(key, reply));
 		}
 		catch (RuntimeException ex) {
@@ -256,12 +252,11 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 	}
 
 	/** {@link #release} without blocking, for {@link NonBlocking}. */
-	final CompletionStage<Boolean> releaseAsync0(String key, String owner) {
-		Assert.state(this.lettuce != null, "Not a non-blocking backend");
+	final CompletionStage<Boolean> releaseAsync(LettuceScripts scripts, String key, String owner) {
 		try {
 			byte[][] keys = { lockKey(key) };
 			byte[][] args = releaseArguments(key, owner);
-			return complete(this.lettuce.evalAsync(RELEASE, ReturnType.INTEGER, keys, args), "release", key,
+			return complete(scripts.evalAsync(RELEASE, ReturnType.INTEGER, keys, args), "release", key,
 					RedisLockBackend::released);
 		}
 		catch (RuntimeException ex) {
@@ -327,15 +322,8 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		byte[][] keys = { lockKey(key) };
 		byte[][] args = releaseArguments(key, owner);
 		Object reply;
-		try {
-			if (this.lettuce != null) {
-				reply = this.lettuce.eval(RELEASE, ReturnType.INTEGER, keys, args);
-			}
-			else {
-				try (RedisConnection connection = this.connectionFactory.getConnection()) {
-					reply = evalSha(connection, RELEASE, ReturnType.INTEGER, keys, args);
-				}
-			}
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			reply = evalSha(connection, RELEASE, ReturnType.INTEGER, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("release", key, ex);
@@ -645,8 +633,11 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 	 */
 	static final class NonBlocking extends RedisLockBackend implements AsyncLockBackend {
 
-		NonBlocking(RedisConnectionFactory connectionFactory, String channel) {
+		private final LettuceScripts scripts;
+
+		NonBlocking(RedisConnectionFactory connectionFactory, String channel, LettuceScripts scripts) {
 			super(connectionFactory, channel);
+			this.scripts = scripts;
 		}
 
 		/**
@@ -656,7 +647,7 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		 */
 		@Override
 		public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
-			return acquireAsync(key, owner, ttl);
+			return acquireAsync(this.scripts, key, owner, ttl);
 		}
 
 		/**
@@ -665,7 +656,7 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		 */
 		@Override
 		public CompletionStage<Boolean> releaseAsync(String key, String owner) {
-			return releaseAsync0(key, owner);
+			return releaseAsync(this.scripts, key, owner);
 		}
 
 	}

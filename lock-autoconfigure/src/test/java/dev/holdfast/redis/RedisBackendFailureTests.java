@@ -56,8 +56,7 @@ class RedisBackendFailureTests {
 		this.listeningFactory = RedisClients.connectionFactory(this.server);
 		this.releasingFactory = RedisClients.connectionFactory(this.server);
 		this.listening = new RedisLockBackend(this.listeningFactory);
-		// The listening backend takes the generic spring-data-redis path, the releasing one the
-		// native Lettuce path with its non-blocking calls.
+		// The releasing backend also has the non-blocking calls.
 		this.releasing = RedisLockBackend.of(this.releasingFactory, RedisLockBackend.DEFAULT_CHANNEL);
 	}
 
