@@ -13,6 +13,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -102,6 +104,9 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 	/** Tokens stay below 2^53: Lua numbers are doubles. */
 	static final long MAX_TOKEN = 1L << 53;
 
+	/** How long a subscription attempt may take, and the pause between two after Redis failed. */
+	private static final Duration SUBSCRIPTION_RECOVERY = Duration.ofSeconds(1);
+
 	/** Keys per renewal script on a standalone Redis, so that one script never blocks Redis long. */
 	private static final int RENEW_CHUNK = 10_000;
 
@@ -160,6 +165,13 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 	private final List<Consumer<String>> listeners = new CopyOnWriteArrayList<>();
 
 	private final ReentrantLock lifecycleLock = new ReentrantLock();
+
+	/** One daemon thread, started on first subscription, that (re)subscribes. */
+	private final ExecutorService subscriptionExecutor = Executors.newSingleThreadExecutor((task) -> {
+		Thread thread = new Thread(task, "holdfast-redis-subscription");
+		thread.setDaemon(true);
+		return thread;
+	});
 
 	private @Nullable RedisMessageListenerContainer container;
 
@@ -477,6 +489,12 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 			// Listeners must not block: running them on the client's I/O thread avoids a thread
 			// per message.
 			listenerContainer.setTaskExecutor(Runnable::run);
+			// Subscribing, and re-subscribing after Redis comes back, waits and sleeps: that must
+			// happen on a thread of ours, never on a caller's (the task executor above is the
+			// default for it).
+			listenerContainer.setSubscriptionExecutor(this.subscriptionExecutor);
+			listenerContainer.setRecoveryInterval(SUBSCRIPTION_RECOVERY.toMillis());
+			listenerContainer.setMaxSubscriptionRegistrationWaitingTime(SUBSCRIPTION_RECOVERY.toMillis());
 			listenerContainer.setBeanName("holdfastReleaseEvents");
 			listenerContainer.setErrorHandler((ex) -> logger.warn("Release notification failed", ex));
 			listenerContainer.addMessageListener(new Dispatcher(), new ChannelTopic(this.channel));
@@ -543,6 +561,7 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		if (toClose != null) {
 			destroy(toClose);
 		}
+		this.subscriptionExecutor.shutdownNow();
 	}
 
 	private static void destroy(RedisMessageListenerContainer listenerContainer) {
