@@ -1,0 +1,243 @@
+package dev.holdfast.bench;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/** The Markdown table of one run, with ratios to the floors of the same run and the issue's targets. */
+final class Report {
+
+	private final boolean quick;
+
+	private final Map<String, Map<Integer, double[]>> throughput;
+
+	private final Map<String, Double> annotation;
+
+	private final List<ContendedHarness.Result> contended;
+
+	private final List<HeldLeasesHarness.Result> leases;
+
+	private final List<String> notes;
+
+	private final Duration took;
+
+	private final StringBuilder out = new StringBuilder();
+
+	Report(boolean quick, Map<String, Map<Integer, double[]>> throughput, Map<String, Double> annotation,
+			List<ContendedHarness.Result> contended, List<HeldLeasesHarness.Result> leases, List<String> notes,
+			Duration took) {
+		this.quick = quick;
+		this.throughput = throughput;
+		this.annotation = annotation;
+		this.contended = contended;
+		this.leases = leases;
+		this.notes = notes;
+		this.took = took;
+	}
+
+	String render() {
+		line("## Run of " + Main.now());
+		line("");
+		line("- Machine: " + Runtime.getRuntime().availableProcessors() + " CPUs (nproc), "
+				+ Runtime.getRuntime().maxMemory() / (1024 * 1024) + " MiB max heap in the runner; JDK "
+				+ System.getProperty("java.vm.version") + " (" + System.getProperty("java.vm.name") + ")");
+		line("- Mode: " + (this.quick ? "quick (1 warmup + 2 measurement iterations of 1 s, 1 fork)"
+				: "full (3 warmup + 5 measurement iterations of 1 s, 1 fork)") + "; run took "
+				+ this.took.toMinutes() + " min " + this.took.toSecondsPart() + " s");
+		for (String note : this.notes) {
+			line("- " + note);
+		}
+		line("");
+		uncontended();
+		annotationOverhead();
+		contendedTable();
+		leasesTable();
+		targets();
+		return this.out.toString();
+	}
+
+	private void uncontended() {
+		if (this.throughput.isEmpty()) {
+			return;
+		}
+		line("### Uncontended acquire + release, ops/s over all threads (higher is better)");
+		line("");
+		line("Each thread locks and unlocks a key of its own. Ratios are to the floor of the same backend "
+				+ "(Redlock: to the single-node Redis floor).");
+		line("");
+		line("| contender | 1 thread | × floor | 8 threads | × floor |");
+		line("|---|---:|---:|---:|---:|");
+		for (Map.Entry<String, Map<Integer, double[]>> entry : this.throughput.entrySet()) {
+			String contender = entry.getKey();
+			StringBuilder row = new StringBuilder("| " + contender + " |");
+			for (int threads : new int[] { 1, 8 }) {
+				double[] score = entry.getValue().get(threads);
+				double floor = score(floorOf(contender), threads);
+				if (score == null) {
+					row.append(" – | – |");
+				}
+				else {
+					row.append(String.format(Locale.ROOT, " %,.0f ± %,.0f | %s |", score[0], score[1],
+							ratio(score[0], floor)));
+				}
+			}
+			line(row.toString());
+		}
+		line("");
+	}
+
+	private void annotationOverhead() {
+		if (this.annotation.isEmpty()) {
+			return;
+		}
+		line("### @DistributedLock over LockTemplate, memory backend, ns per call (lower is better)");
+		line("");
+		line("| call | LockTemplate | @DistributedLock proxy | overhead |");
+		line("|---|---:|---:|---:|");
+		annotationRow("fixed name", "template", "annotation");
+		annotationRow("name + SpEL key `#key`", "templateWithKey", "annotationWithKey");
+		line("");
+	}
+
+	private void annotationRow(String label, String template, String annotated) {
+		Double t = this.annotation.get(template);
+		Double a = this.annotation.get(annotated);
+		if (t == null || a == null) {
+			line("| " + label + " | – | – | – |");
+			return;
+		}
+		line(String.format(Locale.ROOT, "| %s | %,.0f | %,.0f | %.2f µs |", label, t, a, (a - t) / 1000));
+	}
+
+	private void contendedTable() {
+		if (this.contended.isEmpty()) {
+			return;
+		}
+		line("### One key, 2 client instances × 4 threads");
+		line("");
+		line("Handoff: from the moment a holder starts its release to the moment the next holder's acquisition "
+				+ "returns, one clock. Cross-instance: share of handoffs that went to the other instance.");
+		line("");
+		line("| contender | handoffs/s | × floor | p50 µs | p99 µs | p50 × floor | cross-instance |");
+		line("|---|---:|---:|---:|---:|---:|---:|");
+		for (ContendedHarness.Result result : this.contended) {
+			if (result.error() != null) {
+				line("| " + result.contender() + " | failed: " + result.error().replace('|', '/') + " | | | | | |");
+				continue;
+			}
+			ContendedHarness.Result floor = contendedFloor(result.contender());
+			line(String.format(Locale.ROOT, "| %s | %,.0f | %s | %,.0f | %,.0f | %s | %.0f %% |", result.contender(),
+					result.throughput(), (floor != null) ? ratio(result.throughput(), floor.throughput()) : "–",
+					result.p50Micros(), result.p99Micros(),
+					(floor != null) ? ratio(result.p50Micros(), floor.p50Micros()) : "–", result.crossShare() * 100));
+		}
+		line("");
+	}
+
+	private void leasesTable() {
+		if (this.leases.isEmpty()) {
+			return;
+		}
+		line("### Held leases on one Redis (lease 3 s, renewed every 1 s)");
+		line("");
+		line("| contender | leases | acquire all, s | scripts per renewal tick | commands per tick, incl. inside scripts | client heap per lease |");
+		line("|---|---:|---:|---:|---:|---:|");
+		for (HeldLeasesHarness.Result result : this.leases) {
+			if (result.error() != null) {
+				line("| " + result.contender() + " | failed: " + result.error().replace('|', '/') + " | | | | |");
+				continue;
+			}
+			line(String.format(Locale.ROOT, "| %s | %,d | %.1f | %.1f | %,.0f | %,.0f B |", result.contender(),
+					result.leases(), result.acquireSeconds(), result.roundTripsPerTick(), result.innerCommandsPerTick(),
+					result.bytesPerLease()));
+		}
+		line("");
+	}
+
+	private void targets() {
+		line("### Targets of issue 9");
+		line("");
+		line("| target | measured | met |");
+		line("|---|---:|:---:|");
+		target("Redis, 1 thread: Holdfast ≥ 1.0× floor", ratioOf("redis-holdfast", "redis-floor", 1), 1.0, true);
+		target("Redis, 8 threads: Holdfast ≥ 0.9× floor", ratioOf("redis-holdfast", "redis-floor", 8), 0.9, true);
+		target("Redis, 8 threads: Holdfast ≥ 1.5× Redisson", ratioOf("redis-holdfast", "redis-redisson", 8), 1.5, true);
+		ContendedHarness.Result holdfast = find("redis-holdfast");
+		ContendedHarness.Result floor = find("redis-floor");
+		target("Contended handoff p50 ≤ 1.2× floor",
+				(holdfast != null && floor != null) ? holdfast.p50Micros() / floor.p50Micros() : Double.NaN, 1.2, false);
+		if (holdfast != null) {
+			double share = holdfast.crossShare();
+			line(String.format(Locale.ROOT, "| Contended cross-instance share 40–60 %% | %.0f %% | %s |", share * 100,
+					(share >= 0.4 && share <= 0.6) ? "yes" : "**no**"));
+		}
+		target("Redlock on 5 nodes ≥ 0.6× single-node floor (1 thread)", ratioOf("redlock-holdfast", "redis-floor", 1),
+				0.6, true);
+		target("Redlock on 5 nodes ≥ 0.6× single-node floor (8 threads)", ratioOf("redlock-holdfast", "redis-floor", 8),
+				0.6, true);
+		target("JDBC, 1 thread: Holdfast ≥ 0.9× floor", ratioOf("jdbc-holdfast", "jdbc-floor", 1), 0.9, true);
+		target("JDBC, 8 threads: Holdfast ≥ 0.9× floor", ratioOf("jdbc-holdfast", "jdbc-floor", 8), 0.9, true);
+		Double t = this.annotation.get("templateWithKey");
+		Double a = this.annotation.get("annotationWithKey");
+		if (t != null && a != null) {
+			double micros = (a - t) / 1000;
+			line(String.format(Locale.ROOT, "| Annotation overhead ≤ 5 µs per call (SpEL key) | %.2f µs | %s |", micros,
+					(micros <= 5) ? "yes" : "**no**"));
+		}
+		line("");
+	}
+
+	private void target(String label, double value, double bound, boolean atLeast) {
+		if (Double.isNaN(value)) {
+			line("| " + label + " | not measured | – |");
+			return;
+		}
+		boolean met = atLeast ? value >= bound : value <= bound;
+		line(String.format(Locale.ROOT, "| %s | %.2f× | %s |", label, value, met ? "yes" : "**no**"));
+	}
+
+	private double ratioOf(String contender, String reference, int threads) {
+		double value = score(contender, threads);
+		double base = score(reference, threads);
+		return (Double.isNaN(value) || Double.isNaN(base) || base == 0) ? Double.NaN : value / base;
+	}
+
+	private double score(String contender, int threads) {
+		Map<Integer, double[]> scores = this.throughput.get(contender);
+		double[] score = (scores != null) ? scores.get(threads) : null;
+		return (score != null) ? score[0] : Double.NaN;
+	}
+
+	private static String floorOf(String contender) {
+		if (contender.startsWith("jdbc")) {
+			return "jdbc-floor";
+		}
+		return "redis-floor";
+	}
+
+	private ContendedHarness.Result contendedFloor(String contender) {
+		return find(floorOf(contender));
+	}
+
+	private ContendedHarness.Result find(String contender) {
+		for (ContendedHarness.Result result : this.contended) {
+			if (result.contender().equals(contender) && result.error() == null) {
+				return result;
+			}
+		}
+		return null;
+	}
+
+	private static String ratio(double value, double floor) {
+		if (Double.isNaN(value) || Double.isNaN(floor) || floor == 0) {
+			return "–";
+		}
+		return String.format(Locale.ROOT, "%.2f×", value / floor);
+	}
+
+	private void line(String text) {
+		this.out.append(text).append('\n');
+	}
+
+}
