@@ -78,8 +78,8 @@ final class Report {
 					row.append(" – | – |");
 				}
 				else {
-					row.append(String.format(Locale.ROOT, " %,.0f ± %,.0f | %s |", score[0], score[1],
-							ratio(score[0], floor)));
+					String error = Double.isNaN(score[1]) ? "" : String.format(Locale.ROOT, " ± %,.0f", score[1]);
+					row.append(String.format(Locale.ROOT, " %,.0f%s | %s |", score[0], error, ratio(score[0], floor)));
 				}
 			}
 			line(row.toString());
