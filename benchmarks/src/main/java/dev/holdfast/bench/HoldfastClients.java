@@ -1,12 +1,7 @@
 package dev.holdfast.bench;
 
 import java.time.Duration;
-import java.util.List;
 
-import javax.sql.DataSource;
-
-import com.zaxxer.hikari.HikariDataSource;
-import org.redisson.api.RedissonClient;
 
 import org.springframework.aop.framework.ProxyFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -20,10 +15,7 @@ import dev.holdfast.aop.LockAspectSupport;
 import dev.holdfast.aop.LockOperationSource;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
-import dev.holdfast.jdbc.JdbcLockBackend;
 import dev.holdfast.redis.RedisLockBackend;
-import dev.holdfast.redlock.RedlockLockBackend;
-import dev.holdfast.redlock.RedlockSettings;
 import dev.holdfast.spi.LockBackend;
 
 /**
@@ -58,19 +50,6 @@ final class HoldfastClients {
 			backend.close();
 			factory.destroy();
 		});
-	}
-
-	static LockClient jdbcTemplate(HikariDataSource dataSource) {
-		return templateClient(template(new JdbcLockBackend(dataSource)), dataSource::close);
-	}
-
-	static LockClient redlockTemplate(List<RedissonClient> clients) {
-		// A 1 s node timeout instead of the default 200 ms: this 2-core machine runs other builds
-		// at the same time, and a request that misses the timeout fails the attempt.
-		RedlockSettings defaults = RedlockSettings.defaults();
-		RedlockLockBackend backend = new RedlockLockBackend(clients,
-				new RedlockSettings(Duration.ofSeconds(1), defaults.driftFactor(), defaults.minDrift()));
-		return templateClient(template(backend), () -> clients.forEach(RedissonClient::shutdown));
 	}
 
 	static LockClient templateClient(DefaultLockTemplate template, AutoCloseable onClose) {
