@@ -65,6 +65,9 @@ public final class Main {
 	/** Mean ns/op, best iteration ns/op, bytes/op, by benchmark method. */
 	private final Map<String, double[]> annotation = new LinkedHashMap<>();
 
+	/** CPU ns per call, by benchmark method of the annotation group. */
+	private Map<String, Double> annotationCpu = Map.of();
+
 	private final List<ContendedHarness.Result> contended = new ArrayList<>();
 
 	private final List<HeldLeasesHarness.Result> leases = new ArrayList<>();
@@ -121,6 +124,9 @@ public final class Main {
 			}
 			if (needs("annotation")) {
 				annotationOverhead();
+				log("annotation overhead in CPU time (this JVM)");
+				this.annotationCpu = CpuTimeProbe.run(this.quick);
+				log("  " + this.annotationCpu);
 			}
 			if (needs("contended")) {
 				Duration warmup = Duration.ofSeconds(this.quick ? 1 : 3);
@@ -148,7 +154,7 @@ public final class Main {
 			stopAll(servers);
 			Runtime.getRuntime().removeShutdownHook(stopServers);
 		}
-		String report = new Report(this.quick, this.throughput, this.annotation, this.contended, this.leases,
+		String report = new Report(this.quick, this.throughput, this.annotation, this.annotationCpu, this.contended, this.leases,
 				this.notes, Duration.ofNanos(System.nanoTime() - started))
 			.render();
 		System.out.println();
