@@ -229,9 +229,11 @@ public final class Clients {
 		return new LockClient() {
 
 			@Override
-			public void lockUnlock(String key) {
+			public void lockUnlock(String key) throws InterruptedException {
 				Lock lock = registry.obtain(key);
-				if (!lock.tryLock()) {
+				// The key is free; a bounded wait (not tryLock()) so that a round trip slowed down
+				// by a loaded machine is not taken for a held lock.
+				if (!lock.tryLock(5, TimeUnit.SECONDS)) {
 					throw new IllegalStateException(name + " did not acquire " + key);
 				}
 				lock.unlock();
