@@ -62,31 +62,13 @@ public final class Clients {
 			case "redis-shedlock" -> shedLock(shedLockRedis(connectionFactory(redisPort())));
 			case "redis-spring-integration" -> redisLockRegistry(connectionFactory(redisPort()));
 			case "jdbc-floor" -> jdbcFloor(dataSource());
-			case "jdbc-holdfast" -> optional("HoldfastJdbcClients", javax.sql.DataSource.class, dataSource());
+			case "jdbc-holdfast" -> HoldfastJdbcClients.create(dataSource());
 			case "jdbc-shedlock" -> shedLockJdbc(dataSource());
 			case "jdbc-spring-integration" -> jdbcLockRegistry(dataSource());
-			case "redlock-holdfast" -> optional("HoldfastRedlockClients", List.class, redlockClients());
+			case "redlock-holdfast" -> HoldfastRedlockClients.create(redlockClients());
 			case "redlock-redisson" -> redissonRedLock(redlockClients());
 			default -> throw new IllegalArgumentException("Unknown contender " + id);
 		};
-	}
-
-	/**
-	 * A contender whose Holdfast backend may not be built yet: its factory class is looked up by
-	 * name, so that this module compiles while a backend is still on its way.
-	 */
-	private static LockClient optional(String className, Class<?> argumentType, Object argument) throws Exception {
-		Class<?> factory;
-		try {
-			factory = Class.forName(Clients.class.getPackageName() + "." + className);
-		}
-		catch (ClassNotFoundException ex) {
-			if (argument instanceof AutoCloseable closeable) {
-				closeable.close();
-			}
-			throw new IllegalStateException(className + " is not in this build (its backend is not merged yet)", ex);
-		}
-		return (LockClient) factory.getDeclaredMethod("create", argumentType).invoke(null, argument);
 	}
 
 	static int redisPort() {

@@ -8,15 +8,13 @@ import org.redisson.api.RedissonClient;
 import dev.holdfast.redlock.RedlockLockBackend;
 import dev.holdfast.redlock.RedlockSettings;
 
-/** Holdfast on its Redlock backend (one Redisson client per node); looked up by {@link Clients}. */
+/** Holdfast on its Redlock backend (one Redisson client per node), through {@code LockTemplate}. */
 final class HoldfastRedlockClients {
 
 	private HoldfastRedlockClients() {
 	}
 
-	@SuppressWarnings("unchecked")
-	static LockClient create(List<?> nodes) {
-		List<RedissonClient> clients = (List<RedissonClient>) nodes;
+	static LockClient create(List<RedissonClient> clients) {
 		// A 1 s node timeout instead of the default 200 ms: this 2-core machine runs other builds
 		// at the same time, and a request that misses the timeout fails the attempt.
 		RedlockSettings defaults = RedlockSettings.defaults();
