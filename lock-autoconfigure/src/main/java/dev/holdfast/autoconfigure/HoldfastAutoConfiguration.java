@@ -49,6 +49,11 @@ public final class HoldfastAutoConfiguration {
 		}
 	}
 
+	@Bean
+	GracefulLockShutdown holdfastGracefulShutdown(DefaultLockTemplate holdfastLockTemplate) {
+		return new GracefulLockShutdown(holdfastLockTemplate);
+	}
+
 	private static LockSettings settings(HoldfastProperties properties) {
 		try {
 			return LockSettings.defaults()
@@ -59,7 +64,12 @@ public final class HoldfastAutoConfiguration {
 				.withMaxKeyLength(properties.getMaxKeyLength());
 		}
 		catch (IllegalArgumentException ex) {
-			throw new LockConfigurationException("Invalid Holdfast settings: " + ex.getMessage(),
+			String message = String.valueOf(ex.getMessage())
+				.replace("waitTime", "holdfast.wait-time")
+				.replace("leaseTime", "holdfast.lease-time")
+				.replace("pollInterval", "holdfast.poll-interval")
+				.replace("maxKeyLength", "holdfast.max-key-length");
+			throw new LockConfigurationException("Invalid Holdfast settings: " + message,
 					"Correct the holdfast.* property named in the description.");
 		}
 	}

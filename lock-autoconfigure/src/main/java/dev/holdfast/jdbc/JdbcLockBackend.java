@@ -7,6 +7,8 @@ import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.time.Duration;
 import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
 
@@ -20,6 +22,7 @@ import org.springframework.util.Assert;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
@@ -61,7 +64,7 @@ import dev.holdfast.spi.LockBackend;
  * The table is {@code holdfast_lock} unless configured; its schema per database ships in this
  * jar as {@code dev/holdfast/jdbc/schema-<platform>.sql}.
  */
-public class JdbcLockBackend implements LockBackend, LeaseRenewal {
+public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth {
 
 	/** The table used unless another is configured. */
 	public static final String DEFAULT_TABLE_NAME = "holdfast_lock";
@@ -169,6 +172,26 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal {
 		}
 		catch (SQLException ex) {
 			throw failure("check the lock table '" + this.tableName + "'", ex);
+		}
+	}
+
+	/**
+	 * Runs the startup table check again (a {@code SELECT} of Holdfast's columns that matches no
+	 * row), bounded by the query timeout: up when the database answers and the lock table has
+	 * Holdfast's columns. Details: the database product and the table.
+	 * @throws LockBackendException if the database cannot be reached or the table is missing
+	 */
+	@Override
+	public Check checkHealth() {
+		try (Connection connection = connection()) {
+			dialect(connection).checkTable(connection);
+			Map<String, Object> details = new LinkedHashMap<>();
+			details.put("database", connection.getMetaData().getDatabaseProductName());
+			details.put("table", this.tableName);
+			return Check.up(details);
+		}
+		catch (SQLException ex) {
+			throw failure("check the lock table", ex);
 		}
 	}
 
