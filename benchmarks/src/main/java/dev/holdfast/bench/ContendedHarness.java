@@ -1,0 +1,122 @@
+package dev.holdfast.bench;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.HdrHistogram.ConcurrentHistogram;
+import org.HdrHistogram.Histogram;
+
+/**
+ * One key contended by two independent client instances (own connections, own lock state) with
+ * four threads each. Not JMH: what matters here is the handoff, measured on one clock (this JVM's
+ * {@code nanoTime}) from the moment a holder starts its release to the moment the next holder's
+ * acquisition returns, and which instance the lock went to. A holder records the previous handoff
+ * while it holds the lock, so the bookkeeping never races.
+ */
+final class ContendedHarness {
+
+	static final int INSTANCES = 2;
+
+	static final int THREADS_PER_INSTANCE = 4;
+
+	record Result(String contender, long handoffs, double seconds, double p50Micros, double p99Micros,
+			double crossShare, String error) {
+
+		double throughput() {
+			return this.handoffs / this.seconds;
+		}
+
+	}
+
+	private ContendedHarness() {
+	}
+
+	static Result run(String contender, Duration warmup, Duration measure) {
+		List<LockClient> clients = new ArrayList<>();
+		try {
+			for (int i = 0; i < INSTANCES; i++) {
+				clients.add(Clients.create(contender));
+			}
+			String key = "contended-" + Long.toHexString(ThreadLocalRandom.current().nextLong());
+			round(clients, key, warmup);
+			return round(clients, key, measure).withName(contender);
+		}
+		catch (Throwable ex) {
+			return new Result(contender, 0, 1, Double.NaN, Double.NaN, Double.NaN, String.valueOf(ex));
+		}
+		finally {
+			for (LockClient client : clients) {
+				try {
+					client.close();
+				}
+				catch (Exception ex) {
+					// ignore at shutdown
+				}
+			}
+		}
+	}
+
+	private static Partial round(List<LockClient> clients, String key, Duration duration) throws Exception {
+		Histogram handoffs = new ConcurrentHistogram(3);
+		AtomicLong cross = new AtomicLong();
+		AtomicLong lastReleaseNanos = new AtomicLong();
+		AtomicLong lastInstance = new AtomicLong(-1);
+		AtomicReference<Throwable> failure = new AtomicReference<>();
+		long start = System.nanoTime();
+		long deadline = start + duration.toNanos();
+		List<Thread> threads = new ArrayList<>();
+		for (int i = 0; i < clients.size(); i++) {
+			LockClient client = clients.get(i);
+			int instance = i;
+			for (int t = 0; t < THREADS_PER_INSTANCE; t++) {
+				Thread thread = new Thread(() -> {
+					try {
+						while (System.nanoTime() < deadline && failure.get() == null) {
+							LockClient.Held held = client.lock(key);
+							long acquired = System.nanoTime();
+							long released = lastReleaseNanos.get();
+							if (released != 0) {
+								handoffs.recordValue(Math.max(0, acquired - released));
+								if (lastInstance.get() != instance) {
+									cross.incrementAndGet();
+								}
+							}
+							lastInstance.set(instance);
+							lastReleaseNanos.set(System.nanoTime());
+							held.release();
+						}
+					}
+					catch (Throwable ex) {
+						failure.compareAndSet(null, ex);
+					}
+				}, "contended-" + i + "-" + t);
+				threads.add(thread);
+				thread.start();
+			}
+		}
+		for (Thread thread : threads) {
+			thread.join(Duration.ofSeconds(60).toMillis());
+		}
+		double seconds = (System.nanoTime() - start) / 1e9;
+		if (failure.get() != null) {
+			throw new IllegalStateException("contended run failed", failure.get());
+		}
+		return new Partial(handoffs, cross.get(), seconds);
+	}
+
+	private record Partial(Histogram histogram, long cross, double seconds) {
+
+		Result withName(String contender) {
+			long count = this.histogram.getTotalCount();
+			return new Result(contender, count, this.seconds, this.histogram.getValueAtPercentile(50) / 1000.0,
+					this.histogram.getValueAtPercentile(99) / 1000.0, (count == 0) ? Double.NaN : (double) this.cross / count,
+					null);
+		}
+
+	}
+
+}

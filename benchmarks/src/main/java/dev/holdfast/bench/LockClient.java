@@ -1,0 +1,30 @@
+package dev.holdfast.bench;
+
+/**
+ * One contender as the uncontended benchmarks drive it: one operation is one acquisition and one
+ * release of a free lock. Implementations fail loudly when the lock is not acquired, so that a
+ * broken contender cannot look fast.
+ */
+public interface LockClient extends AutoCloseable {
+
+	/** Acquires {@code key} (which is free), then releases it. */
+	void lockUnlock(String key) throws Exception;
+
+	/** Acquires {@code key}, waiting as long as it takes, and returns what releases it. */
+	default Held lock(String key) throws Exception {
+		throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot wait for a lock");
+	}
+
+	@Override
+	default void close() throws Exception {
+	}
+
+	/** A held lock. */
+	@FunctionalInterface
+	interface Held {
+
+		void release() throws Exception;
+
+	}
+
+}

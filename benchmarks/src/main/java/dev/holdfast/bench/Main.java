@@ -1,0 +1,285 @@
+package dev.holdfast.bench;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+import org.openjdk.jmh.results.BenchmarkResult;
+import org.openjdk.jmh.results.IterationResult;
+import org.openjdk.jmh.results.Result;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+import org.openjdk.jmh.runner.options.TimeValue;
+import org.openjdk.jmh.runner.options.VerboseMode;
+
+/**
+ * Runs every contender in one go and prints the table with ratios to the floors measured in the
+ * same run. Starts its own servers: one redis-server, five more for Redlock (from the PATH, on free
+ * ports) and PostgreSQL (embedded, or {@code -Dbench.pg=local}).
+ * <p>
+ * System properties: {@code bench.quick=true} (smoke run, a few seconds per benchmark),
+ * {@code bench.only=redis,jdbc,redlock,annotation,contended,leases} (a subset),
+ * {@code bench.threads=1,8}, {@code bench.prof=jfr} (a JMH profiler for every fork),
+ * {@code bench.out=path} (where the Markdown table goes, besides standard output).
+ */
+public final class Main {
+
+	static final List<String> REDIS = List.of("redis-floor", "redis-holdfast", "redis-holdfast-annotation",
+			"redis-redisson", "redis-shedlock", "redis-spring-integration");
+
+	static final List<String> JDBC = List.of("jdbc-floor", "jdbc-holdfast", "jdbc-shedlock", "jdbc-spring-integration");
+
+	static final List<String> REDLOCK = List.of("redlock-holdfast", "redlock-redisson");
+
+	static final List<String> CONTENDED = List.of("redis-floor", "redis-holdfast", "redis-redisson",
+			"redis-spring-integration", "jdbc-floor", "jdbc-holdfast", "jdbc-spring-integration");
+
+	private final boolean quick = Boolean.getBoolean("bench.quick");
+
+	private final Set<String> only = new TreeSet<>(Arrays.asList(
+			System.getProperty("bench.only", "redis,jdbc,redlock,annotation,contended,leases").split(",")));
+
+	private final List<Integer> threads = Arrays.stream(System.getProperty("bench.threads", "1,8").split(","))
+		.map(String::trim)
+		.map(Integer::valueOf)
+		.toList();
+
+	private final List<String> jvmArgs = new ArrayList<>(List.of("-Xms1g", "-Xmx1g"));
+
+	/** Throughput by contender, then by thread count: mean ops/s, error, best iteration, bytes/op. */
+	private final Map<String, Map<Integer, double[]>> throughput = new LinkedHashMap<>();
+
+	/** Mean ns/op, best iteration ns/op, bytes/op, by benchmark method. */
+	private final Map<String, double[]> annotation = new LinkedHashMap<>();
+
+	/** CPU ns per call, by benchmark method of the annotation group. */
+	private Map<String, Double> annotationCpu = Map.of();
+
+	private final List<ContendedHarness.Result> contended = new ArrayList<>();
+
+	private final List<HeldLeasesHarness.Result> leases = new ArrayList<>();
+
+	private final List<String> notes = new ArrayList<>();
+
+	public static void main(String[] args) throws Exception {
+		new Main().run();
+		System.exit(0);
+	}
+
+	private void run() throws Exception {
+		long started = System.nanoTime();
+		List<AutoCloseable> servers = new ArrayList<>();
+		Thread stopServers = new Thread(() -> stopAll(servers), "bench-stop-servers");
+		Runtime.getRuntime().addShutdownHook(stopServers);
+		try {
+			RedisServer redis = null;
+			if (needs("redis", "contended", "leases", "redlock")) {
+				redis = RedisServer.start();
+				servers.add(redis);
+				this.jvmArgs.add("-Dbench.redis.port=" + redis.port());
+				System.setProperty("bench.redis.port", Integer.toString(redis.port()));
+			}
+			if (needs("redlock")) {
+				List<String> ports = new ArrayList<>();
+				for (int i = 0; i < 5; i++) {
+					RedisServer node = RedisServer.start();
+					servers.add(node);
+					ports.add(Integer.toString(node.port()));
+				}
+				this.jvmArgs.add("-Dbench.redlock.ports=" + String.join(",", ports));
+				System.setProperty("bench.redlock.ports", String.join(",", ports));
+			}
+			Postgres postgres = null;
+			if (needs("jdbc") || (needs("contended") && CONTENDED.stream().anyMatch((c) -> c.startsWith("jdbc")))) {
+				postgres = startPostgres();
+				servers.add(postgres);
+				postgres.createTables();
+				this.jvmArgs.add("-Dbench.jdbc.url=" + postgres.url);
+				this.jvmArgs.add("-Dbench.jdbc.user=" + postgres.user);
+				System.setProperty("bench.jdbc.url", postgres.url);
+				System.setProperty("bench.jdbc.user", postgres.user);
+				this.notes.add("Database: " + postgres.description());
+			}
+			if (needs("redis")) {
+				uncontended(REDIS);
+			}
+			if (needs("jdbc")) {
+				uncontended(JDBC);
+			}
+			if (needs("redlock")) {
+				uncontended(REDLOCK);
+			}
+			if (needs("annotation")) {
+				annotationOverhead();
+				log("annotation overhead in CPU time (this JVM)");
+				this.annotationCpu = CpuTimeProbe.run(this.quick);
+				log("  " + this.annotationCpu);
+			}
+			if (needs("contended")) {
+				Duration warmup = Duration.ofSeconds(this.quick ? 1 : 3);
+				Duration measure = Duration.ofSeconds(this.quick ? 3 : 10);
+				for (String contender : CONTENDED) {
+					if (contender.startsWith("jdbc") && postgres == null) {
+						continue;
+					}
+					log("contended: " + contender);
+					ContendedHarness.Result result = ContendedHarness.run(contender, warmup, measure);
+					log("  " + result);
+					this.contended.add(result);
+				}
+			}
+			if (needs("leases")) {
+				int count = this.quick ? 2_000 : 10_000;
+				Duration window = Duration.ofSeconds(this.quick ? 3 : 6);
+				log("held leases: holdfast");
+				this.leases.add(HeldLeasesHarness.holdfast(redis.port(), count, window));
+				log("held leases: redisson");
+				this.leases.add(HeldLeasesHarness.redisson(redis.port(), count, window));
+			}
+		}
+		finally {
+			stopAll(servers);
+			Runtime.getRuntime().removeShutdownHook(stopServers);
+		}
+		String report = new Report(this.quick, this.throughput, this.annotation, this.annotationCpu, this.contended, this.leases,
+				this.notes, Duration.ofNanos(System.nanoTime() - started))
+			.render();
+		System.out.println();
+		System.out.println(report);
+		Path out = Path.of(System.getProperty("bench.out",
+				Files.isDirectory(Path.of("benchmarks", "target")) ? "benchmarks/target/results.md" : "results.md"));
+		Files.writeString(out, report);
+		log("table written to " + out.toAbsolutePath());
+	}
+
+	private static synchronized void stopAll(List<AutoCloseable> servers) {
+		for (AutoCloseable server : servers) {
+			try {
+				server.close();
+			}
+			catch (Exception ex) {
+				log("could not stop " + server + ": " + ex);
+			}
+		}
+		servers.clear();
+	}
+
+	private Postgres startPostgres() throws Exception {
+		String mode = System.getProperty("bench.pg", "embedded");
+		try {
+			return Postgres.start(mode);
+		}
+		catch (Exception ex) {
+			log("embedded PostgreSQL did not start (" + ex + "); using the local one on 127.0.0.1:5432");
+			this.notes.add("Embedded PostgreSQL did not start here (" + rootCause(ex) + "); the local server was used.");
+			return Postgres.start("local");
+		}
+	}
+
+	private static String rootCause(Throwable ex) {
+		Throwable cause = ex;
+		while (cause.getCause() != null) {
+			cause = cause.getCause();
+		}
+		return String.valueOf(cause.getMessage()).lines().findFirst().orElse("");
+	}
+
+	private boolean needs(String... groups) {
+		for (String group : groups) {
+			if (this.only.contains(group)) {
+				return true;
+			}
+		}
+		return false;
+	}
+
+	private ChainedOptionsBuilder options() {
+		ChainedOptionsBuilder options = new OptionsBuilder().forks(1)
+			.warmupIterations(this.quick ? 1 : 5)
+			.warmupTime(TimeValue.seconds(1))
+			.measurementIterations(this.quick ? 2 : 5)
+			.measurementTime(TimeValue.seconds(1))
+			.jvmArgsAppend(this.jvmArgs.toArray(String[]::new))
+			.shouldFailOnError(false)
+			.addProfiler("gc")
+			.verbosity(VerboseMode.NORMAL);
+		String profiler = System.getProperty("bench.prof");
+		if (profiler != null && !profiler.isBlank()) {
+			options.addProfiler(profiler);
+		}
+		return options;
+	}
+
+	private void uncontended(List<String> contenders) throws Exception {
+		for (int threadCount : this.threads) {
+			log("uncontended, " + threadCount + " thread(s): " + contenders);
+			Collection<RunResult> results = new Runner(options().include(UncontendedBenchmark.class.getName() + ".lockUnlock")
+				.param("contender", contenders.toArray(String[]::new))
+				.threads(threadCount)
+				.build()).run();
+			for (RunResult result : results) {
+				String contender = result.getParams().getParam("contender");
+				this.throughput.computeIfAbsent(contender, (c) -> new LinkedHashMap<>())
+					.put(threadCount, new double[] { result.getPrimaryResult().getScore(),
+							result.getPrimaryResult().getScoreError(), best(result, true), bytesPerOp(result) });
+			}
+		}
+	}
+
+	private void annotationOverhead() throws Exception {
+		log("annotation overhead (memory backend)");
+		Collection<RunResult> results = new Runner(
+				options().include(AnnotationOverheadBenchmark.class.getName()).threads(1).build())
+			.run();
+		for (RunResult result : results) {
+			String label = result.getParams().getBenchmark();
+			this.annotation.put(label.substring(label.lastIndexOf('.') + 1), new double[] {
+					result.getPrimaryResult().getScore(), best(result, false), bytesPerOp(result) });
+		}
+	}
+
+	/**
+	 * The best measurement iteration: on a machine that other jobs load, the iteration that was
+	 * disturbed least is the closest to the code's own cost.
+	 */
+	private static double best(RunResult result, boolean higherIsBetter) {
+		double best = Double.NaN;
+		for (BenchmarkResult benchmark : result.getBenchmarkResults()) {
+			for (IterationResult iteration : benchmark.getIterationResults()) {
+				double score = iteration.getPrimaryResult().getScore();
+				if (Double.isNaN(best) || (higherIsBetter ? score > best : score < best)) {
+					best = score;
+				}
+			}
+		}
+		return best;
+	}
+
+	/** Bytes allocated per operation (JMH's gc profiler): independent of the machine's load. */
+	private static double bytesPerOp(RunResult result) {
+		Result<?> norm = result.getSecondaryResults().get("gc.alloc.rate.norm");
+		return (norm != null) ? norm.getScore() : Double.NaN;
+	}
+
+	static void log(String message) {
+		System.out.println("[bench] " + message);
+	}
+
+	static String now() {
+		return ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME.withLocale(Locale.ROOT));
+	}
+
+}
