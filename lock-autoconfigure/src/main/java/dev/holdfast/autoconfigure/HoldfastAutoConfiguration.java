@@ -24,7 +24,7 @@ import dev.holdfast.spi.LockBackend;
 		"org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
 		"org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration" })
 @EnableConfigurationProperties(HoldfastProperties.class)
-@Import({ MemoryBackendConfiguration.class, LockAopConfiguration.class })
+@Import({ RedisBackendConfiguration.class, MemoryBackendConfiguration.class, LockAopConfiguration.class })
 public final class HoldfastAutoConfiguration {
 
 	@Bean(destroyMethod = "close")

@@ -1,0 +1,512 @@
+package dev.holdfast.redis;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.core.NestedExceptionUtils;
+import org.springframework.data.redis.connection.ClusterSlotHashUtil;
+import org.springframework.data.redis.connection.Message;
+import org.springframework.data.redis.connection.MessageListener;
+import org.springframework.data.redis.connection.RedisClusterConnection;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.connection.RedisPipelineException;
+import org.springframework.data.redis.connection.ReturnType;
+import org.springframework.data.redis.core.script.RedisScript;
+import org.springframework.data.redis.listener.ChannelTopic;
+import org.springframework.data.redis.listener.RedisMessageListenerContainer;
+import org.springframework.util.Assert;
+
+import dev.holdfast.LockBackendException;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.LeaseRenewal;
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.ReleaseEvents;
+
+/**
+ * Locks on one Redis (standalone, Sentinel or Cluster), through a spring-data-redis
+ * {@link RedisConnectionFactory}.
+ * <ul>
+ * <li><b>Not reentrant.</b> Every acquisition needs a lock that no live owner holds; reentrancy
+ * per thread is the engine's job.</li>
+ * <li><b>Redis decides expiry.</b> A lock is the key {@code {<key>}} set with {@code SET NX PX};
+ * Redis's own clock expires it. The application's clock is never consulted.</li>
+ * <li><b>One round trip per operation.</b> Acquire, release and renewal are Lua scripts, sent
+ * once and then run by SHA ({@code EVALSHA}, falling back to {@code EVAL} when Redis answers
+ * {@code NOSCRIPT}, e.g. after a restart). Renewal of any number of locks is one script call on
+ * a standalone Redis, and one pipelined batch (one script call per hash slot) on Redis
+ * Cluster.</li>
+ * <li><b>Waiting.</b> A successful release publishes the released key on one channel
+ * ({@value #DEFAULT_CHANNEL} by default). {@link #subscribe} listens to that channel through one
+ * subscription per backend instance, opened on first use and closed by {@link #close()};
+ * messages are handed to listeners on the client's I/O thread, without a thread per message.
+ * Pub/sub delivery is best effort: a message published while a subscriber is disconnected is
+ * lost, so the engine also polls. A failed acquisition reports the holder's remaining time to
+ * live ({@code PTTL}), which bounds the polling.</li>
+ * <li><b>Fencing tokens.</b> Each successful acquisition sets the counter {@code {<key>}:fence}
+ * to {@code max(counter + 1, Redis TIME in microseconds)} in the same script and returns it.
+ * Within one Redis, scripts run one at a time, so a later holder's token is larger than every
+ * earlier holder's as long as the counter survives. When it does not (a Redis without
+ * persistence restarts, or the counter's 24-hour expiry passes without an acquisition), the
+ * token falls back to Redis's clock, which is at least as large as every earlier token
+ * provided that Redis's clock has not stepped back: an earlier token was at most the clock at
+ * its time plus the number of acquisitions made faster than one per microsecond, a margin
+ * that the clock overtakes within microseconds. Hence the counter may expire after 24 hours
+ * without losing order, and no key lives forever. Tokens stay below 2<sup>53</sup> (Lua
+ * numbers are doubles); an acquisition that would pass it fails.</li>
+ * <li><b>Redis Cluster.</b> Lock key and counter share the hash tag {@code {<key>}}, so both
+ * live in one slot. Keys must therefore not contain braces.</li>
+ * <li><b>Failures.</b> Every Redis error or timeout becomes a {@link LockBackendException}
+ * naming the operation and the key. How long a call can take when Redis does not answer is the
+ * connection factory's command timeout ({@code spring.data.redis.timeout}).</li>
+ * </ul>
+ * A failover to a replica that had not received the latest writes can lose a lock or a
+ * counter; Redis replication is asynchronous. Use the Redlock backend where that matters.
+ */
+public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvents, AutoCloseable {
+
+	/** The channel on which releases are published unless another one is configured. */
+	public static final String DEFAULT_CHANNEL = "holdfast:released";
+
+	/** How long a fencing counter lives after the last acquisition of its lock. */
+	static final Duration FENCE_TTL = Duration.ofHours(24);
+
+	/** Tokens stay below 2^53: Lua numbers are doubles. */
+	static final long MAX_TOKEN = 1L << 53;
+
+	/** Keys per renewal script on a standalone Redis, so that one script never blocks Redis long. */
+	private static final int RENEW_CHUNK = 10_000;
+
+	private static final Log logger = LogFactory.getLog(RedisLockBackend.class);
+
+	@SuppressWarnings("rawtypes")
+	static final RedisScript<List> ACQUIRE = RedisScript.of("""
+			if redis.replicate_commands ~= nil then redis.replicate_commands() end
+			if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+				local time = redis.call('TIME')
+				local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+				local token = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+				if token < now then token = now end
+				if token >= 9007199254740992 then
+					redis.call('DEL', KEYS[1])
+					return redis.error_reply('fencing counter ' .. KEYS[2] .. ' reached 2^53')
+				end
+				redis.call('SET', KEYS[2], string.format('%d', token), 'PX', ARGV[3])
+				return {1, token}
+			end
+			return {0, redis.call('PTTL', KEYS[1])}
+			""", List.class);
+
+	static final RedisScript<Long> RELEASE = RedisScript.of("""
+			if redis.call('GET', KEYS[1]) == ARGV[1] then
+				redis.call('DEL', KEYS[1])
+				redis.call('PUBLISH', ARGV[2], ARGV[3])
+				return 1
+			end
+			return 0
+			""", Long.class);
+
+	@SuppressWarnings("rawtypes")
+	static final RedisScript<List> RENEW = RedisScript.of("""
+			local renewed = {}
+			for i = 1, #KEYS do
+				if redis.call('GET', KEYS[i]) == ARGV[2 * i - 1] then
+					redis.call('PEXPIRE', KEYS[i], ARGV[2 * i])
+					renewed[#renewed + 1] = i
+				end
+			end
+			return renewed
+			""", List.class);
+
+	private final RedisConnectionFactory connectionFactory;
+
+	private final String channel;
+
+	private final byte[] channelBytes;
+
+	private final List<Consumer<String>> listeners = new CopyOnWriteArrayList<>();
+
+	private final ReentrantLock lifecycleLock = new ReentrantLock();
+
+	private @Nullable RedisMessageListenerContainer container;
+
+	private volatile boolean closed;
+
+	/**
+	 * Creates a backend that publishes releases on {@value #DEFAULT_CHANNEL}.
+	 */
+	public RedisLockBackend(RedisConnectionFactory connectionFactory) {
+		this(connectionFactory, DEFAULT_CHANNEL);
+	}
+
+	/**
+	 * Creates a backend.
+	 * @param connectionFactory the application's connection factory; its command timeout bounds
+	 * every call
+	 * @param channel the pub/sub channel on which releases are published; every process that
+	 * shares the locks must use the same one
+	 */
+	public RedisLockBackend(RedisConnectionFactory connectionFactory, String channel) {
+		Assert.notNull(connectionFactory, "'connectionFactory' must not be null");
+		Assert.hasText(channel, "'channel' must not be empty");
+		this.connectionFactory = connectionFactory;
+		this.channel = channel;
+		this.channelBytes = bytes(channel);
+	}
+
+	@Override
+	public String name() {
+		return "redis";
+	}
+
+	/** The channel on which releases are published. */
+	public String channel() {
+		return this.channel;
+	}
+
+	/**
+	 * Takes the lock with one script call if no owner holds it, and returns a fencing token
+	 * larger than every earlier holder's (see the type's documentation for the assumptions).
+	 * When held, returns the holder's remaining time to live in milliseconds, or {@code -1} for
+	 * a key without expiry.
+	 * @throws IllegalArgumentException if the key is empty or contains a brace, or the ttl is
+	 * below one millisecond
+	 * @throws LockBackendException if Redis cannot be reached or answers with an error
+	 */
+	@Override
+	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+		byte[] lockKey = lockKey(key);
+		long ttlMillis = ttlMillis(ttl);
+		List<?> reply;
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			reply = evalSha(connection, ACQUIRE, ReturnType.MULTI, 2, lockKey, fenceKey(key), bytes(owner),
+					bytes(Long.toString(ttlMillis)), bytes(Long.toString(FENCE_TTL.toMillis())));
+		}
+		catch (RuntimeException ex) {
+			throw failure("acquire", key, ex);
+		}
+		if (reply == null || reply.size() != 2 || !(reply.get(0) instanceof Number status)
+				|| !(reply.get(1) instanceof Number value)) {
+			throw new LockBackendException("Redis acquire of lock '" + key + "' gave an unexpected reply: " + reply,
+					null);
+		}
+		if (status.longValue() == 1) {
+			long token = value.longValue();
+			if (token <= 0 || token >= MAX_TOKEN) {
+				throw new LockBackendException(
+						"Redis acquire of lock '" + key + "' gave fencing token " + token + ", outside 1..2^53", null);
+			}
+			return AcquireResult.acquired(token);
+		}
+		long remaining = value.longValue();
+		return AcquireResult.held((remaining >= 0) ? remaining : -1);
+	}
+
+	/**
+	 * Deletes the lock with one script call if {@code owner} holds it, and then publishes the key
+	 * on the release channel.
+	 * @throws LockBackendException if Redis cannot be reached or answers with an error
+	 */
+	@Override
+	public boolean release(String key, String owner) {
+		byte[] lockKey = lockKey(key);
+		Object reply;
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			reply = evalSha(connection, RELEASE, ReturnType.INTEGER, 1, lockKey, bytes(owner), this.channelBytes,
+					bytes(key));
+		}
+		catch (RuntimeException ex) {
+			throw failure("release", key, ex);
+		}
+		return reply instanceof Number number && number.longValue() == 1;
+	}
+
+	/**
+	 * Sets each lock's time to live where its owner still holds it: one script call on a
+	 * standalone or Sentinel Redis (per {@value #RENEW_CHUNK} keys), one pipelined batch with one
+	 * script call per hash slot on Redis Cluster.
+	 * @throws LockBackendException if Redis cannot be reached or answers with an error; which
+	 * locks were renewed is unknown then
+	 */
+	@Override
+	public Set<String> renew(Collection<HeldLock> locks) {
+		if (locks.isEmpty()) {
+			return Set.of();
+		}
+		List<HeldLock> batch = new ArrayList<>(locks);
+		for (HeldLock lock : batch) {
+			lockKey(lock.key());
+			ttlMillis(lock.ttl());
+		}
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			if (connection instanceof RedisClusterConnection) {
+				return renewBySlot(connection, batch);
+			}
+			Set<String> renewed = new HashSet<>();
+			for (int from = 0; from < batch.size(); from += RENEW_CHUNK) {
+				List<HeldLock> chunk = batch.subList(from, Math.min(batch.size(), from + RENEW_CHUNK));
+				List<?> reply = evalSha(connection, RENEW, ReturnType.MULTI, chunk.size(), renewArguments(chunk));
+				collectRenewed(chunk, reply, renewed);
+			}
+			return renewed;
+		}
+		catch (RuntimeException ex) {
+			throw failure("renew", describe(batch), ex);
+		}
+	}
+
+	private Set<String> renewBySlot(RedisConnection connection, List<HeldLock> locks) {
+		Map<Integer, List<HeldLock>> bySlot = new LinkedHashMap<>();
+		for (HeldLock lock : locks) {
+			bySlot.computeIfAbsent(ClusterSlotHashUtil.calculateSlot(lockKey(lock.key())), (slot) -> new ArrayList<>())
+				.add(lock);
+		}
+		List<List<HeldLock>> groups = new ArrayList<>(bySlot.values());
+		List<Object> replies;
+		try {
+			replies = pipelineRenew(connection, groups, false);
+		}
+		catch (RedisPipelineException ex) {
+			if (!isNoScript(ex) && ex.getPipelineResult().stream().noneMatch(this::isNoScript)) {
+				throw ex;
+			}
+			replies = pipelineRenew(connection, groups, true);
+		}
+		Set<String> renewed = new HashSet<>();
+		for (int i = 0; i < groups.size(); i++) {
+			collectRenewed(groups.get(i), (List<?>) replies.get(i), renewed);
+		}
+		return renewed;
+	}
+
+	private List<Object> pipelineRenew(RedisConnection connection, List<List<HeldLock>> groups, boolean sendScript) {
+		connection.openPipeline();
+		for (List<HeldLock> group : groups) {
+			if (sendScript) {
+				connection.scriptingCommands()
+					.eval(bytes(RENEW.getScriptAsString()), ReturnType.MULTI, group.size(), renewArguments(group));
+			}
+			else {
+				connection.scriptingCommands()
+					.evalSha(RENEW.getSha1(), ReturnType.MULTI, group.size(), renewArguments(group));
+			}
+		}
+		return connection.closePipeline();
+	}
+
+	private byte[][] renewArguments(List<HeldLock> locks) {
+		int size = locks.size();
+		byte[][] keysAndArgs = new byte[size * 3][];
+		for (int i = 0; i < size; i++) {
+			HeldLock lock = locks.get(i);
+			keysAndArgs[i] = lockKey(lock.key());
+			keysAndArgs[size + 2 * i] = bytes(lock.owner());
+			keysAndArgs[size + 2 * i + 1] = bytes(Long.toString(ttlMillis(lock.ttl())));
+		}
+		return keysAndArgs;
+	}
+
+	private static void collectRenewed(List<HeldLock> locks, @Nullable List<?> reply, Set<String> renewed) {
+		if (reply == null) {
+			throw new LockBackendException("Redis renew gave no reply", null);
+		}
+		for (Object index : reply) {
+			renewed.add(locks.get(((Number) index).intValue() - 1).key());
+		}
+	}
+
+	/**
+	 * Calls {@code listener} with the key of every lock released through this channel by any
+	 * process. The first successful call opens the backend's single subscription, which then
+	 * follows the client's reconnections; later calls share it. Delivery is best effort (see the
+	 * type's documentation); the listener runs on the Redis client's I/O thread and must not
+	 * block.
+	 * @return a handle that stops deliveries to this listener when closed
+	 * @throws LockBackendException if the subscription cannot be opened (Redis unreachable); a
+	 * later call tries again
+	 * @throws IllegalStateException if the backend is closed
+	 */
+	@Override
+	public AutoCloseable subscribe(Consumer<String> listener) {
+		Assert.notNull(listener, "'listener' must not be null");
+		this.listeners.add(listener);
+		try {
+			ensureSubscribed();
+		}
+		catch (RuntimeException ex) {
+			this.listeners.remove(listener);
+			throw ex;
+		}
+		return () -> this.listeners.remove(listener);
+	}
+
+	/** Whether the release subscription is open and listening. */
+	boolean isListening() {
+		RedisMessageListenerContainer current = this.container;
+		return current != null && current.isListening();
+	}
+
+	private void ensureSubscribed() {
+		this.lifecycleLock.lock();
+		try {
+			if (this.closed) {
+				throw new IllegalStateException("The Redis lock backend is closed");
+			}
+			if (this.container != null) {
+				return;
+			}
+			RedisMessageListenerContainer listenerContainer = new RedisMessageListenerContainer();
+			listenerContainer.setConnectionFactory(this.connectionFactory);
+			// Listeners must not block: running them on the client's I/O thread avoids a thread
+			// per message.
+			listenerContainer.setTaskExecutor(Runnable::run);
+			listenerContainer.setBeanName("holdfastReleaseEvents");
+			listenerContainer.setErrorHandler((ex) -> logger.warn("Release notification failed", ex));
+			listenerContainer.addMessageListener(new Dispatcher(), new ChannelTopic(this.channel));
+			listenerContainer.afterPropertiesSet();
+			try {
+				listenerContainer.start();
+			}
+			catch (RuntimeException ex) {
+				destroy(listenerContainer);
+				throw new LockBackendException("Redis subscribe to channel '" + this.channel + "' failed: "
+						+ NestedExceptionUtils.getMostSpecificCause(ex).getMessage(), ex);
+			}
+			this.container = listenerContainer;
+		}
+		finally {
+			this.lifecycleLock.unlock();
+		}
+	}
+
+	/**
+	 * Closes the release subscription. Locks held in Redis are not touched; the engine releases
+	 * its leases before it closes the backend.
+	 */
+	@Override
+	public void close() {
+		RedisMessageListenerContainer toClose;
+		this.lifecycleLock.lock();
+		try {
+			this.closed = true;
+			toClose = this.container;
+			this.container = null;
+		}
+		finally {
+			this.lifecycleLock.unlock();
+		}
+		this.listeners.clear();
+		if (toClose != null) {
+			destroy(toClose);
+		}
+	}
+
+	private static void destroy(RedisMessageListenerContainer listenerContainer) {
+		try {
+			listenerContainer.destroy();
+		}
+		catch (Exception ex) {
+			logger.debug("Could not close the Redis release subscription", ex);
+		}
+	}
+
+	private <T> T evalSha(RedisConnection connection, RedisScript<?> script, ReturnType type, int numKeys,
+			byte[]... keysAndArgs) {
+		try {
+			return connection.scriptingCommands().evalSha(script.getSha1(), type, numKeys, keysAndArgs);
+		}
+		catch (RuntimeException ex) {
+			if (!isNoScript(ex)) {
+				throw ex;
+			}
+			// Redis lost its script cache (restart, SCRIPT FLUSH): EVAL caches the script again.
+			return connection.scriptingCommands().eval(bytes(script.getScriptAsString()), type, numKeys, keysAndArgs);
+		}
+	}
+
+	private boolean isNoScript(@Nullable Object candidate) {
+		Throwable current = (candidate instanceof Throwable throwable) ? throwable : null;
+		while (current != null) {
+			String message = current.getMessage();
+			if (message != null && message.contains("NOSCRIPT")) {
+				return true;
+			}
+			current = (current.getCause() != current) ? current.getCause() : null;
+		}
+		return false;
+	}
+
+	private static LockBackendException failure(String operation, String key, RuntimeException ex) {
+		if (ex instanceof LockBackendException backendException) {
+			return backendException;
+		}
+		Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
+		return new LockBackendException(
+				"Redis " + operation + " of lock '" + key + "' failed: " + cause.getClass().getSimpleName() + ": "
+						+ cause.getMessage(),
+				ex);
+	}
+
+	private static String describe(List<HeldLock> locks) {
+		String first = locks.get(0).key();
+		return (locks.size() == 1) ? first : first + "' and " + (locks.size() - 1) + " more '";
+	}
+
+	private static byte[] lockKey(String key) {
+		Assert.hasLength(key, "Lock key must not be empty");
+		if (key.indexOf('{') >= 0 || key.indexOf('}') >= 0) {
+			throw new IllegalArgumentException("Lock key '" + key
+					+ "' must not contain '{' or '}': the Redis backend wraps keys in a hash tag");
+		}
+		return bytes("{" + key + "}");
+	}
+
+	private static byte[] fenceKey(String key) {
+		return bytes("{" + key + "}:fence");
+	}
+
+	private static long ttlMillis(Duration ttl) {
+		long millis = ttl.toMillis();
+		if (millis < 1) {
+			throw new IllegalArgumentException("Lock ttl must be at least 1ms, was " + ttl);
+		}
+		return millis;
+	}
+
+	private static byte[] bytes(String value) {
+		return value.getBytes(StandardCharsets.UTF_8);
+	}
+
+	private final class Dispatcher implements MessageListener {
+
+		@Override
+		public void onMessage(Message message, byte @Nullable [] pattern) {
+			String key = new String(message.getBody(), StandardCharsets.UTF_8);
+			for (Consumer<String> listener : RedisLockBackend.this.listeners) {
+				try {
+					listener.accept(key);
+				}
+				catch (RuntimeException ex) {
+					logger.warn("Release listener failed for lock '" + key + "'", ex);
+				}
+			}
+		}
+
+	}
+
+}

@@ -1,0 +1,137 @@
+package dev.holdfast.autoconfigure;
+
+import java.time.Duration;
+import java.util.UUID;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
+import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.redis.RedisLockBackend;
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.testsupport.RedisServer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class RedisBackendConfigurationTests {
+
+	private static RedisServer server;
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, HoldfastAutoConfiguration.class));
+
+	@BeforeAll
+	static void startRedis() {
+		server = RedisServer.start();
+	}
+
+	@AfterAll
+	static void stopRedis() {
+		server.close();
+	}
+
+	private ApplicationContextRunner withRedis() {
+		return this.runner.withPropertyValues("spring.data.redis.port=" + server.port(),
+				"spring.data.redis.timeout=1s");
+	}
+
+	@Test
+	void aConnectionFactoryMakesRedisTheBackendOfTheLockTemplate() {
+		withRedis().run((context) -> {
+			assertThat(context).hasSingleBean(RedisLockBackend.class);
+			assertThat(context.getBean(RedisLockBackend.class).channel()).isEqualTo(RedisLockBackend.DEFAULT_CHANNEL);
+			String name = "config-test-" + UUID.randomUUID();
+			LockOptions options = LockOptions.defaults().waitTime(Duration.ZERO);
+			try (Lease lease = context.getBean(LockTemplate.class).acquire(name, null, options)) {
+				assertThat(lease.fencingToken()).isPositive();
+				RedisLockBackend other = new RedisLockBackend(context.getBean(RedisConnectionFactory.class));
+				assertThat(other.tryAcquire(lease.key(), "other", Duration.ofSeconds(5)).acquired()).isFalse();
+			}
+		});
+	}
+
+	@Test
+	void explicitRedisBackendUsesTheConnectionFactory() {
+		withRedis().withPropertyValues("holdfast.backend=redis")
+			.run((context) -> assertThat(context).hasSingleBean(RedisLockBackend.class));
+	}
+
+	@Test
+	void anotherExplicitBackendWinsOverTheConnectionFactory() {
+		withRedis().withPropertyValues("holdfast.backend=memory")
+			.run((context) -> assertThat(context).hasSingleBean(InMemoryLockBackend.class)
+				.doesNotHaveBean(RedisLockBackend.class));
+	}
+
+	@Test
+	void channelIsConfigurable() {
+		withRedis().withPropertyValues("holdfast.redis.channel=app:released")
+			.run((context) -> assertThat(context.getBean(RedisLockBackend.class).channel()).isEqualTo("app:released"));
+	}
+
+	@Test
+	void emptyChannelFailsWithTheActionToTake() {
+		withRedis().withPropertyValues("holdfast.redis.channel= ").run((context) -> {
+			assertThat(context).hasFailed();
+			FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+			assertThat(analysis.getDescription()).contains("holdfast.redis.channel");
+			assertThat(analysis.getAction()).contains("holdfast.redis.channel");
+		});
+	}
+
+	@Test
+	void backsOffWhenTheUserDefinesALockBackend() {
+		withRedis().withUserConfiguration(UserBackendConfiguration.class)
+			.run((context) -> assertThat(context).hasSingleBean(LockBackend.class)
+				.doesNotHaveBean(RedisLockBackend.class)
+				.getBean(LockBackend.class)
+				.isSameAs(context.getBean("userBackend")));
+	}
+
+	@Test
+	void backsOffWithoutSpringDataRedis() {
+		this.runner.withClassLoader(new FilteredClassLoader(RedisConnectionFactory.class))
+			.run((context) -> assertThat(context).hasNotFailed()
+				.doesNotHaveBean(RedisLockBackend.class)
+				.hasSingleBean(InMemoryLockBackend.class));
+	}
+
+	@Test
+	void explicitRedisBackendWithoutAConnectionFactoryFailsWithTheActionToTake() {
+		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
+			.withPropertyValues("holdfast.backend=redis")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context).getFailure().rootCause().isInstanceOf(LockConfigurationException.class);
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis.getDescription()).contains("holdfast.backend=redis")
+					.contains("no RedisConnectionFactory bean");
+				assertThat(analysis.getAction()).contains("spring-boot-starter-data-redis").contains("spring.data.redis.");
+			});
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UserBackendConfiguration {
+
+		@Bean
+		InMemoryLockBackend userBackend() {
+			return new InMemoryLockBackend();
+		}
+
+	}
+
+}

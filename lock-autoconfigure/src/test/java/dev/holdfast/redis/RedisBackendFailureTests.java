@@ -1,0 +1,178 @@
+package dev.holdfast.redis;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+
+import dev.holdfast.LockBackendException;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.testsupport.RedisServer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+
+/**
+ * A Redis that crashes, restarts or hangs: calls fail with {@link LockBackendException} within
+ * a bounded time (the client's command timeout is two seconds here) and work again once Redis is
+ * back, release notifications included.
+ */
+class RedisBackendFailureTests {
+
+	private static final Duration TTL = Duration.ofSeconds(30);
+
+	/** Command timeout plus generous slack for a loaded machine. */
+	private static final Duration FAILURE_BOUND = Duration.ofSeconds(5);
+
+	private RedisServer server;
+
+	private LettuceConnectionFactory listeningFactory;
+
+	private LettuceConnectionFactory releasingFactory;
+
+	private RedisLockBackend listening;
+
+	private RedisLockBackend releasing;
+
+	@BeforeEach
+	void start() {
+		this.server = RedisServer.start();
+		this.listeningFactory = RedisClients.connectionFactory(this.server);
+		this.releasingFactory = RedisClients.connectionFactory(this.server);
+		this.listening = new RedisLockBackend(this.listeningFactory);
+		this.releasing = new RedisLockBackend(this.releasingFactory);
+	}
+
+	@AfterEach
+	void stop() {
+		this.listening.close();
+		this.releasing.close();
+		this.listeningFactory.destroy();
+		this.releasingFactory.destroy();
+		this.server.close();
+	}
+
+	@Test
+	void callsFailWithinABoundedTimeWhileRedisIsDownAndSucceedAgainAfterRestart() throws Exception {
+		String key = "test:" + UUID.randomUUID();
+		assertThat(this.releasing.tryAcquire(key, "owner-1", TTL).acquired()).isTrue();
+		this.server.kill();
+		assertFailsQuickly(() -> this.releasing.tryAcquire(key, "owner-2", TTL), "acquire", key);
+		assertFailsQuickly(() -> this.releasing.release(key, "owner-1"), "release", key);
+		assertFailsQuickly(() -> this.releasing.renew(List.of(new HeldLock(key, "owner-1", TTL))), "renew", key);
+		this.server.restart();
+		AcquireResult afterRestart = eventually(() -> this.releasing.tryAcquire(key, "owner-3", TTL));
+		assertThat(afterRestart.acquired()).isTrue();
+		assertThat(this.releasing.renew(List.of(new HeldLock(key, "owner-3", TTL)))).containsExactly(key);
+		assertThat(this.releasing.release(key, "owner-3")).isTrue();
+	}
+
+	@Test
+	void callsToAHungRedisFailWithinABoundedTime() {
+		String key = "test:" + UUID.randomUUID();
+		this.releasing.tryAcquire(key, "owner-1", TTL);
+		this.server.pause();
+		try {
+			assertFailsQuickly(() -> this.releasing.tryAcquire(key, "owner-2", TTL), "acquire", key);
+			assertFailsQuickly(() -> this.releasing.release(key, "owner-1"), "release", key);
+		}
+		finally {
+			this.server.resume();
+		}
+		// The timed-out release may still run once Redis resumes: either way owner-1 is gone now.
+		eventually(() -> this.releasing.release(key, "owner-1"));
+		assertThat(this.releasing.tryAcquire(key, "owner-3", TTL).acquired()).isTrue();
+	}
+
+	@Test
+	void releaseNotificationsFlowAgainAfterRedisRestarts() throws Exception {
+		BlockingQueue<String> received = new LinkedBlockingQueue<>();
+		this.listening.subscribe(received::add);
+		String before = "test:" + UUID.randomUUID();
+		this.releasing.tryAcquire(before, "owner", TTL);
+		this.releasing.release(before, "owner");
+		assertThat(received.poll(5, TimeUnit.SECONDS)).isEqualTo(before);
+		this.server.kill();
+		this.server.restart();
+		// Until the subscriber has reconnected, notifications are lost (pub/sub is best effort):
+		// keep releasing until one arrives.
+		String after = "test:" + UUID.randomUUID();
+		long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+		String delivered = null;
+		while (delivered == null && System.nanoTime() < deadline) {
+			try {
+				if (this.releasing.tryAcquire(after, "owner", TTL).acquired()) {
+					this.releasing.release(after, "owner");
+				}
+			}
+			catch (LockBackendException ex) {
+				// The releasing client has not reconnected yet.
+			}
+			delivered = received.poll(200, TimeUnit.MILLISECONDS);
+		}
+		assertThat(delivered).isEqualTo(after);
+		assertThat(this.listening.isListening()).isTrue();
+	}
+
+	@Test
+	void subscribingWhileRedisIsDownFailsAndWorksOnceRedisIsBack() throws Exception {
+		this.server.kill();
+		BlockingQueue<String> received = new LinkedBlockingQueue<>();
+		long start = System.nanoTime();
+		assertThatExceptionOfType(LockBackendException.class).isThrownBy(() -> this.listening.subscribe(received::add))
+			.withMessageContaining("subscribe");
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(FAILURE_BOUND);
+		assertThat(this.listening.isListening()).isFalse();
+		this.server.restart();
+		eventually(() -> this.listening.subscribe(received::add));
+		String key = "test:" + UUID.randomUUID();
+		eventually(() -> this.releasing.tryAcquire(key, "owner", TTL));
+		this.releasing.release(key, "owner");
+		assertThat(received.poll(5, TimeUnit.SECONDS)).isEqualTo(key);
+		assertThat(received.poll(200, TimeUnit.MILLISECONDS)).as("one delivery per subscriber").isNull();
+	}
+
+	private static void assertFailsQuickly(Executable call, String operation, String key) {
+		long start = System.nanoTime();
+		assertThatExceptionOfType(LockBackendException.class).isThrownBy(call::execute)
+			.withMessageContaining(operation)
+			.withMessageContaining(key);
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(FAILURE_BOUND);
+	}
+
+	private static void pause() {
+		try {
+			Thread.sleep(50);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	private static <T> T eventually(java.util.function.Supplier<T> call) {
+		long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+		while (true) {
+			try {
+				return call.get();
+			}
+			catch (LockBackendException ex) {
+				if (System.nanoTime() > deadline) {
+					throw ex;
+				}
+				pause();
+			}
+		}
+	}
+
+}
