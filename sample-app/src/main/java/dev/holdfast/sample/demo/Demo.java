@@ -58,6 +58,8 @@ public final class Demo {
 
 	private final List<Instance> instances = new CopyOnWriteArrayList<>();
 
+	private final List<RedisNode> redisNodes = new CopyOnWriteArrayList<>();
+
 	private final HttpClient http = HttpClient.newBuilder()
 		.version(HttpClient.Version.HTTP_1_1)
 		.connectTimeout(Duration.ofSeconds(5))
@@ -138,7 +140,7 @@ public final class Demo {
 		return this.options.skus().stream().map((sku) -> sku + "-" + run).toList();
 	}
 
-	private List<String> appArgs(Path workDir, List<String> skus) throws IOException {
+	private List<String> appArgs(Path workDir, List<String> skus) throws IOException, InterruptedException {
 		List<String> args = new ArrayList<>();
 		args.add("--spring.main.banner-mode=off");
 		args.add("--sample.job.cron=" + CRON);
@@ -149,6 +151,16 @@ public final class Demo {
 		}
 		if (this.options.backend() != null) {
 			args.add("--holdfast.backend=" + this.options.backend());
+		}
+		if ("redlock".equals(this.options.profile())) {
+			// independent masters of our own, on free ports; on one machine they are for the demo only
+			for (int i = 0; i < 3; i++) {
+				int port = freePort();
+				RedisNode node = RedisNode.start(port, workDir.resolve("redis-" + port), Duration.ofSeconds(30));
+				this.redisNodes.add(node);
+				args.add("--holdfast.redlock.nodes[" + i + "]=" + node.address());
+				say("Started redis-server %s for Redlock (log: %s)", node.address(), node.log());
+			}
 		}
 		if (this.options.freshDatabase()) {
 			Path db = workDir.resolve("db");
@@ -390,11 +402,18 @@ public final class Demo {
 			catch (InterruptedException ex) {
 				Thread.currentThread().interrupt();
 				this.instances.forEach((instance) -> instance.stop(Duration.ZERO));
-				return;
+				break;
 			}
 		}
 		if (!stopping.isEmpty()) {
 			say("Stopped %d instances", stopping.size());
+		}
+		for (RedisNode node : this.redisNodes) {
+			node.stop();
+		}
+		if (!this.redisNodes.isEmpty()) {
+			say("Stopped %d redis-servers", this.redisNodes.size());
+			this.redisNodes.clear();
 		}
 	}
 
