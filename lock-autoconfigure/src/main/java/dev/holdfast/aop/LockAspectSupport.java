@@ -4,6 +4,7 @@ import java.lang.reflect.Method;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Future;
 
 import org.jspecify.annotations.Nullable;
 
@@ -15,16 +16,31 @@ import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.core.ReactiveAdapter;
 import org.springframework.core.ReactiveAdapterRegistry;
 import org.springframework.expression.EvaluationException;
+import org.springframework.util.ClassUtils;
 
 import dev.holdfast.Lease;
 import dev.holdfast.LockContext;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.OnLocked;
+import dev.holdfast.core.AsyncLockTemplate;
+import dev.holdfast.core.DefaultLockTemplate;
 
 /**
  * Runs a method under its {@link LockOperation}: evaluates the key, acquires through the
- * {@link LockTemplate}, binds the lease to the thread, and releases when the method returns.
- * Free of AOP types, so that any invoker can use it.
+ * {@link LockTemplate}, binds the lease to the thread, and releases when the method's work is
+ * done:
+ * <ul>
+ * <li>a plain method: when it returns or throws;</li>
+ * <li>a method returning a {@link CompletionStage}: acquired before the call, released when the
+ * returned stage completes, fails or is cancelled (at once if the method throws). The caller gets
+ * a stage that completes with the method's value or exception, after the release;</li>
+ * <li>a method returning {@code Mono}, {@code Flux} or another reactive type (with Reactor on the
+ * classpath): the method is called at once, as Spring's reactive transactions do, and its
+ * publisher acquires on each subscription and releases on complete, error or cancel.</li>
+ * </ul>
+ * Leases that outlive the call are detached from the calling thread when the method returns, so
+ * later calls on that thread do not reenter them. Free of AOP types, so that any invoker can use
+ * it.
  */
 public class LockAspectSupport {
 
@@ -38,10 +54,14 @@ public class LockAspectSupport {
 
 	private final ReactiveAdapterRegistry reactiveAdapters = ReactiveAdapterRegistry.getSharedInstance();
 
+	private final @Nullable ReactiveLockSupport reactive;
+
 	public LockAspectSupport(LockOperationSource operations, LockTemplate template, @Nullable BeanFactory beanFactory) {
 		this.operations = operations;
 		this.template = template;
 		this.beanFactory = beanFactory;
+		this.reactive = ClassUtils.isPresent("reactor.core.publisher.Flux", LockAspectSupport.class.getClassLoader())
+				? new ReactiveLockSupport(template) : null;
 	}
 
 	/** The method's invocation, as the caller can continue it. */
@@ -63,19 +83,93 @@ public class LockAspectSupport {
 			return invoker.proceed();
 		}
 		Object key = evaluateKey(operation, target, targetClass, method, args);
+		Class<?> returnType = operation.method().getReturnType();
+		if (CompletionStage.class.isAssignableFrom(returnType)) {
+			return executeStage(invoker, operation, key, returnType);
+		}
+		ReactiveAdapter adapter = (this.reactive != null) ? this.reactiveAdapters.getAdapter(returnType) : null;
+		if (this.reactive != null && adapter != null) {
+			Object result = invoker.proceed();
+			return (result != null)
+					? this.reactive.lock(result, adapter, operation.name(), key, operation.options(), operation.onLocked())
+					: null;
+		}
+		Lease lease = acquire(operation, key);
+		if (lease == null) {
+			return emptyResult(returnType);
+		}
+		try (Lease held = lease; LockContext.Scope scope = LockContext.bind(lease)) {
+			return invoker.proceed();
+		}
+	}
+
+	private @Nullable Object executeStage(Invoker invoker, LockOperation operation, @Nullable Object key,
+			Class<?> returnType) throws Throwable {
+		Lease lease = acquire(operation, key);
+		if (lease == null) {
+			return emptyResult(returnType);
+		}
+		Object result;
+		try (LockContext.Scope scope = LockContext.bind(lease)) {
+			result = invoker.proceed();
+		}
+		catch (Throwable ex) {
+			lease.close();
+			throw ex;
+		}
+		DefaultLockTemplate.detachFromThread(lease);
+		if (result == null) {
+			lease.close();
+			return null;
+		}
+		return releaseWhenDone((CompletionStage<?>) result, lease, returnType);
+	}
+
+	/**
+	 * A stage that completes like {@code stage}, after {@code lease} is released; cancelling it
+	 * cancels {@code stage}, which releases. Where the declared type is a subtype of
+	 * {@link CompletableFuture} that cannot be replaced, {@code stage} itself is returned and the
+	 * release happens when it completes.
+	 */
+	private Object releaseWhenDone(CompletionStage<?> stage, Lease lease, Class<?> returnType) {
+		if (!returnType.isAssignableFrom(CompletableFuture.class)) {
+			stage.whenComplete((value, ex) -> release(lease));
+			return stage;
+		}
+		CompletableFuture<@Nullable Object> result = new CompletableFuture<>();
+		stage.whenComplete((value, ex) -> release(lease).whenComplete((released, never) -> {
+			if (ex != null) {
+				result.completeExceptionally(ex);
+			}
+			else {
+				result.complete(value);
+			}
+		}));
+		result.whenComplete((value, ex) -> {
+			if (result.isCancelled() && stage instanceof Future<?> future) {
+				future.cancel(true);
+			}
+		});
+		return result;
+	}
+
+	private CompletionStage<Void> release(Lease lease) {
+		if (this.template instanceof AsyncLockTemplate async) {
+			return async.releaseAsync(lease);
+		}
+		lease.close();
+		return CompletableFuture.completedFuture(null);
+	}
+
+	private @Nullable Lease acquire(LockOperation operation, @Nullable Object key) {
 		Lease lease;
 		if (operation.onLocked() == OnLocked.THROW) {
 			lease = this.template.acquire(operation.name(), key, operation.options());
 		}
 		else {
 			lease = this.template.tryAcquire(operation.name(), key, operation.options()).orElse(null);
-			if (lease == null) {
-				return emptyResult(operation.method().getReturnType());
-			}
 		}
-		try (Lease held = lease; LockContext.Scope scope = LockContext.bind(lease)) {
-			return invoker.proceed();
-		}
+		return lease;
 	}
 
 	private @Nullable Object evaluateKey(LockOperation operation, Object target, Class<?> targetClass, Method method,

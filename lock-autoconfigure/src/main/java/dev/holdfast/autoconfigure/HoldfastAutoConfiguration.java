@@ -24,7 +24,8 @@ import dev.holdfast.spi.LockBackend;
 		"org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
 		"org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration" })
 @EnableConfigurationProperties(HoldfastProperties.class)
-@Import({ RedisBackendConfiguration.class, MemoryBackendConfiguration.class, LockAopConfiguration.class })
+@Import({ RedlockBackendConfiguration.class, RedisBackendConfiguration.class, MemoryBackendConfiguration.class,
+		LockAopConfiguration.class, SchedulingConfiguration.class })
 public final class HoldfastAutoConfiguration {
 
 	@Bean(destroyMethod = "close")

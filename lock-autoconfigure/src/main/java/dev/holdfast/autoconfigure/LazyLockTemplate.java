@@ -1,6 +1,9 @@
 package dev.holdfast.autoconfigure;
 
+import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 
 import org.jspecify.annotations.Nullable;
 
@@ -9,12 +12,14 @@ import org.springframework.beans.factory.ObjectProvider;
 import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
+import dev.holdfast.core.AsyncLockTemplate;
 
 /**
  * A {@link LockTemplate} that looks the real one up on first use, so that the advisor, an
  * infrastructure bean created early, does not pull the backend into early initialization.
+ * Non-blocking acquisition is offered when the real template offers it.
  */
-final class LazyLockTemplate implements LockTemplate {
+final class LazyLockTemplate implements AsyncLockTemplate {
 
 	private final ObjectProvider<LockTemplate> provider;
 
@@ -53,6 +58,42 @@ final class LazyLockTemplate implements LockTemplate {
 	@Override
 	public Lease acquire(String name, @Nullable Object key, LockOptions options) {
 		return template().acquire(name, key, options);
+	}
+
+	@Override
+	public boolean supportsNonBlocking() {
+		return template() instanceof AsyncLockTemplate async && async.supportsNonBlocking();
+	}
+
+	@Override
+	public CompletableFuture<@Nullable Lease> tryAcquireAsync(String name, @Nullable Object key, LockOptions options) {
+		return asyncTemplate().tryAcquireAsync(name, key, options);
+	}
+
+	@Override
+	public CompletionStage<Void> releaseAsync(Lease lease) {
+		if (template() instanceof AsyncLockTemplate async) {
+			return async.releaseAsync(lease);
+		}
+		lease.close();
+		return CompletableFuture.completedFuture(null);
+	}
+
+	@Override
+	public Duration waitTime(LockOptions options) {
+		return asyncTemplate().waitTime(options);
+	}
+
+	@Override
+	public String keyFor(String name, @Nullable Object key) {
+		return asyncTemplate().keyFor(name, key);
+	}
+
+	private AsyncLockTemplate asyncTemplate() {
+		if (template() instanceof AsyncLockTemplate async) {
+			return async;
+		}
+		throw new UnsupportedOperationException("The LockTemplate bean " + template() + " is not an AsyncLockTemplate");
 	}
 
 }

@@ -7,6 +7,8 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
@@ -25,6 +27,7 @@ import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
@@ -48,8 +51,11 @@ import dev.holdfast.spi.ReleaseEvents;
  * </ul>
  * Local state is bounded: the per-key maps hold entries only while a thread holds, waits for or
  * races for that key.
+ * <p>
+ * With an {@link AsyncLockBackend} the template also acquires without blocking
+ * ({@link #tryAcquireAsync}), for reactive callers; such leases are bound to no thread.
  */
-public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
+public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(DefaultLockTemplate.class);
 
@@ -66,6 +72,8 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 	private final OwnerTokens owners = new OwnerTokens();
 
 	private final @Nullable LeaseRenewer renewer;
+
+	private final @Nullable AsyncLockSupport async;
 
 	/** Leases held by this template, by key: one per key at most. */
 	private final ConcurrentHashMap<String, HeldLease> held = new ConcurrentHashMap<>();
@@ -95,6 +103,8 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 		this.listener = listener;
 		this.renewer = (backend instanceof LeaseRenewal renewal) ? new LeaseRenewer(this, renewal, backend.name())
 				: null;
+		this.async = (backend instanceof AsyncLockBackend asyncBackend)
+				? new AsyncLockSupport(this, asyncBackend, listener, this.owners, settings.pollInterval()) : null;
 	}
 
 	@Override
@@ -141,6 +151,7 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 	}
 
 	/** The backend key of a lock, as {@link LockKeys} encodes it. */
+	@Override
 	public String keyFor(String name, @Nullable Object key) {
 		return this.keys.encode(name, key);
 	}
@@ -172,8 +183,45 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 	 */
 	public static void detachFromThread(Lease lease) {
 		if (lease instanceof LeaseHandle handle) {
-			handle.lease().detachFromThread();
+			handle.detachFromThread();
 		}
+	}
+
+	@Override
+	public boolean supportsNonBlocking() {
+		return this.async != null;
+	}
+
+	@Override
+	public CompletableFuture<@Nullable Lease> tryAcquireAsync(String name, @Nullable Object key,
+			LockOptions options) {
+		AsyncLockSupport support = this.async;
+		if (support == null) {
+			throw new UnsupportedOperationException(
+					"The " + this.backend.name() + " backend cannot acquire without blocking");
+		}
+		String fullKey;
+		try {
+			fullKey = keyFor(name, key);
+		}
+		catch (RuntimeException ex) {
+			return CompletableFuture.failedFuture(ex);
+		}
+		if (this.closed) {
+			return CompletableFuture.failedFuture(
+					new LockBackendException("Holdfast is shut down: lock '" + fullKey + "' was not acquired", null));
+		}
+		Duration ttl = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.settings.leaseTime();
+		return support.tryAcquire(name, fullKey, waitTime(options), ttl, options.isRenew());
+	}
+
+	@Override
+	public CompletionStage<Void> releaseAsync(Lease lease) {
+		if (lease instanceof LeaseHandle handle) {
+			return handle.closeAsync();
+		}
+		lease.close();
+		return CompletableFuture.completedFuture(null);
 	}
 
 	private @Nullable Lease acquireKey(String name, String key, LockOptions options) {
@@ -270,6 +318,14 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 		}
 	}
 
+	/** Registers a lease acquired by the non-blocking path: bound to no thread. */
+	LeaseHandle registerDetached(String name, String key, String owner, long token, Duration ttl, boolean renew,
+			long attemptStart) {
+		LeaseHandle handle = new LeaseHandle(register(name, key, owner, token, ttl, renew, attemptStart));
+		handle.detachFromThread();
+		return handle;
+	}
+
 	private HeldLease register(String name, String key, String owner, long token, Duration ttl, boolean renew,
 			long attemptStart) {
 		HeldLease lease = new HeldLease(this, name, key, owner, token, ttl, renew, attemptStart, now());
@@ -306,21 +362,57 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 	}
 
 	void release(HeldLease lease) {
-		if (!lease.markReleased()) {
+		if (!unregister(lease)) {
 			return;
-		}
-		this.held.remove(lease.key(), lease);
-		if (this.renewer != null) {
-			this.renewer.remove(lease);
 		}
 		try {
 			this.backend.release(lease.key(), lease.owner());
 		}
 		catch (RuntimeException ex) {
-			logger.warn("Holdfast could not release lock '" + lease.key() + "'; it expires on the backend within "
-					+ lease.ttl(), ex);
+			releaseFailed(lease, ex);
 		}
 		this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
+	}
+
+	/** Like {@link #release(HeldLease)}, without blocking when the backend is non-blocking. */
+	CompletionStage<Void> releaseAsync(HeldLease lease) {
+		if (!(this.backend instanceof AsyncLockBackend asyncBackend)) {
+			release(lease);
+			return CompletableFuture.completedFuture(null);
+		}
+		if (!unregister(lease)) {
+			return CompletableFuture.completedFuture(null);
+		}
+		CompletionStage<Boolean> answer;
+		try {
+			answer = asyncBackend.releaseAsync(lease.key(), lease.owner());
+		}
+		catch (RuntimeException ex) {
+			answer = CompletableFuture.failedFuture(ex);
+		}
+		return answer.handle((released, ex) -> {
+			if (ex != null) {
+				releaseFailed(lease, ex);
+			}
+			this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
+			return null;
+		});
+	}
+
+	private boolean unregister(HeldLease lease) {
+		if (!lease.markReleased()) {
+			return false;
+		}
+		this.held.remove(lease.key(), lease);
+		if (this.renewer != null) {
+			this.renewer.remove(lease);
+		}
+		return true;
+	}
+
+	private void releaseFailed(HeldLease lease, Throwable ex) {
+		logger.warn("Holdfast could not release lock '" + lease.key() + "'; it expires on the backend within "
+				+ lease.ttl(), ex);
 	}
 
 	void lost(HeldLease lease, String reason) {
@@ -363,11 +455,13 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 		}
 	}
 
-	private Duration waitTime(LockOptions options) {
+	@Override
+	public Duration waitTime(LockOptions options) {
 		return (options.getWaitTime() != null) ? options.getWaitTime() : this.settings.waitTime();
 	}
 
-	private boolean subscribed() {
+	/** Whether release events reach this template now; subscribes on first use. */
+	boolean subscribed() {
 		if (this.subscription != null) {
 			return true;
 		}
@@ -396,6 +490,9 @@ public class DefaultLockTemplate implements LockTemplate, AutoCloseable {
 		Semaphore signal = this.waiters.get(key);
 		if (signal != null) {
 			signal.release();
+		}
+		if (this.async != null) {
+			this.async.onRelease(key);
 		}
 	}
 

@@ -36,6 +36,9 @@ final class HeldLease {
 
 	private final AtomicInteger holds = new AtomicInteger(1);
 
+	/** Holds that are bound to {@link #thread}; reentrancy ends when the last one leaves. */
+	private final AtomicInteger threadHolds = new AtomicInteger(1);
+
 	private final AtomicReference<State> state = new AtomicReference<>(State.ACTIVE);
 
 	private volatile @Nullable Thread thread;
@@ -82,6 +85,7 @@ final class HeldLease {
 				return false;
 			}
 			if (this.holds.compareAndSet(current, current + 1)) {
+				this.threadHolds.incrementAndGet();
 				return true;
 			}
 		}
@@ -99,6 +103,16 @@ final class HeldLease {
 	/** Stops reentrancy from the acquiring thread, for leases that outlive the call (async). */
 	void detachFromThread() {
 		this.thread = null;
+	}
+
+	/**
+	 * One thread-bound hold ends (closed, or detached because it outlives its call): when none is
+	 * left, the acquiring thread no longer reenters, even if detached holds still keep the lock.
+	 */
+	void leaveThread() {
+		if (this.threadHolds.decrementAndGet() <= 0) {
+			this.thread = null;
+		}
 	}
 
 	boolean markLost() {

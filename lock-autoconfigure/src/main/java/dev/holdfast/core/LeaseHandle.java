@@ -2,7 +2,9 @@ package dev.holdfast.core;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.holdfast.Lease;
 
@@ -14,7 +16,14 @@ final class LeaseHandle implements Lease {
 
 	private final HeldLease lease;
 
-	private final AtomicBoolean closed = new AtomicBoolean();
+	private static final int BOUND = 0;
+
+	private static final int DETACHED = 1;
+
+	private static final int CLOSED = 2;
+
+	/** BOUND to the acquiring thread, DETACHED from it (outlives its call), or CLOSED. */
+	private final AtomicInteger state = new AtomicInteger(BOUND);
 
 	LeaseHandle(HeldLease lease) {
 		this.lease = lease;
@@ -46,22 +55,46 @@ final class LeaseHandle implements Lease {
 
 	@Override
 	public boolean isValid() {
-		return !this.closed.get() && this.lease.isValid();
+		return this.state.get() != CLOSED && this.lease.isValid();
 	}
 
 	@Override
 	public boolean extend(Duration ttl) {
-		if (this.closed.get()) {
+		if (this.state.get() == CLOSED) {
 			return false;
 		}
 		return this.lease.template().extend(this.lease, ttl);
 	}
 
+	/** This hold outlives the call that took it: the acquiring thread stops reentering with it. */
+	void detachFromThread() {
+		if (this.state.compareAndSet(BOUND, DETACHED)) {
+			this.lease.leaveThread();
+		}
+	}
+
 	@Override
 	public void close() {
-		if (this.closed.compareAndSet(false, true) && this.lease.exit()) {
+		if (leave()) {
 			this.lease.template().release(this.lease);
 		}
+	}
+
+	/** Like {@link #close()}, with the backend call not blocking where the backend allows it. */
+	CompletionStage<Void> closeAsync() {
+		return leave() ? this.lease.template().releaseAsync(this.lease) : CompletableFuture.completedFuture(null);
+	}
+
+	/** Leaves this hold, once; true when it was the lease's last hold. */
+	private boolean leave() {
+		int previous = this.state.getAndSet(CLOSED);
+		if (previous == CLOSED) {
+			return false;
+		}
+		if (previous == BOUND) {
+			this.lease.leaveThread();
+		}
+		return this.lease.exit();
 	}
 
 	@Override

@@ -29,6 +29,13 @@ public interface LockListener {
 	default void leaseLost(String name, String backend) {
 	}
 
+	/**
+	 * A run of the scheduled job {@code name} was skipped because its lock was held: another
+	 * instance ran that tick, or the job still runs (or keeps its lock) elsewhere.
+	 */
+	default void tickSkipped(String name, String backend) {
+	}
+
 	/** A listener that does nothing. */
 	LockListener NONE = new LockListener() {
 	};

@@ -4,6 +4,8 @@ import java.time.Duration;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -11,6 +13,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
@@ -23,13 +26,15 @@ import dev.holdfast.spi.ReleaseEvents;
  * <li>Not reentrant (the engine above is).</li>
  * <li>Expiry: this JVM's monotonic clock ({@link System#nanoTime()}).</li>
  * <li>Waiting: release events are delivered synchronously to subscribers.</li>
+ * <li>Non-blocking: {@link AsyncLockBackend} stages are already complete when returned, since no
+ * call waits for anything but a map update.</li>
  * <li>Fencing tokens come from one counter for all locks, so they strictly increase per lock
  * for the life of the JVM.</li>
  * </ul>
  * Memory is bounded by the locks held: released locks are removed at once, and expired ones
  * are swept every 1,024 acquisitions.
  */
-public class InMemoryLockBackend implements LockBackend, LeaseRenewal, ReleaseEvents {
+public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, LeaseRenewal, ReleaseEvents {
 
 	private static final int SWEEP_EVERY = 1024;
 
@@ -78,6 +83,16 @@ public class InMemoryLockBackend implements LockBackend, LeaseRenewal, ReleaseEv
 			}
 		}
 		return released[0];
+	}
+
+	@Override
+	public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
+		return CompletableFuture.completedFuture(tryAcquire(key, owner, ttl));
+	}
+
+	@Override
+	public CompletionStage<Boolean> releaseAsync(String key, String owner) {
+		return CompletableFuture.completedFuture(release(key, owner));
 	}
 
 	@Override

@@ -169,6 +169,7 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		this.channelBytes = bytes(channel);
 	}
 
+	/** Returns {@code redis}. */
 	@Override
 	public String name() {
 		return "redis";
@@ -238,8 +239,8 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 
 	/**
 	 * Sets each lock's time to live where its owner still holds it: one script call on a
-	 * standalone or Sentinel Redis (per {@value #RENEW_CHUNK} keys), one pipelined batch with one
-	 * script call per hash slot on Redis Cluster.
+	 * standalone or Sentinel Redis (per 10,000 keys, so that one script never blocks Redis long),
+	 * one pipelined batch with one script call per hash slot on Redis Cluster.
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error; which
 	 * locks were renewed is unknown then
 	 */
@@ -266,7 +267,7 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 			return renewed;
 		}
 		catch (RuntimeException ex) {
-			throw failure("renew", describe(batch), ex);
+			throw failure(describe(batch), ex);
 		}
 	}
 
@@ -285,6 +286,8 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 			if (!isNoScript(ex) && ex.getPipelineResult().stream().noneMatch(this::isNoScript)) {
 				throw ex;
 			}
+			// Some node lost its script cache: send the whole batch again as EVAL (renewal is
+			// idempotent).
 			replies = pipelineRenew(connection, groups, true);
 		}
 		Set<String> renewed = new HashSet<>();
@@ -395,8 +398,9 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 	}
 
 	/**
-	 * Closes the release subscription. Locks held in Redis are not touched; the engine releases
-	 * its leases before it closes the backend.
+	 * Closes the release subscription; later subscriptions are refused. Locks held in Redis are
+	 * not touched (the engine releases its leases before it closes the backend), and the
+	 * connection factory, which belongs to the application, stays open.
 	 */
 	@Override
 	public void close() {
@@ -452,19 +456,22 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 	}
 
 	private static LockBackendException failure(String operation, String key, RuntimeException ex) {
+		return failure(operation + " of lock '" + key + "'", ex);
+	}
+
+	private static LockBackendException failure(String what, RuntimeException ex) {
 		if (ex instanceof LockBackendException backendException) {
 			return backendException;
 		}
 		Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
 		return new LockBackendException(
-				"Redis " + operation + " of lock '" + key + "' failed: " + cause.getClass().getSimpleName() + ": "
-						+ cause.getMessage(),
-				ex);
+				"Redis " + what + " failed: " + cause.getClass().getSimpleName() + ": " + cause.getMessage(), ex);
 	}
 
 	private static String describe(List<HeldLock> locks) {
-		String first = locks.get(0).key();
-		return (locks.size() == 1) ? first : first + "' and " + (locks.size() - 1) + " more '";
+		String first = "'" + locks.get(0).key() + "'";
+		return (locks.size() == 1) ? "renew of lock " + first
+				: "renew of locks " + first + " and " + (locks.size() - 1) + " more";
 	}
 
 	private static byte[] lockKey(String key) {

@@ -84,6 +84,19 @@ public abstract class LockBackendContractTests {
 		}
 	}
 
+	/**
+	 * The executor on which tests run concurrent callers; subclasses may run them on other kinds
+	 * of threads (virtual threads).
+	 */
+	protected ExecutorService newExecutor(int threads) {
+		return Executors.newFixedThreadPool(threads);
+	}
+
+	/** An unstarted thread for a concurrent caller; see {@link #newExecutor(int)}. */
+	protected Thread newThread(Runnable task) {
+		return new Thread(task);
+	}
+
 	protected static String uniqueName() {
 		return "contract-" + UUID.randomUUID();
 	}
@@ -102,7 +115,7 @@ public abstract class LockBackendContractTests {
 		int[] counter = { 0 };
 		AtomicInteger inside = new AtomicInteger();
 		AtomicInteger overlaps = new AtomicInteger();
-		ExecutorService pool = Executors.newFixedThreadPool(threadsPerClient * 2);
+		ExecutorService pool = newExecutor(threadsPerClient * 2);
 		try {
 			List<Future<?>> futures = new ArrayList<>();
 			for (DefaultLockTemplate template : List.of(first, second)) {
@@ -296,7 +309,7 @@ public abstract class LockBackendContractTests {
 		Lease held = first.acquire(name, null, waitFor(Duration.ZERO));
 		AtomicReference<Long> acquiredAt = new AtomicReference<>();
 		CountDownLatch started = new CountDownLatch(1);
-		Thread waiter = new Thread(() -> {
+		Thread waiter = newThread(() -> {
 			started.countDown();
 			try (Lease lease = second.acquire(name, null, waitFor(Duration.ofSeconds(20)))) {
 				acquiredAt.set(System.nanoTime());
@@ -342,7 +355,7 @@ public abstract class LockBackendContractTests {
 		AtomicReference<Throwable> failure = new AtomicReference<>();
 		AtomicBoolean flagKept = new AtomicBoolean();
 		CountDownLatch started = new CountDownLatch(1);
-		Thread waiter = new Thread(() -> {
+		Thread waiter = newThread(() -> {
 			started.countDown();
 			try {
 				second.acquire(name, null, waitFor(Duration.ofSeconds(30))).close();
@@ -410,7 +423,7 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate template = newTemplate();
 		String name = uniqueName();
 		try (Lease held = template.acquire(name, null, waitFor(Duration.ZERO))) {
-			ExecutorService pool = Executors.newSingleThreadExecutor();
+			ExecutorService pool = newExecutor(1);
 			try {
 				assertThat(pool.submit(() -> template.tryAcquire(name, null, waitFor(Duration.ZERO))).get()).isEmpty();
 			}

@@ -1,0 +1,174 @@
+package dev.holdfast.aop;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.jspecify.annotations.Nullable;
+import org.reactivestreams.Publisher;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.util.context.Context;
+
+import org.springframework.core.ReactiveAdapter;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockNotAcquiredException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
+import dev.holdfast.OnLocked;
+import dev.holdfast.core.AsyncLockTemplate;
+import dev.holdfast.core.DefaultLockTemplate;
+
+/**
+ * Locks reactive results: the returned publisher acquires on each subscription and releases,
+ * exactly once, when it completes, errors or is cancelled; the lease is in the Reactor context
+ * under {@code Lease.class}. No Reactor non-blocking thread ever blocks: acquisition and release
+ * use the template's non-blocking path when the backend has one, and otherwise run on
+ * {@link Schedulers#boundedElastic()}. Only loaded when Reactor is on the classpath.
+ */
+final class ReactiveLockSupport {
+
+	private static final Object CANCELLED = new Object();
+
+	private final LockTemplate template;
+
+	ReactiveLockSupport(LockTemplate template) {
+		this.template = template;
+	}
+
+	/** {@code result} (of a type that {@code adapter} handles), locked per subscription. */
+	Object lock(Object result, ReactiveAdapter adapter, String name, @Nullable Object key, LockOptions options,
+			OnLocked onLocked) {
+		Publisher<?> source = adapter.toPublisher(result);
+		Publisher<?> locked = adapter.isMultiValue() ? lock(Flux.from(source), name, key, options, onLocked)
+				: lock(Mono.from(source), name, key, options, onLocked);
+		return adapter.fromPublisher(locked);
+	}
+
+	<T> Flux<T> lock(Flux<T> source, String name, @Nullable Object key, LockOptions options, OnLocked onLocked) {
+		return Flux.deferContextual((context) -> {
+			if (holds(context.getOrDefault(Lease.class, null), name, key)) {
+				return source;
+			}
+			return Flux.usingWhen(acquire(name, key, options, onLocked),
+					(lease) -> source.contextWrite(Context.of(Lease.class, lease)), this::release,
+					(lease, ex) -> release(lease), this::release);
+		});
+	}
+
+	<T> Mono<T> lock(Mono<T> source, String name, @Nullable Object key, LockOptions options, OnLocked onLocked) {
+		return Mono.deferContextual((context) -> {
+			if (holds(context.getOrDefault(Lease.class, null), name, key)) {
+				return source;
+			}
+			return Mono.usingWhen(acquire(name, key, options, onLocked),
+					(lease) -> source.contextWrite(Context.of(Lease.class, lease)), this::release,
+					(lease, ex) -> release(lease), this::release);
+		});
+	}
+
+	/** Reentrancy within one reactive chain: an enclosing locked publisher holds the same key. */
+	private boolean holds(@Nullable Lease outer, String name, @Nullable Object key) {
+		if (outer == null || !outer.isValid() || !(this.template instanceof AsyncLockTemplate async)) {
+			return false;
+		}
+		try {
+			return outer.key().equals(async.keyFor(name, key));
+		}
+		catch (UnsupportedOperationException ex) {
+			return false;
+		}
+	}
+
+	/** Emits the lease, completes empty when SKIP found the lock held, or errors. */
+	private Mono<Lease> acquire(String name, @Nullable Object key, LockOptions options, OnLocked onLocked) {
+		if (this.template instanceof AsyncLockTemplate async && async.supportsNonBlocking()) {
+			return acquireNonBlocking(async, name, key, options, onLocked);
+		}
+		return acquireOnBoundedElastic(name, key, options, onLocked);
+	}
+
+	private Mono<Lease> acquireNonBlocking(AsyncLockTemplate async, String name, @Nullable Object key,
+			LockOptions options, OnLocked onLocked) {
+		return Mono.create((sink) -> {
+			CompletableFuture<@Nullable Lease> future = async.tryAcquireAsync(name, key, options);
+			sink.onCancel(() -> {
+				if (!future.cancel(false)) {
+					// Granted before the cancel arrived: nobody will use the lease.
+					Lease granted = future.getNow(null);
+					if (granted != null) {
+						async.releaseAsync(granted);
+					}
+				}
+			});
+			future.whenComplete((lease, ex) -> {
+				if (future.isCancelled()) {
+					return;
+				}
+				if (ex != null) {
+					sink.error((ex instanceof CompletionException && ex.getCause() != null) ? ex.getCause() : ex);
+				}
+				else if (lease != null) {
+					sink.success(lease);
+				}
+				else if (onLocked == OnLocked.THROW) {
+					sink.error(new LockNotAcquiredException(async.keyFor(name, key), async.waitTime(options)));
+				}
+				else {
+					sink.success();
+				}
+			});
+		});
+	}
+
+	private Mono<Lease> acquireOnBoundedElastic(String name, @Nullable Object key, LockOptions options,
+			OnLocked onLocked) {
+		return Mono.create((sink) -> {
+			// null, then the lease once granted, or CANCELLED: whoever sets it second releases.
+			AtomicReference<@Nullable Object> state = new AtomicReference<>();
+			Disposable task = Schedulers.boundedElastic().schedule(() -> {
+				try {
+					Lease lease = (onLocked == OnLocked.THROW) ? this.template.acquire(name, key, options)
+							: this.template.tryAcquire(name, key, options).orElse(null);
+					if (lease == null) {
+						sink.success();
+						return;
+					}
+					DefaultLockTemplate.detachFromThread(lease);
+					if (state.compareAndSet(null, lease)) {
+						sink.success(lease);
+					}
+					else {
+						lease.close();
+					}
+				}
+				catch (Throwable ex) {
+					if (state.get() != CANCELLED) {
+						sink.error(ex);
+					}
+				}
+			});
+			sink.onCancel(() -> {
+				Object previous = state.getAndSet(CANCELLED);
+				if (previous instanceof Lease granted) {
+					Schedulers.boundedElastic().schedule(granted::close);
+				}
+				else {
+					// Interrupts a waiting acquisition, which then leaves no lease behind.
+					task.dispose();
+				}
+			});
+		});
+	}
+
+	private Mono<Void> release(Lease lease) {
+		if (this.template instanceof AsyncLockTemplate async && async.supportsNonBlocking()) {
+			return Mono.fromCompletionStage(() -> async.releaseAsync(lease));
+		}
+		return Mono.<Void>fromRunnable(lease::close).subscribeOn(Schedulers.boundedElastic());
+	}
+
+}

@@ -1,0 +1,288 @@
+package dev.holdfast.core;
+
+import java.time.Duration;
+import java.util.Queue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockBackendException;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AsyncLockBackend;
+import dev.holdfast.spi.ReleaseEvents;
+
+/**
+ * The non-blocking acquisition path of a {@link DefaultLockTemplate} over an
+ * {@link AsyncLockBackend}. No thread waits: each attempt is a backend callback, and a waiter
+ * retries when the backend reports a release (the oldest local waiter of the key is woken) or
+ * when a jittered timer fires, never later than the holder's remaining time to live nor the
+ * caller's wait time. Retries run on the common fork-join pool; timers are the JDK's shared
+ * delayed executor, so there is no thread per lock or per waiter.
+ * <p>
+ * Unlike the blocking path there is no local queue in front of the backend: each waiting
+ * acquisition races for itself. Local state is bounded: a key has an entry only while an
+ * acquisition waits for it.
+ */
+final class AsyncLockSupport {
+
+	private static final long MIN_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+
+	private final DefaultLockTemplate template;
+
+	private final AsyncLockBackend backend;
+
+	private final LockListener listener;
+
+	private final OwnerTokens owners;
+
+	private final long pollNanos;
+
+	private final Executor executor = ForkJoinPool.commonPool();
+
+	/** Acquisitions waiting for a release event, by key, oldest first. */
+	private final ConcurrentHashMap<String, Queue<Waiter>> waiters = new ConcurrentHashMap<>();
+
+	AsyncLockSupport(DefaultLockTemplate template, AsyncLockBackend backend, LockListener listener,
+			OwnerTokens owners, Duration pollInterval) {
+		this.template = template;
+		this.backend = backend;
+		this.listener = listener;
+		this.owners = owners;
+		this.pollNanos = pollInterval.toNanos();
+	}
+
+	CompletableFuture<@Nullable Lease> tryAcquire(String name, String key, Duration wait, Duration ttl,
+			boolean renew) {
+		Acquisition acquisition = new Acquisition(name, key, ttl, renew, System.nanoTime() + wait.toNanos());
+		acquisition.result.whenComplete((lease, ex) -> {
+			Waiter waiter = acquisition.waiter;
+			if (waiter != null) {
+				unqueue(waiter);
+			}
+		});
+		acquisition.attempt();
+		return acquisition.result;
+	}
+
+	/** A release event: wakes the oldest acquisition that waits for the key. */
+	void onRelease(String key) {
+		Queue<Waiter> queue = this.waiters.get(key);
+		if (queue == null) {
+			return;
+		}
+		Waiter waiter;
+		while ((waiter = queue.poll()) != null) {
+			if (waiter.signal()) {
+				return;
+			}
+		}
+	}
+
+	private void enqueue(Waiter waiter) {
+		this.waiters.compute(waiter.acquisition.key, (k, queue) -> {
+			Queue<Waiter> result = (queue != null) ? queue : new ConcurrentLinkedQueue<>();
+			result.add(waiter);
+			return result;
+		});
+	}
+
+	private void unqueue(Waiter waiter) {
+		this.waiters.computeIfPresent(waiter.acquisition.key, (k, queue) -> {
+			queue.remove(waiter);
+			return queue.isEmpty() ? null : queue;
+		});
+	}
+
+	private static long jitter(long nanos) {
+		return nanos / 2 + ThreadLocalRandom.current().nextLong(nanos / 2 + 1);
+	}
+
+	/** One call of tryAcquire: its attempts, its waits and its outcome. */
+	private final class Acquisition {
+
+		final CompletableFuture<@Nullable Lease> result = new CompletableFuture<>();
+
+		final String name;
+
+		final String key;
+
+		final Duration ttl;
+
+		final boolean renew;
+
+		final long start = System.nanoTime();
+
+		final long deadline;
+
+		final boolean notifying = AsyncLockSupport.this.backend instanceof ReleaseEvents;
+
+		/** Confined to the current attempt: attempts never overlap. */
+		long pause;
+
+		volatile @Nullable Waiter waiter;
+
+		Acquisition(String name, String key, Duration ttl, boolean renew, long deadline) {
+			this.name = name;
+			this.key = key;
+			this.ttl = ttl;
+			this.renew = renew;
+			this.deadline = deadline;
+			this.pause = this.notifying ? AsyncLockSupport.this.pollNanos
+					: Math.min(MIN_PAUSE_NANOS, AsyncLockSupport.this.pollNanos);
+		}
+
+		void attempt() {
+			if (this.result.isDone()) {
+				return;
+			}
+			Waiter next = null;
+			if (this.notifying && AsyncLockSupport.this.template.subscribed()) {
+				// Listen before the attempt, so that a release between the two is not missed.
+				next = new Waiter(this);
+				this.waiter = next;
+				enqueue(next);
+			}
+			Waiter current = next;
+			String owner = AsyncLockSupport.this.owners.next();
+			long attemptStart = System.nanoTime();
+			CompletionStage<AcquireResult> answer;
+			try {
+				answer = AsyncLockSupport.this.backend.tryAcquireAsync(this.key, owner, this.ttl);
+			}
+			catch (RuntimeException ex) {
+				answer = CompletableFuture.failedFuture(ex);
+			}
+			answer.whenComplete((outcome, ex) -> {
+				if (ex != null) {
+					failed(ex, current);
+				}
+				else if (outcome.acquired()) {
+					acquired(owner, outcome.fencingToken(), attemptStart, current);
+				}
+				else {
+					retry(outcome, current);
+				}
+			});
+		}
+
+		private void acquired(String owner, long token, long attemptStart, @Nullable Waiter current) {
+			if (current != null) {
+				unqueue(current);
+			}
+			LeaseHandle lease;
+			try {
+				lease = AsyncLockSupport.this.template.registerDetached(this.name, this.key, owner, token, this.ttl,
+						this.renew, attemptStart);
+			}
+			catch (RuntimeException ex) {
+				AsyncLockSupport.this.backend.releaseAsync(this.key, owner);
+				this.result.completeExceptionally(ex);
+				return;
+			}
+			AsyncLockSupport.this.listener.acquired(this.name, AsyncLockSupport.this.backend.name(), waited());
+			if (!this.result.complete(lease)) {
+				// Cancelled while the backend granted the lock: give it back.
+				lease.closeAsync();
+			}
+		}
+
+		private void retry(AcquireResult outcome, @Nullable Waiter current) {
+			long remaining = this.deadline - System.nanoTime();
+			if (remaining <= 0 || this.result.isDone()) {
+				if (current != null) {
+					unqueue(current);
+				}
+				if (this.result.complete(null)) {
+					AsyncLockSupport.this.listener.notAcquired(this.name, AsyncLockSupport.this.backend.name(),
+							waited());
+				}
+				return;
+			}
+			long sleep = Math.min(remaining, jitter(this.pause));
+			if (outcome.holderRemainingMillis() >= 0) {
+				sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(outcome.holderRemainingMillis() + 1));
+			}
+			this.pause = Math.min(this.pause * 2, AsyncLockSupport.this.pollNanos);
+			Waiter waiter = (current != null) ? current : new Waiter(this);
+			waiter.arm(sleep);
+		}
+
+		private void failed(Throwable failure, @Nullable Waiter current) {
+			if (current != null) {
+				unqueue(current);
+			}
+			Throwable cause = (failure instanceof CompletionException && failure.getCause() != null)
+					? failure.getCause() : failure;
+			RuntimeException ex = (cause instanceof LockBackendException backendException) ? backendException
+					: new LockBackendException("The " + AsyncLockSupport.this.backend.name()
+							+ " backend failed to acquire lock '" + this.key + "': " + cause.getMessage(), cause);
+			if (this.result.completeExceptionally(ex)) {
+				AsyncLockSupport.this.listener.failed(this.name, AsyncLockSupport.this.backend.name(), waited(), ex);
+			}
+		}
+
+		private Duration waited() {
+			return Duration.ofNanos(System.nanoTime() - this.start);
+		}
+
+	}
+
+	/**
+	 * One wait of an acquisition between two attempts: ends with a release event or a timer,
+	 * whichever comes first, and only once it is armed (after the attempt failed).
+	 */
+	private final class Waiter {
+
+		final Acquisition acquisition;
+
+		private volatile boolean armed;
+
+		private volatile boolean signalled;
+
+		private final AtomicBoolean woken = new AtomicBoolean();
+
+		Waiter(Acquisition acquisition) {
+			this.acquisition = acquisition;
+		}
+
+		/** A release event for the key; false if this waiter no longer waits. */
+		boolean signal() {
+			if (this.woken.get() || this.acquisition.result.isDone()) {
+				return false;
+			}
+			this.signalled = true;
+			if (this.armed) {
+				wake();
+			}
+			return true;
+		}
+
+		void arm(long sleepNanos) {
+			this.armed = true;
+			CompletableFuture.delayedExecutor(sleepNanos, TimeUnit.NANOSECONDS, AsyncLockSupport.this.executor)
+				.execute(this::wake);
+			if (this.signalled) {
+				wake();
+			}
+		}
+
+		private void wake() {
+			if (this.woken.compareAndSet(false, true)) {
+				unqueue(this);
+				AsyncLockSupport.this.executor.execute(this.acquisition::attempt);
+			}
+		}
+
+	}
+
+}

@@ -1,0 +1,162 @@
+package dev.holdfast.scheduling;
+
+import java.lang.reflect.Method;
+import java.time.DateTimeException;
+import java.time.Duration;
+import java.time.ZoneId;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TimeZone;
+import java.util.function.UnaryOperator;
+
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.boot.convert.DurationStyle;
+import org.springframework.scheduling.config.ScheduledTaskRegistrar;
+import org.springframework.scheduling.support.CronExpression;
+import org.springframework.util.StringUtils;
+
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.SingleInstanceScheduled;
+
+/**
+ * A validated {@link SingleInstanceScheduled} declaration, placeholders resolved.
+ *
+ * @param name the job name, the name of its lock
+ * @param description {@code ClassName.method}, for messages
+ * @param cron the cron expression, or {@code null} for fixed-rate and fixed-delay jobs
+ * @param zone the time zone of the cron expression
+ * @param fixedRate the fixed rate, or {@code null}
+ * @param fixedDelay the fixed delay, or {@code null}
+ * @param initialDelay delay before the first fixed-rate or fixed-delay run
+ * @param lockAtMostFor time to live of the job lock, never renewed
+ * @param lockAtLeastFor how long the job lock is kept at least after the start of a run
+ */
+record JobDefinition(String name, String description, @Nullable String cron, ZoneId zone,
+		@Nullable Duration fixedRate, @Nullable Duration fixedDelay, Duration initialDelay, Duration lockAtMostFor,
+		Duration lockAtLeastFor) {
+
+	/** Whether the cron expression is {@code "-"}: the job is declared but not scheduled. */
+	static final String DISABLED = ScheduledTaskRegistrar.CRON_DISABLED;
+
+	/**
+	 * Reads and validates the annotation on {@code method}.
+	 * @param resolver resolves {@code ${...}} placeholders
+	 * @param defaultAtMost {@code holdfast.scheduling.lock-at-most-for}
+	 * @param defaultAtLeast {@code holdfast.scheduling.lock-at-least-for}
+	 * @throws LockConfigurationException naming the method and attribute at fault
+	 */
+	static JobDefinition of(SingleInstanceScheduled annotation, Method method, UnaryOperator<String> resolver,
+			Duration defaultAtMost, Duration defaultAtLeast) {
+		String description = method.getDeclaringClass().getName() + "." + method.getName();
+		if (method.getParameterCount() != 0) {
+			throw invalid(description, "has parameters; a @SingleInstanceScheduled method takes none",
+					"Remove the parameters of the method.");
+		}
+		String name = resolve(resolver, annotation.name());
+		if (name.isEmpty()) {
+			name = method.getDeclaringClass().getSimpleName() + "." + method.getName();
+		}
+		String cron = resolve(resolver, annotation.cron());
+		String zoneText = resolve(resolver, annotation.zone());
+		Duration fixedRate = duration(resolver, annotation.fixedRate(), "fixedRate", description, false);
+		Duration fixedDelay = duration(resolver, annotation.fixedDelay(), "fixedDelay", description, false);
+		Duration initialDelay = duration(resolver, annotation.initialDelay(), "initialDelay", description, true);
+		List<String> triggers = new ArrayList<>();
+		if (!cron.isEmpty()) {
+			triggers.add("cron");
+		}
+		if (fixedRate != null) {
+			triggers.add("fixedRate");
+		}
+		if (fixedDelay != null) {
+			triggers.add("fixedDelay");
+		}
+		if (triggers.size() != 1) {
+			throw invalid(description,
+					triggers.isEmpty() ? "sets none of cron, fixedRate and fixedDelay" : "sets " + triggers,
+					"Set exactly one of cron, fixedRate and fixedDelay on @SingleInstanceScheduled.");
+		}
+		ZoneId zone = TimeZone.getDefault().toZoneId();
+		if (!cron.isEmpty()) {
+			if (initialDelay != null) {
+				throw invalid(description, "sets initialDelay together with cron",
+						"Remove initialDelay: it applies to fixedRate and fixedDelay jobs only.");
+			}
+			if (!DISABLED.equals(cron)) {
+				try {
+					CronExpression.parse(cron);
+				}
+				catch (IllegalArgumentException ex) {
+					throw invalid(description, "has an invalid cron expression '" + cron + "': " + ex.getMessage(),
+							"Correct the cron attribute of @SingleInstanceScheduled.");
+				}
+			}
+			if (!zoneText.isEmpty()) {
+				try {
+					zone = ZoneId.of(zoneText);
+				}
+				catch (DateTimeException ex) {
+					throw invalid(description, "has an invalid zone '" + zoneText + "': " + ex.getMessage(),
+							"Set zone to a time zone ID such as 'Europe/Paris' or 'UTC'.");
+				}
+			}
+		}
+		else if (!zoneText.isEmpty()) {
+			throw invalid(description, "sets zone without cron", "Remove zone: it applies to cron jobs only.");
+		}
+		Duration atMost = duration(resolver, annotation.lockAtMostFor(), "lockAtMostFor", description, false);
+		atMost = (atMost != null) ? atMost : defaultAtMost;
+		Duration atLeast = duration(resolver, annotation.lockAtLeastFor(), "lockAtLeastFor", description, true);
+		atLeast = (atLeast != null) ? atLeast : defaultAtLeast;
+		if (atLeast.compareTo(atMost) > 0) {
+			throw invalid(description,
+					"keeps its lock at least for " + atLeast + " (lockAtLeastFor) but at most for " + atMost
+							+ " (lockAtMostFor)",
+					"Make lockAtLeastFor at most lockAtMostFor on @SingleInstanceScheduled, or change "
+							+ "holdfast.scheduling.lock-at-most-for / lock-at-least-for.");
+		}
+		return new JobDefinition(name, description, StringUtils.hasLength(cron) ? cron : null, zone, fixedRate,
+				fixedDelay, (initialDelay != null) ? initialDelay : Duration.ZERO, atMost, atLeast);
+	}
+
+	boolean disabled() {
+		return DISABLED.equals(this.cron);
+	}
+
+	private static String resolve(UnaryOperator<String> resolver, String value) {
+		if (value.isEmpty()) {
+			return value;
+		}
+		String resolved = resolver.apply(value);
+		return (resolved != null) ? resolved.trim() : "";
+	}
+
+	private static @Nullable Duration duration(UnaryOperator<String> resolver, String value, String attribute,
+			String description, boolean zeroAllowed) {
+		String text = resolve(resolver, value);
+		if (text.isEmpty()) {
+			return null;
+		}
+		Duration duration;
+		try {
+			duration = DurationStyle.detectAndParse(text, ChronoUnit.MILLIS);
+		}
+		catch (IllegalArgumentException ex) {
+			throw invalid(description, "has an invalid " + attribute + " '" + text + "'",
+					"Write " + attribute + " as a duration such as '5s', 'PT5S' or '5000' (milliseconds).");
+		}
+		if (duration.isNegative() || (!zeroAllowed && duration.isZero())) {
+			throw invalid(description, "has " + attribute + " '" + text + "', which must be "
+					+ (zeroAllowed ? "zero or positive" : "positive"), "Correct " + attribute + ".");
+		}
+		return duration;
+	}
+
+	private static LockConfigurationException invalid(String description, String problem, String action) {
+		return new LockConfigurationException("@SingleInstanceScheduled method " + description + " " + problem,
+				action);
+	}
+
+}

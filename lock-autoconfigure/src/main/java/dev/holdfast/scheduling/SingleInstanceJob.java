@@ -1,0 +1,221 @@
+package dev.holdfast.scheduling;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.concurrent.ConcurrentLinkedDeque;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.util.ReflectionUtils;
+
+import dev.holdfast.LockBackendException;
+
+/**
+ * One {@code @SingleInstanceScheduled} method, as the task the scheduler runs. Each run:
+ * <ol>
+ * <li>cron jobs only: claims the tick, a lock named after the job and the tick's nominal fire
+ * time, taken in one attempt and never released: it expires one period after the next tick;</li>
+ * <li>takes the job lock in one attempt, for {@code lockAtMostFor} without renewal;</li>
+ * <li>invokes the method, logging what it throws;</li>
+ * <li>releases the job lock, or keeps it until {@code lockAtLeastFor} after the start.</li>
+ * </ol>
+ * A lock held elsewhere skips the run (DEBUG, {@code tickSkipped}); a backend failure skips it
+ * with a WARN.
+ */
+final class SingleInstanceJob implements Runnable {
+
+	private static final Log logger = LogFactory.getLog(SingleInstanceJob.class);
+
+	/** Claims of ticks this instance won, kept to delete them once expired; bounded. */
+	private static final int MAX_CLAIMS = 8;
+
+	/** Below this, lockAtLeastFor is already over: release rather than shorten. */
+	private static final long MIN_KEEP_NANOS = 10_000_000L;
+
+	private final JobDefinition definition;
+
+	private final Object target;
+
+	private final Method method;
+
+	private final @Nullable TickCronTrigger trigger;
+
+	private final ConcurrentLinkedDeque<JobLocks.Held> claims = new ConcurrentLinkedDeque<>();
+
+	private volatile @Nullable JobLocks locks;
+
+	private volatile Clock clock = Clock.systemUTC();
+
+	SingleInstanceJob(JobDefinition definition, Object target, Method method, @Nullable TickCronTrigger trigger) {
+		this.definition = definition;
+		this.target = target;
+		this.method = method;
+		this.trigger = trigger;
+		ReflectionUtils.makeAccessible(method);
+	}
+
+	/** Connects the job to the backend and to the clock of the scheduler that runs it. */
+	void bind(JobLocks locks, Clock clock) {
+		this.locks = locks;
+		this.clock = clock;
+	}
+
+	JobDefinition definition() {
+		return this.definition;
+	}
+
+	@Nullable TickCronTrigger trigger() {
+		return this.trigger;
+	}
+
+	@Override
+	public void run() {
+		JobLocks locks = this.locks;
+		if (locks == null) {
+			throw new IllegalStateException("Job '" + this.definition.name() + "' is not bound to a backend");
+		}
+		String name = this.definition.name();
+		long startNanos = System.nanoTime();
+		Instant tick = null;
+		if (this.trigger != null) {
+			tick = this.trigger.takeTick();
+			if (tick == null) {
+				logger.warn("Holdfast skipped a run of job '" + name + "': its scheduled fire time is unknown");
+				return;
+			}
+			deleteExpiredClaims(locks, startNanos);
+			try {
+				if (!claim(locks, this.trigger, tick)) {
+					skipped(locks, tick, "another instance ran this tick, or this run started too late for it");
+					return;
+				}
+			}
+			catch (LockBackendException ex) {
+				backendFailed(tick, ex);
+				return;
+			}
+		}
+		JobLocks.Held jobLock;
+		try {
+			jobLock = locks.tryAcquire(name, locks.keyFor(name, null), this.definition.lockAtMostFor());
+		}
+		catch (LockBackendException ex) {
+			backendFailed(tick, ex);
+			return;
+		}
+		if (jobLock == null) {
+			skipped(locks, tick, "the job's lock is held by another run (or kept for lockAtLeastFor)");
+			return;
+		}
+		locks.listener().acquired(name, locks.backendName(), Duration.ofNanos(System.nanoTime() - startNanos));
+		try {
+			if (tick != null) {
+				ScheduledTick.run(tick, this::invoke);
+			}
+			else {
+				invoke();
+			}
+		}
+		finally {
+			finish(locks, jobLock);
+		}
+	}
+
+	/**
+	 * Claims {@code tick} until one period after the next tick by this instance's clock: a
+	 * claim that lives past the next tick is harmless, since every tick has its own claim, and
+	 * it keeps the tick from running on instances whose clocks are late by up to half a period
+	 * (with margin). A run that starts half a period after the next tick or later is too late to
+	 * claim its tick and is skipped.
+	 */
+	private boolean claim(JobLocks locks, TickCronTrigger trigger, Instant tick) {
+		Instant next = trigger.nextTick(tick);
+		Duration period = (next != null) ? Duration.between(tick, next) : Duration.ofHours(1);
+		Instant end = ((next != null) ? next : tick).plus(period);
+		Duration ttl = Duration.between(this.clock.instant(), end);
+		if (ttl.compareTo(period.dividedBy(2)) <= 0) {
+			// Started half a period after the next tick or later (a stalled instance): the claims
+			// of others may be gone, so the tick may have run already. Never run it this late.
+			return false;
+		}
+		String name = this.definition.name();
+		JobLocks.Held claim = locks.tryAcquire(name, locks.keyFor(name, "tick-" + tick.toEpochMilli()), ttl);
+		if (claim == null) {
+			return false;
+		}
+		this.claims.addLast(claim);
+		while (this.claims.size() > MAX_CLAIMS) {
+			this.claims.pollFirst();
+		}
+		return true;
+	}
+
+	/**
+	 * Deletes the claims of past ticks once they expired: backends that keep expired locks as
+	 * rows (jdbc) would otherwise keep one row per tick.
+	 */
+	private void deleteExpiredClaims(JobLocks locks, long nowNanos) {
+		JobLocks.Held oldest;
+		while ((oldest = this.claims.peekFirst()) != null && oldest.expired(nowNanos)) {
+			if (this.claims.remove(oldest)) {
+				locks.release(oldest);
+			}
+		}
+	}
+
+	private void invoke() {
+		try {
+			this.method.invoke(this.target);
+		}
+		catch (InvocationTargetException ex) {
+			Throwable cause = (ex.getCause() != null) ? ex.getCause() : ex;
+			if (cause instanceof Error error) {
+				throw error;
+			}
+			logger.error("Holdfast job '" + this.definition.name() + "' failed", cause);
+		}
+		catch (IllegalAccessException ex) {
+			logger.error("Holdfast job '" + this.definition.name() + "' could not be invoked", ex);
+		}
+	}
+
+	private void finish(JobLocks locks, JobLocks.Held jobLock) {
+		long remaining = this.definition.lockAtLeastFor().toNanos() - (System.nanoTime() - jobLock.acquiredNanos());
+		if (remaining >= MIN_KEEP_NANOS) {
+			locks.keepFor(jobLock, Duration.ofNanos(remaining));
+		}
+		else {
+			locks.release(jobLock);
+		}
+		locks.listener()
+			.released(this.definition.name(), locks.backendName(),
+					Duration.ofNanos(System.nanoTime() - jobLock.acquiredNanos()));
+	}
+
+	private void skipped(JobLocks locks, @Nullable Instant tick, String reason) {
+		if (logger.isDebugEnabled()) {
+			logger.debug("Holdfast skipped " + describe(tick) + ": " + reason);
+		}
+		locks.listener().tickSkipped(this.definition.name(), locks.backendName());
+	}
+
+	private void backendFailed(@Nullable Instant tick, LockBackendException ex) {
+		logger.warn("Holdfast skipped " + describe(tick) + " because the lock backend failed; the job did not run: "
+				+ ex.getMessage());
+	}
+
+	private String describe(@Nullable Instant tick) {
+		return "job '" + this.definition.name() + "'" + ((tick != null) ? " at tick " + tick : "");
+	}
+
+	@Override
+	public String toString() {
+		return this.definition.description();
+	}
+
+}

@@ -1,0 +1,385 @@
+package dev.holdfast.scheduling;
+
+import java.lang.reflect.Method;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.function.Supplier;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.aop.framework.AopInfrastructureBean;
+import org.springframework.aop.framework.AopProxyUtils;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.beans.BeansException;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.BeanFactoryAware;
+import org.springframework.beans.factory.DisposableBean;
+import org.springframework.beans.factory.ListableBeanFactory;
+import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.boot.task.ThreadPoolTaskSchedulerBuilder;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationContextAware;
+import org.springframework.context.ApplicationListener;
+import org.springframework.context.EmbeddedValueResolverAware;
+import org.springframework.context.event.ContextRefreshedEvent;
+import org.springframework.core.MethodIntrospector;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.core.annotation.AnnotationUtils;
+import org.springframework.scheduling.TaskScheduler;
+import org.springframework.scheduling.concurrent.ConcurrentTaskScheduler;
+import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
+import org.springframework.scheduling.config.CronTask;
+import org.springframework.scheduling.config.FixedDelayTask;
+import org.springframework.scheduling.config.FixedRateTask;
+import org.springframework.scheduling.config.ScheduledTask;
+import org.springframework.scheduling.config.ScheduledTaskHolder;
+import org.springframework.scheduling.config.ScheduledTaskRegistrar;
+import org.springframework.util.StringValueResolver;
+
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockListener;
+
+/**
+ * Finds {@link SingleInstanceScheduled} methods on beans and schedules them, once the context is
+ * refreshed, with a {@link ScheduledTaskRegistrar} on Spring's scheduling infrastructure.
+ * <ul>
+ * <li>Declarations are validated when their bean is initialized: a bad one fails the context
+ * with a {@link LockConfigurationException} naming the method.</li>
+ * <li>Jobs run on the application's {@link TaskScheduler} bean (the only one, or the one named
+ * {@code taskScheduler}), else on its {@link ScheduledExecutorService}; without either, on a
+ * {@link ThreadPoolTaskScheduler} owned by this post-processor, built with Boot's
+ * {@link ThreadPoolTaskSchedulerBuilder} when there is one ({@code spring.task.scheduling.*})
+ * and set to the application's {@link Clock} bean when there is one.</li>
+ * <li>It works with or without {@code @EnableScheduling}: Spring's own processor does not see
+ * this annotation, so nothing is registered twice.</li>
+ * <li>Its tasks are listed as a {@link ScheduledTaskHolder} (the actuator's
+ * {@code scheduledtasks} endpoint) and cancelled when the context closes.</li>
+ * </ul>
+ */
+public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcessor, Ordered, BeanFactoryAware,
+		ApplicationContextAware, EmbeddedValueResolverAware, ApplicationListener<ContextRefreshedEvent>,
+		ScheduledTaskHolder, DisposableBean {
+
+	/** Bean name of a scheduler that Spring's own scheduling would pick among several. */
+	static final String DEFAULT_SCHEDULER_NAME = "taskScheduler";
+
+	private static final Log logger = LogFactory.getLog(SingleInstanceScheduledBeanPostProcessor.class);
+
+	private final Supplier<Defaults> defaults;
+
+	private final ScheduledTaskRegistrar registrar = new ScheduledTaskRegistrar();
+
+	/** Classes without the annotation; bounded by the number of bean classes. */
+	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
+
+	/** Job name to its method, to refuse a name used twice. */
+	private final Map<String, String> names = new ConcurrentHashMap<>();
+
+	private final List<SingleInstanceJob> pending = Collections.synchronizedList(new ArrayList<>());
+
+	private @Nullable BeanFactory beanFactory;
+
+	private @Nullable ApplicationContext applicationContext;
+
+	private @Nullable StringValueResolver resolver;
+
+	private volatile @Nullable Defaults resolvedDefaults;
+
+	private volatile @Nullable JobLocks locks;
+
+	private volatile @Nullable ThreadPoolTaskScheduler ownScheduler;
+
+	/**
+	 * @param defaults supplies {@code holdfast.scheduling.lock-at-most-for} and
+	 * {@code lock-at-least-for}, asked once when the first annotated bean is found
+	 */
+	public SingleInstanceScheduledBeanPostProcessor(Supplier<Defaults> defaults) {
+		this.defaults = defaults;
+	}
+
+	@Override
+	public int getOrder() {
+		return LOWEST_PRECEDENCE;
+	}
+
+	@Override
+	public void setBeanFactory(BeanFactory beanFactory) {
+		this.beanFactory = beanFactory;
+	}
+
+	@Override
+	public void setApplicationContext(ApplicationContext applicationContext) {
+		this.applicationContext = applicationContext;
+	}
+
+	@Override
+	public void setEmbeddedValueResolver(StringValueResolver resolver) {
+		this.resolver = resolver;
+	}
+
+	@Override
+	public Object postProcessAfterInitialization(Object bean, String beanName) throws BeansException {
+		if (bean instanceof AopInfrastructureBean || bean instanceof TaskScheduler
+				|| bean instanceof ScheduledExecutorService) {
+			return bean;
+		}
+		Class<?> targetClass = AopProxyUtils.ultimateTargetClass(bean);
+		if (this.nonAnnotatedClasses.contains(targetClass)) {
+			return bean;
+		}
+		Map<Method, SingleInstanceScheduled> methods = Collections.emptyMap();
+		if (AnnotationUtils.isCandidateClass(targetClass, SingleInstanceScheduled.class)) {
+			methods = MethodIntrospector.selectMethods(targetClass,
+					(MethodIntrospector.MetadataLookup<SingleInstanceScheduled>) (method) -> AnnotatedElementUtils
+						.findMergedAnnotation(method, SingleInstanceScheduled.class));
+		}
+		if (methods.isEmpty()) {
+			this.nonAnnotatedClasses.add(targetClass);
+			return bean;
+		}
+		Defaults defaults = defaults();
+		for (Map.Entry<Method, SingleInstanceScheduled> entry : new LinkedHashMap<>(methods).entrySet()) {
+			Method method = entry.getKey();
+			JobDefinition definition = JobDefinition.of(entry.getValue(), method, this::resolve,
+					defaults.lockAtMostFor(), defaults.lockAtLeastFor());
+			String previous = this.names.putIfAbsent(definition.name(), definition.description());
+			if (previous != null && !previous.equals(definition.description())) {
+				throw new LockConfigurationException("@SingleInstanceScheduled methods " + previous + " and "
+						+ definition.description() + " both use the job name '" + definition.name() + "'",
+						"Give one of them another name: the job name is its lock, unique in the cluster.");
+			}
+			if (definition.disabled()) {
+				logger.info("Holdfast job '" + definition.name() + "' is disabled (cron \"-\")");
+				continue;
+			}
+			Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
+			TickCronTrigger trigger = (definition.cron() != null)
+					? new TickCronTrigger(definition.cron(), definition.zone()) : null;
+			SingleInstanceJob job = new SingleInstanceJob(definition, bean, invocable, trigger);
+			JobLocks current = this.locks;
+			if (current != null) {
+				// a bean created after the context was refreshed (lazy): schedule it at once
+				job.bind(current, this.registrar.getScheduler().getClock());
+				schedule(job, true);
+			}
+			else {
+				this.pending.add(job);
+			}
+		}
+		return bean;
+	}
+
+	@Override
+	public void onApplicationEvent(ContextRefreshedEvent event) {
+		if (event.getApplicationContext() != this.applicationContext || this.locks != null) {
+			return;
+		}
+		List<SingleInstanceJob> jobs;
+		synchronized (this.pending) {
+			jobs = new ArrayList<>(this.pending);
+			this.pending.clear();
+		}
+		if (jobs.isEmpty() && this.names.isEmpty()) {
+			return;
+		}
+		ListableBeanFactory factory = (ListableBeanFactory) this.beanFactory;
+		if (factory == null) {
+			throw new IllegalStateException("No BeanFactory set");
+		}
+		DefaultLockTemplate template = factory.getBeanProvider(DefaultLockTemplate.class).getIfUnique();
+		if (template == null) {
+			throw new LockConfigurationException(
+					"@SingleInstanceScheduled jobs need the Holdfast lock template, but there is no single "
+							+ "DefaultLockTemplate bean",
+					"Keep Holdfast's auto-configuration enabled, or define exactly one DefaultLockTemplate bean.");
+		}
+		TaskScheduler scheduler = scheduler(factory);
+		this.registrar.setTaskScheduler(scheduler);
+		List<LockListener> listeners = factory.getBeanProvider(LockListener.class).orderedStream().toList();
+		JobLocks locks = new JobLocks(template.backend(), template::keyFor, listener(listeners), scheduler);
+		for (SingleInstanceJob job : jobs) {
+			job.bind(locks, scheduler.getClock());
+			schedule(job, false);
+		}
+		this.registrar.afterPropertiesSet();
+		this.locks = locks;
+		if (logger.isDebugEnabled()) {
+			logger.debug("Holdfast scheduled " + jobs.size() + " job(s) on the " + template.backend().name()
+					+ " backend with " + scheduler);
+		}
+	}
+
+	private void schedule(SingleInstanceJob job, boolean now) {
+		JobDefinition definition = job.definition();
+		if (definition.cron() != null) {
+			CronTask task = new CronTask(job, (TickCronTrigger) triggerOf(job, definition));
+			if (now) {
+				this.registrar.scheduleCronTask(task);
+			}
+			else {
+				this.registrar.addCronTask(task);
+			}
+		}
+		else if (definition.fixedRate() != null) {
+			FixedRateTask task = new FixedRateTask(job, definition.fixedRate(), definition.initialDelay());
+			if (now) {
+				this.registrar.scheduleFixedRateTask(task);
+			}
+			else {
+				this.registrar.addFixedRateTask(task);
+			}
+		}
+		else if (definition.fixedDelay() != null) {
+			FixedDelayTask task = new FixedDelayTask(job, definition.fixedDelay(), definition.initialDelay());
+			if (now) {
+				this.registrar.scheduleFixedDelayTask(task);
+			}
+			else {
+				this.registrar.addFixedDelayTask(task);
+			}
+		}
+	}
+
+	private static TickCronTrigger triggerOf(SingleInstanceJob job, JobDefinition definition) {
+		TickCronTrigger trigger = job.trigger();
+		if (trigger == null) {
+			throw new IllegalStateException("Cron job " + definition.description() + " has no trigger");
+		}
+		return trigger;
+	}
+
+	private TaskScheduler scheduler(ListableBeanFactory factory) {
+		TaskScheduler scheduler = factory.getBeanProvider(TaskScheduler.class).getIfUnique();
+		if (scheduler == null && factory.containsBean(DEFAULT_SCHEDULER_NAME)
+				&& factory.isTypeMatch(DEFAULT_SCHEDULER_NAME, TaskScheduler.class)) {
+			scheduler = factory.getBean(DEFAULT_SCHEDULER_NAME, TaskScheduler.class);
+		}
+		if (scheduler != null) {
+			return scheduler;
+		}
+		ScheduledExecutorService executor = factory.getBeanProvider(ScheduledExecutorService.class).getIfUnique();
+		if (executor != null) {
+			return new ConcurrentTaskScheduler(executor);
+		}
+		ThreadPoolTaskSchedulerBuilder builder = builder(factory);
+		ThreadPoolTaskScheduler own = (builder != null) ? builder.build() : new ThreadPoolTaskScheduler();
+		if (builder == null) {
+			own.setThreadNamePrefix("holdfast-scheduling-");
+		}
+		Clock clock = factory.getBeanProvider(Clock.class).getIfUnique();
+		if (clock != null) {
+			own.setClock(clock);
+		}
+		own.initialize();
+		this.ownScheduler = own;
+		return own;
+	}
+
+	private static @Nullable ThreadPoolTaskSchedulerBuilder builder(ListableBeanFactory factory) {
+		return factory.getBeanProvider(ThreadPoolTaskSchedulerBuilder.class).getIfUnique();
+	}
+
+	private static LockListener listener(List<LockListener> listeners) {
+		if (listeners.isEmpty()) {
+			return LockListener.NONE;
+		}
+		if (listeners.size() == 1) {
+			return listeners.get(0);
+		}
+		return new LockListener() {
+
+			@Override
+			public void acquired(String name, String backend, Duration waited) {
+				listeners.forEach((listener) -> listener.acquired(name, backend, waited));
+			}
+
+			@Override
+			public void failed(String name, String backend, Duration waited, RuntimeException ex) {
+				listeners.forEach((listener) -> listener.failed(name, backend, waited, ex));
+			}
+
+			@Override
+			public void released(String name, String backend, Duration held) {
+				listeners.forEach((listener) -> listener.released(name, backend, held));
+			}
+
+			@Override
+			public void tickSkipped(String name, String backend) {
+				listeners.forEach((listener) -> listener.tickSkipped(name, backend));
+			}
+
+		};
+	}
+
+	private Defaults defaults() {
+		Defaults current = this.resolvedDefaults;
+		if (current == null) {
+			current = this.defaults.get();
+			this.resolvedDefaults = current;
+		}
+		return current;
+	}
+
+	private String resolve(String value) {
+		StringValueResolver current = this.resolver;
+		String resolved = (current != null) ? current.resolveStringValue(value) : value;
+		return (resolved != null) ? resolved : "";
+	}
+
+	/** The tasks this post-processor scheduled. */
+	@Override
+	public Set<ScheduledTask> getScheduledTasks() {
+		return this.registrar.getScheduledTasks();
+	}
+
+	/** Cancels the scheduled jobs and shuts down the scheduler this post-processor created. */
+	@Override
+	public void destroy() {
+		this.registrar.destroy();
+		ThreadPoolTaskScheduler own = this.ownScheduler;
+		if (own != null) {
+			own.destroy();
+		}
+	}
+
+	/**
+	 * Defaults of the lock durations of jobs.
+	 *
+	 * @param lockAtMostFor default of {@link SingleInstanceScheduled#lockAtMostFor()}
+	 * @param lockAtLeastFor default of {@link SingleInstanceScheduled#lockAtLeastFor()}
+	 */
+	public record Defaults(Duration lockAtMostFor, Duration lockAtLeastFor) {
+
+		/**
+		 * @throws LockConfigurationException if a duration is not positive (lockAtMostFor),
+		 * negative (lockAtLeastFor), or lockAtLeastFor exceeds lockAtMostFor
+		 */
+		public Defaults {
+			if (lockAtMostFor.isNegative() || lockAtMostFor.isZero()) {
+				throw new LockConfigurationException(
+						"holdfast.scheduling.lock-at-most-for must be positive, was " + lockAtMostFor,
+						"Set holdfast.scheduling.lock-at-most-for to a positive duration such as 10m.");
+			}
+			if (lockAtLeastFor.isNegative() || lockAtLeastFor.compareTo(lockAtMostFor) > 0) {
+				throw new LockConfigurationException("holdfast.scheduling.lock-at-least-for (" + lockAtLeastFor
+						+ ") must be between zero and holdfast.scheduling.lock-at-most-for (" + lockAtMostFor + ")",
+						"Correct holdfast.scheduling.lock-at-least-for or lock-at-most-for.");
+			}
+		}
+
+	}
+
+}

@@ -1,0 +1,160 @@
+package dev.holdfast.redis;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+
+import dev.holdfast.DistributedLock;
+import dev.holdfast.Lease;
+import dev.holdfast.LockOptions;
+import dev.holdfast.ReactiveLockContext;
+import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.testsupport.RedisServer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code @DistributedLock} on {@code Mono}/{@code Flux} methods on a real Redis, in a real
+ * application context. The Redis backend has no non-blocking ability yet, so this is the path that
+ * acquires and releases on {@code boundedElastic}; another Lettuce client plays another instance.
+ */
+class RedisReactiveLockingTests {
+
+	private static final Duration LEASE = Duration.ofSeconds(1);
+
+	private static RedisServer server;
+
+	private static LettuceConnectionFactory appFactory;
+
+	private static LettuceConnectionFactory otherFactory;
+
+	@BeforeAll
+	static void startRedis() {
+		server = RedisServer.start();
+		appFactory = RedisClients.connectionFactory(server);
+		otherFactory = RedisClients.connectionFactory(server);
+	}
+
+	@AfterAll
+	static void stopRedis() {
+		appFactory.destroy();
+		otherFactory.destroy();
+		server.close();
+	}
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
+		.withPropertyValues("holdfast.lease-time=" + LEASE.toMillis() + "ms", "holdfast.poll-interval=100ms",
+				"holdfast.key-prefix=reactive-" + UUID.randomUUID() + ":")
+		.withBean(LockBackend.class, () -> new RedisLockBackend(appFactory))
+		.withBean(Jobs.class);
+
+	private static boolean isFree(DefaultLockTemplate other, String prefix, String name) {
+		return other.tryAcquire(name, null, LockOptions.defaults()).map((lease) -> {
+			lease.close();
+			return true;
+		}).orElse(false);
+	}
+
+	private static DefaultLockTemplate otherInstance(String prefix) {
+		return new DefaultLockTemplate(new RedisLockBackend(otherFactory), LockSettings.defaults().withKeyPrefix(prefix));
+	}
+
+	@Test
+	void monoHoldsTheRedisLockPastTwiceItsLeaseTimeAndReleasesOnCompletion() {
+		this.runner.run((context) -> {
+			String prefix = context.getBean(DefaultLockTemplate.class).settings().keyPrefix();
+			Jobs jobs = context.getBean(Jobs.class);
+			try (DefaultLockTemplate other = otherInstance(prefix)) {
+				CompletableFuture<Long> token = jobs.slow(LEASE.multipliedBy(3)).toFuture();
+				Thread.sleep(LEASE.multipliedBy(2).plusMillis(200).toMillis());
+				assertThat(token).isNotDone();
+				assertThat(isFree(other, prefix, "slow")).as("held past twice the lease time").isFalse();
+				assertThat(token.get(10, TimeUnit.SECONDS)).as("fencing token from the Reactor context").isPositive();
+				assertThat(isFree(other, prefix, "slow")).as("released before the Mono completed").isTrue();
+			}
+		});
+	}
+
+	@Test
+	void concurrentSubscriptionsAreSerialised() {
+		this.runner.run((context) -> {
+			String prefix = context.getBean(DefaultLockTemplate.class).settings().keyPrefix();
+			Jobs jobs = context.getBean(Jobs.class);
+			AtomicInteger inside = new AtomicInteger();
+			AtomicInteger most = new AtomicInteger();
+			List<Integer> done = Flux.range(0, 10)
+				.flatMap((i) -> jobs.serial(i, inside, most), 10)
+				.collectList()
+				.block(Duration.ofSeconds(30));
+			assertThat(done).hasSize(10);
+			assertThat(most).hasValue(1);
+		});
+	}
+
+	@Test
+	void cancellationReleases() {
+		this.runner.run((context) -> {
+			String prefix = context.getBean(DefaultLockTemplate.class).settings().keyPrefix();
+			Jobs jobs = context.getBean(Jobs.class);
+			try (DefaultLockTemplate other = otherInstance(prefix)) {
+				Disposable forever = jobs.forever().subscribe();
+				long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+				while (isFree(other, prefix, "serial")) {
+					assertThat(System.nanoTime() - deadline).isNegative();
+					Thread.sleep(10);
+				}
+				forever.dispose();
+				deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+				while (!isFree(other, prefix, "serial")) {
+					assertThat(System.nanoTime() - deadline).as("released after cancel").isNegative();
+					Thread.sleep(10);
+				}
+			}
+		});
+	}
+
+	static class Jobs {
+
+		@DistributedLock("slow")
+		Mono<Long> slow(Duration duration) {
+			return Mono.delay(duration).then(ReactiveLockContext.requireLease()).map(Lease::fencingToken);
+		}
+
+		// Waits, because the test polls the lock from another instance while this subscribes.
+		@DistributedLock(name = "serial", waitTime = "10s")
+		Mono<Void> forever() {
+			return Mono.never();
+		}
+
+		@DistributedLock(name = "serial", waitTime = "30s")
+		Mono<Integer> serial(int i, AtomicInteger inside, AtomicInteger most) {
+			return Mono.fromCallable(() -> {
+				most.accumulateAndGet(inside.incrementAndGet(), Math::max);
+				return i;
+			}).delayElement(Duration.ofMillis(10)).map((value) -> {
+				inside.decrementAndGet();
+				return value;
+			});
+		}
+
+	}
+
+}

@@ -1,0 +1,499 @@
+package dev.holdfast.redlock;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
+import org.redisson.config.Config;
+
+import dev.holdfast.LockBackendException;
+import dev.holdfast.core.LockBackendContractTests;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.testsupport.RedisServer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The contract and Redlock's own promises, on five real redis-server processes shared by the
+ * class. Tests that stop nodes bring them back before they end.
+ */
+class RedlockLockBackendTests extends LockBackendContractTests {
+
+	private static final Duration NODE_TIMEOUT = Duration.ofMillis(500);
+
+	private static final Duration TTL = Duration.ofSeconds(10);
+
+	private static final List<RedisServer> servers = new ArrayList<>();
+
+	private static final List<RedissonClient> raw = new ArrayList<>();
+
+	private final List<RedlockLockBackend> opened = new ArrayList<>();
+
+	@BeforeAll
+	static void startServers() {
+		for (int i = 0; i < 5; i++) {
+			RedisServer server = RedisServer.start();
+			servers.add(server);
+			Config config = new Config();
+			config.setLazyInitialization(true);
+			config.setCodec(StringCodec.INSTANCE);
+			config.useSingleServer().setAddress(server.uri()).setRetryAttempts(0).setTimeout(1000)
+				.setConnectionMinimumIdleSize(1).setConnectionPoolSize(2);
+			raw.add(Redisson.create(config));
+		}
+	}
+
+	@AfterAll
+	static void stopServers() {
+		raw.forEach((client) -> client.shutdown(0, 2, TimeUnit.SECONDS));
+		servers.forEach(RedisServer::close);
+	}
+
+	@AfterEach
+	void bringNodesBackAndClose() {
+		for (RedisServer server : servers) {
+			if (!server.isRunning()) {
+				server.restart();
+			}
+			server.resume();
+		}
+		this.opened.forEach(RedlockLockBackend::close);
+	}
+
+	@Override
+	protected LockBackend newBackend() {
+		return connect(servers.stream().map(RedisServer::uri).toList());
+	}
+
+	private RedlockLockBackend backend() {
+		RedlockLockBackend backend = connect(servers.stream().map(RedisServer::uri).toList());
+		this.opened.add(backend);
+		return backend;
+	}
+
+	private static RedlockLockBackend connect(List<String> uris) {
+		return RedlockLockBackend.connect(uris, null, null, Duration.ofSeconds(1),
+				new RedlockSettings(NODE_TIMEOUT, 0.01, Duration.ofMillis(2)));
+	}
+
+	private static String key() {
+		return "holdfast:redlock-test:" + UUID.randomUUID();
+	}
+
+	private static String owner() {
+		return UUID.randomUUID().toString();
+	}
+
+	private static String get(int node, String key) {
+		return raw.get(node).<String>getBucket(key, StringCodec.INSTANCE).get();
+	}
+
+	@Test
+	void quorumIsAMajorityOfTheConfiguredNodes() {
+		RedlockLockBackend backend = backend();
+		assertThat(backend.nodeCount()).isEqualTo(5);
+		assertThat(backend.quorum()).isEqualTo(3);
+		assertThat(backend.reachableNodes()).isEqualTo(5);
+		assertThat(backend.hasQuorum()).isTrue();
+	}
+
+	@Test
+	void locksStillWorkWithTwoNodesDown() {
+		RedlockLockBackend first = backend();
+		RedlockLockBackend second = backend();
+		servers.get(0).kill();
+		servers.get(3).kill();
+		assertThat(first.reachableNodes()).isEqualTo(3);
+		assertThat(first.hasQuorum()).isTrue();
+		String key = key();
+		String owner = owner();
+		AcquireResult result = first.tryAcquire(key, owner, TTL);
+		assertThat(result.acquired()).isTrue();
+		assertThat(second.tryAcquire(key, owner(), TTL).acquired()).isFalse();
+		assertThat(first.renew(List.of(new HeldLock(key, owner, TTL)))).containsExactly(key);
+		assertThat(first.release(key, owner)).isTrue();
+		AcquireResult next = second.tryAcquire(key, owner(), TTL);
+		assertThat(next.acquired()).isTrue();
+		assertThat(next.fencingToken()).isGreaterThan(result.fencingToken());
+	}
+
+	@Test
+	void acquisitionFailsClosedWithThreeNodesDownAndRecoversWhenTheyReturn() {
+		RedlockLockBackend backend = backend();
+		servers.get(1).kill();
+		servers.get(2).kill();
+		servers.get(4).kill();
+		String key = key();
+		long start = System.nanoTime();
+		assertThatThrownBy(() -> backend.tryAcquire(key, owner(), TTL)).isInstanceOf(LockBackendException.class)
+			.hasMessageMatching("Redlock quorum not reached while acquiring .*: [0-2] of 5 nodes answered, 3 needed.*");
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).as("time to fail")
+			.isLessThan(NODE_TIMEOUT.multipliedBy(2).plusMillis(500));
+		assertThat(backend.hasQuorum()).isFalse();
+		assertThatThrownBy(() -> backend.renew(List.of(new HeldLock(key, owner(), TTL))))
+			.isInstanceOf(LockBackendException.class)
+			.hasMessageContaining("renewing 1 locks");
+		assertThatThrownBy(() -> backend.release(key, owner())).isInstanceOf(LockBackendException.class)
+			.hasMessageContaining("releasing");
+		assertThat(get(0, key)).as("nothing left on the nodes that answered").isNull();
+		assertThat(get(3, key)).isNull();
+		servers.get(1).restart();
+		servers.get(2).restart();
+		servers.get(4).restart();
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+		AcquireResult result = null;
+		while (result == null && System.nanoTime() < deadline) {
+			try {
+				result = backend.tryAcquire(key, owner(), TTL);
+			}
+			catch (LockBackendException ex) {
+				sleep(50);
+			}
+		}
+		assertThat(result).isNotNull();
+		assertThat(result.acquired()).isTrue();
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).as("time to recover").isLessThan(Duration.ofSeconds(5));
+	}
+
+	@Test
+	void pausedNodesDoNotStallAcquisitionBeyondTheNodeTimeout() {
+		RedlockLockBackend backend = backend();
+		RedlockLockBackend other = backend();
+		String key = key();
+		// Warm up connections before the nodes stop answering.
+		assertThat(backend.reachableNodes()).isEqualTo(5);
+		assertThat(other.reachableNodes()).isEqualTo(5);
+		servers.get(2).pause();
+		servers.get(4).pause();
+		for (int i = 0; i < 5; i++) {
+			String owner = owner();
+			long start = System.nanoTime();
+			AcquireResult result = backend.tryAcquire(key, owner, TTL);
+			Duration acquire = Duration.ofNanos(System.nanoTime() - start);
+			assertThat(result.acquired()).isTrue();
+			assertThat(acquire).as("acquisition with two paused nodes").isLessThan(NODE_TIMEOUT.plusMillis(150));
+			start = System.nanoTime();
+			AcquireResult held = other.tryAcquire(key, owner(), TTL);
+			assertThat(held.acquired()).isFalse();
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).as("failed attempt with two paused nodes")
+				.isLessThan(NODE_TIMEOUT.multipliedBy(2).plusMillis(150));
+			start = System.nanoTime();
+			assertThat(backend.release(key, owner)).isTrue();
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).as("release with two paused nodes")
+				.isLessThan(NODE_TIMEOUT.plusMillis(150));
+		}
+	}
+
+	@Test
+	void interruptedAttemptReturnsAtOnceAndReleasesWhatItTook() throws Exception {
+		RedlockLockBackend backend = backend();
+		assertThat(backend.reachableNodes()).isEqualTo(5);
+		String key = key();
+		servers.get(0).pause();
+		servers.get(1).pause();
+		servers.get(2).pause();
+		java.util.concurrent.atomic.AtomicReference<AcquireResult> result = new java.util.concurrent.atomic.AtomicReference<>();
+		java.util.concurrent.atomic.AtomicBoolean flagKept = new java.util.concurrent.atomic.AtomicBoolean();
+		Thread caller = new Thread(() -> {
+			result.set(backend.tryAcquire(key, owner(), TTL));
+			flagKept.set(Thread.currentThread().isInterrupted());
+		});
+		caller.start();
+		Thread.sleep(100);
+		long interruptedAt = System.nanoTime();
+		caller.interrupt();
+		caller.join(5000);
+		assertThat(Duration.ofNanos(System.nanoTime() - interruptedAt)).as("time to give up")
+			.isLessThan(NODE_TIMEOUT.dividedBy(2));
+		assertThat(result.get().acquired()).isFalse();
+		assertThat(flagKept).isTrue();
+		Thread.sleep(100);
+		assertThat(get(3, key)).isNull();
+		assertThat(get(4, key)).isNull();
+	}
+
+	@Test
+	void twoClientsRacingNeverBothReachQuorum() throws Exception {
+		RedlockLockBackend first = backend();
+		RedlockLockBackend second = backend();
+		int rounds = 300;
+		CyclicBarrier barrier = new CyclicBarrier(2);
+		List<String> keys = new ArrayList<>();
+		for (int i = 0; i < rounds; i++) {
+			keys.add(key());
+		}
+		Set<String> bothWon = ConcurrentHashMap.newKeySet();
+		Set<String> noneWon = ConcurrentHashMap.newKeySet();
+		boolean[][] won = new boolean[2][rounds];
+		ExecutorService pool = Executors.newFixedThreadPool(2);
+		try {
+			List<Future<?>> futures = new ArrayList<>();
+			for (int c = 0; c < 2; c++) {
+				RedlockLockBackend backend = (c == 0) ? first : second;
+				int client = c;
+				futures.add(pool.submit(() -> {
+					for (int i = 0; i < rounds; i++) {
+						barrier.await(5, TimeUnit.SECONDS);
+						won[client][i] = backend.tryAcquire(keys.get(i), owner(), TTL).acquired();
+					}
+					return null;
+				}));
+			}
+			for (Future<?> future : futures) {
+				future.get(60, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			pool.shutdownNow();
+		}
+		for (int i = 0; i < rounds; i++) {
+			if (won[0][i] && won[1][i]) {
+				bothWon.add(keys.get(i));
+			}
+			if (!won[0][i] && !won[1][i]) {
+				noneWon.add(keys.get(i));
+			}
+		}
+		assertThat(bothWon).as("keys that both clients acquired").isEmpty();
+		assertThat(noneWon.size()).as("rounds that neither client won (split votes)").isLessThan(rounds);
+		for (String key : noneWon) {
+			for (int node = 0; node < 5; node++) {
+				assertThat(get(node, key)).as("a split vote leaves nothing behind on node %d", node).isNull();
+			}
+		}
+	}
+
+	@Test
+	void acquireReleaseCyclesLeaveNothingBehindOnAnyNode() throws Exception {
+		RedlockLockBackend backend = backend();
+		List<String> keys = List.of(key(), key(), key());
+		for (int i = 0; i < 1500; i++) {
+			String key = keys.get(i % keys.size());
+			String owner = owner();
+			assertThat(backend.tryAcquire(key, owner, TTL).acquired()).as("cycle %d", i).isTrue();
+			assertThat(backend.release(key, owner)).isTrue();
+		}
+		Thread.sleep(NODE_TIMEOUT.toMillis());
+		for (String key : keys) {
+			for (int node = 0; node < 5; node++) {
+				assertThat(get(node, key)).as("%s on node %d", key, node).isNull();
+			}
+		}
+	}
+
+	@Test
+	void failedAttemptReleasesWhatItTookOnEveryNode() {
+		RedlockLockBackend backend = backend();
+		String key = key();
+		for (int node = 0; node < 3; node++) {
+			raw.get(node).getBucket(key, StringCodec.INSTANCE).set("someone-else", TTL);
+		}
+		AcquireResult result = backend.tryAcquire(key, owner(), TTL);
+		assertThat(result.acquired()).isFalse();
+		assertThat(result.holderRemainingMillis()).isBetween(1L, TTL.toMillis());
+		assertThat(get(3, key)).isNull();
+		assertThat(get(4, key)).isNull();
+		assertThat(get(0, key)).isEqualTo("someone-else");
+	}
+
+	@Test
+	void renewalCountsOnlyWhenAQuorumRenewed() {
+		RedlockLockBackend backend = backend();
+		String kept = key();
+		String lost = key();
+		String owner = owner();
+		assertThat(backend.tryAcquire(kept, owner, TTL).acquired()).isTrue();
+		assertThat(backend.tryAcquire(lost, owner, TTL).acquired()).isTrue();
+		for (int node = 0; node < 2; node++) {
+			raw.get(node).getBucket(kept, StringCodec.INSTANCE).delete();
+		}
+		for (int node = 0; node < 3; node++) {
+			raw.get(node).getBucket(lost, StringCodec.INSTANCE).delete();
+		}
+		Duration longer = Duration.ofSeconds(60);
+		Set<String> renewed = backend
+			.renew(List.of(new HeldLock(kept, owner, longer), new HeldLock(lost, owner, longer)));
+		assertThat(renewed).containsExactly(kept);
+		assertThat(raw.get(4).getBucket(kept, StringCodec.INSTANCE).remainTimeToLive())
+			.isGreaterThan(TTL.toMillis());
+	}
+
+	@Test
+	void fencingTokensIncreaseWhenTheQuorumMembershipChanges() {
+		RedlockLockBackend first = backend();
+		RedlockLockBackend second = backend();
+		String key = key();
+		// Node 0's counter runs far ahead of the others, so the first holder's token comes from
+		// node 0. The next holder does not reach node 0: its token is larger only because the first
+		// holder made a quorum (here nodes 0, 1, 2) remember its token before using it.
+		long ahead = (System.currentTimeMillis() + TimeUnit.DAYS.toMillis(365)) * 1000;
+		raw.get(0).getBucket(key + RedlockLockBackend.FENCE_SUFFIX, StringCodec.INSTANCE).set(Long.toString(ahead));
+		servers.get(3).kill();
+		servers.get(4).kill();
+		String owner = owner();
+		AcquireResult a = first.tryAcquire(key, owner, TTL);
+		assertThat(a.acquired()).isTrue();
+		assertThat(a.fencingToken()).isGreaterThan(ahead);
+		assertThat(first.release(key, owner)).isTrue();
+		// Nodes 3 and 4 come back empty (no persistence); 0 and 1 go away: the quorum is 2, 3, 4.
+		servers.get(3).restart();
+		servers.get(4).restart();
+		servers.get(0).kill();
+		servers.get(1).kill();
+		AcquireResult b = acquireWhenReachable(second, key);
+		assertThat(b.fencingToken()).isGreaterThan(a.fencingToken());
+		// And back: 0 and 1 return empty, 3 and 4 go away: the quorum is 0, 1, 2.
+		servers.get(0).restart();
+		servers.get(1).restart();
+		servers.get(3).kill();
+		servers.get(4).kill();
+		AcquireResult c = acquireWhenReachable(first, key);
+		assertThat(c.fencingToken()).isGreaterThan(b.fencingToken());
+	}
+
+	@Test
+	void fencingTokensStayAboveTheNodesClockAfterAllNodesRestartWithoutPersistence() {
+		RedlockLockBackend backend = backend();
+		String key = key();
+		String owner = owner();
+		AcquireResult before = backend.tryAcquire(key, owner, TTL);
+		assertThat(before.acquired()).isTrue();
+		backend.release(key, owner);
+		servers.forEach(RedisServer::restart);
+		AcquireResult after = acquireWhenReachable(backend, key);
+		assertThat(after.fencingToken()).isGreaterThan(before.fencingToken());
+	}
+
+	@Test
+	void releaseIsDeliveredOnceAlthoughEveryNodePublishesIt() throws Exception {
+		RedlockLockBackend backend = backend();
+		RedlockLockBackend listening = backend();
+		String key = key();
+		List<String> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+		try (AutoCloseable subscription = listening.subscribe(events::add)) {
+			sleep(300);
+			String owner = owner();
+			assertThat(backend.tryAcquire(key, owner, TTL).acquired()).isTrue();
+			assertThat(backend.release(key, owner)).isTrue();
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+			while (events.isEmpty() && System.nanoTime() < deadline) {
+				sleep(10);
+			}
+			sleep(200);
+			assertThat(events).containsExactly(key);
+		}
+	}
+
+	@Test
+	void setupWarningsNameTheUnsafeSetup() {
+		RedlockLockBackend volatileNodes = backend();
+		assertThat(volatileNodes.setupWarnings()).singleElement()
+			.asString()
+			.contains("do not persist", servers.get(0).uri(), "appendfsync always");
+		try (RedisServer persistent1 = RedisServer.start(true); RedisServer persistent2 = RedisServer.start(true)) {
+			RedlockLockBackend two = connect(List.of(persistent1.uri(), persistent2.uri()));
+			this.opened.add(two);
+			assertThat(two.setupWarnings()).singleElement().asString().contains("fewer than 3");
+			RedlockLockBackend four = connect(
+					List.of(persistent1.uri(), persistent2.uri(), servers.get(0).uri(), "redis://127.0.0.1:1"));
+			this.opened.add(four);
+			assertThat(four.setupWarnings()).hasSize(3)
+				.anySatisfy((warning) -> assertThat(warning).contains("even number"))
+				.anySatisfy((warning) -> assertThat(warning).contains("redis://127.0.0.1:1 could not be checked"))
+				.anySatisfy((warning) -> assertThat(warning).contains("do not persist", servers.get(0).uri())
+					.doesNotContain(persistent1.uri()));
+		}
+	}
+
+	@Test
+	void passwordIsSentToTheNodes() {
+		try (RedisServer secured = RedisServer.start()) {
+			Config config = new Config();
+			config.useSingleServer().setAddress(secured.uri());
+			RedissonClient admin = Redisson.create(config);
+			try {
+				admin.getRedisNodes(org.redisson.api.redisnode.RedisNodes.SINGLE)
+					.getInstance()
+					.setConfig("requirepass", "s3cret");
+			}
+			finally {
+				admin.shutdown(0, 2, TimeUnit.SECONDS);
+			}
+			RedlockSettings settings = RedlockSettings.defaults();
+			try (RedlockLockBackend withPassword = RedlockLockBackend.connect(List.of(secured.uri()), null, "s3cret",
+					Duration.ofSeconds(1), settings);
+					RedlockLockBackend without = RedlockLockBackend.connect(List.of(secured.uri()), null, null,
+							Duration.ofSeconds(1), settings)) {
+				String key = key();
+				String owner = owner();
+				assertThat(withPassword.tryAcquire(key, owner, TTL).acquired()).isTrue();
+				assertThat(withPassword.release(key, owner)).isTrue();
+				assertThatThrownBy(() -> without.tryAcquire(key, owner(), TTL)).isInstanceOf(LockBackendException.class)
+					.hasMessageContaining("0 of 1 nodes answered");
+			}
+		}
+	}
+
+	@Test
+	void badConfigurationIsRejectedWithTheEntryNamed() {
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> connect(List.of(servers.get(0).uri(), servers.get(0).uri().replace("127.0.0.1", "127.0.0.1"))))
+			.withMessageContaining("[1]")
+			.withMessageContaining("listed twice");
+		assertThatIllegalArgumentException().isThrownBy(() -> connect(List.of("127.0.0.1:6379")))
+			.withMessageContaining("[0]")
+			.withMessageContaining("redis://host:port");
+		RedlockLockBackend backend = backend();
+		assertThatIllegalArgumentException().isThrownBy(() -> backend.tryAcquire(key(), owner(), Duration.ofMillis(2)))
+			.withMessageContaining("too short");
+	}
+
+	private static AcquireResult acquireWhenReachable(RedlockLockBackend backend, String key) {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+		while (true) {
+			try {
+				String owner = owner();
+				AcquireResult result = backend.tryAcquire(key, owner, TTL);
+				assertThat(result.acquired()).isTrue();
+				backend.release(key, owner);
+				return result;
+			}
+			catch (LockBackendException ex) {
+				if (System.nanoTime() > deadline) {
+					throw ex;
+				}
+				sleep(50);
+			}
+		}
+	}
+
+	private static void sleep(long millis) {
+		try {
+			Thread.sleep(millis);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(ex);
+		}
+	}
+
+}

@@ -1,0 +1,422 @@
+package dev.holdfast.scheduling;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.task.TaskSchedulingAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.scheduling.TaskScheduler;
+import org.springframework.scheduling.annotation.EnableScheduling;
+import org.springframework.scheduling.annotation.ScheduledAnnotationBeanPostProcessor;
+import org.springframework.scheduling.annotation.Scheduled;
+
+import dev.holdfast.LockBackendException;
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
+import dev.holdfast.core.LockListener;
+import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.LockBackend;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+@ExtendWith(OutputCaptureExtension.class)
+class SingleInstanceScheduledTests {
+
+	private final InMemoryLockBackend backend = new InMemoryLockBackend();
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
+		.withBean("sharedBackend", LockBackend.class, () -> this.backend);
+
+	@Test
+	void withoutEnableSchedulingJobsRunOnASchedulerOfTheirOwn() {
+		this.runner.withUserConfiguration(QuickJob.class).run((context) -> {
+			assertThat(context).doesNotHaveBean(TaskScheduler.class);
+			QuickJob job = context.getBean(QuickJob.class);
+			assertThat(job.started.await(10, TimeUnit.SECONDS)).isTrue();
+			assertThat(job.threads).allMatch((name) -> name.startsWith("holdfast-scheduling-"));
+			assertThat(context.getBean(SingleInstanceScheduledBeanPostProcessor.class).getScheduledTasks())
+				.hasSize(1);
+		});
+	}
+
+	@Test
+	void withEnableSchedulingEachMethodIsRegisteredOnceOnTheApplicationScheduler() {
+		this.runner.withConfiguration(AutoConfigurations.of(TaskSchedulingAutoConfiguration.class))
+			.withUserConfiguration(EnableSchedulingConfiguration.class, MixedJobs.class)
+			.run((context) -> {
+				assertThat(context).hasSingleBean(TaskScheduler.class);
+				MixedJobs jobs = context.getBean(MixedJobs.class);
+				assertThat(jobs.started.await(10, TimeUnit.SECONDS)).isTrue();
+				assertThat(context.getBean(ScheduledAnnotationBeanPostProcessor.class).getScheduledTasks())
+					.singleElement()
+					.satisfies((task) -> assertThat(task.toString()).contains("plain"));
+				assertThat(context.getBean(SingleInstanceScheduledBeanPostProcessor.class).getScheduledTasks())
+					.singleElement()
+					.satisfies((task) -> assertThat(task.toString()).contains("single"));
+				// Boot's scheduler (thread prefix "scheduling-") runs both; Holdfast created none
+				assertThat(jobs.singleThreads).allMatch((name) -> name.startsWith("scheduling-"));
+			});
+	}
+
+	@Test
+	void placeholdersAreResolved() {
+		this.runner.withPropertyValues("job.rate=50ms", "job.name=resolved-job")
+			.withUserConfiguration(PlaceholderJob.class)
+			.run((context) -> {
+				PlaceholderJob job = context.getBean(PlaceholderJob.class);
+				assertThat(job.started.await(10, TimeUnit.SECONDS)).isTrue();
+				assertThat(this.backend.tryAcquire("holdfast:resolved-job", "probe", Duration.ofSeconds(1)).acquired())
+					.as("the job lock is kept for lockAtLeastFor under the resolved name")
+					.isFalse();
+			});
+	}
+
+	@Test
+	void cronTickStaysClaimedAfterTheRunWhileTheJobLockIsReleased() {
+		this.runner.withUserConfiguration(CronJob.class).run((context) -> {
+			CronJob job = context.getBean(CronJob.class);
+			assertThat(job.ran.await(10, TimeUnit.SECONDS)).isTrue();
+			Thread.sleep(200);
+			long tick = job.ticks.get(0);
+			AcquireResult claim = this.backend.tryAcquire("holdfast:cron-job:tick-" + tick, "probe",
+					Duration.ofSeconds(1));
+			assertThat(claim.acquired()).as("the claim of the tick that ran").isFalse();
+			assertThat(claim.holderRemainingMillis()).as("the claim lives past the next tick").isGreaterThan(900);
+			AcquireResult jobLock = this.backend.tryAcquire("holdfast:cron-job", "probe", Duration.ofMillis(1));
+			assertThat(jobLock.acquired()).as("the job lock after a run without lockAtLeastFor").isTrue();
+		});
+	}
+
+	@Test
+	void lockAtLeastForKeepsTheLockAfterQuickRunsAndSkippedRunsAreCounted() {
+		SkipCounter skips = new SkipCounter();
+		CopyOnWriteArrayList<Long> starts = new CopyOnWriteArrayList<>();
+		ApplicationContextRunner instance = this.runner.withBean(SkipCounter.class, () -> skips)
+			.withBean(AtLeastJob.class, () -> new AtLeastJob(starts));
+		instance.run((first) -> instance.run((second) -> {
+			Thread.sleep(2500);
+			List<Long> runs = List.copyOf(starts);
+			assertThat(runs).hasSizeBetween(2, 3);
+			for (int i = 1; i < runs.size(); i++) {
+				assertThat(runs.get(i) - runs.get(i - 1)).as("gap between runs, ms").isGreaterThanOrEqualTo(950);
+			}
+			assertThat(skips.skipped.get()).isGreaterThan(10);
+		}));
+	}
+
+	@Test
+	void lockAtMostForEndsTheLockOfARunThatTakesLonger() {
+		this.runner.withUserConfiguration(SlowJob.class).run((context) -> {
+			SlowJob job = context.getBean(SlowJob.class);
+			assertThat(job.started.await(10, TimeUnit.SECONDS)).isTrue();
+			assertThat(this.backend.tryAcquire("holdfast:slow-job", "probe", Duration.ofMillis(1)).acquired())
+				.as("while the run is young").isFalse();
+			Thread.sleep(600);
+			assertThat(job.finished.getCount()).as("the run still runs").isOne();
+			assertThat(this.backend.tryAcquire("holdfast:slow-job", "probe", Duration.ofMillis(1)).acquired())
+				.as("after lockAtMostFor, not renewed").isTrue();
+		});
+	}
+
+	@Test
+	void failingJobIsLoggedAndTheNextRunHappens(CapturedOutput output) {
+		this.runner.withUserConfiguration(FailingJob.class).run((context) -> {
+			FailingJob job = context.getBean(FailingJob.class);
+			Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> job.runs.get() >= 2);
+			assertThat(output).contains("ERROR").contains("Holdfast job 'failing-job' failed").contains("boom 1");
+		});
+	}
+
+	@Test
+	void backendFailureSkipsTheRunWithAWarning(CapturedOutput output) {
+		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
+			.withBean(LockBackend.class, FailingBackend::new)
+			.withUserConfiguration(QuickJob.class)
+			.run((context) -> {
+				Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> output.toString().contains(
+						"Holdfast skipped job 'quick-job' because the lock backend failed; the job did not run"));
+				assertThat(context.getBean(QuickJob.class).started.getCount()).isOne();
+				assertThat(output).contains("WARN");
+			});
+	}
+
+	@Test
+	void disabledByProperty() {
+		this.runner.withPropertyValues("holdfast.scheduling.enabled=false")
+			.withUserConfiguration(QuickJob.class)
+			.run((context) -> assertThat(context).doesNotHaveBean(SingleInstanceScheduledBeanPostProcessor.class));
+	}
+
+	@Test
+	void lockAtLeastForLongerThanLockAtMostForFailsAtStartup() {
+		assertStartupFailure(AtLeastOverAtMost.class, "AtLeastOverAtMost.job",
+				"lockAtLeastFor) but at most for PT1S (lockAtMostFor)");
+	}
+
+	@Test
+	void invalidCronFailsAtStartup() {
+		assertStartupFailure(BadCron.class, "BadCron.job", "invalid cron expression '* * *'");
+	}
+
+	@Test
+	void invalidDurationFailsAtStartup() {
+		assertStartupFailure(BadDuration.class, "BadDuration.job", "invalid fixedRate 'soon'");
+	}
+
+	@Test
+	void missingTriggerFailsAtStartup() {
+		assertStartupFailure(NoTrigger.class, "NoTrigger.job", "sets none of cron, fixedRate and fixedDelay");
+	}
+
+	@Test
+	void twoTriggersFailAtStartup() {
+		assertStartupFailure(TwoTriggers.class, "TwoTriggers.job", "sets [cron, fixedDelay]");
+	}
+
+	@Test
+	void methodWithParametersFailsAtStartup() {
+		assertStartupFailure(WithParameter.class, "WithParameter.job", "has parameters");
+	}
+
+	@Test
+	void jobNameUsedTwiceFailsAtStartup() {
+		assertStartupFailure(SameName.class, "SameName.one", "both use the job name 'same'");
+	}
+
+	@Test
+	void invalidDefaultFailsAtStartup() {
+		this.runner.withPropertyValues("holdfast.scheduling.lock-at-least-for=20m")
+			.withUserConfiguration(QuickJob.class)
+			.run((context) -> assertThat(context).getFailure()
+				.rootCause()
+				.isInstanceOf(LockConfigurationException.class)
+				.hasMessageContaining("holdfast.scheduling.lock-at-least-for (PT20M)"));
+	}
+
+	private void assertStartupFailure(Class<?> configuration, String method, String problem) {
+		this.runner.withUserConfiguration(configuration)
+			.run((context) -> assertThat(context).getFailure()
+				.rootCause()
+				.isInstanceOf(LockConfigurationException.class)
+				.hasMessageContaining(method)
+				.hasMessageContaining(problem)
+				.satisfies((ex) -> assertThat(((LockConfigurationException) ex).getAction()).isNotBlank()));
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@EnableScheduling
+	static class EnableSchedulingConfiguration {
+
+	}
+
+	static class QuickJob {
+
+		final CountDownLatch started = new CountDownLatch(1);
+
+		final List<String> threads = new CopyOnWriteArrayList<>();
+
+		@SingleInstanceScheduled(fixedRate = "100", name = "quick-job")
+		void run() {
+			this.threads.add(Thread.currentThread().getName());
+			this.started.countDown();
+		}
+
+	}
+
+	static class MixedJobs {
+
+		final CountDownLatch started = new CountDownLatch(2);
+
+		final List<String> singleThreads = new CopyOnWriteArrayList<>();
+
+		@Scheduled(fixedRate = 100)
+		void plain() {
+			this.started.countDown();
+		}
+
+		@SingleInstanceScheduled(fixedRate = "100ms")
+		void single() {
+			this.singleThreads.add(Thread.currentThread().getName());
+			this.started.countDown();
+		}
+
+	}
+
+	static class PlaceholderJob {
+
+		final CountDownLatch started = new CountDownLatch(1);
+
+		@SingleInstanceScheduled(fixedRate = "${job.rate}", name = "${job.name}", lockAtLeastFor = "PT5S")
+		void run() {
+			this.started.countDown();
+		}
+
+	}
+
+	static class CronJob {
+
+		final CountDownLatch ran = new CountDownLatch(1);
+
+		final List<Long> ticks = new CopyOnWriteArrayList<>();
+
+		@SingleInstanceScheduled(cron = "* * * * * *", name = "cron-job")
+		void run() {
+			this.ticks.add(ScheduledTick.current().orElseThrow().toEpochMilli());
+			this.ran.countDown();
+		}
+
+	}
+
+	static class AtLeastJob {
+
+		private final List<Long> starts;
+
+		AtLeastJob(List<Long> starts) {
+			this.starts = starts;
+		}
+
+		@SingleInstanceScheduled(fixedRate = "100ms", name = "at-least-job", lockAtLeastFor = "1s")
+		void run() {
+			this.starts.add(System.nanoTime() / 1_000_000);
+		}
+
+	}
+
+	static class SkipCounter implements LockListener {
+
+		final AtomicInteger skipped = new AtomicInteger();
+
+		@Override
+		public void tickSkipped(String name, String backend) {
+			if (name.equals("at-least-job")) {
+				this.skipped.incrementAndGet();
+			}
+		}
+
+	}
+
+	static class SlowJob {
+
+		final CountDownLatch started = new CountDownLatch(1);
+
+		final CountDownLatch finished = new CountDownLatch(1);
+
+		@SingleInstanceScheduled(fixedDelay = "1h", name = "slow-job", lockAtMostFor = "300ms")
+		void run() throws InterruptedException {
+			this.started.countDown();
+			Thread.sleep(2000);
+			this.finished.countDown();
+		}
+
+	}
+
+	static class FailingJob {
+
+		final AtomicInteger runs = new AtomicInteger();
+
+		@SingleInstanceScheduled(fixedDelay = "50ms", name = "failing-job")
+		void run() {
+			int run = this.runs.incrementAndGet();
+			if (run == 1) {
+				throw new IllegalStateException("boom " + run);
+			}
+		}
+
+	}
+
+	static class FailingBackend implements LockBackend {
+
+		@Override
+		public String name() {
+			return "failing";
+		}
+
+		@Override
+		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+			throw new LockBackendException("backend down", null);
+		}
+
+		@Override
+		public boolean release(String key, String owner) {
+			throw new LockBackendException("backend down", null);
+		}
+
+	}
+
+	static class AtLeastOverAtMost {
+
+		@SingleInstanceScheduled(fixedRate = "1s", lockAtLeastFor = "2s", lockAtMostFor = "1s")
+		void job() {
+		}
+
+	}
+
+	static class BadCron {
+
+		@SingleInstanceScheduled(cron = "* * *")
+		void job() {
+		}
+
+	}
+
+	static class BadDuration {
+
+		@SingleInstanceScheduled(fixedRate = "soon")
+		void job() {
+		}
+
+	}
+
+	static class NoTrigger {
+
+		@SingleInstanceScheduled
+		void job() {
+		}
+
+	}
+
+	static class TwoTriggers {
+
+		@SingleInstanceScheduled(cron = "* * * * * *", fixedDelay = "1s")
+		void job() {
+		}
+
+	}
+
+	static class WithParameter {
+
+		@SingleInstanceScheduled(fixedRate = "1s")
+		void job(String value) {
+		}
+
+	}
+
+	static class SameName {
+
+		@SingleInstanceScheduled(fixedRate = "1s", name = "same")
+		void one() {
+		}
+
+		@SingleInstanceScheduled(fixedRate = "1s", name = "same")
+		void two() {
+		}
+
+	}
+
+}
