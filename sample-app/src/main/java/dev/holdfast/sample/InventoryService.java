@@ -4,6 +4,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.context.event.EventListener;
 import org.springframework.dao.DuplicateKeyException;
@@ -14,6 +17,7 @@ import org.springframework.transaction.annotation.Transactional;
 import dev.holdfast.DistributedLock;
 import dev.holdfast.Lease;
 import dev.holdfast.LockContext;
+import dev.holdfast.jdbc.JdbcFencingGuard;
 
 /**
  * Reserves stock per SKU in the shared database. The read-modify-write in {@link #reserve} is
@@ -24,12 +28,17 @@ import dev.holdfast.LockContext;
 @Service
 public class InventoryService {
 
+	private static final Log logger = LogFactory.getLog(InventoryService.class);
+
 	private final JdbcTemplate jdbc;
+
+	private final JdbcFencingGuard stockGuard;
 
 	private final SampleProperties properties;
 
 	public InventoryService(JdbcTemplate jdbc, SampleProperties properties) {
 		this.jdbc = jdbc;
+		this.stockGuard = new JdbcFencingGuard(jdbc, "stock", "sku", "fence");
 		this.properties = properties;
 	}
 
@@ -72,17 +81,16 @@ public class InventoryService {
 		if (available <= 0) {
 			return new Reservation(sku, Reservation.Status.SOLD_OUT, token, this.properties.getInstanceId());
 		}
-		if (!fencedUpdate(sku, token, available - 1)) {
+		if (!this.stockGuard.update(sku, token, Map.of("qty", available - 1))) {
+			Long written = this.jdbc.queryForObject("SELECT fence FROM stock WHERE sku = ?", Long.class, sku);
+			logger.warn("Reservation of " + sku + " fenced off: this holder's fencing token " + token
+					+ " is lower than the token " + written + " that already wrote the row. Either this lease was lost "
+					+ "(see lost-lease WARNs) or the backend issued a lower token to a later holder.");
 			return new Reservation(sku, Reservation.Status.FENCED, token, this.properties.getInstanceId());
 		}
 		this.jdbc.update("INSERT INTO reservation (sku, fence, instance_id, reserved_at) VALUES (?, ?, ?, ?)", sku,
 				token, this.properties.getInstanceId(), System.currentTimeMillis());
 		return new Reservation(sku, Reservation.Status.RESERVED, token, this.properties.getInstanceId());
-	}
-
-	private boolean fencedUpdate(String sku, long token, int qty) {
-		return this.jdbc.update("UPDATE stock SET qty = ?, fence = ? WHERE sku = ? AND (fence IS NULL OR fence <= ?)",
-				qty, token, sku, token) > 0;
 	}
 
 	/**

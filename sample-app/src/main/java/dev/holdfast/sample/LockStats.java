@@ -12,7 +12,8 @@ import dev.holdfast.core.LockListener;
 
 /**
  * Counts what this instance's locks did, per lock name: acquisitions, how many of them had to
- * wait for another holder, attempts that gave up, backend failures and lost leases.
+ * wait for another holder, attempts that gave up, skipped job runs, backend failures and lost
+ * leases.
  */
 @Component
 public class LockStats implements LockListener {
@@ -35,6 +36,11 @@ public class LockStats implements LockListener {
 	@Override
 	public void notAcquired(String name, String backend, Duration waited) {
 		counters(name).notAcquired.incrementAndGet();
+	}
+
+	@Override
+	public void tickSkipped(String name, String backend) {
+		counters(name).skipped.incrementAndGet();
 	}
 
 	@Override
@@ -66,13 +72,13 @@ public class LockStats implements LockListener {
 	 * @param acquired successful acquisitions
 	 * @param waited acquisitions that took 10 ms or more, i.e. waited for another holder
 	 * @param maxWaitMillis the longest acquisition
-	 * @param notAcquired attempts that gave up because another owner held the lock (for a
-	 * scheduled job: ticks skipped because another instance ran them)
+	 * @param notAcquired attempts that gave up because another owner held the lock
+	 * @param skipped runs of a scheduled job skipped because another instance ran the tick
 	 * @param failed attempts that failed because the backend could not be reached
 	 * @param leasesLost leases that could not be renewed
 	 */
-	public record Snapshot(long acquired, long waited, long maxWaitMillis, long notAcquired, long failed,
-			long leasesLost) {
+	public record Snapshot(long acquired, long waited, long maxWaitMillis, long notAcquired, long skipped,
+			long failed, long leasesLost) {
 	}
 
 	private static final class Counters {
@@ -85,13 +91,15 @@ public class LockStats implements LockListener {
 
 		final AtomicLong notAcquired = new AtomicLong();
 
+		final AtomicLong skipped = new AtomicLong();
+
 		final AtomicLong failed = new AtomicLong();
 
 		final AtomicLong leasesLost = new AtomicLong();
 
 		Snapshot snapshot() {
 			return new Snapshot(this.acquired.get(), this.waited.get(), this.maxWaitMillis.get(),
-					this.notAcquired.get(), this.failed.get(), this.leasesLost.get());
+					this.notAcquired.get(), this.skipped.get(), this.failed.get(), this.leasesLost.get());
 		}
 
 	}

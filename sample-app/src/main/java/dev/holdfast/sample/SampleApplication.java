@@ -3,6 +3,7 @@ package dev.holdfast.sample;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.web.server.context.WebServerPortFileWriter;
 
 /**
  * Holdfast's sample: an inventory whose reservations are serialised per SKU across instances and
@@ -13,8 +14,16 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 @EnableConfigurationProperties(SampleProperties.class)
 public class SampleApplication {
 
+	/**
+	 * Runs the application. With the environment variable {@code PORTFILE} set, the HTTP port
+	 * is written to that file once the server listens (the demo starts instances on port 0).
+	 */
 	public static void main(String[] args) {
-		SpringApplication.run(SampleApplication.class, args);
+		SpringApplication application = new SpringApplication(SampleApplication.class);
+		if (System.getenv("PORTFILE") != null) {
+			application.addListeners(new WebServerPortFileWriter());
+		}
+		application.run(args);
 	}
 
 }

@@ -26,6 +26,12 @@ import dev.holdfast.core.LeaseInfo;
 @RestController
 public class SampleController {
 
+	/** Title of the 503 answer when the lock stayed held by another caller for the whole wait time. */
+	public static final String LOCK_NOT_ACQUIRED = "Lock not acquired";
+
+	/** Title of the 503 answer when the lock backend could not be reached (the call failed closed). */
+	public static final String LOCK_BACKEND_FAILED = "Lock backend failed";
+
 	private final InventoryService inventory;
 
 	private final JobRuns jobRuns;
@@ -47,7 +53,8 @@ public class SampleController {
 
 	/**
 	 * Takes one unit of {@code sku}: {@code 200} with status {@code RESERVED} or
-	 * {@code SOLD_OUT}, {@code 409} when the write was fenced off.
+	 * {@code SOLD_OUT}, {@code 409} when the write was fenced off, {@code 503} when the lock was
+	 * not acquired or its backend failed, {@code 404} for an unknown SKU.
 	 */
 	@PostMapping("/reserve/{sku}")
 	public ResponseEntity<Reservation> reserve(@PathVariable String sku) {
@@ -107,12 +114,16 @@ public class SampleController {
 
 	@ExceptionHandler
 	ProblemDetail notAcquired(LockNotAcquiredException ex) {
-		return ProblemDetail.forStatusAndDetail(HttpStatus.SERVICE_UNAVAILABLE, ex.getMessage());
+		ProblemDetail problem = ProblemDetail.forStatusAndDetail(HttpStatus.SERVICE_UNAVAILABLE, ex.getMessage());
+		problem.setTitle(LOCK_NOT_ACQUIRED);
+		return problem;
 	}
 
 	@ExceptionHandler
-	ProblemDetail backendDown(LockBackendException ex) {
-		return ProblemDetail.forStatusAndDetail(HttpStatus.SERVICE_UNAVAILABLE, ex.getMessage());
+	ProblemDetail backendFailed(LockBackendException ex) {
+		ProblemDetail problem = ProblemDetail.forStatusAndDetail(HttpStatus.SERVICE_UNAVAILABLE, ex.getMessage());
+		problem.setTitle(LOCK_BACKEND_FAILED);
+		return problem;
 	}
 
 }

@@ -29,6 +29,7 @@ import tools.jackson.databind.JsonNode;
 import org.springframework.scheduling.support.CronExpression;
 
 import dev.holdfast.sample.SampleApplication;
+import dev.holdfast.sample.SampleController;
 import dev.holdfast.sample.TickJob;
 
 /**
@@ -99,8 +100,12 @@ public final class Demo {
 			report.print(out);
 			return report.failures().isEmpty() ? 0 : 1;
 		}
-		catch (IllegalStateException | IOException ex) {
+		catch (IllegalStateException ex) {
 			out.println("Error: " + ex.getMessage());
+			return 2;
+		}
+		catch (IOException | RuntimeException ex) {
+			out.println("Error: " + ex);
 			return 2;
 		}
 		catch (InterruptedException ex) {
@@ -177,23 +182,21 @@ public final class Demo {
 				workDir);
 		for (int i = 1; i <= this.options.instances(); i++) {
 			String id = "demo-" + i;
-			int port = freePort();
 			List<String> args = new ArrayList<>(appArgs);
-			args.add("--server.port=" + port);
 			args.add("--sample.instance-id=" + id);
-			Instance instance = Instance.start(id, port, workDir.resolve(id + ".log"), JVM_ARGS, classpath,
+			Instance instance = Instance.start(id, workDir.resolve(id + ".log"), JVM_ARGS, classpath,
 					SampleApplication.class.getName(), args, this.http);
 			this.instances.add(instance);
-			say("  %s: port %d, pid started", id, port);
+			say("  %s starting", id);
 			if (i == 1) {
 				// the first one creates the tables and, on H2, serves the database file to the others
 				instance.awaitReady(this.options.startupTimeout());
-				say("  %s ready", id);
+				say("  %s ready on port %d", id, instance.port());
 			}
 		}
 		for (Instance instance : this.instances.subList(1, this.instances.size())) {
 			instance.awaitReady(this.options.startupTimeout());
-			say("  %s ready", instance.id());
+			say("  %s ready on port %d", instance.id(), instance.port());
 		}
 	}
 
@@ -212,6 +215,7 @@ public final class Demo {
 		AtomicLong soldOut = new AtomicLong();
 		AtomicLong fenced = new AtomicLong();
 		AtomicLong lockTimeouts = new AtomicLong();
+		AtomicLong backendFailures = new AtomicLong();
 		AtomicLong errors = new AtomicLong();
 		AtomicReference<String> firstError = new AtomicReference<>();
 		ExecutorService clients = Executors.newFixedThreadPool(this.options.concurrency());
@@ -237,8 +241,11 @@ public final class Demo {
 						else if (status == 409) {
 							fenced.incrementAndGet();
 						}
-						else if (status == 503) {
+						else if (status == 503 && response.body().contains(SampleController.LOCK_NOT_ACQUIRED)) {
 							lockTimeouts.incrementAndGet();
+						}
+						else if (status == 503 && response.body().contains(SampleController.LOCK_BACKEND_FAILED)) {
+							backendFailures.incrementAndGet();
 						}
 						else {
 							error(errors, firstError, instance.id() + ": HTTP " + status + " " + response.body());
@@ -260,8 +267,9 @@ public final class Demo {
 				Thread.sleep(100);
 				if (System.nanoTime() - lastPrint >= TimeUnit.SECONDS.toNanos(1) || done.get() == requests) {
 					lastPrint = System.nanoTime();
-					say("  %d/%d: %d reserved, %d sold out, %d lock timeouts, %d fenced, %d errors", done.get(),
-							requests, reserved.get(), soldOut.get(), lockTimeouts.get(), fenced.get(), errors.get());
+					say("  %d/%d: %d reserved, %d sold out, %d lock timeouts, %d backend failures, %d fenced, "
+							+ "%d errors", done.get(), requests, reserved.get(), soldOut.get(), lockTimeouts.get(),
+							backendFailures.get(), fenced.get(), errors.get());
 				}
 				for (Instance instance : this.instances) {
 					if (!instance.isAlive()) {
@@ -277,7 +285,7 @@ public final class Demo {
 		}
 		Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
 		return new DemoReport.Load(requests, this.options.concurrency(), elapsed, reserved.get(), soldOut.get(),
-				fenced.get(), lockTimeouts.get(), errors.get(), firstError.get());
+				fenced.get(), lockTimeouts.get(), backendFailures.get(), errors.get(), firstError.get());
 	}
 
 	private static void error(AtomicLong errors, AtomicReference<String> first, String message) {
@@ -351,6 +359,7 @@ public final class Demo {
 		long gaveUp = 0;
 		long jobRuns = 0;
 		long skips = 0;
+		long leasesLost = 0;
 		String backend = "?";
 		for (Instance instance : this.instances) {
 			JsonNode stats = instance.get("/stats");
@@ -363,9 +372,13 @@ public final class Demo {
 			JsonNode job = stats.path("locks").path(TickJob.NAME);
 			jobRuns += job.path("acquired").asLong();
 			skips += job.path("skipped").asLong();
+			for (JsonNode lock : stats.path("locks")) {
+				leasesLost += lock.path("leasesLost").asLong();
+			}
 		}
 		return new DemoReport(this.instances.size(), backend, load, accounting, ticks, missedTicks(allUp, ticks),
-				this.options.ticks(), new DemoReport.Locks(acquired, waited, maxWait, gaveUp, jobRuns, skips));
+				this.options.ticks(), new DemoReport.Locks(acquired, waited, maxWait, gaveUp, jobRuns, skips,
+						leasesLost));
 	}
 
 	private static int missedTicks(Instant after, List<DemoReport.Tick> ticks) {
@@ -384,11 +397,30 @@ public final class Demo {
 	}
 
 	/**
-	 * Stops every instance this demo started, in parallel. Safe to call more than once.
+	 * Stops every instance this demo started: the others in parallel, then the first, which on
+	 * H2 serves the database to them. Safe to call more than once.
 	 */
 	private void stopAll() {
+		int stopped = 0;
+		if (!this.instances.isEmpty()) {
+			stopped += stopInParallel(this.instances.subList(1, this.instances.size()));
+			stopped += stopInParallel(this.instances.subList(0, 1));
+		}
+		if (stopped > 0) {
+			say("Stopped %d instances", stopped);
+		}
+		for (RedisNode node : this.redisNodes) {
+			node.stop();
+		}
+		if (!this.redisNodes.isEmpty()) {
+			say("Stopped %d redis-servers", this.redisNodes.size());
+			this.redisNodes.clear();
+		}
+	}
+
+	private int stopInParallel(List<Instance> instances) {
 		List<Thread> stopping = new ArrayList<>();
-		for (Instance instance : this.instances) {
+		for (Instance instance : instances) {
 			if (instance.isAlive()) {
 				Thread thread = new Thread(() -> instance.stop(Duration.ofSeconds(15)), "stop-" + instance.id());
 				thread.start();
@@ -401,20 +433,11 @@ public final class Demo {
 			}
 			catch (InterruptedException ex) {
 				Thread.currentThread().interrupt();
-				this.instances.forEach((instance) -> instance.stop(Duration.ZERO));
+				instances.forEach((instance) -> instance.stop(Duration.ZERO));
 				break;
 			}
 		}
-		if (!stopping.isEmpty()) {
-			say("Stopped %d instances", stopping.size());
-		}
-		for (RedisNode node : this.redisNodes) {
-			node.stop();
-		}
-		if (!this.redisNodes.isEmpty()) {
-			say("Stopped %d redis-servers", this.redisNodes.size());
-			this.redisNodes.clear();
-		}
+		return stopping.size();
 	}
 
 	private void say(String format, Object... args) {

@@ -5,7 +5,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalTime;
 import java.time.ZoneId;
-import java.time.temporal.ChronoUnit;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -25,6 +25,8 @@ import java.util.Map;
 public record DemoReport(int instances, String backend, Load load, List<SkuStock> skus, List<Tick> ticks,
 		int missedTicks, int requiredTicks, Locks locks) {
 
+	private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss");
+
 	/**
 	 * What the clients saw.
 	 *
@@ -35,11 +37,12 @@ public record DemoReport(int instances, String backend, Load load, List<SkuStock
 	 * @param soldOut answers {@code SOLD_OUT}
 	 * @param fenced answers {@code 409}: the write was rejected for a stale fencing token
 	 * @param lockTimeouts answers {@code 503}: the lock stayed held for the whole wait time
+	 * @param backendFailures answers {@code 503}: the lock backend failed, the call failed closed
 	 * @param errors anything else: other statuses, I/O errors
 	 * @param firstError the first error, or {@code null}
 	 */
 	public record Load(int requests, int concurrency, Duration elapsed, long reserved, long soldOut, long fenced,
-			long lockTimeouts, long errors, String firstError) {
+			long lockTimeouts, long backendFailures, long errors, String firstError) {
 	}
 
 	/**
@@ -82,8 +85,10 @@ public record DemoReport(int instances, String backend, Load load, List<SkuStock
 	 * @param gaveUp inventory lock attempts that gave up after the wait time
 	 * @param jobRuns job runs
 	 * @param skips job ticks skipped because another instance held the tick
+	 * @param leasesLost leases that could not be renewed, on all locks
 	 */
-	public record Locks(long acquired, long waited, long maxWaitMillis, long gaveUp, long jobRuns, long skips) {
+	public record Locks(long acquired, long waited, long maxWaitMillis, long gaveUp, long jobRuns, long skips,
+			long leasesLost) {
 	}
 
 	/**
@@ -134,13 +139,21 @@ public record DemoReport(int instances, String backend, Load load, List<SkuStock
 		out.println();
 		out.printf("Holdfast demo report: %d instances, lock backend %s%n", this.instances, this.backend);
 		out.printf("  requests       %d (%d concurrent) in %.1f s: %d reserved, %d sold out, %d lock timeouts, "
-				+ "%d fenced, %d errors%n", load.requests(), load.concurrency(), load.elapsed().toMillis() / 1000.0,
-				load.reserved(), load.soldOut(), load.lockTimeouts(), load.fenced(), load.errors());
+				+ "%d backend failures, %d fenced, %d errors%n", load.requests(), load.concurrency(),
+				load.elapsed().toMillis() / 1000.0, load.reserved(), load.soldOut(), load.lockTimeouts(),
+				load.backendFailures(), load.fenced(), load.errors());
 		for (SkuStock sku : this.skus) {
 			out.printf("  reservations   %-10s %d recorded, stock %d -> %d%n", sku.sku(), sku.recorded(),
 					sku.initial(), sku.remaining());
 		}
 		out.printf("  oversold       %d%s%n", oversold(), mark(oversold() == 0));
+		if (load.fenced() > 0) {
+			out.printf("  fenced         %d writes rejected for a stale fencing token (%d leases lost): %s%n",
+					load.fenced(), this.locks.leasesLost(),
+					(this.locks.leasesLost() > 0) ? "the guard stopped holders whose lease had expired"
+							: "WARNING: no lease was lost, so a later holder got a lower token (see the WARNs "
+									+ "in the instance logs)");
+		}
 		String window = this.ticks.isEmpty() ? ""
 				: " (" + time(this.ticks.get(0).time()) + " .. " + time(this.ticks.get(this.ticks.size() - 1).time())
 						+ ")";
@@ -182,7 +195,7 @@ public record DemoReport(int instances, String backend, Load load, List<SkuStock
 	}
 
 	private static String time(Instant instant) {
-		return LocalTime.ofInstant(instant, ZoneId.systemDefault()).truncatedTo(ChronoUnit.MILLIS).toString();
+		return TIME.format(LocalTime.ofInstant(instant, ZoneId.systemDefault()));
 	}
 
 }

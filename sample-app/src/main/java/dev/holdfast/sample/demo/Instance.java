@@ -28,7 +28,7 @@ final class Instance {
 
 	private final String id;
 
-	private final int port;
+	private final Path portFile;
 
 	private final Path log;
 
@@ -36,9 +36,11 @@ final class Instance {
 
 	private final HttpClient http;
 
-	private Instance(String id, int port, Path log, Process process, HttpClient http) {
+	private volatile int port;
+
+	private Instance(String id, Path portFile, Path log, Process process, HttpClient http) {
 		this.id = id;
-		this.port = port;
+		this.portFile = portFile;
 		this.log = log;
 		this.process = process;
 		this.http = http;
@@ -46,22 +48,26 @@ final class Instance {
 
 	/**
 	 * Starts {@code java <jvmArgs> -cp <classpath> <mainClass> <appArgs>} with its output in
-	 * {@code log}. The command goes through an argument file, so a long class path fits.
+	 * {@code log}, on a port the server picks and writes to a file ({@code PORTFILE}). The
+	 * command goes through an argument file, so a long class path fits.
 	 */
-	static Instance start(String id, int port, Path log, List<String> jvmArgs, String classpath, String mainClass,
+	static Instance start(String id, Path log, List<String> jvmArgs, String classpath, String mainClass,
 			List<String> appArgs, HttpClient http) throws IOException {
 		List<String> lines = new ArrayList<>(jvmArgs);
 		lines.add("-cp");
 		lines.add(classpath);
 		lines.add(mainClass);
 		lines.addAll(appArgs);
+		lines.add("--server.port=0");
 		Path argFile = log.resolveSibling(id + ".args");
+		Path portFile = log.resolveSibling(id + ".port");
+		Files.deleteIfExists(portFile);
 		Files.write(argFile, lines.stream().map(Instance::quote).toList(), StandardCharsets.UTF_8);
 		String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-		Process process = new ProcessBuilder(java, "@" + argFile).redirectErrorStream(true)
-			.redirectOutput(log.toFile())
-			.start();
-		return new Instance(id, port, log, process, http);
+		ProcessBuilder builder = new ProcessBuilder(java, "@" + argFile).redirectErrorStream(true)
+			.redirectOutput(log.toFile());
+		builder.environment().put("PORTFILE", portFile.toString());
+		return new Instance(id, portFile, log, builder.start(), http);
 	}
 
 	private static String quote(String arg) {
@@ -95,6 +101,13 @@ final class Instance {
 				throw new IllegalStateException("Instance " + this.id + " exited with status "
 						+ this.process.exitValue() + " before it was ready; see " + this.log + ":\n" + logTail(30));
 			}
+			if (this.port == 0) {
+				this.port = readPort();
+			}
+			if (this.port == 0) {
+				Thread.sleep(250);
+				continue;
+			}
 			try {
 				HttpResponse<String> response = send(HttpRequest.newBuilder(uri("/actuator/health"))
 					.timeout(Duration.ofSeconds(5))
@@ -110,6 +123,16 @@ final class Instance {
 		}
 		throw new IllegalStateException("Instance " + this.id + " was not ready within " + timeout.toSeconds()
 				+ " s; see " + this.log + ":\n" + logTail(30));
+	}
+
+	private int readPort() {
+		try {
+			String text = Files.readString(this.portFile, StandardCharsets.UTF_8).trim();
+			return text.isEmpty() ? 0 : Integer.parseInt(text);
+		}
+		catch (IOException | NumberFormatException ex) {
+			return 0; // not written yet, or half written
+		}
 	}
 
 	/**

@@ -18,12 +18,12 @@ class DemoReportTests {
 
 	private static final Instant T0 = Instant.parse("2026-01-01T00:00:00Z");
 
-	private static final DemoReport.Load LOAD = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 50, 0, 0, 0,
+	private static final DemoReport.Load LOAD = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 50, 0, 0, 0, 0,
 			null);
 
 	private static final List<DemoReport.SkuStock> SOLD = List.of(new DemoReport.SkuStock("apple", 50, 0, 50));
 
-	private static final DemoReport.Locks LOCKS = new DemoReport.Locks(100, 30, 12, 0, 3, 6);
+	private static final DemoReport.Locks LOCKS = new DemoReport.Locks(100, 30, 12, 0, 3, 6, 0);
 
 	@Test
 	void allGuaranteesHeld() {
@@ -53,7 +53,7 @@ class DemoReportTests {
 	@Test
 	void reservationsBeyondTheStockCountAsOversold() {
 		List<DemoReport.SkuStock> beyond = List.of(new DemoReport.SkuStock("apple", 50, 0, 53));
-		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 53, 47, 0, 0, 0, null);
+		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 53, 47, 0, 0, 0, 0, null);
 		assertThat(new DemoReport(3, "memory", load, beyond, ticks(1, 1, 1), 0, 3, LOCKS).oversold()).isEqualTo(3);
 	}
 
@@ -65,16 +65,25 @@ class DemoReportTests {
 
 	@Test
 	void failedRequestsFail() {
-		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 49, 0, 0, 1, "demo-2: HTTP 500");
+		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 49, 0, 0, 0, 1,
+				"demo-2: HTTP 500");
 		DemoReport report = new DemoReport(3, "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
 		assertThat(report.failures()).containsExactly("1 requests failed; first: demo-2: HTTP 500");
 	}
 
 	@Test
 	void reservationsTheClientsWereNotToldOfFail() {
-		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 49, 51, 0, 0, 0, null);
+		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 49, 51, 0, 0, 0, 0, null);
 		DemoReport report = new DemoReport(3, "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
 		assertThat(report.failures()).containsExactly("clients were told of 49 reservations but 50 were recorded");
+	}
+
+	@Test
+	void fencedWritesWithoutLostLeasesAreFlagged() {
+		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 49, 1, 0, 0, 0, null);
+		DemoReport report = new DemoReport(3, "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		assertThat(print(report)).contains("fenced         1 writes rejected for a stale fencing token (0 leases lost)")
+			.contains("WARNING: no lease was lost, so a later holder got a lower token");
 	}
 
 	private static List<DemoReport.Tick> ticks(int... runs) {
