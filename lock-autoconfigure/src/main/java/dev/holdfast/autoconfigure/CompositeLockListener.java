@@ -45,4 +45,9 @@ final class CompositeLockListener implements LockListener {
 		this.listeners.forEach((listener) -> listener.leaseLost(name, backend));
 	}
 
+	@Override
+	public void tickSkipped(String name, String backend) {
+		this.listeners.forEach((listener) -> listener.tickSkipped(name, backend));
+	}
+
 }

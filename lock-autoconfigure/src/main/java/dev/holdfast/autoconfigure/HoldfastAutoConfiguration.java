@@ -24,7 +24,8 @@ import dev.holdfast.spi.LockBackend;
 		"org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
 		"org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration" })
 @EnableConfigurationProperties(HoldfastProperties.class)
-@Import({ RedlockBackendConfiguration.class, RedisBackendConfiguration.class, MemoryBackendConfiguration.class,
+@Import({ RedlockBackendConfiguration.class, RedisBackendConfiguration.class, JdbcBackendConfiguration.class,
+		MemoryBackendConfiguration.class,
 		LockAopConfiguration.class, SchedulingConfiguration.class })
 public final class HoldfastAutoConfiguration {
 
@@ -48,6 +49,11 @@ public final class HoldfastAutoConfiguration {
 		}
 	}
 
+	@Bean
+	GracefulLockShutdown holdfastGracefulShutdown(DefaultLockTemplate holdfastLockTemplate) {
+		return new GracefulLockShutdown(holdfastLockTemplate);
+	}
+
 	private static LockSettings settings(HoldfastProperties properties) {
 		try {
 			return LockSettings.defaults()
@@ -58,7 +64,12 @@ public final class HoldfastAutoConfiguration {
 				.withMaxKeyLength(properties.getMaxKeyLength());
 		}
 		catch (IllegalArgumentException ex) {
-			throw new LockConfigurationException("Invalid Holdfast settings: " + ex.getMessage(),
+			String message = String.valueOf(ex.getMessage())
+				.replace("waitTime", "holdfast.wait-time")
+				.replace("leaseTime", "holdfast.lease-time")
+				.replace("pollInterval", "holdfast.poll-interval")
+				.replace("maxKeyLength", "holdfast.max-key-length");
+			throw new LockConfigurationException("Invalid Holdfast settings: " + message,
 					"Correct the holdfast.* property named in the description.");
 		}
 	}

@@ -92,6 +92,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 
 	private volatile boolean closed;
 
+	private volatile boolean draining;
+
 	public DefaultLockTemplate(LockBackend backend, LockSettings settings) {
 		this(backend, settings, LockListener.NONE);
 	}
@@ -211,6 +213,10 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 			return CompletableFuture.failedFuture(
 					new LockBackendException("Holdfast is shut down: lock '" + fullKey + "' was not acquired", null));
 		}
+		if (this.draining) {
+			return CompletableFuture.failedFuture(new LockBackendException(
+					"Holdfast is shutting down: lock '" + fullKey + "' was not acquired", null));
+		}
 		Duration ttl = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.settings.leaseTime();
 		return support.tryAcquire(name, fullKey, waitTime(options), ttl, options.isRenew());
 	}
@@ -231,6 +237,9 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		HeldLease current = this.held.get(key);
 		if (current != null && current.isHeldBy(Thread.currentThread()) && current.enterReentrant()) {
 			return new LeaseHandle(current);
+		}
+		if (this.draining) {
+			throw new LockBackendException("Holdfast is shutting down: lock '" + key + "' was not acquired", null);
 		}
 		Duration wait = waitTime(options);
 		Duration ttl = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.settings.leaseTime();
@@ -428,6 +437,24 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 
 	Instant now() {
 		return this.settings.clock().instant();
+	}
+
+	/**
+	 * Refuses new acquisitions from now on, for a graceful shutdown: they fail with a
+	 * {@link LockBackendException} saying that Holdfast is shutting down. Leases already held
+	 * stay held and renewed until released or {@link #close() closed}, and their threads can
+	 * still enter them again (reentrancy).
+	 */
+	public void stopAcquiring() {
+		this.draining = true;
+	}
+
+	/**
+	 * Takes new acquisitions again after {@link #stopAcquiring()}, for an application context
+	 * that is started again after a stop. Has no effect once {@link #close() closed}.
+	 */
+	public void resumeAcquiring() {
+		this.draining = false;
 	}
 
 	/**

@@ -3,6 +3,7 @@ package dev.holdfast.memory;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -14,6 +15,7 @@ import java.util.function.Consumer;
 
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AsyncLockBackend;
+import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
@@ -34,7 +36,7 @@ import dev.holdfast.spi.ReleaseEvents;
  * Memory is bounded by the locks held: released locks are removed at once, and expired ones
  * are swept every 1,024 acquisitions.
  */
-public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, LeaseRenewal, ReleaseEvents {
+public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, LeaseRenewal, ReleaseEvents, BackendHealth {
 
 	private static final int SWEEP_EVERY = 1024;
 
@@ -114,6 +116,14 @@ public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, Lease
 	public AutoCloseable subscribe(Consumer<String> listener) {
 		this.listeners.add(listener);
 		return () -> this.listeners.remove(listener);
+	}
+
+	/**
+	 * Always up: memory is always reachable. Details: how many locks are in memory.
+	 */
+	@Override
+	public Check checkHealth() {
+		return Check.up(Map.of("locks", this.locks.size()));
 	}
 
 	/** How many locks are in memory, live or expired and not yet swept. */

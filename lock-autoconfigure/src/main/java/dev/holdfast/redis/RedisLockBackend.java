@@ -33,6 +33,7 @@ import org.springframework.util.Assert;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
@@ -78,7 +79,7 @@ import dev.holdfast.spi.ReleaseEvents;
  * A failover to a replica that had not received the latest writes can lose a lock or a
  * counter; Redis replication is asynchronous. Use the Redlock backend where that matters.
  */
-public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvents, AutoCloseable {
+public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, AutoCloseable {
 
 	/** The channel on which releases are published unless another one is configured. */
 	public static final String DEFAULT_CHANNEL = "holdfast:released";
@@ -394,6 +395,32 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		}
 		finally {
 			this.lifecycleLock.unlock();
+		}
+	}
+
+	/**
+	 * Sends {@code PING} through the connection factory (on Redis Cluster, to every master),
+	 * bounded by the factory's command timeout. Details: whether Redis runs as a cluster, and the
+	 * release channel.
+	 * @throws LockBackendException if Redis cannot be reached
+	 */
+	@Override
+	public Check checkHealth() {
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			String reply = connection.ping();
+			Map<String, Object> details = new LinkedHashMap<>();
+			details.put("cluster", connection instanceof RedisClusterConnection);
+			details.put("channel", this.channel);
+			if ("PONG".equalsIgnoreCase(reply)) {
+				return Check.up(details);
+			}
+			details.put("ping", String.valueOf(reply));
+			return Check.down(details);
+		}
+		catch (RuntimeException ex) {
+			Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
+			throw new LockBackendException(
+					"Redis PING failed: " + cause.getClass().getSimpleName() + ": " + cause.getMessage(), ex);
 		}
 	}
 

@@ -48,6 +48,7 @@ import org.redisson.config.EqualJitterDelay;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
@@ -124,7 +125,7 @@ import dev.holdfast.spi.ReleaseEvents;
  * {@code {fence}}; keys built by Holdfast's engine never contain {@code {}, so the counter cannot
  * meet another lock's key.
  */
-public final class RedlockLockBackend implements LockBackend, LeaseRenewal, ReleaseEvents, AutoCloseable {
+public final class RedlockLockBackend implements LockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(RedlockLockBackend.class);
 
@@ -510,6 +511,20 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 	/** Whether at least a quorum of nodes answers a ping within the node timeout. */
 	public boolean hasQuorum() {
 		return reachableNodes() >= this.quorum;
+	}
+
+	/**
+	 * Pings every node in parallel, each bounded by the node timeout: up when at least a quorum
+	 * answers. Details: configured nodes, reachable nodes and the quorum.
+	 */
+	@Override
+	public Check checkHealth() {
+		int reachable = reachableNodes();
+		Map<String, Object> details = new LinkedHashMap<>();
+		details.put("nodes", this.nodes.size());
+		details.put("reachable", reachable);
+		details.put("quorum", this.quorum);
+		return (reachable >= this.quorum) ? Check.up(details) : Check.down(details);
 	}
 
 	/**

@@ -101,6 +101,16 @@ public abstract class LockBackendContractTests {
 		return "contract-" + UUID.randomUUID();
 	}
 
+	/**
+	 * How long a test waits for a lock that should be free. One attempt is not enough for every
+	 * backend: a Redlock attempt can miss its quorum on a loaded machine and is retried.
+	 */
+	protected static final Duration FREE_LOCK_WAIT = Duration.ofSeconds(5);
+
+	private static LockOptions free() {
+		return waitFor(FREE_LOCK_WAIT);
+	}
+
 	private static LockOptions waitFor(Duration wait) {
 		return LockOptions.defaults().waitTime(wait);
 	}
@@ -154,12 +164,12 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate first = newTemplate();
 		DefaultLockTemplate second = newTemplate();
 		String name = uniqueName();
-		try (Lease a = first.acquire(name, "a", waitFor(Duration.ZERO))) {
+		try (Lease a = first.acquire(name, "a", free())) {
 			assertThat(second.tryAcquire(name, "a", waitFor(Duration.ZERO))).isEmpty();
-			try (Lease b = second.acquire(name, "b", waitFor(Duration.ZERO))) {
+			try (Lease b = second.acquire(name, "b", free())) {
 				assertThat(b.key()).isNotEqualTo(a.key());
 			}
-			try (Lease other = second.acquire(name + "-other", null, waitFor(Duration.ZERO))) {
+			try (Lease other = second.acquire(name + "-other", null, free())) {
 				assertThat(other.isValid()).isTrue();
 			}
 		}
@@ -170,18 +180,18 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate first = newTemplate();
 		DefaultLockTemplate second = newTemplate();
 		String name = uniqueName();
-		try (Lease colon = first.acquire(name, "a:b", waitFor(Duration.ZERO));
-				Lease braces = first.acquire(name, "{x} \u00e9\u20ac\n", waitFor(Duration.ZERO))) {
-			assertThat(second.tryAcquire(name + ":a", "b", waitFor(Duration.ZERO))).isPresent()
+		try (Lease colon = first.acquire(name, "a:b", free());
+				Lease braces = first.acquire(name, "{x} \u00e9\u20ac\n", free())) {
+			assertThat(second.tryAcquire(name + ":a", "b", free())).isPresent()
 				.get()
 				.satisfies(Lease::close);
 			assertThat(second.tryAcquire(name, "a:b", waitFor(Duration.ZERO))).isEmpty();
 			assertThat(second.tryAcquire(name, "{x} \u00e9\u20ac\n", waitFor(Duration.ZERO))).isEmpty();
 			String longKey = "k".repeat(5000);
-			try (Lease hashed = second.acquire(name, longKey, waitFor(Duration.ZERO))) {
+			try (Lease hashed = second.acquire(name, longKey, free())) {
 				assertThat(hashed.key().length()).isLessThanOrEqualTo(settings().maxKeyLength());
 				assertThat(first.tryAcquire(name, longKey, waitFor(Duration.ZERO))).isEmpty();
-				assertThat(first.tryAcquire(name, longKey + "x", waitFor(Duration.ZERO))).isPresent()
+				assertThat(first.tryAcquire(name, longKey + "x", free())).isPresent()
 					.get()
 					.satisfies(Lease::close);
 			}
@@ -194,8 +204,8 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate second = newTemplate();
 		String name = uniqueName();
 		for (int i = 0; i < 10; i++) {
-			first.acquire(name, null, waitFor(Duration.ZERO)).close();
-			second.acquire(name, null, waitFor(Duration.ZERO)).close();
+			first.acquire(name, null, free()).close();
+			second.acquire(name, null, free()).close();
 		}
 	}
 
@@ -205,7 +215,7 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate second = newTemplate();
 		String name = uniqueName();
 		Lease expiring = first.acquire(name, null,
-				LockOptions.defaults().leaseTime(Duration.ofMillis(400)).renew(false).waitTime(Duration.ZERO));
+				LockOptions.defaults().leaseTime(Duration.ofMillis(400)).renew(false).waitTime(FREE_LOCK_WAIT));
 		assertThat(second.tryAcquire(name, null, waitFor(Duration.ZERO))).isEmpty();
 		long start = System.nanoTime();
 		try (Lease taker = second.acquire(name, null, waitFor(Duration.ofSeconds(5)))) {
@@ -251,12 +261,12 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate second = newTemplate();
 		String name = uniqueName();
 		try (Lease lease = first.acquire(name, null,
-				LockOptions.defaults().leaseTime(Duration.ofMillis(600)).waitTime(Duration.ZERO))) {
+				LockOptions.defaults().leaseTime(Duration.ofMillis(600)).waitTime(FREE_LOCK_WAIT))) {
 			Thread.sleep(1800);
 			assertThat(lease.isValid()).isTrue();
 			assertThat(second.tryAcquire(name, null, waitFor(Duration.ZERO))).isEmpty();
 		}
-		assertThat(second.tryAcquire(name, null, waitFor(Duration.ZERO))).isPresent().get().satisfies(Lease::close);
+		assertThat(second.tryAcquire(name, null, free())).isPresent().get().satisfies(Lease::close);
 	}
 
 	@Test
@@ -265,7 +275,7 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate second = newTemplate();
 		String name = uniqueName();
 		try (Lease lease = first.acquire(name, null,
-				LockOptions.defaults().leaseTime(Duration.ofMillis(500)).renew(false).waitTime(Duration.ZERO))) {
+				LockOptions.defaults().leaseTime(Duration.ofMillis(500)).renew(false).waitTime(FREE_LOCK_WAIT))) {
 			assertThat(lease.extend(Duration.ofSeconds(5))).isTrue();
 			Thread.sleep(800);
 			assertThat(lease.isValid()).isTrue();
@@ -281,7 +291,7 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate second = newTemplate();
 		String name = uniqueName();
 		Lease lease = first.acquire(name, null,
-				LockOptions.defaults().leaseTime(Duration.ofMillis(500)).waitTime(Duration.ZERO));
+				LockOptions.defaults().leaseTime(Duration.ofMillis(500)).waitTime(FREE_LOCK_WAIT));
 		flaky.failing.set(true);
 		try (Lease taker = second.acquire(name, null, waitFor(Duration.ofSeconds(5)))) {
 			assertThat(lease.isValid()).as("a lease past its validity is not valid").isFalse();
@@ -306,7 +316,7 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate first = newTemplate(settings().withPollInterval(poll));
 		DefaultLockTemplate second = newTemplate(settings().withPollInterval(poll));
 		String name = uniqueName();
-		Lease held = first.acquire(name, null, waitFor(Duration.ZERO));
+		Lease held = first.acquire(name, null, free());
 		AtomicReference<Long> acquiredAt = new AtomicReference<>();
 		CountDownLatch started = new CountDownLatch(1);
 		Thread waiter = newThread(() -> {
@@ -325,7 +335,7 @@ public abstract class LockBackendContractTests {
 		assertThat(acquiredAt.get()).isNotNull();
 		Duration wake = Duration.ofNanos(acquiredAt.get() - releasedAt);
 		assertThat(wake).as("wake-up after release, polling every %s", poll)
-			.isLessThan(notifying ? Duration.ofMillis(750) : poll.plusMillis(300));
+			.isLessThan(notifying ? Duration.ofMillis(1500) : poll.plusSeconds(1));
 	}
 
 	private boolean newBackendSupportsReleaseEvents() {
@@ -337,7 +347,7 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate first = newTemplate();
 		DefaultLockTemplate second = newTemplate();
 		String name = uniqueName();
-		try (Lease held = first.acquire(name, null, waitFor(Duration.ZERO))) {
+		try (Lease held = first.acquire(name, null, free())) {
 			long start = System.nanoTime();
 			Optional<Lease> lease = second.tryAcquire(name, null, waitFor(Duration.ofMillis(400)));
 			Duration waited = Duration.ofNanos(System.nanoTime() - start);
@@ -351,7 +361,7 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate first = newTemplate();
 		DefaultLockTemplate second = newTemplate();
 		String name = uniqueName();
-		Lease held = first.acquire(name, null, waitFor(Duration.ZERO));
+		Lease held = first.acquire(name, null, free());
 		AtomicReference<Throwable> failure = new AtomicReference<>();
 		AtomicBoolean flagKept = new AtomicBoolean();
 		CountDownLatch started = new CountDownLatch(1);
@@ -377,7 +387,7 @@ public abstract class LockBackendContractTests {
 		held.close();
 		assertThat(second.heldLeases()).isEmpty();
 		DefaultLockTemplate third = newTemplate();
-		assertThat(third.tryAcquire(name, null, waitFor(Duration.ZERO))).isPresent().get().satisfies(Lease::close);
+		assertThat(third.tryAcquire(name, null, free())).isPresent().get().satisfies(Lease::close);
 	}
 
 	@Test
@@ -388,15 +398,15 @@ public abstract class LockBackendContractTests {
 		long last = Long.MIN_VALUE;
 		for (int i = 0; i < 20; i++) {
 			DefaultLockTemplate template = (i % 2 == 0) ? first : second;
-			try (Lease lease = template.acquire(name, "k", waitFor(Duration.ZERO))) {
+			try (Lease lease = template.acquire(name, "k", free())) {
 				assertThat(lease.fencingToken()).isGreaterThan(last);
 				last = lease.fencingToken();
 			}
 		}
 		Lease expiring = first.acquire(name, "k",
-				LockOptions.defaults().leaseTime(Duration.ofMillis(200)).renew(false).waitTime(Duration.ZERO));
+				LockOptions.defaults().leaseTime(Duration.ofMillis(200)).renew(false).waitTime(FREE_LOCK_WAIT));
 		Thread.sleep(400);
-		try (Lease next = second.acquire(name, "k", waitFor(Duration.ZERO))) {
+		try (Lease next = second.acquire(name, "k", free())) {
 			assertThat(next.fencingToken()).isGreaterThan(expiring.fencingToken()).isGreaterThan(last);
 		}
 		expiring.close();
@@ -407,22 +417,22 @@ public abstract class LockBackendContractTests {
 		DefaultLockTemplate first = newTemplate();
 		DefaultLockTemplate second = newTemplate();
 		String name = uniqueName();
-		try (Lease outer = first.acquire(name, null, waitFor(Duration.ZERO))) {
-			try (Lease inner = first.acquire(name, null, waitFor(Duration.ZERO))) {
+		try (Lease outer = first.acquire(name, null, free())) {
+			try (Lease inner = first.acquire(name, null, free())) {
 				assertThat(inner.fencingToken()).isEqualTo(outer.fencingToken());
 			}
 			assertThat(outer.isValid()).isTrue();
 			assertThat(second.tryAcquire(name, null, waitFor(Duration.ZERO))).as("still held after the inner release")
 				.isEmpty();
 		}
-		assertThat(second.tryAcquire(name, null, waitFor(Duration.ZERO))).isPresent().get().satisfies(Lease::close);
+		assertThat(second.tryAcquire(name, null, free())).isPresent().get().satisfies(Lease::close);
 	}
 
 	@Test
 	void otherThreadOfTheSameProcessWaits() throws Exception {
 		DefaultLockTemplate template = newTemplate();
 		String name = uniqueName();
-		try (Lease held = template.acquire(name, null, waitFor(Duration.ZERO))) {
+		try (Lease held = template.acquire(name, null, free())) {
 			ExecutorService pool = newExecutor(1);
 			try {
 				assertThat(pool.submit(() -> template.tryAcquire(name, null, waitFor(Duration.ZERO))).get()).isEmpty();
@@ -441,7 +451,7 @@ public abstract class LockBackendContractTests {
 		List<Lease> leases = new ArrayList<>();
 		for (int i = 0; i < 200; i++) {
 			leases.add(template.acquire(name, i,
-					LockOptions.defaults().leaseTime(Duration.ofMillis(900)).waitTime(Duration.ZERO)));
+					LockOptions.defaults().leaseTime(Duration.ofMillis(900)).waitTime(FREE_LOCK_WAIT)));
 		}
 		Thread.sleep(2000);
 		for (int i = 0; i < 200; i += 37) {

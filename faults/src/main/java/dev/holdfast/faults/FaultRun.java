@@ -1,0 +1,289 @@
+package dev.holdfast.faults;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+/**
+ * One run: starts a resource Redis and the backend's Redis nodes, starts the clients as separate
+ * JVMs, lets them settle, injects a fault (bounded in time, healed by the fault itself), lets them
+ * run on, stops them, records the counters' final values and returns the {@link Checker}'s report.
+ * Every process is started here, stopped here through its handle, and also covered by the
+ * shutdown hook of {@link Processes}.
+ */
+public final class FaultRun {
+
+	/** What the controller does to the system while the clients run. */
+	@FunctionalInterface
+	public interface Fault {
+
+		void inject(Context context) throws Exception;
+
+	}
+
+	private final String name;
+
+	private String backend = "redis";
+
+	private int nodeCount = 1;
+
+	private boolean persistent;
+
+	private int clients = 3;
+
+	private long ttlMs = 1000;
+
+	private long workMs = 20;
+
+	private long settleMs = 1500;
+
+	private long afterMs = 2500;
+
+	private Fault fault = (context) -> {
+	};
+
+	private FaultRun(String name) {
+		this.name = name;
+	}
+
+	public static FaultRun named(String name) {
+		return new FaultRun(name);
+	}
+
+	public FaultRun redis(boolean persistent) {
+		this.backend = "redis";
+		this.nodeCount = 1;
+		this.persistent = persistent;
+		return this;
+	}
+
+	public FaultRun redlock(int nodes, boolean persistent) {
+		this.backend = "redlock";
+		this.nodeCount = nodes;
+		this.persistent = persistent;
+		return this;
+	}
+
+	public FaultRun clients(int clients) {
+		this.clients = clients;
+		return this;
+	}
+
+	public FaultRun ttlMs(long ttlMs) {
+		this.ttlMs = ttlMs;
+		return this;
+	}
+
+	/** How long a holder sleeps between reading and writing the counters. */
+	public FaultRun workMs(long workMs) {
+		this.workMs = workMs;
+		return this;
+	}
+
+	/** How long the clients run after the fault healed, before they are stopped. */
+	public FaultRun afterMs(long afterMs) {
+		this.afterMs = afterMs;
+		return this;
+	}
+
+	public FaultRun fault(Fault fault) {
+		this.fault = fault;
+		return this;
+	}
+
+	public long ttlMs() {
+		return this.ttlMs;
+	}
+
+	/** Runs the scenario with logs under {@code baseDir/<name>} and checks them. */
+	public Checker.Report run(Path baseDir) throws Exception {
+		Path dir = baseDir.resolve(this.name);
+		deleteRecursively(dir);
+		Files.createDirectories(dir);
+		List<RedisNode> nodes = new ArrayList<>();
+		List<Process> clientProcesses = new ArrayList<>();
+		try (PrintWriter controllerLog = new PrintWriter(
+				Files.newBufferedWriter(dir.resolve("controller.log"), StandardCharsets.UTF_8))) {
+			RedisNode resourceNode = RedisNode.start(dir.resolve("resource"), false);
+			nodes.add(resourceNode);
+			List<RedisNode> backendNodes = new ArrayList<>();
+			for (int i = 0; i < this.nodeCount; i++) {
+				backendNodes.add(RedisNode.start(dir.resolve("node" + i), this.persistent));
+			}
+			nodes.addAll(backendNodes);
+			String nodeUris = backendNodes.stream().map(RedisNode::uri).collect(Collectors.joining(","));
+			Path stopFile = dir.resolve("stop");
+			List<Path> clientLogs = new ArrayList<>();
+			for (int i = 0; i < this.clients; i++) {
+				Path log = dir.resolve("client" + i + ".log");
+				clientLogs.add(log);
+				clientProcesses.add(startClient(List.of("backend=" + this.backend, "nodes=" + nodeUris,
+						"resource=" + resourceNode.uri(), "lock=faults-" + this.name, "ttlMs=" + this.ttlMs,
+						"workMs=" + this.workMs, "durationMs=120000", "stopFile=" + stopFile, "log=" + log),
+						dir.resolve("client" + i + ".out")));
+			}
+			Context context = new Context(backendNodes, clientProcesses, clientLogs, controllerLog);
+			context.awaitAcquisitions(this.clients, Duration.ofSeconds(30));
+			RedisNode.sleep(this.settleMs);
+			this.fault.inject(context);
+			RedisNode.sleep(this.afterMs);
+			Files.createFile(stopFile);
+			for (Process client : clientProcesses) {
+				if (!client.waitFor(15, TimeUnit.SECONDS)) {
+					Signals.send(client.pid(), "CONT");
+					client.destroyForcibly();
+				}
+			}
+			try (Resource resource = Resource.connect(resourceNode.uri())) {
+				context.mark("FINAL plain " + resource.value(Resource.PLAIN));
+				context.mark("FINAL fenced " + resource.value(Resource.FENCED));
+			}
+		}
+		finally {
+			for (Process client : clientProcesses) {
+				if (client.isAlive()) {
+					Signals.send(client.pid(), "CONT");
+					client.destroyForcibly();
+				}
+			}
+			nodes.forEach(RedisNode::close);
+		}
+		return Checker.check(this.name, dir);
+	}
+
+	private static Process startClient(List<String> arguments, Path output) throws IOException {
+		List<String> command = new ArrayList<>(List.of(
+				Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx96m", "-XX:+UseSerialGC",
+				"-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", System.getProperty("java.class.path"),
+				FaultClient.class.getName()));
+		command.addAll(arguments);
+		Process process = new ProcessBuilder(command).redirectErrorStream(true)
+			.redirectOutput(output.toFile())
+			.start();
+		Processes.register(process);
+		return process;
+	}
+
+	private static void deleteRecursively(Path dir) throws IOException {
+		if (!Files.exists(dir)) {
+			return;
+		}
+		try (Stream<Path> paths = Files.walk(dir)) {
+			for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
+				Files.delete(path);
+			}
+		}
+	}
+
+	/** What a fault can act on: the backend's nodes, the client processes and the controller log. */
+	public static final class Context {
+
+		private final List<RedisNode> nodes;
+
+		private final List<Process> clients;
+
+		private final List<Path> clientLogs;
+
+		private final PrintWriter log;
+
+		Context(List<RedisNode> nodes, List<Process> clients, List<Path> clientLogs, PrintWriter log) {
+			this.nodes = nodes;
+			this.clients = clients;
+			this.clientLogs = clientLogs;
+			this.log = log;
+		}
+
+		/** Logs a controller event ({@code FAULT <what>}, {@code HEAL <what>}) on the shared clock. */
+		public void mark(String event) {
+			this.log.println(System.nanoTime() + " 0 " + event);
+			this.log.flush();
+		}
+
+		public List<RedisNode> nodes() {
+			return this.nodes;
+		}
+
+		/**
+		 * Stops with SIGSTOP a client that is inside its critical section (its last event is
+		 * {@code ACQ}) for {@code pause}, then resumes it.
+		 */
+		public void pauseHolder(Duration pause) throws IOException {
+			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+			while (System.nanoTime() < deadline) {
+				for (int i = 0; i < this.clients.size(); i++) {
+					if (!lastEvent(i).startsWith("ACQ")) {
+						continue;
+					}
+					long pid = this.clients.get(i).pid();
+					Signals.send(pid, "STOP");
+					if (lastEvent(i).startsWith("ACQ")) {
+						mark("FAULT pause-client " + pid);
+						RedisNode.sleep(pause.toMillis());
+						Signals.send(pid, "CONT");
+						mark("HEAL pause-client " + pid);
+						return;
+					}
+					Signals.send(pid, "CONT");
+				}
+				RedisNode.sleep(2);
+			}
+			throw new IllegalStateException("No client was seen holding the lock within 10s");
+		}
+
+		/** Waits (up to 10 s) until some client is inside its critical section (last event {@code ACQ}). */
+		public void awaitHolder() throws IOException {
+			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+			while (System.nanoTime() < deadline) {
+				for (int i = 0; i < this.clients.size(); i++) {
+					if (lastEvent(i).startsWith("ACQ")) {
+						return;
+					}
+				}
+				RedisNode.sleep(2);
+			}
+			throw new IllegalStateException("No client was seen holding the lock within 10s");
+		}
+
+		/** Waits until the clients together logged {@code count} acquisitions. */
+		void awaitAcquisitions(int count, Duration timeout) throws IOException {
+			long deadline = System.nanoTime() + timeout.toNanos();
+			while (System.nanoTime() < deadline) {
+				long acquisitions = 0;
+				for (Path log : this.clientLogs) {
+					if (Files.exists(log)) {
+						acquisitions += Files.readAllLines(log).stream().filter((l) -> l.contains(" ACQ ")).count();
+					}
+				}
+				if (acquisitions >= count) {
+					return;
+				}
+				RedisNode.sleep(50);
+			}
+			throw new IllegalStateException("Clients made fewer than " + count + " acquisitions within " + timeout);
+		}
+
+		private String lastEvent(int client) throws IOException {
+			Path log = this.clientLogs.get(client);
+			if (!Files.exists(log)) {
+				return "";
+			}
+			List<String> lines = Files.readAllLines(log);
+			if (lines.isEmpty()) {
+				return "";
+			}
+			String[] parts = lines.get(lines.size() - 1).split(" ", 3);
+			return (parts.length == 3) ? parts[2] : "";
+		}
+
+	}
+
+}

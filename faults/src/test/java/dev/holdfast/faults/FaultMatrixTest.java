@@ -1,0 +1,116 @@
+package dev.holdfast.faults;
+
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+
+import org.assertj.core.api.SoftAssertions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The whole fault matrix ({@code ./mvnw -B -Pfaults verify -pl faults -am}): backend × fault,
+ * three client JVMs each, one-second leases. The unsafe control run comes first and the matrix
+ * is invalid unless the checker catches its violations. Every run's row is printed and written to
+ * {@code target/faults/report.md}; the guarantees are asserted after all runs, so that a failure
+ * still leaves the whole table.
+ */
+@Tag("faults")
+class FaultMatrixTest {
+
+	private static final Duration FAULT = Duration.ofSeconds(3);
+
+	private final List<Checker.Report> reports = new ArrayList<>();
+
+	private final SoftAssertions softly = new SoftAssertions();
+
+	@Test
+	void faultMatrix() throws Exception {
+		Checker.Report control = run(FaultRun.named("control-redis-client-paused-no-fencing").redis(false)
+			.fault((context) -> context.pauseHolder(FAULT)), (report) -> {
+			});
+		assertThat(control.overlaps()).as("control run: overlapping holders must be detected").isPositive();
+		assertThat(control.plain().staleAccepted()).as("control run: stale writes accepted must be detected")
+			.isPositive();
+
+		run(FaultRun.named("redis-client-paused-fenced").redis(false).fault((context) -> context.pauseHolder(FAULT)),
+				this::fencingHolds);
+		run(FaultRun.named("redis-backend-paused").redis(false).fault((context) -> {
+			RedisNode node = context.nodes().get(0);
+			context.mark("FAULT pause-backend");
+			node.pause();
+			RedisNode.sleep(FAULT.toMillis());
+			node.resume();
+			context.mark("HEAL pause-backend");
+		}), this::mutualExclusionHolds);
+		run(FaultRun.named("redis-restart-persistent").redis(true).workMs(1500).fault(restart(0, 1, 200)),
+				this::mutualExclusionHolds);
+		run(FaultRun.named("redis-restart-volatile").redis(false).workMs(1500).fault(restart(0, 1, 200)),
+				this::fencingHolds);
+		run(FaultRun.named("redlock5-minority-down").redlock(5, false).fault(restart(0, 2, FAULT.toMillis())),
+				(report) -> {
+					mutualExclusionHolds(report);
+					this.softly.assertThat(report.longestGapMs())
+						.as(report.name() + ": locks stay available with a quorum")
+						.isLessThan(FAULT.toMillis());
+				});
+		run(FaultRun.named("redlock5-majority-down").redlock(5, false).fault(restart(0, 3, FAULT.toMillis())),
+				(report) -> {
+					mutualExclusionHolds(report);
+					this.softly.assertThat(report.longestGapMs())
+						.as(report.name() + ": no lock is granted without a quorum (fail closed)")
+						.isGreaterThanOrEqualTo(FAULT.toMillis() - 200);
+				});
+		run(FaultRun.named("redlock5-client-paused-fenced").redlock(5, false)
+			.fault((context) -> context.pauseHolder(FAULT)), this::fencingHolds);
+
+		String table = Checker.table(this.reports);
+		System.out.println(table);
+		Files.writeString(FaultSuite.reportDir().resolve("report.md"), table);
+		this.softly.assertAll();
+	}
+
+	/** Kills nodes {@code from .. from+count-1} while a client holds the lock, restarts them after {@code downMs}. */
+	private static FaultRun.Fault restart(int from, int count, long downMs) {
+		return (context) -> {
+			context.awaitHolder();
+			List<RedisNode> nodes = context.nodes().subList(from, from + count);
+			context.mark("FAULT kill " + count + " node(s)");
+			nodes.forEach(RedisNode::kill);
+			RedisNode.sleep(downMs);
+			for (RedisNode node : nodes) {
+				node.start();
+			}
+			context.mark("HEAL restart " + count + " node(s)");
+		};
+	}
+
+	private Checker.Report run(FaultRun run, Consumer<Checker.Report> expectations) throws Exception {
+		Checker.Report report = run.run(FaultSuite.reportDir());
+		this.reports.add(report);
+		System.out.println(Checker.table(List.of(report)));
+		expectations.accept(report);
+		return report;
+	}
+
+	/** No two holders at once, tokens only grow, no update lost even on the unguarded counter. */
+	private void mutualExclusionHolds(Checker.Report report) {
+		this.softly.assertThat(report.overlaps()).as(report.name() + ": overlapping holders").isZero();
+		this.softly.assertThat(report.plain().lostUpdates()).as(report.name() + ": lost updates").isZero();
+		this.softly.assertThat(report.plain().staleAccepted()).as(report.name() + ": stale writes").isZero();
+		fencingHolds(report);
+	}
+
+	/** Tokens only grow, and the guarded counter accepts no stale write and loses no update. */
+	private void fencingHolds(Checker.Report report) {
+		this.softly.assertThat(report.tokenRegressions()).as(report.name() + ": token regressions").isZero();
+		this.softly.assertThat(report.fenced().staleAccepted()).as(report.name() + ": fenced stale accepted")
+			.isZero();
+		this.softly.assertThat(report.fenced().lostUpdates()).as(report.name() + ": fenced lost updates").isZero();
+	}
+
+}

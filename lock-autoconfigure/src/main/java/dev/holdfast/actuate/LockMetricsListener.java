@@ -1,0 +1,107 @@
+package dev.holdfast.actuate;
+
+import java.time.Duration;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+
+import dev.holdfast.core.LockListener;
+
+/**
+ * Records what a {@link dev.holdfast.core.DefaultLockTemplate} does as Micrometer meters. Every
+ * meter is tagged with the lock {@code name} (never the evaluated key, whose values are
+ * unbounded) and the {@code backend}:
+ * <ul>
+ * <li>{@value #ACQUIRE} (timer): time to acquire or give up, tagged {@code outcome} =
+ * {@code acquired}, {@code not_acquired} or {@code failed};</li>
+ * <li>{@value #HELD} (timer): how long leases were held, recorded at release;</li>
+ * <li>{@value #LOST} (counter): leases lost because they could not be renewed;</li>
+ * <li>{@value #SKIPPED} (counter): scheduled ticks skipped because another instance ran
+ * them.</li>
+ * </ul>
+ */
+public class LockMetricsListener implements LockListener {
+
+	/** Timer of acquisitions. */
+	public static final String ACQUIRE = "holdfast.lock.acquire";
+
+	/** Timer of lease hold times. */
+	public static final String HELD = "holdfast.lock.held";
+
+	/** Counter of lost leases. */
+	public static final String LOST = "holdfast.lock.lost";
+
+	/** Counter of skipped scheduled ticks. */
+	public static final String SKIPPED = "holdfast.scheduled.skipped";
+
+	private final MeterRegistry registry;
+
+	/**
+	 * Records into {@code registry}.
+	 */
+	public LockMetricsListener(MeterRegistry registry) {
+		this.registry = registry;
+	}
+
+	@Override
+	public void acquired(String name, String backend, Duration waited) {
+		acquisition(name, backend, "acquired", waited);
+	}
+
+	@Override
+	public void notAcquired(String name, String backend, Duration waited) {
+		acquisition(name, backend, "not_acquired", waited);
+	}
+
+	@Override
+	public void failed(String name, String backend, Duration waited, RuntimeException ex) {
+		acquisition(name, backend, "failed", waited);
+	}
+
+	@Override
+	public void released(String name, String backend, Duration held) {
+		Timer.builder(HELD)
+			.description("How long Holdfast leases were held, recorded at release")
+			.tag("name", name)
+			.tag("backend", backend)
+			.register(this.registry)
+			.record(held);
+	}
+
+	@Override
+	public void leaseLost(String name, String backend) {
+		Counter.builder(LOST)
+			.description("Holdfast leases lost because they could not be renewed")
+			.tag("name", name)
+			.tag("backend", backend)
+			.register(this.registry)
+			.increment();
+	}
+
+	/**
+	 * Counts a scheduled tick that did not run here because another instance held its lock.
+	 * @param name the job name
+	 * @param backend the backend name
+	 */
+	@Override
+	public void tickSkipped(String name, String backend) {
+		Counter.builder(SKIPPED)
+			.description("Scheduled ticks skipped because another instance ran them")
+			.tag("name", name)
+			.tag("backend", backend)
+			.register(this.registry)
+			.increment();
+	}
+
+	private void acquisition(String name, String backend, String outcome, Duration waited) {
+		Timer.builder(ACQUIRE)
+			.description("Time Holdfast took to acquire a lock or give up")
+			.tag("name", name)
+			.tag("backend", backend)
+			.tag("outcome", outcome)
+			.register(this.registry)
+			.record(waited);
+	}
+
+}

@@ -1,0 +1,94 @@
+package dev.holdfast.autoconfigure;
+
+import java.util.concurrent.TimeUnit;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
+import org.springframework.context.SmartLifecycle;
+
+import dev.holdfast.core.DefaultLockTemplate;
+
+/**
+ * Shuts the lock template down gracefully. When the application context stops, new
+ * acquisitions are refused, and the stop phase ends when every held lease has been released, or
+ * when Boot's {@code spring.lifecycle.timeout-per-shutdown-phase} runs out. The template's
+ * {@code close()}, called when the context destroys it afterwards, stops renewals and releases
+ * what is still held, with owner checks.
+ * <p>
+ * A context started again after a stop takes new locks again.
+ * <p>
+ * The phase is after Boot's graceful web shutdown (which lets in-flight requests finish, taking
+ * locks as they need) and after schedulers stop (same default phase as other lifecycle beans),
+ * and before the web server stops.
+ */
+final class GracefulLockShutdown implements SmartLifecycle {
+
+	/** Between the graceful web shutdown (DEFAULT_PHASE - 1024) and the web server stop (- 2048). */
+	static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 1536;
+
+	private static final Log logger = LogFactory.getLog(GracefulLockShutdown.class);
+
+	private static final long POLL_MILLIS = 10;
+
+	private final DefaultLockTemplate template;
+
+	private volatile boolean running;
+
+	GracefulLockShutdown(DefaultLockTemplate template) {
+		this.template = template;
+	}
+
+	@Override
+	public void start() {
+		this.template.resumeAcquiring();
+		this.running = true;
+	}
+
+	@Override
+	public void stop() {
+		this.running = false;
+		this.template.stopAcquiring();
+	}
+
+	@Override
+	public void stop(Runnable callback) {
+		stop();
+		int held = this.template.heldLeases().size();
+		if (held == 0) {
+			callback.run();
+			return;
+		}
+		logger.info("Holdfast refuses new locks and waits for " + held + " held lock(s) to be released");
+		Thread waiter = new Thread(() -> awaitReleased(callback), "holdfast-shutdown");
+		waiter.setDaemon(true);
+		waiter.start();
+	}
+
+	private void awaitReleased(Runnable callback) {
+		try {
+			// Polls: a one-off wait at shutdown, no reason to add release hooks to the engine.
+			while (!this.template.heldLeases().isEmpty()) {
+				TimeUnit.MILLISECONDS.sleep(POLL_MILLIS);
+			}
+			logger.info("Holdfast: all locks were released");
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		finally {
+			callback.run();
+		}
+	}
+
+	@Override
+	public boolean isRunning() {
+		return this.running;
+	}
+
+	@Override
+	public int getPhase() {
+		return PHASE;
+	}
+
+}

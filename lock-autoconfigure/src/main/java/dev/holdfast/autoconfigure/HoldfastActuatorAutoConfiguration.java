@@ -1,0 +1,74 @@
+package dev.holdfast.autoconfigure;
+
+import io.micrometer.core.instrument.MeterRegistry;
+
+import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+import dev.holdfast.actuate.LockBackendHealthIndicator;
+import dev.holdfast.actuate.LockMetricsListener;
+import dev.holdfast.actuate.LocksEndpoint;
+import dev.holdfast.core.DefaultLockTemplate;
+
+/**
+ * Operations support for Holdfast, each part active when its library is present: Micrometer
+ * meters (with a {@link MeterRegistry} bean), the {@code locks} endpoint (Actuator, exposed by
+ * Boot's rules) and the {@code holdfast} health indicator (spring-boot-health,
+ * {@code management.health.holdfast.enabled}).
+ */
+@AutoConfiguration(after = HoldfastAutoConfiguration.class,
+		afterName = { "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
+				"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration" })
+public final class HoldfastActuatorAutoConfiguration {
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(MeterRegistry.class)
+	@ConditionalOnBean(MeterRegistry.class)
+	static class MetricsConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		LockMetricsListener holdfastLockMetricsListener(MeterRegistry meterRegistry) {
+			return new LockMetricsListener(meterRegistry);
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(Endpoint.class)
+	@ConditionalOnSingleCandidate(DefaultLockTemplate.class)
+	static class EndpointConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		@ConditionalOnAvailableEndpoint
+		LocksEndpoint holdfastLocksEndpoint(DefaultLockTemplate template) {
+			return new LocksEndpoint(template);
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(HealthIndicator.class)
+	@ConditionalOnSingleCandidate(DefaultLockTemplate.class)
+	@ConditionalOnEnabledHealthIndicator("holdfast")
+	static class HealthConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean(name = "holdfastHealthIndicator")
+		LockBackendHealthIndicator holdfastHealthIndicator(DefaultLockTemplate template) {
+			return new LockBackendHealthIndicator(template);
+		}
+
+	}
+
+}

@@ -1,0 +1,52 @@
+package dev.holdfast.autoconfigure;
+
+import java.time.Duration;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.jdbc.init.DatabaseInitializationProperties;
+
+import dev.holdfast.jdbc.JdbcLockBackend;
+
+/**
+ * Configuration of Holdfast's JDBC backend. Schema initialization works as Spring Boot's own
+ * JDBC schemas do: {@code holdfast.jdbc.initialize-schema} = {@code embedded} (default),
+ * {@code always} or {@code never}.
+ */
+@ConfigurationProperties("holdfast.jdbc")
+public class HoldfastJdbcProperties extends DatabaseInitializationProperties {
+
+	/**
+	 * Name of the lock table: letters, digits and underscores, optionally qualified by a schema
+	 * name. The shipped schema scripts create 'holdfast_lock'; with another name, point
+	 * holdfast.jdbc.schema at a script of your own.
+	 */
+	private String tableName = "holdfast_lock";
+
+	/**
+	 * Longest time one lock statement may wait for the database's answer before the call fails
+	 * and its connection is given up.
+	 */
+	private Duration queryTimeout = Duration.ofSeconds(5);
+
+	public String getTableName() {
+		return this.tableName;
+	}
+
+	public void setTableName(String tableName) {
+		this.tableName = tableName;
+	}
+
+	public Duration getQueryTimeout() {
+		return this.queryTimeout;
+	}
+
+	public void setQueryTimeout(Duration queryTimeout) {
+		this.queryTimeout = queryTimeout;
+	}
+
+	@Override
+	public String getDefaultSchemaLocation() {
+		return JdbcLockBackend.SCHEMA_LOCATION;
+	}
+
+}

@@ -1,0 +1,93 @@
+package dev.holdfast.autoconfigure;
+
+import java.time.Duration;
+
+import javax.sql.DataSource;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.jdbc.init.DatabaseInitializationProperties;
+import org.springframework.boot.sql.autoconfigure.init.OnDatabaseInitializationCondition;
+import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
+import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.jdbc.core.JdbcOperations;
+
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.jdbc.HoldfastDataSource;
+import dev.holdfast.jdbc.JdbcLockBackend;
+import dev.holdfast.spi.LockBackend;
+
+/**
+ * The JDBC backend on the application's {@link DataSource}, or on the one marked
+ * {@link HoldfastDataSource @HoldfastDataSource}. The lock table is created as
+ * {@code holdfast.jdbc.initialize-schema} says and checked at startup.
+ */
+@Configuration(proxyBeanMethods = false)
+@ConditionalOnClass({ JdbcOperations.class, DatabaseInitializationProperties.class })
+@ConditionalOnBackend(BackendType.JDBC)
+@ConditionalOnMissingBean(LockBackend.class)
+@EnableConfigurationProperties(HoldfastJdbcProperties.class)
+@Import(DatabaseInitializationDependencyConfigurer.class)
+class JdbcBackendConfiguration {
+
+	@Bean
+	@DependsOnDatabaseInitialization
+	JdbcLockBackend holdfastLockBackend(@HoldfastDataSource ObjectProvider<DataSource> holdfastDataSource,
+			ObjectProvider<DataSource> dataSource, HoldfastJdbcProperties properties) {
+		Duration queryTimeout = properties.getQueryTimeout();
+		if (queryTimeout == null || queryTimeout.isNegative() || queryTimeout.isZero()) {
+			throw new LockConfigurationException(
+					"holdfast.jdbc.query-timeout is " + queryTimeout + ": lock statements need a positive timeout.",
+					"Set holdfast.jdbc.query-timeout to a positive duration such as 5s, or remove it.");
+		}
+		JdbcLockBackend backend = new JdbcLockBackend(lockDataSource(holdfastDataSource, dataSource),
+				properties.getTableName(), queryTimeout);
+		backend.checkTable();
+		return backend;
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	@Conditional(OnHoldfastJdbcInitializationCondition.class)
+	HoldfastJdbcDataSourceScriptDatabaseInitializer holdfastJdbcDataSourceScriptDatabaseInitializer(
+			@HoldfastDataSource ObjectProvider<DataSource> holdfastDataSource, ObjectProvider<DataSource> dataSource,
+			HoldfastJdbcProperties properties) {
+		return new HoldfastJdbcDataSourceScriptDatabaseInitializer(lockDataSource(holdfastDataSource, dataSource),
+				properties);
+	}
+
+	private static DataSource lockDataSource(ObjectProvider<DataSource> holdfastDataSource,
+			ObjectProvider<DataSource> dataSource) {
+		DataSource qualified = holdfastDataSource.getIfAvailable();
+		if (qualified != null) {
+			return qualified;
+		}
+		DataSource unique = dataSource.getIfUnique();
+		if (unique != null) {
+			return unique;
+		}
+		if (dataSource.stream().findAny().isPresent()) {
+			throw new LockConfigurationException(
+					"Holdfast's JDBC backend found several DataSource beans and cannot tell which holds the locks.",
+					"Mark one DataSource @Primary, or mark the one for locks @HoldfastDataSource.");
+		}
+		throw new LockConfigurationException("holdfast.backend=jdbc is set, but there is no DataSource bean.",
+				"Configure a DataSource (for example spring.datasource.url), or choose another holdfast.backend "
+						+ "(redis, redlock, memory).");
+	}
+
+	static class OnHoldfastJdbcInitializationCondition extends OnDatabaseInitializationCondition {
+
+		OnHoldfastJdbcInitializationCondition() {
+			super("Holdfast JDBC", "holdfast.jdbc.initialize-schema");
+		}
+
+	}
+
+}

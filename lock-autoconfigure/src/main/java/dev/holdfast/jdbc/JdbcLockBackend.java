@@ -1,0 +1,334 @@
+package dev.holdfast.jdbc;
+
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+import javax.sql.DataSource;
+
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
+import org.springframework.util.Assert;
+
+import dev.holdfast.LockBackendException;
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.BackendHealth;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.LeaseRenewal;
+import dev.holdfast.spi.LockBackend;
+
+/**
+ * Locks in one table of a relational database, one row per held lock.
+ * <ul>
+ * <li><b>Not reentrant</b>: a second acquisition of a held key fails whoever asks; the engine
+ * above handles reentrancy.</li>
+ * <li><b>Clock</b>: the database's clock alone decides expiry. Every expiry is computed and
+ * compared inside SQL from the database's current time, as microseconds since the Unix epoch,
+ * so the time zones and clocks of the JVMs do not matter; the JVM sends durations only.</li>
+ * <li><b>Statements</b>: acquisition is one statement that takes the row only if it is absent or
+ * expired (PostgreSQL and H2; MySQL and MariaDB add a second autocommit statement that reads
+ * the fencing token, because neither returns the row of an upsert). Release is one
+ * owner-checked {@code DELETE}. Renewal updates all due leases, owner-checked, in one statement
+ * on PostgreSQL and in one {@code UPDATE} plus one {@code SELECT} elsewhere.</li>
+ * <li><b>Transactions</b>: every statement runs on a connection taken from the pool for it, in
+ * autocommit mode, so it is its own short transaction and never joins a transaction of the
+ * caller: a {@code @Transactional} caller does not keep lock rows locked until it commits. Each
+ * operation needs one extra pooled connection for the duration of a statement.</li>
+ * <li><b>Waiting</b>: this backend has no release notifications; the engine polls with
+ * jittered, bounded back-off, and this backend reports the holder's remaining time so that
+ * polling never sleeps past a lease's expiry.</li>
+ * <li><b>Fencing tokens</b>: a new row gets the database clock in microseconds; a row taken over
+ * after expiry gets {@code GREATEST(previous + 1, clock)}. Per lock, tokens therefore increase
+ * strictly while the row exists, and across deleted rows (every release deletes its row, and
+ * operators may delete rows) because a later acquisition reads a later clock value. This rests
+ * on two assumptions: the database clock does not step backwards (it may be slewed, as NTP
+ * does), and one acquisition does not issue more than one token per microsecond. Between
+ * reading its clock and inserting its row, a statement must not stall for longer than it takes
+ * another client to acquire and release the same key, a window of microseconds.</li>
+ * <li><b>Failures</b>: a database that cannot be reached, stops answering for longer than the
+ * configured timeout (a network timeout on the connection), or reports an error makes the call
+ * throw {@link LockBackendException}; a failed call may or may not have taken effect. Nothing is
+ * retried here and nothing is cached, so the backend works again as soon as the database does.
+ * Waiting for a pooled connection is bounded by the pool's own timeout.</li>
+ * </ul>
+ * The table is {@code holdfast_lock} unless configured; its schema per database ships in this
+ * jar as {@code dev/holdfast/jdbc/schema-<platform>.sql}.
+ */
+public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth {
+
+	/** The table used unless another is configured. */
+	public static final String DEFAULT_TABLE_NAME = "holdfast_lock";
+
+	/** Where the schema scripts are, with Spring Boot's {@code @@platform@@} placeholder. */
+	public static final String SCHEMA_LOCATION = "classpath:dev/holdfast/jdbc/schema-@@platform@@.sql";
+
+	private static final Pattern TABLE_NAME = Pattern
+		.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
+
+	private static final int MAX_HOLDER_LENGTH = 255;
+
+	/**
+	 * How much later than the network timeout the statement timeout fires: it is the bound only
+	 * with drivers that have no network timeout. Firing first, it would make some drivers (the
+	 * PostgreSQL one) wait for a cancel request that a silent server never answers.
+	 */
+	private static final int STATEMENT_TIMEOUT_MARGIN_SECONDS = 2;
+
+	private final DataSource dataSource;
+
+	private final String tableName;
+
+	private final int timeoutMillis;
+
+	private final int queryTimeoutSeconds;
+
+	private final String process;
+
+	private volatile @Nullable JdbcLockDialect dialect;
+
+	/**
+	 * A backend on {@code dataSource} with the default table and a query timeout of 5 seconds.
+	 */
+	public JdbcLockBackend(DataSource dataSource) {
+		this(dataSource, DEFAULT_TABLE_NAME, Duration.ofSeconds(5));
+	}
+
+	/**
+	 * A backend on {@code dataSource}.
+	 * @param dataSource where the lock table is; connections are taken from it for each
+	 * statement, never from a transaction of the caller
+	 * @param tableName the lock table, an SQL identifier optionally qualified by a schema
+	 * @param queryTimeout the longest a statement may wait for the database's answer (at most an
+	 * hour); the connection is then given up and the call fails. With a driver that has no
+	 * network timeout, a statement timeout two seconds longer applies instead
+	 * @throws LockConfigurationException if {@code tableName} is not a plain SQL identifier
+	 */
+	public JdbcLockBackend(DataSource dataSource, String tableName, Duration queryTimeout) {
+		Assert.notNull(dataSource, "'dataSource' must not be null");
+		Assert.isTrue(!queryTimeout.isNegative() && !queryTimeout.isZero(), "'queryTimeout' must be positive");
+		this.dataSource = (dataSource instanceof TransactionAwareDataSourceProxy proxy
+				&& proxy.getTargetDataSource() != null) ? proxy.getTargetDataSource() : dataSource;
+		this.tableName = validateTableName(tableName);
+		this.timeoutMillis = (int) Math.min(3_600_000, Math.max(1, queryTimeout.toMillis()));
+		this.queryTimeoutSeconds = (this.timeoutMillis + 999) / 1000 + STATEMENT_TIMEOUT_MARGIN_SECONDS;
+		this.process = describeProcess();
+	}
+
+	/**
+	 * Returns {@code tableName} if it is a valid lock table name: letters, digits and
+	 * underscores, not starting with a digit, at most 63 characters, optionally preceded by a
+	 * schema name of the same form and a dot.
+	 * @throws LockConfigurationException naming the value and the property to change otherwise
+	 */
+	public static String validateTableName(@Nullable String tableName) {
+		if (tableName == null || !TABLE_NAME.matcher(tableName).matches()) {
+			throw new LockConfigurationException(
+					"The lock table name '" + tableName + "' (holdfast.jdbc.table-name) is not a plain SQL identifier.",
+					"Set holdfast.jdbc.table-name to letters, digits and underscores, not starting with a digit,"
+							+ " at most 63 characters, optionally qualified by a schema (for example 'locks.holdfast_lock').");
+		}
+		return tableName;
+	}
+
+	@Override
+	public String name() {
+		return "jdbc";
+	}
+
+	/** The lock table this backend uses. */
+	public String getTableName() {
+		return this.tableName;
+	}
+
+	/**
+	 * Checks that the lock table exists with the expected columns.
+	 * @throws LockConfigurationException naming the schema script to run if it does not
+	 * @throws LockBackendException if the database cannot be reached
+	 */
+	public void checkTable() {
+		try (Connection connection = connection()) {
+			JdbcLockDialect dialect = dialect(connection);
+			try {
+				dialect.checkTable(connection);
+			}
+			catch (SQLException ex) {
+				String script = SCHEMA_LOCATION.replace("@@platform@@", dialect.platform());
+				throw new LockConfigurationException(
+						"The lock table '" + this.tableName + "' is missing or lacks Holdfast's columns in "
+								+ connection.getMetaData().getDatabaseProductName() + ": " + ex.getMessage(),
+						"Create it with the script " + script + " (shipped in lock-autoconfigure), or set"
+								+ " holdfast.jdbc.initialize-schema=always to let Holdfast create it at startup.");
+			}
+		}
+		catch (SQLException ex) {
+			throw failure("check the lock table '" + this.tableName + "'", ex);
+		}
+	}
+
+	/**
+	 * Runs the startup table check again (a {@code SELECT} of Holdfast's columns that matches no
+	 * row), bounded by the query timeout: up when the database answers and the lock table has
+	 * Holdfast's columns. Details: the database product and the table.
+	 * @throws LockBackendException if the database cannot be reached or the table is missing
+	 */
+	@Override
+	public Check checkHealth() {
+		try (Connection connection = connection()) {
+			dialect(connection).checkTable(connection);
+			Map<String, Object> details = new LinkedHashMap<>();
+			details.put("database", connection.getMetaData().getDatabaseProductName());
+			details.put("table", this.tableName);
+			return Check.up(details);
+		}
+		catch (SQLException ex) {
+			throw failure("check the lock table", ex);
+		}
+	}
+
+	/**
+	 * Takes the lock if its row is absent or expired on the database clock, in one statement.
+	 * When held, reports the holder's remaining time as measured by the database.
+	 */
+	@Override
+	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
+		return execute("acquire lock '" + key + "'",
+				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, holder()));
+	}
+
+	/** Deletes the lock's row if {@code owner} holds it, in one statement. */
+	@Override
+	public boolean release(String key, String owner) {
+		return execute("release lock '" + key + "'", (dialect, connection) -> dialect.release(connection, key, owner));
+	}
+
+	/**
+	 * Sets each lock's expiry to its TTL from now on the database clock, where its owner still
+	 * holds it and it has not expired. A lock that expired is not revived, even if nobody took it.
+	 */
+	@Override
+	public Set<String> renew(Collection<HeldLock> locks) {
+		if (locks.isEmpty()) {
+			return Set.of();
+		}
+		return execute("renew " + locks.size() + " lock(s)", (dialect, connection) -> dialect.renew(connection, locks));
+	}
+
+	/**
+	 * Runs {@code work} on a connection of its own in autocommit mode, with a network timeout so
+	 * that a database that stops answering (paused, partitioned) fails the call instead of
+	 * hanging it.
+	 */
+	private <T> T execute(String action, SqlWork<T> work) {
+		try (Connection connection = connection()) {
+			boolean autoCommit = connection.getAutoCommit();
+			int networkTimeout = networkTimeout(connection, this.timeoutMillis);
+			try {
+				if (!autoCommit) {
+					connection.setAutoCommit(true);
+				}
+				return work.run(dialect(connection), connection);
+			}
+			finally {
+				if (!connection.isClosed()) {
+					if (!autoCommit) {
+						connection.setAutoCommit(false);
+					}
+					if (networkTimeout >= 0) {
+						networkTimeout(connection, networkTimeout);
+					}
+				}
+			}
+		}
+		catch (SQLException ex) {
+			throw failure(action, ex);
+		}
+	}
+
+	/** Sets the network timeout where the driver supports it; returns the previous one, or -1. */
+	private static int networkTimeout(Connection connection, int millis) throws SQLException {
+		try {
+			int previous = connection.getNetworkTimeout();
+			if (previous != millis) {
+				connection.setNetworkTimeout(Runnable::run, millis);
+			}
+			return previous;
+		}
+		catch (SQLFeatureNotSupportedException | UnsupportedOperationException | AbstractMethodError ex) {
+			return -1;
+		}
+	}
+
+	@FunctionalInterface
+	private interface SqlWork<T> {
+
+		T run(JdbcLockDialect dialect, Connection connection) throws SQLException;
+
+	}
+
+	private Connection connection() throws SQLException {
+		// Straight from the DataSource, never DataSourceUtils: a transaction of the caller must
+		// not be joined.
+		return this.dataSource.getConnection();
+	}
+
+	/** Replaces the detected SQL dialect; for tests of the portable one. */
+	void useDialect(JdbcLockDialect dialect) {
+		this.dialect = dialect;
+	}
+
+	int queryTimeoutSeconds() {
+		return this.queryTimeoutSeconds;
+	}
+
+	private JdbcLockDialect dialect(Connection connection) throws SQLException {
+		JdbcLockDialect dialect = this.dialect;
+		if (dialect == null) {
+			// racing threads may both detect; they find the same answer
+			dialect = JdbcLockDialect.detect(connection, this.tableName, this.queryTimeoutSeconds);
+			this.dialect = dialect;
+		}
+		return dialect;
+	}
+
+	private String holder() {
+		String holder = this.process + " " + Thread.currentThread().getName();
+		return (holder.length() <= MAX_HOLDER_LENGTH) ? holder : holder.substring(0, MAX_HOLDER_LENGTH);
+	}
+
+	private LockBackendException failure(String action, SQLException ex) {
+		return new LockBackendException("JDBC lock backend could not " + action + " in table '" + this.tableName
+				+ "': " + ex.getMessage() + " (SQLState " + ex.getSQLState() + ")", ex);
+	}
+
+	private static String describeProcess() {
+		String host = System.getenv("HOSTNAME");
+		if (host == null || host.isBlank()) {
+			try {
+				host = InetAddress.getLocalHost().getHostName();
+			}
+			catch (Exception ex) {
+				host = "unknown-host";
+			}
+		}
+		long pid;
+		try {
+			pid = ProcessHandle.current().pid();
+		}
+		catch (UnsupportedOperationException ex) {
+			return ManagementFactory.getRuntimeMXBean().getName();
+		}
+		return "pid " + pid + "@" + host;
+	}
+
+}

@@ -1,0 +1,509 @@
+package dev.holdfast.jdbc;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.SQLIntegrityConstraintViolationException;
+import java.time.OffsetDateTime;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.HeldLock;
+
+/**
+ * The SQL of one database family. Every statement runs on a connection in autocommit mode, so
+ * each is its own transaction. All times are microseconds since the Unix epoch, computed by the
+ * database from its own clock; the JVM contributes durations only.
+ */
+abstract class JdbcLockDialect {
+
+	/** Most keys renewed by one statement; larger renewals are split. */
+	static final int RENEW_CHUNK = 500;
+
+	protected final String table;
+
+	protected final int queryTimeoutSeconds;
+
+	JdbcLockDialect(String table, int queryTimeoutSeconds) {
+		this.table = table;
+		this.queryTimeoutSeconds = queryTimeoutSeconds;
+	}
+
+	/** The {@code @@platform@@} value of the schema script for this database. */
+	abstract String platform();
+
+	abstract AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
+			throws SQLException;
+
+	abstract Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException;
+
+	boolean release(Connection connection, String key, String owner) throws SQLException {
+		try (PreparedStatement ps = prepare(connection,
+				"DELETE FROM " + this.table + " WHERE lock_key = ? AND owner_token = ?")) {
+			ps.setString(1, key);
+			ps.setString(2, owner);
+			return ps.executeUpdate() > 0;
+		}
+	}
+
+	void checkTable(Connection connection) throws SQLException {
+		try (PreparedStatement ps = prepare(connection, "SELECT lock_key, owner_token, fence, expires_at, acquired_at, holder FROM "
+				+ this.table + " WHERE 1 = 0")) {
+			ps.executeQuery().close();
+		}
+	}
+
+	protected PreparedStatement prepare(Connection connection, String sql) throws SQLException {
+		PreparedStatement ps = connection.prepareStatement(sql);
+		ps.setQueryTimeout(this.queryTimeoutSeconds);
+		return ps;
+	}
+
+	static long remainingMillis(long remainingMicros) {
+		return Math.max(0, (remainingMicros + 999) / 1000);
+	}
+
+	/** Picks the dialect for the database behind {@code connection}. */
+	static JdbcLockDialect detect(Connection connection, String table, int queryTimeoutSeconds) throws SQLException {
+		String product = connection.getMetaData().getDatabaseProductName().toLowerCase(Locale.ROOT);
+		if (product.contains("postgresql")) {
+			return new PostgreSql(table, queryTimeoutSeconds);
+		}
+		if (product.contains("mariadb")) {
+			return new MySql(table, queryTimeoutSeconds, "mariadb");
+		}
+		if (product.contains("mysql")) {
+			return new MySql(table, queryTimeoutSeconds, "mysql");
+		}
+		if (product.equals("h2")) {
+			return new H2(table, queryTimeoutSeconds);
+		}
+		return new Generic(table, queryTimeoutSeconds, product);
+	}
+
+	/**
+	 * Groups locks by time to live, so that each group is renewed by one statement with one
+	 * expiry expression (callers use one or a few distinct TTLs), in chunks of at most
+	 * {@link #RENEW_CHUNK}.
+	 */
+	static List<List<HeldLock>> byTtl(Collection<HeldLock> locks) {
+		Map<Long, List<HeldLock>> groups = new LinkedHashMap<>();
+		for (HeldLock lock : locks) {
+			groups.computeIfAbsent(lock.ttl().toMillis(), (ttl) -> new ArrayList<>()).add(lock);
+		}
+		List<List<HeldLock>> chunks = new ArrayList<>();
+		for (List<HeldLock> group : groups.values()) {
+			for (int from = 0; from < group.size(); from += RENEW_CHUNK) {
+				chunks.add(group.subList(from, Math.min(group.size(), from + RENEW_CHUNK)));
+			}
+		}
+		return chunks;
+	}
+
+	/**
+	 * PostgreSQL: acquisition, fencing token and the holder's remaining time in one statement;
+	 * renewal of any number of locks in one statement over arrays.
+	 */
+	static final class PostgreSql extends JdbcLockDialect {
+
+		private static final String NOW = "(SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us)";
+
+		private final String acquireSql;
+
+		private final String renewSql;
+
+		PostgreSql(String table, int queryTimeoutSeconds) {
+			super(table, queryTimeoutSeconds);
+			// A CTE with a volatile function is evaluated once: one "now" for the whole statement.
+			// The final SELECT reads the snapshot taken before the INSERT, i.e. the holder's row
+			// when the lock was held.
+			this.acquireSql = "WITH n AS " + NOW + ", a AS (INSERT INTO " + table
+					+ " AS l (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
+					+ " SELECT ?, ?, n.us, n.us + ?, n.us, ? FROM n ON CONFLICT (lock_key) DO UPDATE SET"
+					+ " owner_token = EXCLUDED.owner_token, fence = GREATEST(l.fence + 1, EXCLUDED.fence),"
+					+ " expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at, holder = EXCLUDED.holder"
+					+ " WHERE l.expires_at <= EXCLUDED.acquired_at RETURNING l.fence)"
+					+ " SELECT (SELECT fence FROM a), (SELECT h.expires_at - n.us FROM " + table
+					+ " h WHERE h.lock_key = ?) FROM n";
+			this.renewSql = "WITH n AS " + NOW + " UPDATE " + table + " AS l SET expires_at = n.us + v.ttl"
+					+ " FROM n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
+					+ " WHERE l.lock_key = v.k AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
+		}
+
+		@Override
+		String platform() {
+			return "postgresql";
+		}
+
+		@Override
+		AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
+				throws SQLException {
+			try (PreparedStatement ps = prepare(connection, this.acquireSql)) {
+				ps.setString(1, key);
+				ps.setString(2, owner);
+				ps.setLong(3, ttlMicros);
+				ps.setString(4, holder);
+				ps.setString(5, key);
+				try (ResultSet rs = ps.executeQuery()) {
+					rs.next();
+					long fence = rs.getLong(1);
+					if (!rs.wasNull()) {
+						return AcquireResult.acquired(fence);
+					}
+					long remaining = rs.getLong(2);
+					return AcquireResult.held(rs.wasNull() ? -1 : remainingMillis(remaining));
+				}
+			}
+		}
+
+		@Override
+		Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
+			Set<String> renewed = new HashSet<>();
+			List<HeldLock> all = new ArrayList<>(locks);
+			for (int from = 0; from < all.size(); from += RENEW_CHUNK) {
+				List<HeldLock> chunk = all.subList(from, Math.min(all.size(), from + RENEW_CHUNK));
+				String[] keys = new String[chunk.size()];
+				String[] owners = new String[chunk.size()];
+				Long[] ttls = new Long[chunk.size()];
+				for (int i = 0; i < chunk.size(); i++) {
+					keys[i] = chunk.get(i).key();
+					owners[i] = chunk.get(i).owner();
+					ttls[i] = chunk.get(i).ttl().toMillis() * 1000;
+				}
+				Array keyArray = connection.createArrayOf("varchar", keys);
+				Array ownerArray = connection.createArrayOf("varchar", owners);
+				Array ttlArray = connection.createArrayOf("bigint", ttls);
+				try (PreparedStatement ps = prepare(connection, this.renewSql)) {
+					ps.setArray(1, keyArray);
+					ps.setArray(2, ownerArray);
+					ps.setArray(3, ttlArray);
+					try (ResultSet rs = ps.executeQuery()) {
+						while (rs.next()) {
+							renewed.add(rs.getString(1));
+						}
+					}
+				}
+				finally {
+					keyArray.free();
+					ownerArray.free();
+					ttlArray.free();
+				}
+			}
+			return renewed;
+		}
+
+	}
+
+	/**
+	 * MySQL and MariaDB: an {@code INSERT ... ON DUPLICATE KEY UPDATE} takes the row only if it
+	 * is absent or expired; neither database returns the row of an upsert, so a second
+	 * autocommit statement reads owner, fencing token and remaining time. Reading after the
+	 * upsert is sound: if the row names our owner token, the upsert made it ours and the token
+	 * is ours (owner tokens are unique per acquisition).
+	 */
+	static final class MySql extends JdbcLockDialect {
+
+		/** UTC_TIMESTAMP does not depend on the session time zone, and TIMESTAMPDIFF is arithmetic. */
+		private static final String NOW = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
+
+		private static final String TAKEN = "expires_at <= VALUES(acquired_at)";
+
+		private final String platform;
+
+		private final String acquireSql;
+
+		private final String readSql;
+
+		MySql(String table, int queryTimeoutSeconds, String platform) {
+			super(table, queryTimeoutSeconds);
+			this.platform = platform;
+			// Assignments run left to right and later ones see earlier results: expires_at,
+			// which the condition reads, is assigned last.
+			this.acquireSql = "INSERT INTO " + table + " (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
+					+ " VALUES (?, ?, " + NOW + ", " + NOW + " + ?, " + NOW + ", ?) ON DUPLICATE KEY UPDATE"
+					+ " fence = IF(" + TAKEN + ", GREATEST(fence + 1, VALUES(fence)), fence),"
+					+ " owner_token = IF(" + TAKEN + ", VALUES(owner_token), owner_token),"
+					+ " holder = IF(" + TAKEN + ", VALUES(holder), holder),"
+					+ " acquired_at = IF(" + TAKEN + ", VALUES(acquired_at), acquired_at),"
+					+ " expires_at = IF(" + TAKEN + ", VALUES(expires_at), expires_at)";
+			this.readSql = "SELECT owner_token, fence, expires_at - " + NOW + " FROM " + table + " WHERE lock_key = ?";
+		}
+
+		@Override
+		String platform() {
+			return this.platform;
+		}
+
+		@Override
+		AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
+				throws SQLException {
+			try (PreparedStatement ps = prepare(connection, this.acquireSql)) {
+				ps.setString(1, key);
+				ps.setString(2, owner);
+				ps.setLong(3, ttlMicros);
+				ps.setString(4, holder);
+				ps.executeUpdate();
+			}
+			return readOwner(connection, this.readSql, owner, key);
+		}
+
+		@Override
+		Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
+			return renewByList(connection, locks, NOW);
+		}
+
+	}
+
+	/**
+	 * H2: a standard {@code MERGE ... USING} takes the row only if absent or expired and returns
+	 * the fencing token through a {@code FINAL TABLE}; two racers on an absent key meet on the
+	 * primary key, and the loser sees the lock held.
+	 */
+	static final class H2 extends JdbcLockDialect {
+
+		private static final String NOW = "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000000 AS BIGINT)";
+
+		private final String acquireSql;
+
+		private final String remainingSql;
+
+		H2(String table, int queryTimeoutSeconds) {
+			super(table, queryTimeoutSeconds);
+			this.acquireSql = "SELECT fence FROM FINAL TABLE (MERGE INTO " + table + " l USING (SELECT"
+					+ " CAST(? AS VARCHAR(255)) k, CAST(? AS VARCHAR(255)) o, " + NOW + " us, CAST(? AS BIGINT) ttl,"
+					+ " CAST(? AS VARCHAR(255)) h) s ON l.lock_key = s.k"
+					+ " WHEN MATCHED AND l.expires_at <= s.us THEN UPDATE SET owner_token = s.o,"
+					+ " fence = GREATEST(l.fence + 1, s.us), expires_at = s.us + s.ttl, acquired_at = s.us, holder = s.h"
+					+ " WHEN NOT MATCHED THEN INSERT (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
+					+ " VALUES (s.k, s.o, s.us, s.us + s.ttl, s.us, s.h))";
+			this.remainingSql = "SELECT expires_at - " + NOW + " FROM " + table + " WHERE lock_key = ?";
+		}
+
+		@Override
+		String platform() {
+			return "h2";
+		}
+
+		@Override
+		AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
+				throws SQLException {
+			try (PreparedStatement ps = prepare(connection, this.acquireSql)) {
+				ps.setString(1, key);
+				ps.setString(2, owner);
+				ps.setLong(3, ttlMicros);
+				ps.setString(4, holder);
+				try (ResultSet rs = ps.executeQuery()) {
+					if (rs.next()) {
+						return AcquireResult.acquired(rs.getLong(1));
+					}
+				}
+			}
+			catch (SQLException ex) {
+				if (!isDuplicateKey(ex)) {
+					throw ex;
+				}
+				return AcquireResult.held(-1);
+			}
+			try (PreparedStatement ps = prepare(connection, this.remainingSql)) {
+				ps.setString(1, key);
+				try (ResultSet rs = ps.executeQuery()) {
+					return AcquireResult.held(rs.next() ? remainingMillis(rs.getLong(1)) : -1);
+				}
+			}
+		}
+
+		@Override
+		Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
+			return renewByList(connection, locks, NOW);
+		}
+
+	}
+
+	/**
+	 * Any other database: standard SQL only, several autocommit statements. The database's
+	 * clock is read with {@code SELECT CURRENT_TIMESTAMP}; the row is taken over by an
+	 * {@code UPDATE} conditional on expiry, or created by an {@code INSERT} that the primary key
+	 * refuses to a second racer.
+	 */
+	static final class Generic extends JdbcLockDialect {
+
+		private final String product;
+
+		Generic(String table, int queryTimeoutSeconds, String product) {
+			super(table, queryTimeoutSeconds);
+			this.product = product;
+		}
+
+		@Override
+		String platform() {
+			return this.product;
+		}
+
+		long now(Connection connection) throws SQLException {
+			try (PreparedStatement ps = prepare(connection, "SELECT CURRENT_TIMESTAMP");
+					ResultSet rs = ps.executeQuery()) {
+				rs.next();
+				OffsetDateTime now = rs.getObject(1, OffsetDateTime.class);
+				return ChronoUnit.MICROS.between(OffsetDateTime.parse("1970-01-01T00:00:00Z"), now);
+			}
+		}
+
+		@Override
+		AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
+				throws SQLException {
+			long now = now(connection);
+			try (PreparedStatement ps = prepare(connection, "UPDATE " + this.table
+					+ " SET owner_token = ?, fence = CASE WHEN fence + 1 > ? THEN fence + 1 ELSE ? END,"
+					+ " expires_at = ?, acquired_at = ?, holder = ? WHERE lock_key = ? AND expires_at <= ?")) {
+				ps.setString(1, owner);
+				ps.setLong(2, now);
+				ps.setLong(3, now);
+				ps.setLong(4, now + ttlMicros);
+				ps.setLong(5, now);
+				ps.setString(6, holder);
+				ps.setString(7, key);
+				ps.setLong(8, now);
+				if (ps.executeUpdate() == 0) {
+					insert(connection, key, owner, now, ttlMicros, holder);
+				}
+			}
+			return readOwner(connection, "SELECT owner_token, fence, expires_at - ? FROM " + this.table
+					+ " WHERE lock_key = ?", owner, now, key);
+		}
+
+		private void insert(Connection connection, String key, String owner, long now, long ttlMicros, String holder)
+				throws SQLException {
+			try (PreparedStatement ps = prepare(connection, "INSERT INTO " + this.table
+					+ " (lock_key, owner_token, fence, expires_at, acquired_at, holder) VALUES (?, ?, ?, ?, ?, ?)")) {
+				ps.setString(1, key);
+				ps.setString(2, owner);
+				ps.setLong(3, now);
+				ps.setLong(4, now + ttlMicros);
+				ps.setLong(5, now);
+				ps.setString(6, holder);
+				ps.executeUpdate();
+			}
+			catch (SQLException ex) {
+				if (!isDuplicateKey(ex)) {
+					throw ex;
+				}
+				// another racer inserted first: the read below reports it as the holder
+			}
+		}
+
+		@Override
+		Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
+			long now = now(connection);
+			Set<String> renewed = new HashSet<>();
+			List<HeldLock> all = new ArrayList<>(locks);
+			try (PreparedStatement ps = prepare(connection, "UPDATE " + this.table
+					+ " SET expires_at = ? WHERE lock_key = ? AND owner_token = ? AND expires_at > ?")) {
+				for (HeldLock lock : all) {
+					ps.setLong(1, now + lock.ttl().toMillis() * 1000);
+					ps.setString(2, lock.key());
+					ps.setString(3, lock.owner());
+					ps.setLong(4, now);
+					ps.addBatch();
+				}
+				int[] counts = ps.executeBatch();
+				for (int i = 0; i < counts.length; i++) {
+					if (counts[i] > 0) {
+						renewed.add(all.get(i).key());
+					}
+				}
+			}
+			return renewed;
+		}
+
+	}
+
+	/**
+	 * Reads the row after an acquisition attempt: acquired if it names {@code owner}, else held
+	 * with the holder's remaining time. The query selects owner, fence and remaining
+	 * microseconds, with {@code params} bound in order.
+	 */
+	protected AcquireResult readOwner(Connection connection, String sql, String owner, Object... params)
+			throws SQLException {
+		try (PreparedStatement ps = prepare(connection, sql)) {
+			for (int i = 0; i < params.length; i++) {
+				ps.setObject(i + 1, params[i]);
+			}
+			try (ResultSet rs = ps.executeQuery()) {
+				if (!rs.next()) {
+					// released again since the attempt: not ours, and nothing to wait for
+					return AcquireResult.held(0);
+				}
+				if (owner.equals(rs.getString(1))) {
+					return AcquireResult.acquired(rs.getLong(2));
+				}
+				return AcquireResult.held(remainingMillis(rs.getLong(3)));
+			}
+		}
+	}
+
+	/**
+	 * Renews with one {@code UPDATE} per distinct TTL over a list of (key, owner) pairs, then one
+	 * {@code SELECT} that reports the keys our owners hold unexpired: exactly the renewed ones,
+	 * since a lock that had expired is neither renewed nor reported.
+	 */
+	protected Set<String> renewByList(Connection connection, Collection<HeldLock> locks, String now)
+			throws SQLException {
+		Set<String> renewed = new HashSet<>();
+		for (List<HeldLock> chunk : byTtl(locks)) {
+			long ttlMicros = chunk.get(0).ttl().toMillis() * 1000;
+			String pairs = pairs(chunk.size());
+			try (PreparedStatement ps = prepare(connection, "UPDATE " + this.table + " SET expires_at = " + now
+					+ " + ? WHERE (lock_key, owner_token) IN (" + pairs + ") AND expires_at > " + now)) {
+				ps.setLong(1, ttlMicros);
+				bindPairs(ps, 2, chunk);
+				ps.executeUpdate();
+			}
+			try (PreparedStatement ps = prepare(connection, "SELECT lock_key FROM " + this.table
+					+ " WHERE (lock_key, owner_token) IN (" + pairs + ") AND expires_at > " + now)) {
+				bindPairs(ps, 1, chunk);
+				try (ResultSet rs = ps.executeQuery()) {
+					while (rs.next()) {
+						renewed.add(rs.getString(1));
+					}
+				}
+			}
+		}
+		return renewed;
+	}
+
+	private static String pairs(int count) {
+		StringBuilder sql = new StringBuilder();
+		for (int i = 0; i < count; i++) {
+			sql.append((i > 0) ? ", (?, ?)" : "(?, ?)");
+		}
+		return sql.toString();
+	}
+
+	private static void bindPairs(PreparedStatement ps, int first, List<HeldLock> locks) throws SQLException {
+		int index = first;
+		for (HeldLock lock : locks) {
+			ps.setString(index++, lock.key());
+			ps.setString(index++, lock.owner());
+		}
+	}
+
+	/**
+	 * Whether an {@code INSERT} of a lock row failed on the primary key: every column is given a
+	 * non-null value, so an integrity violation there can only be the key.
+	 */
+	static boolean isDuplicateKey(SQLException ex) {
+		String state = ex.getSQLState();
+		return ex instanceof SQLIntegrityConstraintViolationException || "23505".equals(state) || "23000".equals(state);
+	}
+
+}

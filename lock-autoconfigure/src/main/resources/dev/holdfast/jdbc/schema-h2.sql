@@ -1,0 +1,9 @@
+-- Holdfast lock table for H2. Times are microseconds since the Unix epoch on the database clock.
+CREATE TABLE IF NOT EXISTS holdfast_lock (
+	lock_key VARCHAR(255) NOT NULL PRIMARY KEY,
+	owner_token VARCHAR(255) NOT NULL,
+	fence BIGINT NOT NULL,
+	expires_at BIGINT NOT NULL,
+	acquired_at BIGINT NOT NULL,
+	holder VARCHAR(255) NOT NULL
+);

@@ -1,0 +1,89 @@
+package dev.holdfast.actuate;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.UUID;
+
+import com.jayway.jsonpath.DocumentContext;
+import com.jayway.jsonpath.JsonPath;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
+import org.springframework.boot.test.web.server.LocalServerPort;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The endpoint, health and metrics as an operator reads them: over HTTP from a running
+ * application.
+ */
+@SpringBootTest(classes = HoldfastActuatorHttpTests.App.class, webEnvironment = WebEnvironment.RANDOM_PORT,
+		properties = { "holdfast.backend=memory", "management.endpoints.web.exposure.include=locks,health,metrics",
+				"management.endpoint.health.show-details=always" })
+class HoldfastActuatorHttpTests {
+
+	private final HttpClient http = HttpClient.newHttpClient();
+
+	@LocalServerPort
+	int port;
+
+	@Autowired
+	LockTemplate locks;
+
+	@Test
+	void endpointHealthAndMetricsDescribeAHeldLock() throws Exception {
+		String name = "report-" + UUID.randomUUID();
+		this.locks.executeLocked(name, "2024-01", LockOptions.defaults(), () -> null);
+		try (Lease lease = this.locks.acquire(name, "2024-02", LockOptions.defaults())) {
+			DocumentContext held = get("/actuator/locks");
+			assertThat(held.read("$.backend", String.class)).isEqualTo("memory");
+			assertThat(held.read("$.leases[0].name", String.class)).isEqualTo(name);
+			assertThat(held.read("$.leases[0].key", String.class)).isEqualTo(lease.key());
+			assertThat(held.read("$.leases[0].fencingToken", Long.class)).isEqualTo(lease.fencingToken());
+			assertThat(held.read("$.leases[0].valid", Boolean.class)).isTrue();
+			assertThat(held.read("$.leases[0].acquired", String.class)).isEqualTo(lease.acquiredAt().toString());
+			assertThat(held.read("$.leases[0].expires", String.class)).isNotBlank();
+
+			DocumentContext health = get("/actuator/health");
+			assertThat(health.read("$.status", String.class)).isEqualTo("UP");
+			assertThat(health.read("$.components.holdfast.status", String.class)).isEqualTo("UP");
+			assertThat(health.read("$.components.holdfast.details.backend", String.class)).isEqualTo("memory");
+			assertThat(health.read("$.components.holdfast.details.held", Integer.class)).isEqualTo(1);
+
+			DocumentContext acquired = get("/actuator/metrics/holdfast.lock.acquire?tag=name:" + name
+					+ "&tag=outcome:acquired");
+			assertThat(acquired.read("$.measurements[?(@.statistic == 'COUNT')].value", double[].class))
+				.containsExactly(2.0);
+			assertThat(acquired.read("$.availableTags[*].tag", String[].class)).contains("backend");
+			DocumentContext heldTimer = get("/actuator/metrics/holdfast.lock.held?tag=name:" + name);
+			assertThat(heldTimer.read("$.measurements[?(@.statistic == 'COUNT')].value", double[].class))
+				.containsExactly(1.0);
+		}
+		assertThat(get("/actuator/locks").read("$.leases.length()", Integer.class)).isZero();
+	}
+
+	private DocumentContext get(String path) throws IOException, InterruptedException {
+		HttpRequest request = HttpRequest.newBuilder(URI.create("http://localhost:" + this.port + path)).build();
+		HttpResponse<String> response = this.http.send(request, HttpResponse.BodyHandlers.ofString());
+		assertThat(response.statusCode()).as(path + ": " + response.body()).isEqualTo(200);
+		return JsonPath.parse(response.body());
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+	}
+
+}

@@ -1,0 +1,157 @@
+package dev.holdfast.autoconfigure;
+
+import java.util.UUID;
+
+import javax.sql.DataSource;
+
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.boot.jdbc.DataSourceBuilder;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Primary;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.jdbc.HoldfastDataSource;
+import dev.holdfast.jdbc.JdbcLockBackend;
+import dev.holdfast.spi.LockBackend;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class JdbcBackendAutoConfigurationTests {
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, HoldfastAutoConfiguration.class));
+
+	private static String h2Url() {
+		return "jdbc:h2:mem:holdfast-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
+	}
+
+	@Test
+	void dataSourceIsDetectedAndTheEmbeddedSchemaCreated() {
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url()).run((context) -> {
+			assertThat(context).hasSingleBean(JdbcLockBackend.class)
+				.hasSingleBean(HoldfastJdbcDataSourceScriptDatabaseInitializer.class);
+			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+			try (Lease lease = template.acquire("job", null, LockOptions.defaults())) {
+				JdbcTemplate jdbc = new JdbcTemplate(context.getBean(DataSource.class));
+				assertThat(jdbc.queryForObject("SELECT fence FROM holdfast_lock WHERE lock_key = ?", Long.class,
+						lease.key())).isEqualTo(lease.fencingToken());
+				assertThat(jdbc.queryForObject("SELECT holder FROM holdfast_lock WHERE lock_key = ?", String.class,
+						lease.key())).startsWith("pid " + ProcessHandle.current().pid() + "@");
+			}
+		});
+	}
+
+	@Test
+	void explicitJdbcBackendIsUsed() {
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.backend=jdbc")
+			.run((context) -> assertThat(context.getBean(LockBackend.class)).isInstanceOf(JdbcLockBackend.class));
+	}
+
+	@Test
+	void missingTableFailsAtStartupNamingTheScript() {
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.initialize-schema=never")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis).isNotNull();
+				assertThat(analysis.getDescription()).contains("holdfast_lock");
+				assertThat(analysis.getAction()).contains("classpath:dev/holdfast/jdbc/schema-h2.sql")
+					.contains("holdfast.jdbc.initialize-schema=always");
+			});
+	}
+
+	@Test
+	void customTableWithItsOwnScript() {
+		this.runner
+			.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.table-name=app_locks",
+					"holdfast.jdbc.schema=classpath:dev/holdfast/jdbc/app-locks-schema.sql")
+			.run((context) -> {
+				assertThat(context.getBean(JdbcLockBackend.class).getTableName()).isEqualTo("app_locks");
+				DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+				template.acquire("job", null, LockOptions.defaults()).close();
+			});
+	}
+
+	@Test
+	void badTableNameFailsAtStartupNamingTheProperty() {
+		this.runner
+			.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.table-name=locks; DROP TABLE users")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis).isNotNull();
+				assertThat(analysis.getDescription()).contains("locks; DROP TABLE users")
+					.contains("holdfast.jdbc.table-name");
+				assertThat(analysis.getAction()).contains("holdfast.jdbc.table-name");
+			});
+	}
+
+	@Test
+	void nonPositiveQueryTimeoutFailsAtStartupNamingTheProperty() {
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.query-timeout=0s")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis).isNotNull();
+				assertThat(analysis.getAction()).contains("holdfast.jdbc.query-timeout");
+			});
+	}
+
+	@Test
+	void explicitJdbcBackendWithoutDataSourceFailsWithAnAction() {
+		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
+			.withPropertyValues("holdfast.backend=jdbc")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis).isNotNull();
+				assertThat(analysis.getDescription()).contains("no DataSource");
+				assertThat(analysis.getAction()).contains("spring.datasource.url");
+			});
+	}
+
+	@Test
+	void qualifiedDataSourceHoldsTheLocks() {
+		this.runner.withUserConfiguration(TwoDataSources.class).run((context) -> {
+			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+			try (Lease lease = template.acquire("job", null, LockOptions.defaults())) {
+				DataSource locks = context.getBean("lockDataSource", DataSource.class);
+				assertThat(new JdbcTemplate(locks).queryForObject("SELECT COUNT(*) FROM holdfast_lock", Long.class))
+					.isOne();
+				DataSource app = context.getBean("appDataSource", DataSource.class);
+				assertThat(new JdbcTemplate(app).queryForObject(
+						"SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_NAME = 'HOLDFAST_LOCK'",
+						Long.class))
+					.isZero();
+			}
+		});
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class TwoDataSources {
+
+		@Bean
+		@Primary
+		DataSource appDataSource() {
+			return DataSourceBuilder.create().url(h2Url()).build();
+		}
+
+		@Bean
+		@HoldfastDataSource
+		DataSource lockDataSource() {
+			return DataSourceBuilder.create().url(h2Url()).build();
+		}
+
+	}
+
+}

@@ -1,0 +1,321 @@
+package dev.holdfast.jdbc;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TimeZone;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariDataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.core.io.ClassPathResource;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.init.ResourceDatabasePopulator;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.HeldLock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+
+/**
+ * Backend-level tests of {@link JdbcLockBackend} that every database runs against a real
+ * server. Each backend is a separate client with its own connection pool, as another process.
+ */
+abstract class AbstractJdbcBackendTests {
+
+	private final List<HikariDataSource> dataSources = new ArrayList<>();
+
+	/** A new, independent connection pool on the shared server, whose schema exists. */
+	protected abstract HikariDataSource newDataSource();
+
+	/** SQL that sets a session time zone far from UTC. */
+	protected abstract String farSessionTimeZoneSql();
+
+	protected abstract String platform();
+
+	protected static void createSchema(DataSource dataSource, String platform) {
+		new ResourceDatabasePopulator(new ClassPathResource("dev/holdfast/jdbc/schema-" + platform + ".sql"))
+			.execute(dataSource);
+	}
+
+	protected DataSource dataSource() {
+		HikariDataSource dataSource = newDataSource();
+		this.dataSources.add(dataSource);
+		return dataSource;
+	}
+
+	protected JdbcLockBackend newBackend() {
+		return newBackend(dataSource());
+	}
+
+	protected JdbcLockBackend newBackend(DataSource dataSource) {
+		return new JdbcLockBackend(dataSource);
+	}
+
+	@AfterEach
+	void closeDataSources() {
+		this.dataSources.forEach(HikariDataSource::close);
+	}
+
+	protected static String key() {
+		return "test:" + UUID.randomUUID();
+	}
+
+	protected static String owner() {
+		return UUID.randomUUID().toString();
+	}
+
+	@Test
+	void secondClientSeesLockHeldWithHolderRemainingTime() {
+		JdbcLockBackend a = newBackend();
+		JdbcLockBackend b = newBackend();
+		String key = key();
+		AcquireResult first = a.tryAcquire(key, owner(), Duration.ofSeconds(10));
+		assertThat(first.acquired()).isTrue();
+		assertThat(first.fencingToken()).isPositive();
+		AcquireResult second = b.tryAcquire(key, owner(), Duration.ofSeconds(10));
+		assertThat(second.acquired()).isFalse();
+		assertThat(second.holderRemainingMillis()).isBetween(8_000L, 10_000L);
+	}
+
+	@Test
+	void releaseLetsAnotherClientAcquire() {
+		JdbcLockBackend a = newBackend();
+		JdbcLockBackend b = newBackend();
+		String key = key();
+		String owner = owner();
+		assertThat(a.tryAcquire(key, owner, Duration.ofSeconds(10)).acquired()).isTrue();
+		assertThat(a.release(key, owner)).isTrue();
+		assertThat(a.release(key, owner)).isFalse();
+		assertThat(b.tryAcquire(key, owner(), Duration.ofSeconds(10)).acquired()).isTrue();
+	}
+
+	@Test
+	void releaseByAnotherOwnerIsIgnored() {
+		JdbcLockBackend a = newBackend();
+		JdbcLockBackend b = newBackend();
+		String key = key();
+		assertThat(a.tryAcquire(key, owner(), Duration.ofSeconds(10)).acquired()).isTrue();
+		assertThat(b.release(key, owner())).isFalse();
+		assertThat(b.tryAcquire(key, owner(), Duration.ofSeconds(10)).acquired()).isFalse();
+	}
+
+	@Test
+	void expiredLeaseCanBeTakenOverWithLargerToken() throws Exception {
+		JdbcLockBackend a = newBackend();
+		JdbcLockBackend b = newBackend();
+		String key = key();
+		String ownerA = owner();
+		AcquireResult first = a.tryAcquire(key, ownerA, Duration.ofMillis(800));
+		assertThat(first.acquired()).isTrue();
+		AcquireResult held = b.tryAcquire(key, owner(), Duration.ofSeconds(10));
+		assertThat(held.acquired()).isFalse();
+		Thread.sleep(held.holderRemainingMillis() + 50);
+		AcquireResult second = b.tryAcquire(key, owner(), Duration.ofSeconds(10));
+		assertThat(second.acquired()).isTrue();
+		assertThat(second.fencingToken()).isGreaterThan(first.fencingToken());
+		// the first owner's late release must not free the new holder's lock
+		assertThat(a.release(key, ownerA)).isFalse();
+		assertThat(a.tryAcquire(key, owner(), Duration.ofSeconds(10)).acquired()).isFalse();
+	}
+
+	@Test
+	void expiryIsDecidedByDatabaseClockWhateverTheClientTimeZones() throws Exception {
+		TimeZone original = TimeZone.getDefault();
+		try {
+			JdbcLockBackend a = newBackend();
+			String key = key();
+			assertThat(a.tryAcquire(key, owner(), Duration.ofSeconds(2)).acquired()).isTrue();
+			// another process: JVM default zone 14 hours east, database session zone as well
+			TimeZone.setDefault(TimeZone.getTimeZone("Pacific/Kiritimati"));
+			HikariDataSource far = newDataSource();
+			this.dataSources.add(far);
+			far.setConnectionInitSql(farSessionTimeZoneSql());
+			JdbcLockBackend b = newBackend(far);
+			AcquireResult held = b.tryAcquire(key, owner(), Duration.ofSeconds(10));
+			assertThat(held.acquired()).isFalse();
+			assertThat(held.holderRemainingMillis()).isBetween(1L, 2000L);
+			Thread.sleep(held.holderRemainingMillis() + 100);
+			assertThat(b.tryAcquire(key, owner(), Duration.ofSeconds(10)).acquired()).isTrue();
+		}
+		finally {
+			TimeZone.setDefault(original);
+		}
+	}
+
+	@Test
+	void renewalExtendsOnlyLocksItsOwnersStillHold() throws Exception {
+		JdbcLockBackend a = newBackend();
+		JdbcLockBackend b = newBackend();
+		String k1 = key();
+		String k2 = key();
+		String k3 = key();
+		String k4 = key();
+		String o1 = owner();
+		String o2 = owner();
+		String o4 = owner();
+		assertThat(a.tryAcquire(k1, o1, Duration.ofSeconds(3)).acquired()).isTrue();
+		assertThat(a.tryAcquire(k2, o2, Duration.ofSeconds(3)).acquired()).isTrue();
+		assertThat(b.tryAcquire(k3, owner(), Duration.ofSeconds(10)).acquired()).isTrue();
+		assertThat(a.tryAcquire(k4, o4, Duration.ofMillis(50)).acquired()).isTrue();
+		Thread.sleep(150);
+		Set<String> renewed = a.renew(List.of(new HeldLock(k1, o1, Duration.ofSeconds(10)),
+				new HeldLock(k2, o2, Duration.ofSeconds(20)), new HeldLock(k3, owner(), Duration.ofSeconds(10)),
+				new HeldLock(k4, o4, Duration.ofSeconds(10))));
+		assertThat(renewed).containsExactlyInAnyOrder(k1, k2);
+		// the database now counts each renewed lock's own TTL from the renewal
+		AcquireResult held1 = b.tryAcquire(k1, owner(), Duration.ofSeconds(1));
+		assertThat(held1.acquired()).isFalse();
+		assertThat(held1.holderRemainingMillis()).isBetween(8_000L, 10_000L);
+		AcquireResult held2 = b.tryAcquire(k2, owner(), Duration.ofSeconds(1));
+		assertThat(held2.holderRemainingMillis()).isBetween(18_000L, 20_000L);
+		// the expired lease was not revived, so another client takes it
+		assertThat(b.tryAcquire(k4, owner(), Duration.ofSeconds(1)).acquired()).isTrue();
+	}
+
+	@Test
+	void renewalOfManyLocksReportsEachOfThem() {
+		JdbcLockBackend a = newBackend();
+		List<HeldLock> held = new ArrayList<>();
+		for (int i = 0; i < JdbcLockDialect.RENEW_CHUNK + 20; i++) {
+			HeldLock lock = new HeldLock(key(), owner(), Duration.ofSeconds(10));
+			assertThat(a.tryAcquire(lock.key(), lock.owner(), lock.ttl()).acquired()).isTrue();
+			held.add(lock);
+		}
+		assertThat(a.renew(held)).hasSize(held.size());
+		assertThat(a.renew(List.of())).isEmpty();
+	}
+
+	@Test
+	void fencingTokensIncreaseAcrossReleaseExpiryAndDeletedRows() throws Exception {
+		JdbcLockBackend a = newBackend();
+		JdbcLockBackend b = newBackend();
+		JdbcTemplate operator = new JdbcTemplate(dataSource());
+		String key = key();
+		long last = 0;
+		for (int i = 0; i < 20; i++) {
+			JdbcLockBackend client = (i % 2 == 0) ? a : b;
+			String owner = owner();
+			AcquireResult result = client.tryAcquire(key, owner, Duration.ofSeconds(10));
+			assertThat(result.acquired()).isTrue();
+			assertThat(result.fencingToken()).isGreaterThan(last);
+			last = result.fencingToken();
+			if (i % 2 == 0) {
+				assertThat(client.release(key, owner)).isTrue();
+			}
+			else {
+				// an operator deletes the row
+				assertThat(operator.update("DELETE FROM holdfast_lock WHERE lock_key = ?", key)).isOne();
+			}
+		}
+		// a row taken over after expiry continues from its previous token, even one far ahead
+		// of the clock
+		assertThat(a.tryAcquire(key, owner(), Duration.ofMillis(1)).acquired()).isTrue();
+		long ahead = last + 3_600_000_000L;
+		operator.update("UPDATE holdfast_lock SET expires_at = 0, fence = ? WHERE lock_key = ?", ahead, key);
+		AcquireResult takeover = b.tryAcquire(key, owner(), Duration.ofSeconds(10));
+		assertThat(takeover.acquired()).isTrue();
+		assertThat(takeover.fencingToken()).isEqualTo(ahead + 1);
+	}
+
+	@Test
+	void racersOnAFreeKeyYieldExactlyOneHolder() throws Exception {
+		List<JdbcLockBackend> clients = List.of(newBackend(), newBackend(), newBackend());
+		ExecutorService executor = Executors.newFixedThreadPool(6);
+		try {
+			for (int round = 0; round < 10; round++) {
+				String key = key();
+				CountDownLatch start = new CountDownLatch(1);
+				AtomicInteger winners = new AtomicInteger();
+				List<Future<?>> futures = new ArrayList<>();
+				for (int i = 0; i < 6; i++) {
+					JdbcLockBackend client = clients.get(i % clients.size());
+					futures.add(executor.submit(() -> {
+						start.await();
+						if (client.tryAcquire(key, owner(), Duration.ofSeconds(10)).acquired()) {
+							winners.incrementAndGet();
+						}
+						return null;
+					}));
+				}
+				start.countDown();
+				for (Future<?> future : futures) {
+					future.get(10, TimeUnit.SECONDS);
+				}
+				assertThat(winners).hasValue(1);
+			}
+		}
+		finally {
+			executor.shutdownNow();
+		}
+	}
+
+	@Test
+	void lockStatementsNeverJoinTheCallersTransaction() throws Exception {
+		DataSource dataSource = dataSource();
+		JdbcLockBackend a = newBackend(dataSource);
+		JdbcLockBackend b = newBackend();
+		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
+		TransactionTemplate transaction = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+		String released = key();
+		String kept = key();
+		ExecutorService other = Executors.newSingleThreadExecutor();
+		try {
+			transaction.executeWithoutResult((status) -> {
+				// the caller's transaction holds a connection and has written something
+				jdbc.queryForObject("SELECT COUNT(*) FROM holdfast_lock", Long.class);
+				jdbc.update("INSERT INTO holdfast_lock (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
+						+ " VALUES (?, 'x', 1, 0, 0, 'test')", key());
+				String owner = owner();
+				assertThat(a.tryAcquire(released, owner, Duration.ofSeconds(10)).acquired()).isTrue();
+				assertThat(a.release(released, owner)).isTrue();
+				assertThat(a.tryAcquire(kept, owner(), Duration.ofSeconds(10)).acquired()).isTrue();
+				// while the caller's transaction is still open, another client sees the release
+				// and the acquisition, and is not blocked by row locks of that transaction
+				try {
+					assertThat(other.submit(() -> b.tryAcquire(released, owner(), Duration.ofSeconds(10)))
+						.get(5, TimeUnit.SECONDS)
+						.acquired()).isTrue();
+					assertThat(other.submit(() -> b.tryAcquire(kept, owner(), Duration.ofSeconds(10)))
+						.get(5, TimeUnit.SECONDS)
+						.acquired()).isFalse();
+				}
+				catch (Exception ex) {
+					throw new IllegalStateException(ex);
+				}
+				status.setRollbackOnly();
+			});
+		}
+		finally {
+			other.shutdownNow();
+		}
+		// the caller's rollback did not undo the acquisition made inside it
+		assertThat(b.tryAcquire(kept, owner(), Duration.ofSeconds(10)).acquired()).isFalse();
+	}
+
+	@Test
+	void missingTableFailsWithTheScriptToRun() {
+		JdbcLockBackend backend = new JdbcLockBackend(dataSource(), "holdfast_missing_table", Duration.ofSeconds(5));
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(backend::checkTable)
+			.withMessageContaining("holdfast_missing_table")
+			.satisfies((ex) -> assertThat(ex.getAction()).contains("dev/holdfast/jdbc/schema-" + platform() + ".sql")
+				.contains("holdfast.jdbc.initialize-schema=always"));
+		newBackend().checkTable();
+	}
+
+}

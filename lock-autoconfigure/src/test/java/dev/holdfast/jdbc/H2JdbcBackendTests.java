@@ -1,0 +1,55 @@
+package dev.holdfast.jdbc;
+
+import java.util.UUID;
+
+import com.zaxxer.hikari.HikariDataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+/**
+ * {@link JdbcLockBackend} on H2 in server-less mode, shared by every client of the class
+ * through one named in-memory database.
+ */
+class H2JdbcBackendTests extends AbstractJdbcBackendTests {
+
+	private static final String URL = "jdbc:h2:mem:holdfast-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
+
+	private static HikariDataSource keeper;
+
+	@BeforeAll
+	static void createDatabase() {
+		keeper = h2(URL);
+		createSchema(keeper, "h2");
+	}
+
+	@AfterAll
+	static void dropDatabase() {
+		keeper.close();
+	}
+
+	static HikariDataSource h2(String url) {
+		HikariDataSource dataSource = new HikariDataSource();
+		dataSource.setJdbcUrl(url);
+		dataSource.setUsername("sa");
+		dataSource.setMaximumPoolSize(4);
+		dataSource.setMinimumIdle(0);
+		dataSource.setConnectionTimeout(2000);
+		return dataSource;
+	}
+
+	@Override
+	protected HikariDataSource newDataSource() {
+		return h2(URL);
+	}
+
+	@Override
+	protected String farSessionTimeZoneSql() {
+		return "SET TIME ZONE 'Pacific/Kiritimati'";
+	}
+
+	@Override
+	protected String platform() {
+		return "h2";
+	}
+
+}
