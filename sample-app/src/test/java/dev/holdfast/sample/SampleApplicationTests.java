@@ -100,7 +100,8 @@ class SampleApplicationTests {
 
 	@Test
 	void locksAndStatsAreListed() throws Exception {
-		assertThat(get("/locks")).contains("\"leases\":[");
+		assertThat(get("/locks")).contains("\"backend\":\"jdbc\"").contains("\"leases\":[");
+		assertThat(get("/actuator/locks")).contains("\"backend\":\"jdbc\"").contains("\"leases\":[");
 		this.inventory.reserve("plum");
 		assertThat(get("/stats")).contains("\"inventory\":{\"acquired\":");
 	}
