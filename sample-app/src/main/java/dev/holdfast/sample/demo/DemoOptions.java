@@ -30,7 +30,7 @@ public record DemoOptions(int instances, int requests, int concurrency, int stoc
 	static final List<String> BACKENDS = List.of("jdbc", "redis", "redlock", "memory");
 
 	static final String USAGE = """
-			Usage: Demo [--instances=3] [--requests=600] [--concurrency=12] [--stock=100] [--skus=apple,pear]
+			Usage: Demo [--instances=3] [--requests=600] [--concurrency=12] [--stock=250] [--skus=apple,pear]
 			            [--ticks=5] [--profile=redis|redlock|postgres] [--backend=jdbc|redis|redlock|memory]
 			            [--work-dir=target/holdfast-demo] [--startup-timeout=180s]
 			Starts the instances of the sample application as separate JVMs sharing one database, sends
@@ -46,7 +46,7 @@ public record DemoOptions(int instances, int requests, int concurrency, int stoc
 		int instances = 3;
 		int requests = 600;
 		int concurrency = 12;
-		int stock = 100;
+		int stock = 250;
 		List<String> skus = List.of("apple", "pear");
 		int ticks = 5;
 		String profile = null;
