@@ -39,7 +39,7 @@ class RedisBackendConfiguration {
 					"Set holdfast.redis.channel to a channel name, or remove it to use the default '"
 							+ RedisLockBackend.DEFAULT_CHANNEL + "'.");
 		}
-		return new RedisLockBackend(connectionFactory, channel);
+		return RedisLockBackend.of(connectionFactory, channel);
 	}
 
 	private static LockConfigurationException missingConnectionFactory(List<RedisConnectionFactory> found) {

@@ -9,9 +9,14 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -30,9 +35,11 @@ import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.data.redis.listener.ChannelTopic;
 import org.springframework.data.redis.listener.RedisMessageListenerContainer;
 import org.springframework.util.Assert;
+import org.springframework.util.ClassUtils;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
@@ -75,6 +82,11 @@ import dev.holdfast.spi.ReleaseEvents;
  * <li><b>Failures.</b> Every Redis error or timeout becomes a {@link LockBackendException}
  * naming the operation and the key. How long a call can take when Redis does not answer is the
  * connection factory's command timeout ({@code spring.data.redis.timeout}).</li>
+ * <li><b>Non-blocking.</b> The backend made by {@link #of} on a standalone or Sentinel
+ * {@code LettuceConnectionFactory} that shares its native connection (the default) is also an
+ * {@link AsyncLockBackend}: acquire and release send the same scripts on that shared Lettuce
+ * connection and complete on its I/O thread, or fail with {@link LockBackendException} after the
+ * command timeout. Reactive callers then never block a thread.</li>
  * </ul>
  * A failover to a replica that had not received the latest writes can lose a lock or a
  * counter; Redis replication is asynchronous. Use the Redlock backend where that matters.
@@ -134,6 +146,11 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 			return renewed
 			""", List.class);
 
+	private static final boolean LETTUCE_PRESENT = ClassUtils.isPresent("io.lettuce.core.RedisClient",
+			RedisLockBackend.class.getClassLoader());
+
+	private static final byte[] FENCE_TTL_MILLIS = bytes(Long.toString(FENCE_TTL.toMillis()));
+
 	private final RedisConnectionFactory connectionFactory;
 
 	private final String channel;
@@ -170,6 +187,23 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		this.channelBytes = bytes(channel);
 	}
 
+	/**
+	 * Creates the backend for {@code connectionFactory}: one that also acquires and releases
+	 * without blocking ({@link AsyncLockBackend}) when the factory is a standalone or Sentinel
+	 * {@code LettuceConnectionFactory} that shares its native connection (the default), and a
+	 * blocking one otherwise (Jedis, Redis Cluster, no shared connection), whose callers on
+	 * Reactor threads then block on a blocking-friendly scheduler instead.
+	 * @param connectionFactory the application's connection factory; its command timeout bounds
+	 * every call, blocking or not
+	 * @param channel the pub/sub channel on which releases are published
+	 */
+	public static RedisLockBackend of(RedisConnectionFactory connectionFactory, String channel) {
+		LettuceScripts scripts = LETTUCE_PRESENT ? LettuceScripts.of(connectionFactory, RedisLockBackend::isNoScript)
+				: null;
+		return (scripts != null) ? new NonBlocking(connectionFactory, channel, scripts)
+				: new RedisLockBackend(connectionFactory, channel);
+	}
+
 	/** Returns {@code redis}. */
 	@Override
 	public String name() {
@@ -192,16 +226,76 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 	 */
 	@Override
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
-		byte[] lockKey = lockKey(key);
-		long ttlMillis = ttlMillis(ttl);
+		byte[][] keys = acquireKeys(key);
+		byte[][] args = acquireArguments(owner, ttl);
 		List<?> reply;
 		try (RedisConnection connection = this.connectionFactory.getConnection()) {
-			reply = evalSha(connection, ACQUIRE, ReturnType.MULTI, 2, lockKey, fenceKey(key), bytes(owner),
-					bytes(Long.toString(ttlMillis)), bytes(Long.toString(FENCE_TTL.toMillis())));
+			reply = evalSha(connection, ACQUIRE, ReturnType.MULTI, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("acquire", key, ex);
 		}
+		return acquireResult(key, reply);
+	}
+
+	/** {@link #tryAcquire} without blocking, for {@link NonBlocking}. */
+	final CompletionStage<AcquireResult> acquireAsync(LettuceScripts scripts, String key, String owner,
+			Duration ttl) {
+		try {
+			byte[][] keys = acquireKeys(key);
+			byte[][] args = acquireArguments(owner, ttl);
+			return complete(scripts.<List<?>>evalAsync(ACQUIRE, ReturnType.MULTI, keys, args), "acquire", key,
+					(reply) -> acquireResult(key, reply));
+		}
+		catch (RuntimeException ex) {
+			return CompletableFuture.failedFuture(ex);
+		}
+	}
+
+	/** {@link #release} without blocking, for {@link NonBlocking}. */
+	final CompletionStage<Boolean> releaseAsync(LettuceScripts scripts, String key, String owner) {
+		try {
+			byte[][] keys = { lockKey(key) };
+			byte[][] args = releaseArguments(key, owner);
+			return complete(scripts.evalAsync(RELEASE, ReturnType.INTEGER, keys, args), "release", key,
+					RedisLockBackend::released);
+		}
+		catch (RuntimeException ex) {
+			return CompletableFuture.failedFuture(ex);
+		}
+	}
+
+	private static <T, R> CompletableFuture<R> complete(CompletableFuture<T> reply, String operation, String key,
+			Function<@Nullable T, R> convert) {
+		CompletableFuture<R> result = new CompletableFuture<>();
+		reply.whenComplete((value, ex) -> {
+			if (ex != null) {
+				result.completeExceptionally(failure(operation, key, ex));
+				return;
+			}
+			try {
+				result.complete(convert.apply(value));
+			}
+			catch (RuntimeException conversionFailure) {
+				result.completeExceptionally(failure(operation, key, conversionFailure));
+			}
+		});
+		return result;
+	}
+
+	private static byte[][] acquireKeys(String key) {
+		return new byte[][] { lockKey(key), fenceKey(key) };
+	}
+
+	private static byte[][] acquireArguments(String owner, Duration ttl) {
+		return new byte[][] { bytes(owner), bytes(Long.toString(ttlMillis(ttl))), FENCE_TTL_MILLIS };
+	}
+
+	private byte[][] releaseArguments(String key, String owner) {
+		return new byte[][] { bytes(owner), this.channelBytes, bytes(key) };
+	}
+
+	private static AcquireResult acquireResult(String key, @Nullable List<?> reply) {
 		if (reply == null || reply.size() != 2 || !(reply.get(0) instanceof Number status)
 				|| !(reply.get(1) instanceof Number value)) {
 			throw new LockBackendException("Redis acquire of lock '" + key + "' gave an unexpected reply: " + reply,
@@ -226,15 +320,19 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 	 */
 	@Override
 	public boolean release(String key, String owner) {
-		byte[] lockKey = lockKey(key);
+		byte[][] keys = { lockKey(key) };
+		byte[][] args = releaseArguments(key, owner);
 		Object reply;
 		try (RedisConnection connection = this.connectionFactory.getConnection()) {
-			reply = evalSha(connection, RELEASE, ReturnType.INTEGER, 1, lockKey, bytes(owner), this.channelBytes,
-					bytes(key));
+			reply = evalSha(connection, RELEASE, ReturnType.INTEGER, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("release", key, ex);
 		}
+		return released(reply);
+	}
+
+	private static boolean released(@Nullable Object reply) {
 		return reply instanceof Number number && number.longValue() == 1;
 	}
 
@@ -284,7 +382,7 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 			replies = pipelineRenew(connection, groups, false);
 		}
 		catch (RedisPipelineException ex) {
-			if (!isNoScript(ex) && ex.getPipelineResult().stream().noneMatch(this::isNoScript)) {
+			if (!isNoScript(ex) && ex.getPipelineResult().stream().noneMatch(RedisLockBackend::isNoScript)) {
 				throw ex;
 			}
 			// Some node lost its script cache: send the whole batch again as EVAL (renewal is
@@ -456,6 +554,14 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		}
 	}
 
+	private <T> T evalSha(RedisConnection connection, RedisScript<?> script, ReturnType type, byte[][] keys,
+			byte[][] args) {
+		byte[][] keysAndArgs = new byte[keys.length + args.length][];
+		System.arraycopy(keys, 0, keysAndArgs, 0, keys.length);
+		System.arraycopy(args, 0, keysAndArgs, keys.length, args.length);
+		return evalSha(connection, script, type, keys.length, keysAndArgs);
+	}
+
 	private <T> T evalSha(RedisConnection connection, RedisScript<?> script, ReturnType type, int numKeys,
 			byte[]... keysAndArgs) {
 		try {
@@ -470,7 +576,7 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		}
 	}
 
-	private boolean isNoScript(@Nullable Object candidate) {
+	private static boolean isNoScript(@Nullable Object candidate) {
 		Throwable current = (candidate instanceof Throwable throwable) ? throwable : null;
 		while (current != null) {
 			String message = current.getMessage();
@@ -482,17 +588,22 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		return false;
 	}
 
-	private static LockBackendException failure(String operation, String key, RuntimeException ex) {
+	private static LockBackendException failure(String operation, String key, Throwable ex) {
 		return failure(operation + " of lock '" + key + "'", ex);
 	}
 
-	private static LockBackendException failure(String what, RuntimeException ex) {
+	private static LockBackendException failure(String what, Throwable ex) {
+		if (ex instanceof CompletionException && ex.getCause() != null) {
+			ex = ex.getCause();
+		}
 		if (ex instanceof LockBackendException backendException) {
 			return backendException;
 		}
 		Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
+		String detail = (cause instanceof TimeoutException) ? "no answer within the command timeout"
+				: cause.getMessage();
 		return new LockBackendException(
-				"Redis " + what + " failed: " + cause.getClass().getSimpleName() + ": " + cause.getMessage(), ex);
+				"Redis " + what + " failed: " + cause.getClass().getSimpleName() + ": " + detail, ex);
 	}
 
 	private static String describe(List<HeldLock> locks) {
@@ -539,6 +650,40 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 					logger.warn("Release listener failed for lock '" + key + "'", ex);
 				}
 			}
+		}
+
+	}
+
+	/**
+	 * The backend with its non-blocking ability, on a Lettuce factory's shared connection: see
+	 * {@link RedisLockBackend#of}.
+	 */
+	static final class NonBlocking extends RedisLockBackend implements AsyncLockBackend {
+
+		private final LettuceScripts scripts;
+
+		NonBlocking(RedisConnectionFactory connectionFactory, String channel, LettuceScripts scripts) {
+			super(connectionFactory, channel);
+			this.scripts = scripts;
+		}
+
+		/**
+		 * {@link #tryAcquire} in one round trip without blocking; the stage completes on a Lettuce
+		 * I/O thread, or fails with {@link LockBackendException} on a Redis error or after the
+		 * factory's command timeout.
+		 */
+		@Override
+		public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
+			return acquireAsync(this.scripts, key, owner, ttl);
+		}
+
+		/**
+		 * {@link #release} in one round trip without blocking; failures as for
+		 * {@link #tryAcquireAsync}.
+		 */
+		@Override
+		public CompletionStage<Boolean> releaseAsync(String key, String owner) {
+			return releaseAsync(this.scripts, key, owner);
 		}
 
 	}

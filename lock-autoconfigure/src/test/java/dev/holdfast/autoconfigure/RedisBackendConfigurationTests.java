@@ -20,8 +20,10 @@ import dev.holdfast.Lease;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
+import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.redis.RedisLockBackend;
+import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.testsupport.RedisServer;
 
@@ -61,6 +63,14 @@ class RedisBackendConfigurationTests {
 				RedisLockBackend other = new RedisLockBackend(context.getBean(RedisConnectionFactory.class));
 				assertThat(other.tryAcquire(lease.key(), "other", Duration.ofSeconds(5)).acquired()).isFalse();
 			}
+		});
+	}
+
+	@Test
+	void aLettuceConnectionFactoryGivesANonBlockingBackend() {
+		withRedis().run((context) -> {
+			assertThat(context.getBean(RedisLockBackend.class)).isInstanceOf(AsyncLockBackend.class);
+			assertThat(context.getBean(DefaultLockTemplate.class).supportsNonBlocking()).isTrue();
 		});
 	}
 

@@ -4,8 +4,13 @@ import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -16,6 +21,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.testsupport.RedisServer;
 
@@ -50,7 +56,8 @@ class RedisBackendFailureTests {
 		this.listeningFactory = RedisClients.connectionFactory(this.server);
 		this.releasingFactory = RedisClients.connectionFactory(this.server);
 		this.listening = new RedisLockBackend(this.listeningFactory);
-		this.releasing = new RedisLockBackend(this.releasingFactory);
+		// The releasing backend also has the non-blocking calls.
+		this.releasing = RedisLockBackend.of(this.releasingFactory, RedisLockBackend.DEFAULT_CHANNEL);
 	}
 
 	@AfterEach
@@ -92,6 +99,30 @@ class RedisBackendFailureTests {
 		// The timed-out release may still run once Redis resumes: either way owner-1 is gone now.
 		eventually(() -> this.releasing.release(key, "owner-1"));
 		assertThat(this.releasing.tryAcquire(key, "owner-3", TTL).acquired()).isTrue();
+	}
+
+	@Test
+	void nonBlockingCallsFailWithinABoundedTimeWhileRedisIsDownOrHungAndSucceedAgainAfterwards() {
+		AsyncLockBackend async = (AsyncLockBackend) this.releasing;
+		String key = "test:" + UUID.randomUUID();
+		assertThat(async.tryAcquireAsync(key, "owner-1", TTL).toCompletableFuture().join().acquired()).isTrue();
+		this.server.kill();
+		assertStageFailsQuickly(() -> async.tryAcquireAsync(key, "owner-2", TTL), "acquire", key);
+		assertStageFailsQuickly(() -> async.releaseAsync(key, "owner-1"), "release", key);
+		this.server.restart();
+		AcquireResult afterRestart = eventually(
+				() -> async.tryAcquireAsync(key, "owner-3", TTL).toCompletableFuture().join());
+		assertThat(afterRestart.acquired()).isTrue();
+		this.server.pause();
+		try {
+			assertStageFailsQuickly(() -> async.tryAcquireAsync(key, "owner-4", TTL), "acquire", key);
+			assertStageFailsQuickly(() -> async.releaseAsync(key, "owner-3"), "release", key);
+		}
+		finally {
+			this.server.resume();
+		}
+		eventually(() -> async.releaseAsync(key, "owner-3").toCompletableFuture().join());
+		assertThat(async.tryAcquireAsync(key, "owner-5", TTL).toCompletableFuture().join().acquired()).isTrue();
 	}
 
 	@Test
@@ -150,6 +181,20 @@ class RedisBackendFailureTests {
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(FAILURE_BOUND);
 	}
 
+	private static void assertStageFailsQuickly(Supplier<CompletionStage<?>> call, String operation, String key) {
+		long start = System.nanoTime();
+		CompletableFuture<?> stage = call.get().toCompletableFuture();
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).as("returns without waiting for Redis")
+			.isLessThan(Duration.ofMillis(500));
+		assertThatExceptionOfType(ExecutionException.class)
+			.isThrownBy(() -> stage.get(FAILURE_BOUND.toMillis(), TimeUnit.MILLISECONDS))
+			.havingCause()
+			.isInstanceOf(LockBackendException.class)
+			.withMessageContaining(operation)
+			.withMessageContaining(key);
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(FAILURE_BOUND);
+	}
+
 	private static void pause() {
 		try {
 			Thread.sleep(50);
@@ -160,13 +205,13 @@ class RedisBackendFailureTests {
 		}
 	}
 
-	private static <T> T eventually(java.util.function.Supplier<T> call) {
+	private static <T> T eventually(Supplier<T> call) {
 		long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
 		while (true) {
 			try {
 				return call.get();
 			}
-			catch (LockBackendException ex) {
+			catch (LockBackendException | CompletionException ex) {
 				if (System.nanoTime() > deadline) {
 					throw ex;
 				}

@@ -20,6 +20,7 @@ import org.springframework.data.redis.core.StringRedisTemplate;
 
 import dev.holdfast.core.LockBackendContractTests;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.testsupport.RedisServer;
 
@@ -52,6 +53,12 @@ class RedisClusterLockBackendTests extends LockBackendContractTests {
 		LettuceConnectionFactory factory = RedisClients.clusterConnectionFactory(server);
 		factories.add(factory);
 		return new RedisLockBackend(factory);
+	}
+
+	@Test
+	void clusterFactoriesGiveTheBlockingBackend() {
+		assertThat(RedisLockBackend.of(newFactory(), RedisLockBackend.DEFAULT_CHANNEL))
+			.isNotInstanceOf(AsyncLockBackend.class);
 	}
 
 	@Test

@@ -40,7 +40,7 @@ class RedisLockBackendContractTests extends LockBackendContractTests {
 	protected LockBackend newBackend() {
 		LettuceConnectionFactory factory = RedisClients.connectionFactory(server);
 		factories.add(factory);
-		return new RedisLockBackend(factory);
+		return RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
 	}
 
 }

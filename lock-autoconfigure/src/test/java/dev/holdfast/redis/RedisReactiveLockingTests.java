@@ -1,18 +1,25 @@
 package dev.holdfast.redis;
 
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -25,15 +32,20 @@ import dev.holdfast.ReactiveLockContext;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AsyncLockBackend;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.testsupport.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * {@code @DistributedLock} on {@code Mono}/{@code Flux} methods on a real Redis, in a real
- * application context. The Redis backend has no non-blocking ability yet, so this is the path that
- * acquires and releases on {@code boundedElastic}; another Lettuce client plays another instance.
+ * application context, on the backend's non-blocking path: its blocking calls are watched, and
+ * none may run on a Reactor non-blocking thread. Another Lettuce client plays another instance.
  */
 class RedisReactiveLockingTests {
 
@@ -59,11 +71,14 @@ class RedisReactiveLockingTests {
 		server.close();
 	}
 
+	private final WatchedBackend backend = new WatchedBackend(
+			RedisLockBackend.of(appFactory, RedisLockBackend.DEFAULT_CHANNEL));
+
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
 		.withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
 		.withPropertyValues("holdfast.lease-time=" + LEASE.toMillis() + "ms", "holdfast.poll-interval=100ms",
 				"holdfast.key-prefix=reactive-" + UUID.randomUUID() + ":")
-		.withBean(LockBackend.class, () -> new RedisLockBackend(appFactory))
+		.withBean(LockBackend.class, () -> this.backend)
 		.withBean(Jobs.class);
 
 	private static boolean isFree(DefaultLockTemplate other, String prefix, String name) {
@@ -75,6 +90,23 @@ class RedisReactiveLockingTests {
 
 	private static DefaultLockTemplate otherInstance(String prefix) {
 		return new DefaultLockTemplate(new RedisLockBackend(otherFactory), LockSettings.defaults().withKeyPrefix(prefix));
+	}
+
+	@AfterEach
+	void nothingBlockedAReactorThread() {
+		assertThat(this.backend.blockingOnReactorThreads).isEmpty();
+	}
+
+	@Test
+	void reactiveAcquisitionsUseTheNonBlockingCalls() {
+		this.runner.run((context) -> {
+			assertThat(context.getBean(DefaultLockTemplate.class).supportsNonBlocking()).isTrue();
+			Jobs jobs = context.getBean(Jobs.class);
+			assertThat(jobs.serial(1, new AtomicInteger(), new AtomicInteger()).block(Duration.ofSeconds(10)))
+				.isEqualTo(1);
+			assertThat(this.backend.asyncAcquisitions).hasPositiveValue();
+			assertThat(this.backend.asyncReleases).hasPositiveValue();
+		});
 	}
 
 	@Test
@@ -153,6 +185,79 @@ class RedisReactiveLockingTests {
 				inside.decrementAndGet();
 				return value;
 			});
+		}
+
+	}
+
+	/**
+	 * The application's Redis backend, recording every blocking call made on a Reactor
+	 * non-blocking thread and counting the non-blocking ones.
+	 */
+	static final class WatchedBackend implements AsyncLockBackend, LeaseRenewal, ReleaseEvents, AutoCloseable {
+
+		final List<String> blockingOnReactorThreads = new CopyOnWriteArrayList<>();
+
+		final AtomicInteger asyncAcquisitions = new AtomicInteger();
+
+		final AtomicInteger asyncReleases = new AtomicInteger();
+
+		private final RedisLockBackend delegate;
+
+		private final AsyncLockBackend async;
+
+		WatchedBackend(RedisLockBackend delegate) {
+			this.delegate = delegate;
+			this.async = (AsyncLockBackend) delegate;
+		}
+
+		@Override
+		public String name() {
+			return this.delegate.name();
+		}
+
+		@Override
+		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+			watch("acquire");
+			return this.delegate.tryAcquire(key, owner, ttl);
+		}
+
+		@Override
+		public boolean release(String key, String owner) {
+			watch("release");
+			return this.delegate.release(key, owner);
+		}
+
+		@Override
+		public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
+			this.asyncAcquisitions.incrementAndGet();
+			return this.async.tryAcquireAsync(key, owner, ttl);
+		}
+
+		@Override
+		public CompletionStage<Boolean> releaseAsync(String key, String owner) {
+			this.asyncReleases.incrementAndGet();
+			return this.async.releaseAsync(key, owner);
+		}
+
+		@Override
+		public Set<String> renew(Collection<HeldLock> locks) {
+			return this.delegate.renew(locks);
+		}
+
+		@Override
+		public AutoCloseable subscribe(Consumer<String> listener) {
+			return this.delegate.subscribe(listener);
+		}
+
+		@Override
+		public void close() {
+			this.delegate.close();
+		}
+
+		private void watch(String operation) {
+			if (Schedulers.isInNonBlockingThread()) {
+				this.blockingOnReactorThreads.add(operation + " on " + Thread.currentThread().getName());
+			}
 		}
 
 	}

@@ -1,0 +1,129 @@
+package dev.holdfast.redis;
+
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.connection.ReturnType;
+import org.springframework.data.redis.connection.lettuce.LettuceConnection;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.script.RedisScript;
+
+/**
+ * Runs the backend's scripts without blocking, directly on the Lettuce connection that a
+ * {@link LettuceConnectionFactory} shares between all its users. Only for a standalone or
+ * Sentinel factory that shares its native connection; loaded only when Lettuce is on the
+ * classpath.
+ */
+final class LettuceScripts {
+
+	private final LettuceConnectionFactory factory;
+
+	private final Predicate<@Nullable Throwable> isNoScript;
+
+	// The factory's shared connection, fetched on first use and again after any failure (the
+	// factory may have replaced it); Lettuce reconnects it by itself after Redis restarts.
+	private volatile @Nullable RedisClusterAsyncCommands<byte[], byte[]> commands;
+
+	private LettuceScripts(LettuceConnectionFactory factory, Predicate<@Nullable Throwable> isNoScript) {
+		this.factory = factory;
+		this.isNoScript = isNoScript;
+	}
+
+	/** Scripts on the factory's shared native connection, or {@code null} if it has none. */
+	static @Nullable LettuceScripts of(RedisConnectionFactory factory, Predicate<@Nullable Throwable> isNoScript) {
+		if (factory instanceof LettuceConnectionFactory lettuce && lettuce.getShareNativeConnection()
+				&& !lettuce.isClusterAware()) {
+			return new LettuceScripts(lettuce, isNoScript);
+		}
+		return null;
+	}
+
+	/**
+	 * Runs the script by SHA, sending it again on NOSCRIPT, without blocking: the returned future
+	 * completes on a Lettuce I/O thread, or with a {@link java.util.concurrent.TimeoutException}
+	 * after the factory's command timeout.
+	 */
+	<T> CompletableFuture<T> evalAsync(RedisScript<?> script, ReturnType type, byte[][] keys, byte[]... args) {
+		CompletableFuture<T> result = new CompletableFuture<>();
+		RedisClusterAsyncCommands<byte[], byte[]> current = this.commands;
+		// Only the first call, or the first after a failure, may have to wait for the factory
+		// (which connects if its shared connection does not exist yet): never on the caller's thread.
+		CompletableFuture<RedisClusterAsyncCommands<byte[], byte[]>> ready = (current != null)
+				? CompletableFuture.completedFuture(current) : CompletableFuture.supplyAsync(this::commands);
+		ready.whenComplete((commands, connectFailure) -> {
+			if (connectFailure != null) {
+				result.completeExceptionally(unwrap(connectFailure));
+				return;
+			}
+			ScriptOutputType outputType = outputType(type);
+			RedisFuture<T> first = commands.evalsha(script.getSha1(), outputType, keys, args);
+			first.whenComplete((reply, ex) -> {
+				if (ex == null) {
+					result.complete(reply);
+				}
+				else if (this.isNoScript.test(ex)) {
+					// Redis lost its script cache (restart, SCRIPT FLUSH): EVAL caches it again.
+					commands.<T>eval(source(script), outputType, keys, args).whenComplete((again, failure) -> {
+						if (failure == null) {
+							result.complete(again);
+						}
+						else {
+							forget(commands);
+							result.completeExceptionally(failure);
+						}
+					});
+				}
+				else {
+					forget(commands);
+					result.completeExceptionally(ex);
+				}
+			});
+		});
+		return result.orTimeout(this.factory.getTimeout(), TimeUnit.MILLISECONDS);
+	}
+
+	private RedisClusterAsyncCommands<byte[], byte[]> commands() {
+		RedisClusterAsyncCommands<byte[], byte[]> current = this.commands;
+		if (current == null) {
+			try (RedisConnection connection = this.factory.getConnection()) {
+				current = ((LettuceConnection) connection).getNativeConnection();
+			}
+			this.commands = current;
+		}
+		return current;
+	}
+
+	private void forget(RedisClusterAsyncCommands<byte[], byte[]> failed) {
+		if (this.commands == failed) {
+			this.commands = null;
+		}
+	}
+
+	private static Throwable unwrap(Throwable ex) {
+		return (ex instanceof java.util.concurrent.CompletionException && ex.getCause() != null) ? ex.getCause() : ex;
+	}
+
+	private static byte[] source(RedisScript<?> script) {
+		return script.getScriptAsString().getBytes(StandardCharsets.UTF_8);
+	}
+
+	private static ScriptOutputType outputType(ReturnType type) {
+		return switch (type) {
+			case MULTI -> ScriptOutputType.MULTI;
+			case INTEGER -> ScriptOutputType.INTEGER;
+			case BOOLEAN -> ScriptOutputType.BOOLEAN;
+			case STATUS -> ScriptOutputType.STATUS;
+			case VALUE -> ScriptOutputType.VALUE;
+		};
+	}
+
+}
