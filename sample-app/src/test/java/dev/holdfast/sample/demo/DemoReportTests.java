@@ -1,0 +1,107 @@
+package dev.holdfast.sample.demo;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The demo's verdict: each guarantee the report checks can fail.
+ */
+class DemoReportTests {
+
+	private static final Instant T0 = Instant.parse("2026-01-01T00:00:00Z");
+
+	private static final DemoReport.Load LOAD = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 50, 0, 0, 0, 0,
+			null);
+
+	private static final List<DemoReport.SkuStock> SOLD = List.of(new DemoReport.SkuStock("apple", 50, 0, 50));
+
+	private static final DemoReport.Locks LOCKS = new DemoReport.Locks(100, 30, 12, 0, 3, 6, 0);
+
+	@Test
+	void allGuaranteesHeld() {
+		DemoReport report = new DemoReport(3, "jdbc", LOAD, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		assertThat(report.failures()).isEmpty();
+		assertThat(print(report)).contains("oversold       0   OK")
+			.contains("runs per tick  1 each   OK")
+			.contains("RESULT: every guarantee held");
+	}
+
+	@Test
+	void tickThatRanTwiceFails() {
+		DemoReport report = new DemoReport(3, "memory", LOAD, SOLD, ticks(1, 2, 1), 0, 3, LOCKS);
+		assertThat(report.failures()).singleElement().asString().contains("ran 2 times");
+		assertThat(print(report)).contains("2 ticks ran 1x, 1 ticks ran 2x   FAILED").contains("RESULT: FAILED");
+	}
+
+	@Test
+	void lostUpdateCountsAsOversold() {
+		// 50 reservations recorded, but the stock only went down by 48
+		List<DemoReport.SkuStock> lost = List.of(new DemoReport.SkuStock("apple", 50, 2, 50));
+		DemoReport report = new DemoReport(3, "memory", LOAD, lost, ticks(1, 1, 1), 0, 3, LOCKS);
+		assertThat(report.oversold()).isEqualTo(2);
+		assertThat(report.failures()).singleElement().asString().startsWith("oversold 2 units");
+	}
+
+	@Test
+	void reservationsBeyondTheStockCountAsOversold() {
+		List<DemoReport.SkuStock> beyond = List.of(new DemoReport.SkuStock("apple", 50, 0, 53));
+		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 53, 47, 0, 0, 0, 0, null);
+		assertThat(new DemoReport(3, "memory", load, beyond, ticks(1, 1, 1), 0, 3, LOCKS).oversold()).isEqualTo(3);
+	}
+
+	@Test
+	void tooFewTicksFail() {
+		DemoReport report = new DemoReport(3, "jdbc", LOAD, SOLD, ticks(1), 0, 3, LOCKS);
+		assertThat(report.failures()).containsExactly("observed 1 ticks of the scheduled job, expected at least 3");
+	}
+
+	@Test
+	void failedRequestsFail() {
+		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 49, 0, 0, 0, 1,
+				"demo-2: HTTP 500");
+		DemoReport report = new DemoReport(3, "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		assertThat(report.failures()).containsExactly("1 requests failed; first: demo-2: HTTP 500");
+	}
+
+	@Test
+	void reservationsTheClientsWereNotToldOfFail() {
+		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 49, 51, 0, 0, 0, 0, null);
+		DemoReport report = new DemoReport(3, "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		assertThat(report.failures()).containsExactly("clients were told of 49 reservations but 50 were recorded");
+	}
+
+	@Test
+	void fencedWritesWithoutLostLeasesAreFlagged() {
+		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 49, 1, 0, 0, 0, null);
+		DemoReport report = new DemoReport(3, "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		assertThat(print(report)).contains("fenced         1 writes rejected for a stale fencing token (0 leases lost)")
+			.contains("WARNING: no lease was lost, so a later holder got a lower token");
+	}
+
+	private static List<DemoReport.Tick> ticks(int... runs) {
+		List<DemoReport.Tick> ticks = new java.util.ArrayList<>();
+		for (int i = 0; i < runs.length; i++) {
+			List<String> instances = new java.util.ArrayList<>();
+			for (int run = 1; run <= runs[i]; run++) {
+				instances.add("demo-" + run);
+			}
+			ticks.add(new DemoReport.Tick(T0.plusSeconds(2L * i), runs[i], instances));
+		}
+		return ticks;
+	}
+
+	private static String print(DemoReport report) {
+		ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+		report.print(new PrintStream(buffer, true, StandardCharsets.UTF_8));
+		return buffer.toString(StandardCharsets.UTF_8);
+	}
+
+}
