@@ -47,6 +47,7 @@ import dev.holdfast.spi.ReleaseEvents;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
 
 /**
  * {@code @DistributedLock} on methods returning futures and publishers, in a real application
@@ -89,12 +90,16 @@ class AsyncLockingTests {
 		}).orElse(false);
 	}
 
-	private static void awaitFree(DefaultLockTemplate other, String name) throws InterruptedException {
-		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-		while (!isFree(other, name)) {
-			assertThat(System.nanoTime() - deadline).as("lock %s released within 5s", name).isNegative();
-			Thread.sleep(10);
-		}
+	private static void awaitFree(DefaultLockTemplate other, String name) {
+		await().atMost(Duration.ofSeconds(5)).alias("lock " + name + " released").until(() -> isFree(other, name));
+	}
+
+	/** Whether {@code other} trying for {@code duration} could not get the lock. */
+	private static boolean heldThroughout(DefaultLockTemplate other, String name, Duration duration) {
+		return other.tryAcquire(name, null, LockOptions.defaults().waitTime(duration)).map((lease) -> {
+			lease.close();
+			return false;
+		}).orElse(true);
 	}
 
 	@ParameterizedTest
@@ -106,9 +111,9 @@ class AsyncLockingTests {
 				Mono<String> slow = jobs.slowMono(LEASE.multipliedBy(3));
 				assertThat(isFree(other, "slow")).as("free until subscribed").isTrue();
 				CompletableFuture<String> result = slow.toFuture();
-				Thread.sleep(LEASE.multipliedBy(2).plusMillis(100).toMillis());
+				assertThat(heldThroughout(other, "slow", LEASE.multipliedBy(2).plusMillis(100)))
+					.as("held past twice the lease time").isTrue();
 				assertThat(result).isNotDone();
-				assertThat(isFree(other, "slow")).as("held past twice the lease time").isFalse();
 				assertThat(result.get(5, TimeUnit.SECONDS)).isEqualTo("done");
 				assertThat(isFree(other, "slow")).as("released before the Mono completed").isTrue();
 			}
@@ -124,11 +129,7 @@ class AsyncLockingTests {
 				AtomicBoolean started = new AtomicBoolean();
 				AtomicBoolean cancelled = new AtomicBoolean();
 				Disposable subscription = jobs.forever(started, cancelled).subscribe();
-				long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-				while (!started.get()) {
-					assertThat(System.nanoTime() - deadline).isNegative();
-					Thread.sleep(10);
-				}
+				await().atMost(Duration.ofSeconds(5)).untilTrue(started);
 				assertThat(isFree(other, "forever")).isFalse();
 				subscription.dispose();
 				awaitFree(other, "forever");
@@ -148,11 +149,10 @@ class AsyncLockingTests {
 				Disposable waiting = jobs.serial(0, new AtomicInteger(), new AtomicInteger())
 					.doOnNext((i) -> ran.set(true))
 					.subscribe();
-				Thread.sleep(300);
+				await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).untilFalse(ran);
 				waiting.dispose();
 				held.close();
-				Thread.sleep(300);
-				assertThat(ran).isFalse();
+				await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).untilFalse(ran);
 				assertThat(context.getBean(DefaultLockTemplate.class).heldLeases()).isEmpty();
 				assertThat(isFree(other, "serial")).isTrue();
 			}
@@ -188,7 +188,6 @@ class AsyncLockingTests {
 						.subscribeOn(Schedulers.single()), 5)
 					.collectList()
 					.toFuture();
-				Thread.sleep(300);
 				AtomicBoolean singleIsFree = new AtomicBoolean();
 				Mono.fromRunnable(() -> singleIsFree.set(true)).subscribeOn(Schedulers.single()).block(
 						Duration.ofSeconds(1));
@@ -291,8 +290,8 @@ class AsyncLockingTests {
 			try (DefaultLockTemplate other = otherInstance(context)) {
 				CompletableFuture<String> work = new CompletableFuture<>();
 				CompletableFuture<String> result = jobs.later(work);
-				Thread.sleep(LEASE.multipliedBy(2).plusMillis(100).toMillis());
-				assertThat(isFree(other, "later")).as("held while the future runs").isFalse();
+				assertThat(heldThroughout(other, "later", LEASE.multipliedBy(2).plusMillis(100)))
+					.as("held while the future runs").isTrue();
 				assertThat(result).isNotDone();
 				CompletableFuture.runAsync(() -> work.complete("value"));
 				assertThat(result.get(5, TimeUnit.SECONDS)).isEqualTo("value");
@@ -401,7 +400,10 @@ class AsyncLockingTests {
 			Jobs jobs = context.getBean(Jobs.class);
 			CompletableFuture<String> work = new CompletableFuture<>();
 			CompletableFuture<String> result = jobs.later(work);
-			Thread.sleep(LEASE.multipliedBy(3).toMillis());
+			try (DefaultLockTemplate other = otherInstance(context)) {
+				assertThat(heldThroughout(other, "later", LEASE.multipliedBy(3))).as("held for three lease times")
+					.isTrue();
+			}
 			assertThat(context.getBean(DefaultLockTemplate.class).heldLeases()).singleElement()
 				.satisfies((lease) -> assertThat(lease.valid()).isTrue());
 			work.complete("done");

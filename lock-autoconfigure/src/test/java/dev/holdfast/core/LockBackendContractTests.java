@@ -30,6 +30,7 @@ import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
@@ -262,9 +263,9 @@ public abstract class LockBackendContractTests {
 		String name = uniqueName();
 		try (Lease lease = first.acquire(name, null,
 				LockOptions.defaults().leaseTime(Duration.ofMillis(600)).waitTime(FREE_LOCK_WAIT))) {
-			Thread.sleep(1800);
+			assertThat(second.tryAcquire(name, null, waitFor(Duration.ofMillis(1800))))
+				.as("another client trying for three TTLs").isEmpty();
 			assertThat(lease.isValid()).isTrue();
-			assertThat(second.tryAcquire(name, null, waitFor(Duration.ZERO))).isEmpty();
 		}
 		assertThat(second.tryAcquire(name, null, free())).isPresent().get().satisfies(Lease::close);
 	}
@@ -277,9 +278,9 @@ public abstract class LockBackendContractTests {
 		try (Lease lease = first.acquire(name, null,
 				LockOptions.defaults().leaseTime(Duration.ofMillis(500)).renew(false).waitTime(FREE_LOCK_WAIT))) {
 			assertThat(lease.extend(Duration.ofSeconds(5))).isTrue();
-			Thread.sleep(800);
+			assertThat(second.tryAcquire(name, null, waitFor(Duration.ofMillis(900))))
+				.as("another client trying past the original TTL").isEmpty();
 			assertThat(lease.isValid()).isTrue();
-			assertThat(second.tryAcquire(name, null, waitFor(Duration.ZERO))).isEmpty();
 		}
 	}
 
@@ -296,10 +297,8 @@ public abstract class LockBackendContractTests {
 		try (Lease taker = second.acquire(name, null, waitFor(Duration.ofSeconds(5)))) {
 			assertThat(lease.isValid()).as("a lease past its validity is not valid").isFalse();
 			flaky.failing.set(false);
-			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-			while (first.heldLeases().stream().anyMatch(LeaseInfo::valid) && System.nanoTime() < deadline) {
-				Thread.sleep(20);
-			}
+			await().atMost(Duration.ofSeconds(5))
+				.until(() -> first.heldLeases().stream().noneMatch(LeaseInfo::valid));
 			assertThat(lease.isValid()).isFalse();
 			assertThat(taker.isValid()).isTrue();
 			assertThat(lease.extend(Duration.ofSeconds(5))).as("a lost lease cannot be extended").isFalse();
@@ -327,7 +326,7 @@ public abstract class LockBackendContractTests {
 		});
 		waiter.start();
 		started.await();
-		Thread.sleep(notifying ? 1000 : 500);
+		awaitParked(waiter);
 		assertThat(acquiredAt.get()).isNull();
 		long releasedAt = System.nanoTime();
 		held.close();
@@ -336,6 +335,15 @@ public abstract class LockBackendContractTests {
 		Duration wake = Duration.ofNanos(acquiredAt.get() - releasedAt);
 		assertThat(wake).as("wake-up after release, polling every %s", poll)
 			.isLessThan(notifying ? Duration.ofMillis(1500) : poll.plusSeconds(1));
+	}
+
+	/**
+	 * Waits until {@code thread} has stayed parked for 100 ms: waiting for the lock, not inside a
+	 * backend round trip (which takes well under a millisecond on loopback).
+	 */
+	private static void awaitParked(Thread thread) {
+		await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(5))
+			.until(() -> thread.getState() == Thread.State.WAITING || thread.getState() == Thread.State.TIMED_WAITING);
 	}
 
 	private boolean newBackendSupportsReleaseEvents() {
@@ -377,7 +385,7 @@ public abstract class LockBackendContractTests {
 		});
 		waiter.start();
 		started.await();
-		Thread.sleep(300);
+		awaitParked(waiter);
 		long interruptedAt = System.nanoTime();
 		waiter.interrupt();
 		waiter.join(5000);
@@ -405,7 +413,7 @@ public abstract class LockBackendContractTests {
 		}
 		Lease expiring = first.acquire(name, "k",
 				LockOptions.defaults().leaseTime(Duration.ofMillis(200)).renew(false).waitTime(FREE_LOCK_WAIT));
-		Thread.sleep(400);
+		// the acquisition waits for the expiry
 		try (Lease next = second.acquire(name, "k", free())) {
 			assertThat(next.fencingToken()).isGreaterThan(expiring.fencingToken()).isGreaterThan(last);
 		}
@@ -453,7 +461,8 @@ public abstract class LockBackendContractTests {
 			leases.add(template.acquire(name, i,
 					LockOptions.defaults().leaseTime(Duration.ofMillis(900)).waitTime(FREE_LOCK_WAIT)));
 		}
-		Thread.sleep(2000);
+		assertThat(other.tryAcquire(name, 0, waitFor(Duration.ofSeconds(2))))
+			.as("another client trying for two TTLs").isEmpty();
 		for (int i = 0; i < 200; i += 37) {
 			assertThat(other.tryAcquire(name, i, waitFor(Duration.ZERO))).isEmpty();
 		}

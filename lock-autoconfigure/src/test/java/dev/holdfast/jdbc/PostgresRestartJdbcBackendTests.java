@@ -13,6 +13,7 @@ import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.testsupport.PostgresServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
@@ -60,19 +61,10 @@ class PostgresRestartJdbcBackendTests {
 		assertThat(backend.tryAcquire(key, UUID.randomUUID().toString(), Duration.ofSeconds(10)).acquired()).isTrue();
 	}
 
-	private static <T> T eventually(java.util.function.Supplier<T> call) throws InterruptedException {
-		long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-		while (true) {
-			try {
-				return call.get();
-			}
-			catch (LockBackendException ex) {
-				if (System.nanoTime() > deadline) {
-					throw ex;
-				}
-				Thread.sleep(100);
-			}
-		}
+	private static <T> T eventually(java.util.function.Supplier<T> call) {
+		return await().atMost(Duration.ofSeconds(30))
+			.ignoreException(LockBackendException.class)
+			.until(call::get, (result) -> true);
 	}
 
 	@Test

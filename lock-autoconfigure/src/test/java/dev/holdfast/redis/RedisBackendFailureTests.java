@@ -26,6 +26,7 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.testsupport.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
@@ -195,29 +196,10 @@ class RedisBackendFailureTests {
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(FAILURE_BOUND);
 	}
 
-	private static void pause() {
-		try {
-			Thread.sleep(50);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
-	}
-
 	private static <T> T eventually(Supplier<T> call) {
-		long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-		while (true) {
-			try {
-				return call.get();
-			}
-			catch (LockBackendException | CompletionException ex) {
-				if (System.nanoTime() > deadline) {
-					throw ex;
-				}
-				pause();
-			}
-		}
+		return await().atMost(Duration.ofSeconds(20))
+			.ignoreExceptionsMatching((ex) -> ex instanceof LockBackendException || ex instanceof CompletionException)
+			.until(call::get, (result) -> true);
 	}
 
 }

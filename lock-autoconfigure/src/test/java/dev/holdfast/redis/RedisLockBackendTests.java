@@ -30,6 +30,7 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.testsupport.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
@@ -104,9 +105,8 @@ class RedisLockBackendTests {
 		RedisLockBackend second = newBackend(server);
 		String key = randomKey();
 		long firstToken = first.tryAcquire(key, "owner-1", Duration.ofMillis(50)).fencingToken();
-		Thread.sleep(120);
-		AcquireResult takeover = second.tryAcquire(key, "owner-2", TTL);
-		assertThat(takeover.acquired()).isTrue();
+		AcquireResult takeover = await().atMost(Duration.ofSeconds(2))
+			.until(() -> second.tryAcquire(key, "owner-2", TTL), AcquireResult::acquired);
 		assertThat(takeover.fencingToken()).isGreaterThan(firstToken);
 		assertThat(first.release(key, "owner-1")).isFalse();
 	}
@@ -202,15 +202,14 @@ class RedisLockBackendTests {
 		for (int i = 0; i < 300; i++) {
 			RedisLockBackend backend = (i % 2 == 0) ? first : second;
 			boolean expire = i % 50 == 0;
-			AcquireResult result = backend.tryAcquire(key, "owner-" + i, expire ? Duration.ofMillis(5) : TTL);
-			assertThat(result.acquired()).isTrue();
+			String owner = "owner-" + i;
+			// after an expiring round, wait for Redis to expire the previous holder
+			AcquireResult result = await().atMost(Duration.ofSeconds(2))
+				.until(() -> backend.tryAcquire(key, owner, expire ? Duration.ofMillis(5) : TTL), AcquireResult::acquired);
 			assertThat(result.fencingToken()).isGreaterThan(last);
 			last = result.fencingToken();
-			if (expire) {
-				Thread.sleep(15);
-			}
-			else {
-				backend.release(key, "owner-" + i);
+			if (!expire) {
+				backend.release(key, owner);
 			}
 		}
 	}

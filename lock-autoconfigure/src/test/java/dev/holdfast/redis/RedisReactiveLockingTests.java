@@ -41,6 +41,7 @@ import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.testsupport.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * {@code @DistributedLock} on {@code Mono}/{@code Flux} methods on a real Redis, in a real
@@ -116,9 +117,9 @@ class RedisReactiveLockingTests {
 			Jobs jobs = context.getBean(Jobs.class);
 			try (DefaultLockTemplate other = otherInstance(prefix)) {
 				CompletableFuture<Long> token = jobs.slow(LEASE.multipliedBy(3)).toFuture();
-				Thread.sleep(LEASE.multipliedBy(2).plusMillis(200).toMillis());
+				assertThat(other.tryAcquire("slow", null, LockOptions.defaults().waitTime(LEASE.multipliedBy(2).plusMillis(200))))
+					.as("another client trying past twice the lease time").isEmpty();
 				assertThat(token).isNotDone();
-				assertThat(isFree(other, prefix, "slow")).as("held past twice the lease time").isFalse();
 				assertThat(token.get(10, TimeUnit.SECONDS)).as("fencing token from the Reactor context").isPositive();
 				assertThat(isFree(other, prefix, "slow")).as("released before the Mono completed").isTrue();
 			}
@@ -148,17 +149,10 @@ class RedisReactiveLockingTests {
 			Jobs jobs = context.getBean(Jobs.class);
 			try (DefaultLockTemplate other = otherInstance(prefix)) {
 				Disposable forever = jobs.forever().subscribe();
-				long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-				while (isFree(other, prefix, "serial")) {
-					assertThat(System.nanoTime() - deadline).isNegative();
-					Thread.sleep(10);
-				}
+				await().atMost(Duration.ofSeconds(5)).until(() -> !isFree(other, prefix, "serial"));
 				forever.dispose();
-				deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-				while (!isFree(other, prefix, "serial")) {
-					assertThat(System.nanoTime() - deadline).as("released after cancel").isNegative();
-					Thread.sleep(10);
-				}
+				await().atMost(Duration.ofSeconds(5)).alias("released after cancel")
+					.until(() -> isFree(other, prefix, "serial"));
 			}
 		});
 	}

@@ -29,6 +29,7 @@ import dev.holdfast.spi.LockBackend;
 import dev.holdfast.testsupport.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -159,17 +160,9 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 		servers.get(1).restart();
 		servers.get(2).restart();
 		servers.get(4).restart();
-		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-		AcquireResult result = null;
-		while (result == null && System.nanoTime() < deadline) {
-			try {
-				result = backend.tryAcquire(key, owner(), TTL);
-			}
-			catch (LockBackendException ex) {
-				sleep(50);
-			}
-		}
-		assertThat(result).isNotNull();
+		AcquireResult result = await().atMost(Duration.ofSeconds(10))
+			.ignoreException(LockBackendException.class)
+			.until(() -> backend.tryAcquire(key, owner(), TTL), (answer) -> true);
 		assertThat(result.acquired()).isTrue();
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).as("time to recover").isLessThan(Duration.ofSeconds(5));
 	}
@@ -218,7 +211,8 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 			flagKept.set(Thread.currentThread().isInterrupted());
 		});
 		caller.start();
-		Thread.sleep(100);
+		await().atMost(Duration.ofSeconds(5))
+			.until(() -> caller.getState() == Thread.State.WAITING || caller.getState() == Thread.State.TIMED_WAITING);
 		long interruptedAt = System.nanoTime();
 		caller.interrupt();
 		caller.join(5000);
@@ -226,9 +220,10 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 			.isLessThan(NODE_TIMEOUT.dividedBy(2));
 		assertThat(result.get().acquired()).isFalse();
 		assertThat(flagKept).isTrue();
-		Thread.sleep(100);
-		assertThat(get(3, key)).isNull();
-		assertThat(get(4, key)).isNull();
+		await().atMost(Duration.ofSeconds(2)).untilAsserted(() -> {
+			assertThat(get(3, key)).isNull();
+			assertThat(get(4, key)).isNull();
+		});
 	}
 
 	@Test
@@ -292,12 +287,14 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 			assertThat(backend.tryAcquire(key, owner, TTL).acquired()).as("cycle %d", i).isTrue();
 			assertThat(backend.release(key, owner)).isTrue();
 		}
-		Thread.sleep(NODE_TIMEOUT.toMillis());
-		for (String key : keys) {
-			for (int node = 0; node < 5; node++) {
-				assertThat(get(node, key)).as("%s on node %d", key, node).isNull();
+		// releases sent to late nodes may still be in flight
+		await().atMost(NODE_TIMEOUT.multipliedBy(4)).untilAsserted(() -> {
+			for (String key : keys) {
+				for (int node = 0; node < 5; node++) {
+					assertThat(get(node, key)).as("%s on node %d", key, node).isNull();
+				}
 			}
-		}
+		});
 	}
 
 	@Test
@@ -390,16 +387,22 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 		String key = key();
 		List<String> events = new java.util.concurrent.CopyOnWriteArrayList<>();
 		try (AutoCloseable subscription = listening.subscribe(events::add)) {
-			sleep(300);
+			String probe = key();
+			// the subscriptions are up once a probe release arrives
+			await().atMost(Duration.ofSeconds(5)).until(() -> {
+				String probeOwner = owner();
+				if (backend.tryAcquire(probe, probeOwner, TTL).acquired()) {
+					backend.release(probe, probeOwner);
+				}
+				return events.contains(probe);
+			});
 			String owner = owner();
 			assertThat(backend.tryAcquire(key, owner, TTL).acquired()).isTrue();
 			assertThat(backend.release(key, owner)).isTrue();
-			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
-			while (events.isEmpty() && System.nanoTime() < deadline) {
-				sleep(10);
-			}
-			sleep(200);
-			assertThat(events).containsExactly(key);
+			await().atMost(Duration.ofSeconds(3)).until(() -> events.contains(key));
+			// copies from the other nodes would arrive within a round trip or two
+			await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(1))
+				.until(() -> events.stream().filter(key::equals).count() == 1);
 		}
 	}
 
@@ -468,32 +471,13 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 	}
 
 	private static AcquireResult acquireWhenReachable(RedlockLockBackend backend, String key) {
-		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-		while (true) {
-			try {
-				String owner = owner();
-				AcquireResult result = backend.tryAcquire(key, owner, TTL);
-				assertThat(result.acquired()).isTrue();
-				backend.release(key, owner);
-				return result;
-			}
-			catch (LockBackendException ex) {
-				if (System.nanoTime() > deadline) {
-					throw ex;
-				}
-				sleep(50);
-			}
-		}
-	}
-
-	private static void sleep(long millis) {
-		try {
-			Thread.sleep(millis);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
+		return await().atMost(Duration.ofSeconds(10)).ignoreException(LockBackendException.class).until(() -> {
+			String owner = owner();
+			AcquireResult result = backend.tryAcquire(key, owner, TTL);
+			assertThat(result.acquired()).isTrue();
+			backend.release(key, owner);
+			return result;
+		}, (result) -> true);
 	}
 
 }

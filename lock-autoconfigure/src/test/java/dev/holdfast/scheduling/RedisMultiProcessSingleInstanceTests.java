@@ -23,6 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
 import dev.holdfast.testsupport.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.fail;
 
 /**
@@ -60,26 +61,17 @@ class RedisMultiProcessSingleInstanceTests {
 		}
 		awaitReady(output, Duration.ofSeconds(90));
 		long warmFrom = java.time.Instant.now().getEpochSecond() + 1;
-		Thread.sleep(3000);
+		await().atMost(Duration.ofSeconds(30)).until(() -> startedTicks(output, warmFrom) >= 3);
 		// kill the process that is running a tick, while it runs
-		long killedPid = 0;
-		long killedTick = 0;
-		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-		while (killedPid == 0 && System.nanoTime() < deadline) {
-			List<String> lines = Files.readAllLines(output);
-			String last = lines.get(lines.size() - 1);
-			if (last.startsWith("start ")) {
-				String[] parts = last.split(" ");
-				killedTick = Long.parseLong(parts[1]);
-				killedPid = Long.parseLong(parts[2]);
-				byPid.get(killedPid).destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-			}
-			else {
-				Thread.sleep(5);
-			}
-		}
-		assertThat(killedPid).as("a process was caught running a tick").isNotZero();
-		Thread.sleep(5000);
+		String running = await().atMost(Duration.ofSeconds(10))
+			.pollInterval(Duration.ofMillis(5))
+			.alias("a process caught running a tick")
+			.until(() -> lastLine(output), (line) -> line.startsWith("start "));
+		String[] caught = running.split(" ");
+		long killedTick = Long.parseLong(caught[1]);
+		long killedPid = Long.parseLong(caught[2]);
+		byPid.get(killedPid).destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+		await().atMost(Duration.ofSeconds(30)).until(() -> startedTicks(output, killedTick + 1) >= 4);
 		this.processes.forEach(Process::destroyForcibly);
 		Map<Long, List<Long>> starts = new TreeMap<>();
 		Set<String> ends = new HashSet<>();
@@ -136,21 +128,32 @@ class RedisMultiProcessSingleInstanceTests {
 		return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
 	}
 
-	private void awaitReady(Path output, Duration timeout) throws Exception {
-		long deadline = System.nanoTime() + timeout.toNanos();
-		while (System.nanoTime() < deadline) {
-			long ready = Files.readAllLines(output).stream().filter((line) -> line.startsWith("ready ")).count();
-			if (ready == this.processes.size()) {
-				return;
-			}
+	private void awaitReady(Path output, Duration timeout) {
+		await().atMost(timeout).alias("all job processes ready; see the logs in " + this.dir).until(() -> {
 			for (Process process : this.processes) {
 				if (!process.isAlive()) {
 					fail("A job process exited at startup; see the logs in " + this.dir);
 				}
 			}
-			Thread.sleep(100);
-		}
-		fail("The job processes were not ready within " + timeout + "; see the logs in " + this.dir);
+			return Files.readAllLines(output).stream().filter((line) -> line.startsWith("ready ")).count() == this.processes
+				.size();
+		});
+	}
+
+	/** How many distinct ticks, from {@code from} (epoch seconds) on, were started. */
+	private static long startedTicks(Path output, long from) throws IOException {
+		return Files.readAllLines(output)
+			.stream()
+			.filter((line) -> line.startsWith("start "))
+			.mapToLong((line) -> Long.parseLong(line.split(" ")[1]))
+			.filter((tick) -> tick >= from)
+			.distinct()
+			.count();
+	}
+
+	private static String lastLine(Path output) throws IOException {
+		List<String> lines = Files.readAllLines(output);
+		return lines.isEmpty() ? "" : lines.get(lines.size() - 1);
 	}
 
 }

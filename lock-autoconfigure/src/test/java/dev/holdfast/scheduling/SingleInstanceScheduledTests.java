@@ -33,6 +33,7 @@ import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.LockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 @ExtendWith(OutputCaptureExtension.class)
 class SingleInstanceScheduledTests {
@@ -92,14 +93,14 @@ class SingleInstanceScheduledTests {
 		this.runner.withUserConfiguration(CronJob.class).run((context) -> {
 			CronJob job = context.getBean(CronJob.class);
 			assertThat(job.ran.await(10, TimeUnit.SECONDS)).isTrue();
-			Thread.sleep(200);
+			await().atMost(Duration.ofSeconds(2))
+				.alias("the job lock after a run without lockAtLeastFor")
+				.until(() -> this.backend.tryAcquire("holdfast:cron-job", "probe", Duration.ofMillis(1)).acquired());
 			long tick = job.ticks.get(0);
 			AcquireResult claim = this.backend.tryAcquire("holdfast:cron-job:tick-" + tick, "probe",
 					Duration.ofSeconds(1));
 			assertThat(claim.acquired()).as("the claim of the tick that ran").isFalse();
 			assertThat(claim.holderRemainingMillis()).as("the claim lives past the next tick").isGreaterThan(900);
-			AcquireResult jobLock = this.backend.tryAcquire("holdfast:cron-job", "probe", Duration.ofMillis(1));
-			assertThat(jobLock.acquired()).as("the job lock after a run without lockAtLeastFor").isTrue();
 		});
 	}
 
@@ -110,7 +111,7 @@ class SingleInstanceScheduledTests {
 		ApplicationContextRunner instance = this.runner.withBean(SkipCounter.class, () -> skips)
 			.withBean(AtLeastJob.class, () -> new AtLeastJob(starts));
 		instance.run((first) -> instance.run((second) -> {
-			Thread.sleep(2500);
+			await().atMost(Duration.ofSeconds(10)).until(() -> starts.size() >= 2 && skips.skipped.get() > 10);
 			List<Long> runs = List.copyOf(starts);
 			assertThat(runs).hasSizeBetween(2, 3);
 			for (int i = 1; i < runs.size(); i++) {
@@ -125,12 +126,15 @@ class SingleInstanceScheduledTests {
 		this.runner.withUserConfiguration(SlowJob.class).run((context) -> {
 			SlowJob job = context.getBean(SlowJob.class);
 			assertThat(job.started.await(10, TimeUnit.SECONDS)).isTrue();
+			long started = System.nanoTime();
 			assertThat(this.backend.tryAcquire("holdfast:slow-job", "probe", Duration.ofMillis(1)).acquired())
 				.as("while the run is young").isFalse();
-			Thread.sleep(600);
+			await().atMost(Duration.ofMillis(1500))
+				.alias("after lockAtMostFor, not renewed")
+				.until(() -> this.backend.tryAcquire("holdfast:slow-job", "probe", Duration.ofMillis(1)).acquired());
+			assertThat(Duration.ofNanos(System.nanoTime() - started)).as("held for lockAtMostFor (300ms)")
+				.isGreaterThan(Duration.ofMillis(250));
 			assertThat(job.finished.getCount()).as("the run still runs").isOne();
-			assertThat(this.backend.tryAcquire("holdfast:slow-job", "probe", Duration.ofMillis(1)).acquired())
-				.as("after lockAtMostFor, not renewed").isTrue();
 		});
 	}
 
