@@ -25,6 +25,8 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
 import org.openjdk.jmh.runner.options.VerboseMode;
 
+import dev.holdfast.testsupport.RedisServer;
+
 /**
  * Runs every contender in one go and prints the table with ratios to the floors measured in the
  * same run. Starts its own servers: one redis-server, five more for Redlock (from the PATH, on free

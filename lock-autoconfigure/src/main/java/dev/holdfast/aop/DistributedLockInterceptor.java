@@ -4,8 +4,6 @@ import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.jspecify.annotations.Nullable;
 
-import org.springframework.aop.support.AopUtils;
-
 /**
  * Runs {@link dev.holdfast.DistributedLock} methods under their lock; a thin adapter over
  * {@link LockAspectSupport}.
@@ -24,8 +22,8 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 		if (target == null) {
 			return invocation.proceed();
 		}
-		return this.support.execute(invocation::proceed, target,
-				AopUtils.getMostSpecificMethod(invocation.getMethod(), target.getClass()), invocation.getArguments());
+		// the operation source resolves the most specific method once per (method, target class)
+		return this.support.execute(invocation::proceed, target, invocation.getMethod(), invocation.getArguments());
 	}
 
 }

@@ -87,7 +87,7 @@ public class LockAspectSupport {
 		if (CompletionStage.class.isAssignableFrom(returnType)) {
 			return executeStage(invoker, operation, key, returnType);
 		}
-		ReactiveAdapter adapter = (this.reactive != null) ? this.reactiveAdapters.getAdapter(returnType) : null;
+		ReactiveAdapter adapter = operation.reactiveAdapter();
 		if (this.reactive != null && adapter != null) {
 			Object result = invoker.proceed();
 			return (result != null)

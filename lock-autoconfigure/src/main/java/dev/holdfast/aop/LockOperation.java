@@ -4,6 +4,7 @@ import java.lang.reflect.Method;
 
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.core.ReactiveAdapter;
 import org.springframework.expression.Expression;
 
 import dev.holdfast.LockOptions;
@@ -19,9 +20,11 @@ import dev.holdfast.OnLocked;
  * @param keyExpressionText the key expression as written
  * @param options wait and lease times (unset ones take the configured defaults)
  * @param onLocked what to do when the lock stays held
+ * @param reactiveAdapter the adapter of a reactive return type ({@code Mono}, {@code Flux}, ...),
+ * or {@code null}; looked up once here rather than on every call
  */
 public record LockOperation(Method method, String name, @Nullable Expression keyExpression, String keyExpressionText,
-		LockOptions options, OnLocked onLocked) {
+		LockOptions options, OnLocked onLocked, @Nullable ReactiveAdapter reactiveAdapter) {
 
 	/** {@code Class.method} for messages. */
 	public String describe() {

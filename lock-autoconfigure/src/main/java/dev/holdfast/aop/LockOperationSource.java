@@ -16,6 +16,7 @@ import org.springframework.core.BridgeMethodResolver;
 import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.MethodClassKey;
 import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.core.ReactiveAdapterRegistry;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.expression.Expression;
 import org.springframework.expression.ParseException;
@@ -120,7 +121,8 @@ public class LockOperationSource {
 			expression = parseKey(resolved, specific, where);
 			keyText = resolved;
 		}
-		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked());
+		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked(),
+				ReactiveAdapterRegistry.getSharedInstance().getAdapter(specific.getReturnType()));
 	}
 
 	private String resolvePlaceholders(String value) {
