@@ -111,6 +111,9 @@ class AsyncLockingTests {
 				Mono<String> slow = jobs.slowMono(LEASE.multipliedBy(3));
 				assertThat(isFree(other, "slow")).as("free until subscribed").isTrue();
 				CompletableFuture<String> result = slow.toFuture();
+				// the subscription acquires asynchronously on the blocking-only backend
+				await().atMost(Duration.ofSeconds(5))
+					.until(() -> !context.getBean(DefaultLockTemplate.class).heldLeases().isEmpty());
 				assertThat(heldThroughout(other, "slow", LEASE.multipliedBy(2).plusMillis(100)))
 					.as("held past twice the lease time").isTrue();
 				assertThat(result).isNotDone();

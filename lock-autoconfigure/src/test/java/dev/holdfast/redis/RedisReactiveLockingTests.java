@@ -117,6 +117,9 @@ class RedisReactiveLockingTests {
 			Jobs jobs = context.getBean(Jobs.class);
 			try (DefaultLockTemplate other = otherInstance(prefix)) {
 				CompletableFuture<Long> token = jobs.slow(LEASE.multipliedBy(3)).toFuture();
+				// the subscription acquires asynchronously
+				await().atMost(Duration.ofSeconds(5))
+					.until(() -> !context.getBean(DefaultLockTemplate.class).heldLeases().isEmpty());
 				assertThat(other.tryAcquire("slow", null, LockOptions.defaults().waitTime(LEASE.multipliedBy(2).plusMillis(200))))
 					.as("another client trying past twice the lease time").isEmpty();
 				assertThat(token).isNotDone();
