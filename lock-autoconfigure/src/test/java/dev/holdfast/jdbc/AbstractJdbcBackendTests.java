@@ -43,6 +43,8 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  */
 abstract class AbstractJdbcBackendTests {
 
+	private static final long TWO_HOURS_MICROS = Duration.ofHours(2).toMillis() * 1000;
+
 	private final List<HikariDataSource> dataSources = new ArrayList<>();
 
 	/** A new, independent connection pool on the shared server, whose schema exists. */
@@ -303,14 +305,13 @@ abstract class AbstractJdbcBackendTests {
 		String expired = acquire(a, Duration.ofMillis(1));
 		String old = acquire(a, Duration.ofMillis(1));
 		String oldAhead = acquire(a, Duration.ofMillis(1));
-		// two hours back on the database clock: heldLong was taken then and renewed since; old and
-		// oldAhead expired then, and oldAhead's token is still ahead of the clock
-		long twoHours = Duration.ofHours(2).toMillis() * 1000;
-		operator.update("UPDATE " + table + " SET fence = fence - ?, acquired_at = acquired_at - ? WHERE lock_key = ?",
-				twoHours, twoHours, heldLong);
-		operator.update("UPDATE " + table + " SET fence = fence - ?, acquired_at = acquired_at - ?,"
-				+ " expires_at = expires_at - ? WHERE lock_key IN (?, ?)", twoHours, twoHours, twoHours, old, oldAhead);
-		operator.update("UPDATE " + table + " SET fence = fence + ? WHERE lock_key = ?", 2 * twoHours, oldAhead);
+		// heldLong was taken two hours ago and renewed since; old and oldAhead expired two hours
+		// ago, and oldAhead's token is still ahead of the clock
+		twoHoursBack(operator, table, heldLong, "fence", "acquired_at");
+		twoHoursBack(operator, table, old, "fence", "acquired_at", "expires_at");
+		twoHoursBack(operator, table, oldAhead, "fence", "acquired_at", "expires_at");
+		operator.update("UPDATE " + table + " SET fence = fence + ? WHERE lock_key = ?", 2 * TWO_HOURS_MICROS,
+				oldAhead);
 		long oldFence = operator.queryForObject("SELECT fence FROM " + table + " WHERE lock_key = ?", Long.class, old);
 
 		assertThat(a.sweep()).isOne();
@@ -331,15 +332,13 @@ abstract class AbstractJdbcBackendTests {
 		JdbcTemplate operator = createTable(table);
 		JdbcLockBackend a = newBackend(dataSource(), table);
 		String key = acquire(a, Duration.ofMillis(1));
-		long twoHours = Duration.ofHours(2).toMillis() * 1000;
-		operator.update("UPDATE " + table + " SET fence = fence - ?, expires_at = expires_at - ? WHERE lock_key = ?",
-				twoHours, twoHours, key);
+		twoHoursBack(operator, table, key, "fence", "expires_at");
 		ExecutorService executor = Executors.newSingleThreadExecutor();
 		try (Connection takeover = dataSource().getConnection(); Statement statement = takeover.createStatement()) {
 			// a takeover has updated the long-expired row but not committed yet
 			takeover.setAutoCommit(false);
 			statement.executeUpdate("UPDATE " + table + " SET owner_token = 'new', fence = fence + 1,"
-					+ " expires_at = expires_at + " + 2 * twoHours + " WHERE lock_key = '" + key + "'");
+					+ " expires_at = expires_at + " + 2 * TWO_HOURS_MICROS + " WHERE lock_key = '" + key + "'");
 			Future<Integer> sweep = executor.submit(a::sweep);
 			await().atMost(Duration.ofSeconds(20)).until(() -> lockWaits(operator) > 0);
 			takeover.commit();
@@ -359,9 +358,7 @@ abstract class AbstractJdbcBackendTests {
 		JdbcLockBackend a = newBackend(dataSource(), table);
 		a.sweepEvery(3);
 		String old = acquire(a, Duration.ofMillis(1));
-		long twoHours = Duration.ofHours(2).toMillis() * 1000;
-		operator.update("UPDATE " + table + " SET fence = fence - ?, expires_at = expires_at - ? WHERE lock_key = ?",
-				twoHours, twoHours, old);
+		twoHoursBack(operator, table, old, "fence", "expires_at");
 		String sql = "SELECT COUNT(*) FROM " + table + " WHERE lock_key = ?";
 		for (int release = 1; release <= 3; release++) {
 			assertThat(operator.queryForObject(sql, Long.class, old)).isOne();
@@ -371,6 +368,15 @@ abstract class AbstractJdbcBackendTests {
 			assertThat(a.release(key, owner)).isTrue();
 		}
 		assertThat(operator.queryForObject(sql, Long.class, old)).isZero();
+	}
+
+	/** Moves {@code columns} of the row of {@code key} two hours back on the database clock. */
+	private static void twoHoursBack(JdbcTemplate operator, String table, String key, String... columns) {
+		List<String> assignments = new ArrayList<>();
+		for (String column : columns) {
+			assignments.add(column + " = " + column + " - " + TWO_HOURS_MICROS);
+		}
+		operator.update("UPDATE " + table + " SET " + String.join(", ", assignments) + " WHERE lock_key = ?", key);
 	}
 
 	private static String acquire(JdbcLockBackend backend, Duration ttl) {
