@@ -42,6 +42,7 @@ import org.redisson.api.RScript.ReturnType;
 import org.redisson.api.RTopic;
 import org.redisson.api.RedissonClient;
 import org.redisson.api.redisnode.RedisNodes;
+import org.redisson.client.RedisTimeoutException;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 import org.redisson.config.EqualJitterDelay;
@@ -75,11 +76,13 @@ import dev.holdfast.spi.ReleaseEvents;
  * <p>
  * <b>Expiry.</b> Each node's own clock expires its copy of the lock ({@code PX}). The client
  * counts the lock as held only for {@code ttl - drift} from the moment before it sent its
- * requests, so the lock is safe as long as every node's clock runs at most {@code drift / ttl}
- * faster than this JVM's monotonic clock, and nodes keep their keys across restarts (append-only
- * file with {@code appendfsync always}) or stay down for longer than the longest time to live
- * after a crash. Without either, a restarted node forgets the lock and a second client can build
- * a quorum with it: the startup check warns about nodes configured that way.
+ * requests (and gives the engine the same drift, {@link #clockDriftAllowance}, so that a lease is
+ * valid no longer), so the lock is safe as long as every node's clock runs at most
+ * {@code drift / ttl} faster than this JVM's monotonic clock, and nodes keep their keys across
+ * restarts (append-only file with {@code appendfsync always}) or stay down for longer than the
+ * longest time to live after a crash. Without either, a restarted node forgets the lock and a
+ * second client can build a quorum with it: the startup check warns about nodes configured that
+ * way.
  * <p>
  * <b>Release and renewal</b> go to all nodes in parallel; a release returns once a quorum has
  * deleted the lock, and a renewal counts only when a quorum renewed within the validity of the
@@ -297,6 +300,15 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 	/** The number of configured nodes. */
 	public int nodeCount() {
 		return this.nodes.size();
+	}
+
+	/**
+	 * The drift allowance of the settings, {@code ttl * driftFactor + minDrift}: the engine counts
+	 * a lease valid for no longer than this backend counts the lock acquired or renewed.
+	 */
+	@Override
+	public Duration clockDriftAllowance(Duration ttl) {
+		return Duration.ofNanos(this.settings.driftNanos(ttl));
 	}
 
 	/** The number of nodes that must agree: {@code nodeCount() / 2 + 1}. */
@@ -739,31 +751,64 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 		return counts;
 	}
 
+	// Says how many nodes answered, failed, and timed out (no answer by the deadline, or the
+	// client's own timeout), against the quorum, as the caller saw them when it stopped waiting:
+	// answers that came later are not counted. Nodes still pending when the outcome was already
+	// certain were not waited for.
 	private LockBackendException unreachable(String action, Round round) {
+		int failed = 0;
+		int timedOut = 0;
+		int notAwaited = 0;
+		StringBuilder details = new StringBuilder();
+		Throwable cause = null;
+		for (int i = 0; i < round.size(); i++) {
+			Object result = round.result(i);
+			String detail;
+			if (result instanceof Failure failure && !isTimeout(failure.cause())) {
+				failed++;
+				detail = describe(result);
+				cause = (cause != null) ? cause : failure.cause();
+			}
+			else if (result instanceof Failure || (result == null && round.timedOut())) {
+				timedOut++;
+				detail = "timed out";
+			}
+			else if (result == null) {
+				notAwaited++;
+				detail = "not awaited";
+			}
+			else {
+				continue;
+			}
+			details.append("; ").append(round.node(i).name()).append(": ").append(detail);
+		}
 		StringBuilder message = new StringBuilder("Redlock quorum not reached while ").append(action)
 			.append(": ")
 			.append(round.answered())
 			.append(" of ")
-			.append(this.nodes.size())
+			.append(round.size())
 			.append(" nodes answered, ")
 			.append(this.quorum)
-			.append(" needed");
-		Throwable cause = null;
-		for (int i = 0; i < round.size(); i++) {
-			Object result = round.result(i);
-			if (result == null || result instanceof Failure) {
-				message.append("; ").append(round.node(i).name()).append(": ").append(describe(result));
-				if (cause == null && result instanceof Failure failure) {
-					cause = failure.cause();
-				}
-			}
+			.append(" needed; ")
+			.append(failed)
+			.append(" failed, ")
+			.append(timedOut)
+			.append(" timed out (node timeout ")
+			.append(this.settings.nodeTimeout().toMillis())
+			.append(" ms)");
+		if (notAwaited > 0) {
+			message.append(", ").append(notAwaited).append(" not awaited (the quorum was out of reach)");
 		}
-		return new LockBackendException(message.toString(), cause);
+		return new LockBackendException(message.append(details).toString(), cause);
+	}
+
+	private static boolean isTimeout(Throwable failure) {
+		return failure instanceof RedisTimeoutException || failure instanceof TimeoutException;
 	}
 
 	private static String describe(@Nullable Object result) {
 		if (result == null) {
-			return "no answer when the attempt was decided (within the node timeout)";
+			return "no answer in time";
 		}
 		if (result instanceof Failure failure) {
 			return failure.cause().getClass().getSimpleName() + ": " + failure.cause().getMessage();
@@ -899,6 +944,9 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 		// the caller's view, so that its decision and its error message agree.
 		private volatile @Nullable Object @Nullable [] frozen;
 
+		// Whether the caller stopped waiting at the deadline, before the round was decided.
+		private volatile boolean timedOut;
+
 		private Round(List<Node> nodes, Predicate<Round> decision) {
 			this.nodes = nodes;
 			this.results = new AtomicReferenceArray<>(nodes.size());
@@ -937,17 +985,26 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 
 		/**
 		 * Waits for the decision or the deadline, then freezes the caller's view of the answers:
-		 * the nodes that have not answered by then count as failed.
+		 * the nodes that have not answered by then count as failed, timed out when the deadline
+		 * passed first.
 		 */
 		void await(long deadline) throws InterruptedException {
 			try {
 				long remaining = deadline - System.nanoTime();
-				if (remaining > 0 && !this.decided.isDone()) {
-					this.decided.get(remaining, TimeUnit.NANOSECONDS);
+				if (!this.decided.isDone()) {
+					if (remaining > 0) {
+						this.decided.get(remaining, TimeUnit.NANOSECONDS);
+					}
+					else {
+						this.timedOut = true;
+					}
 				}
 			}
-			catch (TimeoutException | ExecutionException ex) {
-				// Decided by the deadline.
+			catch (TimeoutException ex) {
+				this.timedOut = true;
+			}
+			catch (ExecutionException ex) {
+				// Never completed exceptionally.
 			}
 			finally {
 				Object[] snapshot = new Object[this.results.length()];
@@ -960,6 +1017,11 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 
 		int size() {
 			return this.nodes.size();
+		}
+
+		/** Whether the caller stopped waiting at the deadline, before the round was decided. */
+		boolean timedOut() {
+			return this.timedOut;
 		}
 
 		Node node(int index) {

@@ -1,6 +1,7 @@
 package dev.holdfast.redlock;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -11,6 +12,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -21,8 +23,12 @@ import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 
+import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockBackendContractTests;
+import dev.holdfast.core.LockSettings;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LockBackend;
@@ -165,6 +171,44 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 			.until(() -> backend.tryAcquire(key, owner(), TTL), (answer) -> true);
 		assertThat(result.acquired()).isTrue();
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).as("time to recover").isLessThan(Duration.ofSeconds(5));
+	}
+
+	@Test
+	void unreachableQuorumMessageCountsAnsweredFailedAndTimedOutNodes() {
+		RedlockLockBackend backend = backend();
+		// Connections are opened by the first requests: open them before nodes stop answering.
+		await().atMost(Duration.ofSeconds(10)).until(() -> backend.reachableNodes() == 5);
+		servers.get(0).kill();
+		servers.get(1).pause();
+		servers.get(2).pause();
+		assertThatThrownBy(() -> backend.tryAcquire(key(), owner(), TTL)).isInstanceOf(LockBackendException.class)
+			.hasMessageMatching("Redlock quorum not reached while acquiring '.*': 2 of 5 nodes answered, 3 needed; "
+					+ "1 failed, 2 timed out \\(node timeout 500 ms\\); " + Pattern.quote(servers.get(0).uri())
+					+ ": \\w+Exception: .*; " + Pattern.quote(servers.get(1).uri()) + ": timed out; "
+					+ Pattern.quote(servers.get(2).uri()) + ": timed out");
+	}
+
+	@Test
+	void engineLeasesAreValidForTheTimeToLiveMinusTheConfiguredDrift() {
+		RedlockSettings settings = new RedlockSettings(NODE_TIMEOUT, 0.2, Duration.ofMillis(100));
+		try (RedlockLockBackend backend = RedlockLockBackend.connect(servers.stream().map(RedisServer::uri).toList(),
+				null, null, Duration.ofSeconds(1), settings)) {
+			DefaultLockTemplate template = new DefaultLockTemplate(backend, LockSettings.defaults());
+			try (Lease lease = template.acquire("drift-" + UUID.randomUUID(), null,
+					LockOptions.defaults().leaseTime(TTL))) {
+				// 10 s - (10 s * 0.2 + 100 ms), less the time the acquisition took
+				assertThat(Duration.between(lease.acquiredAt(), lease.expiresAt()))
+					.isBetween(Duration.ofMillis(7900).minus(NODE_TIMEOUT.multipliedBy(2)), Duration.ofMillis(7950));
+				assertThat(lease.extend(Duration.ofSeconds(20))).isTrue();
+				Instant extendedAt = Instant.now();
+				// 20 s - (20 s * 0.2 + 100 ms)
+				assertThat(Duration.between(extendedAt, lease.expiresAt()))
+					.isBetween(Duration.ofMillis(15900).minus(NODE_TIMEOUT.multipliedBy(2)), Duration.ofMillis(15950));
+			}
+			finally {
+				template.close();
+			}
+		}
 	}
 
 	@Test
