@@ -20,12 +20,14 @@ import dev.holdfast.LockBackendException;
  * <ol>
  * <li>cron jobs only: claims the tick, a lock named after the job and the tick's nominal fire
  * time, taken in one attempt and never released: it expires one period after the next tick;</li>
- * <li>takes the job lock in one attempt, for {@code lockAtMostFor} without renewal;</li>
+ * <li>takes the job lock in one attempt, for {@code lockAtMostFor} without renewal, and lists it
+ * with the lock template's held leases while the method runs;</li>
  * <li>invokes the method, logging what it throws;</li>
  * <li>releases the job lock, or keeps it until {@code lockAtLeastFor} after the start.</li>
  * </ol>
  * A lock held elsewhere skips the run (DEBUG, {@code tickSkipped}); a backend failure skips it
- * with a WARN.
+ * with a WARN. Once {@link JobRuns} is closed (the context is stopping), runs end at once, before
+ * any backend call, and without a word.
  */
 final class SingleInstanceJob implements Runnable {
 
@@ -45,17 +47,21 @@ final class SingleInstanceJob implements Runnable {
 
 	private final @Nullable TickCronTrigger trigger;
 
+	private final JobRuns runs;
+
 	private final ConcurrentLinkedDeque<JobLocks.Held> claims = new ConcurrentLinkedDeque<>();
 
 	private volatile @Nullable JobLocks locks;
 
 	private volatile Clock clock = Clock.systemUTC();
 
-	SingleInstanceJob(JobDefinition definition, Object target, Method method, @Nullable TickCronTrigger trigger) {
+	SingleInstanceJob(JobDefinition definition, Object target, Method method, @Nullable TickCronTrigger trigger,
+			JobRuns runs) {
 		this.definition = definition;
 		this.target = target;
 		this.method = method;
 		this.trigger = trigger;
+		this.runs = runs;
 		ReflectionUtils.makeAccessible(method);
 	}
 
@@ -79,11 +85,23 @@ final class SingleInstanceJob implements Runnable {
 		if (locks == null) {
 			throw new IllegalStateException("Job '" + this.definition.name() + "' is not bound to a backend");
 		}
+		// Taken even when the run ends at once, so that the trigger's fire times stay in step.
+		Instant tick = (this.trigger != null) ? this.trigger.takeTick() : null;
+		if (!this.runs.start()) {
+			return;
+		}
+		try {
+			run(locks, tick);
+		}
+		finally {
+			this.runs.end();
+		}
+	}
+
+	private void run(JobLocks locks, @Nullable Instant tick) {
 		String name = this.definition.name();
 		long startNanos = System.nanoTime();
-		Instant tick = null;
 		if (this.trigger != null) {
-			tick = this.trigger.takeTick();
 			if (tick == null) {
 				logger.warn("Holdfast skipped a run of job '" + name + "': its scheduled fire time is unknown");
 				return;
@@ -113,6 +131,7 @@ final class SingleInstanceJob implements Runnable {
 			return;
 		}
 		locks.listener().acquired(name, locks.backendName(), Duration.ofNanos(System.nanoTime() - startNanos));
+		Runnable unlist = locks.list(jobLock);
 		try {
 			if (tick != null) {
 				ScheduledTick.run(tick, this::invoke);
@@ -122,7 +141,12 @@ final class SingleInstanceJob implements Runnable {
 			}
 		}
 		finally {
-			finish(locks, jobLock);
+			try {
+				finish(locks, jobLock);
+			}
+			finally {
+				unlist.run();
+			}
 		}
 	}
 
