@@ -3,6 +3,7 @@ package dev.holdfast.redlock;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
@@ -54,6 +55,7 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.TickClaims;
 
 /**
  * A lock held on a majority of N independent Redis masters: the Redlock algorithm, on one
@@ -125,10 +127,12 @@ import dev.holdfast.spi.ReleaseEvents;
  * acquisition; after that the time floor alone orders tokens.
  * <p>
  * Keys: the lock lives at the given key on every node, its counter at the key followed by
- * {@code {fence}}; keys built by Holdfast's engine never contain {@code {}, so the counter cannot
- * meet another lock's key.
+ * {@code {fence}}, a scheduled job's last claimed tick at the key followed by {@code {tick}};
+ * keys built by Holdfast's engine never contain {@code {}, so neither can meet another lock's
+ * key.
  */
-public final class RedlockLockBackend implements LockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, AutoCloseable {
+public final class RedlockLockBackend
+		implements LockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, TickClaims, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(RedlockLockBackend.class);
 
@@ -136,6 +140,8 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 	public static final String RELEASE_CHANNEL = "holdfast:redlock:released";
 
 	static final String FENCE_SUFFIX = "{fence}";
+
+	static final String TICK_SUFFIX = "{tick}";
 
 	static final long FENCE_RETENTION_MILLIS = Duration.ofDays(1).toMillis();
 
@@ -195,6 +201,16 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 				end
 			end
 			return renewed
+			""";
+
+	// KEYS: the job's tick record. ARGV: tick ms, ttl ms. The record only moves forward.
+	private static final String CLAIM_TICK_SCRIPT = """
+			local last = tonumber(redis.call('get', KEYS[1]) or '-1')
+			if last ~= nil and last >= tonumber(ARGV[1]) then
+				return 0
+			end
+			redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
+			return 1
 			""";
 
 	private final List<Node> nodes;
@@ -465,6 +481,39 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 			}
 		}
 		return renewed;
+	}
+
+	/**
+	 * Claims the tick on a quorum of nodes, in one attempt bounded by the node timeout. Every node
+	 * keeps the last tick claimed at the key followed by {@code {tick}} and accepts only a later
+	 * one, so two callers claiming the same tick never both reach a quorum (the quorums would
+	 * share a node, which accepts the tick once). Simultaneous claims that split the nodes so that
+	 * none reaches a quorum leave the tick claimed by nobody: it is skipped, never run twice.
+	 * @return whether a quorum accepted the claim while its record still lives
+	 * @throws LockBackendException when fewer than a quorum of nodes answered
+	 */
+	@Override
+	public boolean claimTick(String key, Instant tick, Duration ttl) {
+		checkKey(key);
+		if (ttl.toMillis() < 1) {
+			throw new IllegalArgumentException("Time to live of the tick claim of '" + key + "' must be at least 1ms");
+		}
+		List<Object> keys = List.of(key + TICK_SUFFIX);
+		long start = System.nanoTime();
+		Round round = Round.send(this.nodes,
+				(node) -> node.script()
+					.evalAsync(Mode.READ_WRITE, CLAIM_TICK_SCRIPT, ReturnType.LONG, keys,
+							Long.toString(tick.toEpochMilli()), Long.toString(ttl.toMillis())),
+				(r) -> r.count(RedlockLockBackend::isOne) >= this.quorum
+						|| r.count((reply) -> !isOne(reply)) + r.failed() > r.size() - this.quorum);
+		awaitInterruptibly(round, start + this.nodeTimeoutNanos, "claiming a tick of '" + key + "'");
+		if (round.count(RedlockLockBackend::isOne) >= this.quorum) {
+			return System.nanoTime() - start + this.settings.driftNanos(ttl) < ttl.toNanos();
+		}
+		if (round.answered() < this.quorum) {
+			throw unreachable("claiming a tick of '" + key + "'", round);
+		}
+		return false;
 	}
 
 	/**

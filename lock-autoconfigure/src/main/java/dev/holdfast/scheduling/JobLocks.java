@@ -24,6 +24,7 @@ import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.TickClaims;
 
 /**
  * The backend operations of scheduled jobs. Jobs talk to the {@link LockBackend} directly rather
@@ -91,6 +92,23 @@ final class JobLocks {
 		}
 		long validNanos = ttl.toNanos() - this.backend.clockDriftAllowance(ttl).toNanos();
 		return new Held(name, key, owner, result.fencingToken(), start, start + ttl.toNanos(), start + validNanos);
+	}
+
+	/** Whether the backend records tick claims in one entry per job ({@link TickClaims}). */
+	boolean claimsTicks() {
+		return this.backend instanceof TickClaims;
+	}
+
+	/**
+	 * Claims {@code tick} of job {@code name} on a backend that {@link #claimsTicks()}.
+	 * @return whether this instance claimed the tick
+	 * @throws LockBackendException if the backend failed
+	 */
+	boolean claimTick(String name, Instant tick, Duration ttl) {
+		TickClaims claims = (TickClaims) this.backend;
+		String key = keyFor(name, null);
+		return call(name, "claim tick " + tick + " of lock '" + key + "'", System.nanoTime(),
+				() -> claims.claimTick(key, tick, ttl));
 	}
 
 	/**

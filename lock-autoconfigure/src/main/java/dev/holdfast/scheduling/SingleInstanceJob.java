@@ -18,8 +18,10 @@ import dev.holdfast.LockBackendException;
 /**
  * One {@code @SingleInstanceScheduled} method, as the task the scheduler runs. Each run:
  * <ol>
- * <li>cron jobs only: claims the tick, a lock named after the job and the tick's nominal fire
- * time, taken in one attempt and never released: it expires one period after the next tick;</li>
+ * <li>cron jobs only: claims the tick's nominal fire time, in one attempt, until one period
+ * after the next tick. A backend with {@link dev.holdfast.spi.TickClaims} records the last
+ * claimed tick of the job in one entry that only moves forward; on others the claim is a lock
+ * named after the job and the tick, never released, which expires by itself;</li>
  * <li>takes the job lock in one attempt, for {@code lockAtMostFor} without renewal, and lists it
  * with the lock template's held leases while the method runs;</li>
  * <li>invokes the method, logging what it throws;</li>
@@ -152,10 +154,10 @@ final class SingleInstanceJob implements Runnable {
 
 	/**
 	 * Claims {@code tick} until one period after the next tick by this instance's clock: a
-	 * claim that lives past the next tick is harmless, since every tick has its own claim, and
-	 * it keeps the tick from running on instances whose clocks are late by up to half a period
-	 * (with margin). A run that starts half a period after the next tick or later is too late to
-	 * claim its tick and is skipped.
+	 * claim that lives past the next tick is harmless, since every tick has its own claim (or
+	 * the job's record of claims only moves forward), and it keeps the tick from running on
+	 * instances whose clocks are late by up to half a period (with margin). A run that starts
+	 * half a period after the next tick or later is too late to claim its tick and is skipped.
 	 */
 	private boolean claim(JobLocks locks, TickCronTrigger trigger, Instant tick) {
 		Instant next = trigger.nextTick(tick);
@@ -168,6 +170,9 @@ final class SingleInstanceJob implements Runnable {
 			return false;
 		}
 		String name = this.definition.name();
+		if (locks.claimsTicks()) {
+			return locks.claimTick(name, tick, ttl);
+		}
 		JobLocks.Held claim = locks.tryAcquire(name, locks.keyFor(name, "tick-" + tick.toEpochMilli()), ttl);
 		if (claim == null) {
 			return false;

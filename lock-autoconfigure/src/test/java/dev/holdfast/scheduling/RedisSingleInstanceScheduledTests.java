@@ -1,7 +1,9 @@
 package dev.holdfast.scheduling;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -18,6 +20,8 @@ import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfigurat
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
 
 import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
@@ -27,7 +31,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Scheduled jobs in a context on a real redis-server: how they stop when the context closes.
+ * Scheduled jobs in a context on a real redis-server: what they leave in Redis, and how they
+ * stop when the context closes.
  */
 @ExtendWith(OutputCaptureExtension.class)
 class RedisSingleInstanceScheduledTests {
@@ -48,6 +53,28 @@ class RedisSingleInstanceScheduledTests {
 	@AfterAll
 	static void stopRedis() {
 		redis.close();
+	}
+
+	@Test
+	void cronJobKeepsTheSameFewKeysInRedisHoweverManyTicksItRuns() {
+		this.runner.withBean(EverySecond.class).run((context) -> {
+			EverySecond job = context.getBean(EverySecond.class);
+			await().atMost(Duration.ofSeconds(10)).until(() -> job.ticks.size() >= 1);
+			try (RedisConnection connection = context.getBean(RedisConnectionFactory.class).getConnection()) {
+				connection.serverCommands().flushAll();
+				int from = job.ticks.size();
+				await().atMost(Duration.ofSeconds(20)).until(() -> job.ticks.size() >= from + 5);
+				// Between runs, only the job lock's fencing counter and the job's record of the
+				// last claimed tick are left (a run holds the job lock for a moment).
+				await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+					assertThat(connection.keyCommands().keys("*".getBytes()))
+						.as("keys after %d ticks", job.ticks.size() - from)
+						.extracting(String::new)
+						.containsExactlyInAnyOrder("{holdfast:every-second}:fence", "{holdfast:every-second}:tick");
+					assertThat(connection.serverCommands().dbSize()).isEqualTo(2);
+				});
+			}
+		});
 	}
 
 	@Test
@@ -72,6 +99,17 @@ class RedisSingleInstanceScheduledTests {
 			assertThat(closeLog.lines().filter((line) -> line.contains("Holdfast"))).as("Holdfast log lines")
 				.hasSize(1);
 		});
+	}
+
+	static class EverySecond {
+
+		final List<Long> ticks = new CopyOnWriteArrayList<>();
+
+		@SingleInstanceScheduled(cron = "* * * * * *", name = "every-second")
+		void run() {
+			this.ticks.add(ScheduledTick.current().orElseThrow().toEpochMilli());
+		}
+
 	}
 
 	static class Ticking {
