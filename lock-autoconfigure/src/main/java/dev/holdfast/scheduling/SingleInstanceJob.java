@@ -185,8 +185,8 @@ final class SingleInstanceJob implements Runnable {
 	}
 
 	/**
-	 * Deletes the claims of past ticks once they expired: backends that keep expired locks as
-	 * rows (jdbc) would otherwise keep one row per tick.
+	 * Releases the claims of past ticks once they expired, for backends that keep expired locks
+	 * as rows (jdbc) and clean up released ones; backends with {@code TickClaims} have none.
 	 */
 	private void deleteExpiredClaims(JobLocks locks, long nowNanos) {
 		JobLocks.Held oldest;
