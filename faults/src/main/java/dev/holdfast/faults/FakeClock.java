@@ -24,6 +24,11 @@ import java.util.Optional;
  * option: libfaketime refreshes it by the faked clock, so after a backward jump it would keep
  * the old offset for as long as the jump. The price is about 0.1 ms per wall-clock call.
  * <p>
+ * Timed waits keep their length ({@code FAKETIME_FORCE_MONOTONIC_FIX=0}): libfaketime 0.9.10
+ * turns this "fix" on by itself for recent glibc versions, and with it a JVM's
+ * {@code LockSupport.parkNanos(100 ms)} returns at once and its {@code Object.wait} is cut short
+ * or drawn out, so that a Netty-based client spins and never connects.
+ * <p>
  * libfaketime keeps a semaphore and a shared-memory segment per process in {@code /dev/shm},
  * removed when the process exits normally; {@link #watch(Process)} removes them for a process
  * that is killed.
@@ -69,7 +74,7 @@ public final class FakeClock {
 	/** The variables to add to a {@link ProcessBuilder}'s environment to run a process on this clock. */
 	public Map<String, String> environment() {
 		return Map.of("LD_PRELOAD", this.library.toString(), "FAKETIME_TIMESTAMP_FILE", this.file.toString(),
-				"FAKETIME_NO_CACHE", "1", "FAKETIME_DONT_FAKE_MONOTONIC", "1");
+				"FAKETIME_NO_CACHE", "1", "FAKETIME_DONT_FAKE_MONOTONIC", "1", "FAKETIME_FORCE_MONOTONIC_FIX", "0");
 	}
 
 	/**

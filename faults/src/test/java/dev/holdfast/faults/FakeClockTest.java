@@ -6,7 +6,9 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -18,7 +20,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * A JVM started on a {@link FakeClock} sees its wall clock jump when the controller jumps it, in
- * both directions, while its {@link System#nanoTime()} stays the controller's.
+ * both directions, while its {@link System#nanoTime()} stays the controller's and its timed waits
+ * keep their length.
  */
 @Tag("smoke")
 class FakeClockTest {
@@ -67,16 +70,32 @@ class FakeClockTest {
 			.isBetween(wallBefore - 1, wallAfter + 1);
 		assertThat(answer.get(2) - offset.toMillis()).as("probe's Instant.now() minus " + offset)
 			.isBetween(wallBefore - 1, wallAfter + 1);
+		assertThat(answer.get(3)).as("probe's LockSupport.parkNanos(100 ms), in ms").isBetween(100L, 2000L);
+		assertThat(answer.get(4)).as("probe's Object.wait(100), in ms").isBetween(100L, 2000L);
 	}
 
-	/** Answers each line on stdin with its {@code nanoTime currentTimeMillis Instant.now()-millis}. */
+	/**
+	 * Answers each line on stdin with {@code nanoTime currentTimeMillis Instant.now()-millis}
+	 * and how long, in ms of {@code nanoTime}, a 100 ms park and a 100 ms {@code Object.wait}
+	 * took.
+	 */
 	static final class ClockProbe {
 
 		public static void main(String[] args) throws Exception {
 			BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+			Object monitor = new Object();
 			while (in.readLine() != null) {
-				System.out.println(System.nanoTime() + " " + System.currentTimeMillis() + " "
-						+ java.time.Instant.now().toEpochMilli());
+				String clocks = System.nanoTime() + " " + System.currentTimeMillis() + " "
+						+ Instant.now().toEpochMilli();
+				long start = System.nanoTime();
+				LockSupport.parkNanos(Duration.ofMillis(100).toNanos());
+				long parked = System.nanoTime() - start;
+				start = System.nanoTime();
+				synchronized (monitor) {
+					monitor.wait(100);
+				}
+				long waited = System.nanoTime() - start;
+				System.out.println(clocks + " " + parked / 1_000_000 + " " + waited / 1_000_000);
 				System.out.flush();
 			}
 		}
