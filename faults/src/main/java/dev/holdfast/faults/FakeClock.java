@@ -29,6 +29,12 @@ import java.util.Optional;
  * {@code LockSupport.parkNanos(100 ms)} returns at once and its {@code Object.wait} is cut short
  * or drawn out, so that a Netty-based client spins and never connects.
  * <p>
+ * glibc's own allocator is preloaded too when the system has it ({@code libc_malloc_debug}, a
+ * plain glibc {@code malloc} unless {@code MALLOC_CHECK_} is set): a program linked with a shared
+ * jemalloc, such as Debian's {@code redis-server}, otherwise dies at startup, because jemalloc
+ * reads the clock while libfaketime initializes ("Unexpected recursive calls to
+ * clock_gettime()"). A JVM allocates with glibc's {@code malloc} anyway.
+ * <p>
  * libfaketime keeps a semaphore and a shared-memory segment per process in {@code /dev/shm},
  * removed when the process exits normally; {@link #watch(Process)} removes them for a process
  * that is killed.
@@ -40,14 +46,18 @@ public final class FakeClock {
 			Path.of("/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1"),
 			Path.of("/usr/local/lib/faketime/libfaketimeMT.so.1"), Path.of("/usr/lib/faketime/libfaketimeMT.so.1"));
 
-	private final Path library;
+	private static final List<Path> GLIBC_MALLOCS = List.of(
+			Path.of("/lib/x86_64-linux-gnu/libc_malloc_debug.so.0"),
+			Path.of("/lib/aarch64-linux-gnu/libc_malloc_debug.so.0"), Path.of("/lib64/libc_malloc_debug.so.0"));
+
+	private final String preload;
 
 	private final Path file;
 
 	private Duration offset = Duration.ZERO;
 
-	private FakeClock(Path library, Path file) {
-		this.library = library;
+	private FakeClock(String preload, Path file) {
+		this.preload = preload;
 		this.file = file;
 	}
 
@@ -58,7 +68,12 @@ public final class FakeClock {
 	public static FakeClock create(Path dir) throws IOException {
 		Path library = library().orElseThrow(() -> new IllegalStateException(unavailable().orElseThrow()));
 		Files.createDirectories(dir);
-		FakeClock clock = new FakeClock(library, dir.resolve("faketime.rc").toAbsolutePath());
+		String preload = GLIBC_MALLOCS.stream()
+			.filter(Files::isReadable)
+			.findFirst()
+			.map((malloc) -> malloc + " " + library)
+			.orElse(library.toString());
+		FakeClock clock = new FakeClock(preload, dir.resolve("faketime.rc").toAbsolutePath());
 		clock.write();
 		return clock;
 	}
@@ -73,7 +88,7 @@ public final class FakeClock {
 
 	/** The variables to add to a {@link ProcessBuilder}'s environment to run a process on this clock. */
 	public Map<String, String> environment() {
-		return Map.of("LD_PRELOAD", this.library.toString(), "FAKETIME_TIMESTAMP_FILE", this.file.toString(),
+		return Map.of("LD_PRELOAD", this.preload, "FAKETIME_TIMESTAMP_FILE", this.file.toString(),
 				"FAKETIME_NO_CACHE", "1", "FAKETIME_DONT_FAKE_MONOTONIC", "1", "FAKETIME_FORCE_MONOTONIC_FIX", "0");
 	}
 
