@@ -56,6 +56,8 @@ public final class FaultRun {
 
 	private boolean clientsInOwnGroups;
 
+	private Map<String, String> nodeEnvironment = Map.of();
+
 	private FaultRun(String name) {
 		this.name = name;
 	}
@@ -123,6 +125,15 @@ public final class FaultRun {
 		return this;
 	}
 
+	/**
+	 * Variables added to the environment of every backend node's {@code redis-server} (not the
+	 * resource's), e.g. {@link FakeClock#environment()} to move the clock that expires locks.
+	 */
+	public FaultRun nodeEnvironment(Map<String, String> environment) {
+		this.nodeEnvironment = Map.copyOf(environment);
+		return this;
+	}
+
 	public long ttlMs() {
 		return this.ttlMs;
 	}
@@ -140,7 +151,7 @@ public final class FaultRun {
 			nodes.add(resourceNode);
 			List<RedisNode> backendNodes = new ArrayList<>();
 			for (int i = 0; i < this.nodeCount; i++) {
-				backendNodes.add(RedisNode.start(dir.resolve("node" + i), this.persistent));
+				backendNodes.add(RedisNode.start(dir.resolve("node" + i), this.persistent, this.nodeEnvironment));
 			}
 			nodes.addAll(backendNodes);
 			String nodeUris = backendNodes.stream().map(RedisNode::uri).collect(Collectors.joining(","));
@@ -288,6 +299,26 @@ public final class FaultRun {
 			throw new IllegalStateException("No client was seen holding the lock within 10s");
 		}
 
+		/**
+		 * Waits (up to 10 s) until a client logs an acquisition after this call began: the fault
+		 * then strikes early in a hold.
+		 * @return the index of that client
+		 */
+		public int awaitNewHolder() throws IOException {
+			long since = System.nanoTime();
+			long deadline = since + Duration.ofSeconds(10).toNanos();
+			while (System.nanoTime() < deadline) {
+				for (int i = 0; i < this.clients.size(); i++) {
+					String[] last = lastLine(i).split(" ", 3);
+					if (last.length == 3 && last[2].startsWith("ACQ") && Long.parseLong(last[0]) > since) {
+						return i;
+					}
+				}
+				RedisNode.sleep(2);
+			}
+			throw new IllegalStateException("No client took the lock within 10s");
+		}
+
 		/** The client JVMs, by index. */
 		public List<Process> clients() {
 			return this.clients;
@@ -320,16 +351,17 @@ public final class FaultRun {
 		}
 
 		private String lastEvent(int client) throws IOException {
+			String[] parts = lastLine(client).split(" ", 3);
+			return (parts.length == 3) ? parts[2] : "";
+		}
+
+		private String lastLine(int client) throws IOException {
 			Path log = this.clientLogs.get(client);
 			if (!Files.exists(log)) {
 				return "";
 			}
 			List<String> lines = Files.readAllLines(log);
-			if (lines.isEmpty()) {
-				return "";
-			}
-			String[] parts = lines.get(lines.size() - 1).split(" ", 3);
-			return (parts.length == 3) ? parts[2] : "";
+			return lines.isEmpty() ? "" : lines.get(lines.size() - 1);
 		}
 
 	}

@@ -1,6 +1,7 @@
 package dev.holdfast.faults;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -9,6 +10,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 
 /**
  * A silent network partition on loopback: iptables rules that drop (never reject) TCP packets,
@@ -56,54 +58,56 @@ public final class Partition implements AutoCloseable {
 		}
 	}
 
-	/** Cuts every connection to and from {@code port} on loopback, both ways. */
-	public static Partition port(int port) throws IOException {
-		String p = Integer.toString(port);
-		return install("port " + port,
-				List.of(List.of("INPUT", "-i", "lo", "-p", "tcp", "--dport", p), List.of("INPUT", "-i", "lo", "-p",
-						"tcp", "--sport", p)).stream().map(Partition::dropping).toList());
+	/** Cuts every connection to and from the given ports on loopback, both ways. */
+	public static Partition ports(int... ports) throws IOException {
+		String list = portList(ports);
+		return install("ports " + list,
+				List.of(dropping(List.of("INPUT", "-i", "lo", "-p", "tcp", "-m", "multiport", "--dports", list)),
+						dropping(List.of("INPUT", "-i", "lo", "-p", "tcp", "-m", "multiport", "--sports", list))));
 	}
 
 	/**
-	 * Cuts the connections of processes running with group id {@code gid} to {@code port}, both
-	 * ways, and nobody else's: the first packet such a process sends on a connection marks the
-	 * connection, and every packet of a marked connection is dropped. A connection the process
-	 * opens during the partition is marked by its first packet and never established.
+	 * Cuts the connections of processes running with group id {@code gid} to the given ports,
+	 * both ways, and nobody else's: the first packet such a process sends on a connection marks
+	 * the connection, and every packet of a marked connection is dropped, that first one too. A
+	 * connection the process opens during the partition is never established.
 	 */
-	public static Partition client(int gid, int port) throws IOException {
+	public static Partition client(int gid, int... ports) throws IOException {
+		String list = portList(ports);
 		String mark = "0x" + Integer.toHexString(MARKS.getAndIncrement());
-		List<List<String>> rules = new ArrayList<>();
-		rules.add(dropping(List.of("INPUT", "-i", "lo", "-m", "connmark", "--mark", mark)));
-		rules.add(dropping(List.of("OUTPUT", "-o", "lo", "-m", "connmark", "--mark", mark)));
-		// Inserted last, so it comes first: the packet that marks a connection is dropped too.
-		rules.add(withComment(List.of("OUTPUT", "-o", "lo", "-p", "tcp", "--dport", Integer.toString(port), "-m",
-				"owner", "--gid-owner", Integer.toString(gid), "-j", "CONNMARK", "--set-mark", mark)));
-		return install("group " + gid + " to port " + port, rules);
+		// Each rule is inserted at the top: the marking rule, inserted last, comes first.
+		return install("group " + gid + " to ports " + list,
+				List.of(dropping(List.of("OUTPUT", "-o", "lo", "-m", "connmark", "--mark", mark)),
+						dropping(List.of("INPUT", "-i", "lo", "-m", "connmark", "--mark", mark)),
+						withComment(List.of("OUTPUT", "-o", "lo", "-p", "tcp", "-m", "multiport", "--dports", list,
+								"-m", "owner", "--gid-owner", Integer.toString(gid), "-j", "CONNMARK",
+								"--set-mark", mark))));
 	}
 
-	/** Removes the rules; the connections that hung carry on (TCP retransmits what was dropped). */
+	/**
+	 * Removes the rules, all at once; the connections that hung carry on when TCP next
+	 * retransmits what was dropped.
+	 */
 	@Override
 	public void close() {
 		if (!ACTIVE.remove(this)) {
 			return;
 		}
-		List<String> failures = new ArrayList<>();
+		List<String> deletions = new ArrayList<>();
 		for (int i = this.rules.size() - 1; i >= 0; i--) {
-			List<String> arguments = new ArrayList<>(List.of("-D"));
-			arguments.addAll(this.rules.get(i));
-			try {
-				Result result = iptables(arguments);
-				if (result.exitCode() != 0) {
-					failures.add(String.join(" ", arguments) + ": " + result.output().strip());
-				}
-			}
-			catch (IOException ex) {
-				failures.add(String.join(" ", arguments) + ": " + ex.getMessage());
-			}
+			deletions.add("-D " + String.join(" ", this.rules.get(i)));
 		}
-		if (!failures.isEmpty()) {
-			throw new IllegalStateException("Could not remove the partition of " + this.description
-					+ "; remove these iptables rules by hand: " + failures);
+		String failure;
+		try {
+			Result result = restore(deletions);
+			failure = (result.exitCode() == 0) ? null : result.output().strip();
+		}
+		catch (IOException ex) {
+			failure = ex.getMessage();
+		}
+		if (failure != null) {
+			throw new IllegalStateException("Could not remove the " + this + " (" + failure
+					+ "); remove these rules by hand: iptables " + String.join("; iptables ", deletions));
 		}
 	}
 
@@ -112,26 +116,26 @@ public final class Partition implements AutoCloseable {
 		return "partition of " + this.description;
 	}
 
+	// All rules in one iptables-restore: the partition starts at one instant, and never half.
 	private static Partition install(String description, List<List<String>> rules) throws IOException {
-		Partition partition = new Partition(description, new ArrayList<>());
+		List<String> insertions = new ArrayList<>();
+		for (List<String> rule : rules) {
+			insertions.add("-I " + String.join(" ", rule));
+		}
+		Result result = restore(insertions);
+		if (result.exitCode() != 0) {
+			throw new IllegalStateException("iptables-restore of " + insertions + " failed: " + result.output().strip());
+		}
+		Partition partition = new Partition(description, rules);
 		ACTIVE.add(partition);
-		try {
-			for (List<String> rule : rules) {
-				List<String> arguments = new ArrayList<>(List.of("-I"));
-				arguments.addAll(rule);
-				Result result = iptables(arguments);
-				if (result.exitCode() != 0) {
-					throw new IllegalStateException(
-							"iptables " + String.join(" ", arguments) + " failed: " + result.output().strip());
-				}
-				partition.rules.add(rule);
-			}
-			return partition;
+		return partition;
+	}
+
+	private static String portList(int... ports) {
+		if (ports.length == 0 || ports.length > 15) {
+			throw new IllegalArgumentException("A partition cuts 1 to 15 ports, not " + ports.length);
 		}
-		catch (IOException | RuntimeException ex) {
-			partition.close();
-			throw ex;
-		}
+		return String.join(",", IntStream.of(ports).mapToObj(Integer::toString).toList());
 	}
 
 	private static List<String> dropping(List<String> match) {
@@ -157,23 +161,35 @@ public final class Partition implements AutoCloseable {
 		}
 	}
 
-	// -w: wait for the xtables lock rather than fail when another iptables runs at the same time.
+	private static Result restore(List<String> lines) throws IOException {
+		String input = "*filter\n" + String.join("\n", lines) + "\nCOMMIT\n";
+		return run(List.of("iptables-restore", "-w", "5", "--noflush"), input);
+	}
+
 	private static Result iptables(List<String> arguments) throws IOException {
 		List<String> command = new ArrayList<>(List.of("iptables", "-w", "5"));
 		command.addAll(arguments);
+		return run(command, "");
+	}
+
+	// -w: wait for the xtables lock rather than fail when another iptables runs at the same time.
+	private static Result run(List<String> command, String input) throws IOException {
 		Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
 		try {
+			try (OutputStream stdin = process.getOutputStream()) {
+				stdin.write(input.getBytes(StandardCharsets.UTF_8));
+			}
 			String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
 			if (!process.waitFor(10, TimeUnit.SECONDS)) {
 				process.destroyForcibly();
-				return new Result(-1, "iptables did not finish within 10s");
+				return new Result(-1, command.get(0) + " did not finish within 10s");
 			}
 			return new Result(process.exitValue(), output);
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
 			process.destroyForcibly();
-			throw new IOException("Interrupted while running iptables", ex);
+			throw new IOException("Interrupted while running " + command.get(0), ex);
 		}
 	}
 

@@ -41,7 +41,7 @@ class PartitionTest {
 	void portPartitionHangsConnectionsUntilItIsRemoved() throws Exception {
 		try (RedisNode node = RedisNode.start(this.dir, false); Socket socket = connect(node)) {
 			assertThat(ping(socket)).isEqualTo("+PONG");
-			try (Partition partition = Partition.port(port(node))) {
+			try (Partition partition = Partition.ports(port(node))) {
 				assertThatExceptionOfType(SocketTimeoutException.class).isThrownBy(() -> ping(socket));
 				assertThatExceptionOfType(SocketTimeoutException.class).isThrownBy(() -> connect(node));
 			}
