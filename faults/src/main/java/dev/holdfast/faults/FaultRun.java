@@ -281,17 +281,13 @@ public final class FaultRun {
 			throw new IllegalStateException("No client was seen holding the lock within 10s");
 		}
 
-		/**
-		 * Waits (up to 10 s) until some client is inside its critical section (last event
-		 * {@code ACQ}).
-		 * @return the index of that client
-		 */
-		public int awaitHolder() throws IOException {
+		/** Waits (up to 10 s) until some client is inside its critical section (last event {@code ACQ}). */
+		public void awaitHolder() throws IOException {
 			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
 			while (System.nanoTime() < deadline) {
 				for (int i = 0; i < this.clients.size(); i++) {
 					if (lastEvent(i).startsWith("ACQ")) {
-						return i;
+						return;
 					}
 				}
 				RedisNode.sleep(2);
