@@ -97,20 +97,12 @@ class FaultMatrixTest {
 		return report;
 	}
 
-	/** No two holders at once, tokens only grow, no update lost even on the unguarded counter. */
 	private void mutualExclusionHolds(Checker.Report report) {
-		this.softly.assertThat(report.overlaps()).as(report.name() + ": overlapping holders").isZero();
-		this.softly.assertThat(report.plain().lostUpdates()).as(report.name() + ": lost updates").isZero();
-		this.softly.assertThat(report.plain().staleAccepted()).as(report.name() + ": stale writes").isZero();
-		fencingHolds(report);
+		Guarantees.mutualExclusionHolds(this.softly, report);
 	}
 
-	/** Tokens only grow, and the guarded counter accepts no stale write and loses no update. */
 	private void fencingHolds(Checker.Report report) {
-		this.softly.assertThat(report.tokenRegressions()).as(report.name() + ": token regressions").isZero();
-		this.softly.assertThat(report.fenced().staleAccepted()).as(report.name() + ": fenced stale accepted")
-			.isZero();
-		this.softly.assertThat(report.fenced().lostUpdates()).as(report.name() + ": fenced lost updates").isZero();
+		Guarantees.fencingHolds(this.softly, report);
 	}
 
 }
