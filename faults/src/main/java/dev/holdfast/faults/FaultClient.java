@@ -12,12 +12,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
+import dev.holdfast.jdbc.JdbcLockBackend;
 import dev.holdfast.redis.RedisLockBackend;
 import dev.holdfast.redlock.RedlockLockBackend;
 import dev.holdfast.redlock.RedlockSettings;
@@ -25,6 +27,7 @@ import dev.holdfast.spi.LockBackend;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
+import org.springframework.core.NestedExceptionUtils;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -38,10 +41,11 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * is flushed at once, so that a client stopped with SIGKILL or SIGSTOP has logged everything it
  * did.
  * <p>
- * Arguments are {@code key=value}: {@code backend} ({@code redis} or {@code redlock}),
- * {@code nodes} (comma-separated {@code redis://127.0.0.1:port}), {@code resource}
- * ({@code redis://...} of the resource), {@code lock}, {@code ttlMs}, {@code workMs},
- * {@code durationMs} (hard limit), {@code stopFile} (stops the loop once it exists), {@code log}.
+ * Arguments are {@code key=value}: {@code backend} ({@code redis}, {@code redlock} or
+ * {@code jdbc}), {@code nodes} (comma-separated {@code redis://127.0.0.1:port}, or the database's
+ * {@code jdbc:postgresql://...}), {@code resource} ({@code redis://...} or {@code jdbc:...} of
+ * the resource), {@code lock}, {@code ttlMs}, {@code workMs}, {@code durationMs} (hard limit),
+ * {@code stopFile} (stops the loop once it exists), {@code log}.
  */
 public final class FaultClient {
 
@@ -60,7 +64,7 @@ public final class FaultClient {
 		long pid = ProcessHandle.current().pid();
 		try (PrintWriter log = new PrintWriter(Files.newBufferedWriter(Path.of(arguments.get("log")),
 				StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND));
-				Resource resource = Resource.connect(arguments.get("resource"))) {
+				SharedResource resource = SharedResource.connect(arguments.get("resource"))) {
 			Events events = new Events(log, pid);
 			Backend backend = backend(backendType, nodes);
 			try (DefaultLockTemplate template = new DefaultLockTemplate(backend.backend(),
@@ -81,8 +85,8 @@ public final class FaultClient {
 		System.exit(0);
 	}
 
-	private static void runOnce(DefaultLockTemplate template, String lock, LockOptions options, Resource resource,
-			long workMs, Events events) throws InterruptedException {
+	private static void runOnce(DefaultLockTemplate template, String lock, LockOptions options,
+			SharedResource resource, long workMs, Events events) throws InterruptedException {
 		Lease lease;
 		try {
 			lease = template.acquire(lock, null, options);
@@ -122,6 +126,10 @@ public final class FaultClient {
 
 	private static String oneLine(Throwable ex) {
 		String message = ex.getClass().getSimpleName() + ": " + ex.getMessage();
+		Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
+		if (cause != ex) {
+			message += " <- " + cause.getClass().getSimpleName() + ": " + cause.getMessage();
+		}
 		return message.replace('\n', ' ').replace('\r', ' ');
 	}
 
@@ -152,6 +160,14 @@ public final class FaultClient {
 				RedlockLockBackend backend = RedlockLockBackend.connect(nodes, null, null, Duration.ofMillis(500),
 						RedlockSettings.defaults());
 				return new Backend(backend, backend::close);
+			}
+			case "jdbc": {
+				// As the auto-configuration builds it: the application's pool, then the table check.
+				HikariDataSource pool = PostgresNode.clientPool(nodes.get(0), "faults-locks", 4);
+				JdbcLockBackend backend = new JdbcLockBackend(pool, JdbcLockBackend.DEFAULT_TABLE_NAME,
+						Duration.ofSeconds(1));
+				backend.checkTable();
+				return new Backend(backend, pool::close);
 			}
 			default:
 				throw new IllegalArgumentException("Unknown backend " + type);

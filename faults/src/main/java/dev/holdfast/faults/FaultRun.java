@@ -15,7 +15,8 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 /**
- * One run: starts a resource Redis and the backend's Redis nodes, starts the clients as separate
+ * One run: starts a resource Redis and the backend's Redis nodes (for {@link #jdbc(boolean) jdbc},
+ * one PostgreSQL server that holds both the locks and the resource), starts the clients as separate
  * JVMs, lets them settle, injects a fault (bounded in time, healed by the fault itself), lets them
  * run on, stops them, records the counters' final values and returns the {@link Checker}'s report.
  * Every process is started here, stopped here through its handle, and also covered by the
@@ -77,6 +78,18 @@ public final class FaultRun {
 		this.backend = "redlock";
 		this.nodeCount = nodes;
 		this.persistent = persistent;
+		return this;
+	}
+
+	/**
+	 * The JDBC backend on one PostgreSQL server, which also holds the resource's counters.
+	 * @param synchronousCommit whether commits wait for their WAL record ({@code synchronous_commit}),
+	 * what makes them survive a kill of the server
+	 */
+	public FaultRun jdbc(boolean synchronousCommit) {
+		this.backend = "jdbc";
+		this.nodeCount = 0;
+		this.persistent = synchronousCommit;
 		return this;
 	}
 
@@ -145,27 +158,37 @@ public final class FaultRun {
 		Files.createDirectories(dir);
 		List<RedisNode> nodes = new ArrayList<>();
 		List<Process> clientProcesses = new ArrayList<>();
+		PostgresNode postgres = null;
 		try (PrintWriter controllerLog = new PrintWriter(
 				Files.newBufferedWriter(dir.resolve("controller.log"), StandardCharsets.UTF_8))) {
-			RedisNode resourceNode = RedisNode.start(dir.resolve("resource"), false);
-			nodes.add(resourceNode);
+			String resourceUri;
+			if (this.backend.equals("jdbc")) {
+				postgres = PostgresNode.start(dir.resolve("postgres"), this.persistent);
+				resourceUri = postgres.jdbcUrl();
+			}
+			else {
+				RedisNode resourceNode = RedisNode.start(dir.resolve("resource"), false);
+				nodes.add(resourceNode);
+				resourceUri = resourceNode.uri();
+			}
 			List<RedisNode> backendNodes = new ArrayList<>();
 			for (int i = 0; i < this.nodeCount; i++) {
 				backendNodes.add(RedisNode.start(dir.resolve("node" + i), this.persistent, this.nodeEnvironment));
 			}
 			nodes.addAll(backendNodes);
-			String nodeUris = backendNodes.stream().map(RedisNode::uri).collect(Collectors.joining(","));
+			String nodeUris = (postgres != null) ? postgres.jdbcUrl()
+					: backendNodes.stream().map(RedisNode::uri).collect(Collectors.joining(","));
 			Path stopFile = dir.resolve("stop");
 			List<Path> clientLogs = new ArrayList<>();
 			for (int i = 0; i < this.clients; i++) {
 				Path log = dir.resolve("client" + i + ".log");
 				clientLogs.add(log);
 				clientProcesses.add(startClient(i, List.of("backend=" + this.backend, "nodes=" + nodeUris,
-						"resource=" + resourceNode.uri(), "lock=faults-" + this.name, "ttlMs=" + this.ttlMs,
+						"resource=" + resourceUri, "lock=faults-" + this.name, "ttlMs=" + this.ttlMs,
 						"workMs=" + this.workMs, "durationMs=120000", "stopFile=" + stopFile, "log=" + log),
 						dir.resolve("client" + i + ".out")));
 			}
-			Context context = new Context(backendNodes, clientProcesses, clientLogs, controllerLog);
+			Context context = new Context(backendNodes, postgres, clientProcesses, clientLogs, controllerLog);
 			context.awaitAcquisitions(this.clients, Duration.ofSeconds(30));
 			RedisNode.sleep(this.settleMs);
 			this.fault.inject(context);
@@ -177,7 +200,7 @@ public final class FaultRun {
 					client.destroyForcibly();
 				}
 			}
-			try (Resource resource = Resource.connect(resourceNode.uri())) {
+			try (SharedResource resource = SharedResource.connect(resourceUri)) {
 				context.mark("FINAL plain " + resource.value(Resource.PLAIN));
 				context.mark("FINAL fenced " + resource.value(Resource.FENCED));
 			}
@@ -190,6 +213,9 @@ public final class FaultRun {
 				}
 			}
 			nodes.forEach(RedisNode::close);
+			if (postgres != null) {
+				postgres.close();
+			}
 		}
 		return Checker.check(this.name, dir);
 	}
@@ -231,14 +257,18 @@ public final class FaultRun {
 
 		private final List<RedisNode> nodes;
 
+		private final PostgresNode postgres;
+
 		private final List<Process> clients;
 
 		private final List<Path> clientLogs;
 
 		private final PrintWriter log;
 
-		Context(List<RedisNode> nodes, List<Process> clients, List<Path> clientLogs, PrintWriter log) {
+		Context(List<RedisNode> nodes, PostgresNode postgres, List<Process> clients, List<Path> clientLogs,
+				PrintWriter log) {
 			this.nodes = nodes;
+			this.postgres = postgres;
 			this.clients = clients;
 			this.clientLogs = clientLogs;
 			this.log = log;
@@ -252,6 +282,14 @@ public final class FaultRun {
 
 		public List<RedisNode> nodes() {
 			return this.nodes;
+		}
+
+		/** The database of a {@link FaultRun#jdbc(boolean) jdbc} run. */
+		PostgresNode postgres() {
+			if (this.postgres == null) {
+				throw new IllegalStateException("Not a jdbc run: there is no PostgreSQL node");
+			}
+			return this.postgres;
 		}
 
 		/**

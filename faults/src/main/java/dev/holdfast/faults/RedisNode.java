@@ -153,7 +153,7 @@ final class RedisNode implements AutoCloseable {
 		return (configured != null && !configured.isBlank()) ? configured : "redis-server";
 	}
 
-	private static int freePort() throws IOException {
+	static int freePort() throws IOException {
 		try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
 			return socket.getLocalPort();
 		}

@@ -17,7 +17,7 @@ import io.lettuce.core.api.sync.RedisCommands;
  * as {@code stale}, so that the checker can count stale writes that a resource without the guard
  * accepts.
  */
-final class Resource implements AutoCloseable {
+final class Resource extends SharedResource {
 
 	/** Counter written without the guard. */
 	static final String PLAIN = "plain";

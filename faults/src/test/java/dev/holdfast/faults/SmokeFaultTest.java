@@ -20,7 +20,10 @@ class SmokeFaultTest {
 
 	@Test
 	void pausedHolderOverlapsButItsStaleWritesAreFenced() throws Exception {
-		FaultRun run = FaultRun.named("smoke-redis-client-paused").redis(false).ttlMs(1000).afterMs(1500);
+		FaultRun run = FaultRun.named("smoke-redis-client-paused").redis(false).ttlMs(1000)
+			// 200 ms of work: with 20 ms the SIGSTOP can land after the holder already wrote, and the
+			// control would miss its stale write on a loaded machine.
+			.workMs(200).afterMs(1500);
 		Checker.Report report = run
 			.fault((context) -> context.pauseHolder(Duration.ofMillis(3 * run.ttlMs())))
 			.run(FaultSuite.reportDir());
