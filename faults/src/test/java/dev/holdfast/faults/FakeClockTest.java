@@ -1,0 +1,86 @@
+package dev.holdfast.faults;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * A JVM started on a {@link FakeClock} sees its wall clock jump when the controller jumps it, in
+ * both directions, while its {@link System#nanoTime()} stays the controller's.
+ */
+@Tag("smoke")
+class FakeClockTest {
+
+	@TempDir
+	Path dir;
+
+	@Test
+	@Timeout(60)
+	void wallClockJumpsAndNanoTimeStaysTheHostsClock() throws Exception {
+		assumeTrue(FakeClock.unavailable().isEmpty(), () -> FakeClock.unavailable().orElseThrow());
+		FakeClock clock = FakeClock.create(this.dir);
+		ProcessBuilder builder = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+				"-Xmx32m", "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
+				ClockProbe.class.getName());
+		builder.environment().putAll(clock.environment());
+		Process probe = builder.redirectError(ProcessBuilder.Redirect.INHERIT).start();
+		Processes.register(probe);
+		FakeClock.watch(probe);
+		try (PrintWriter ask = new PrintWriter(probe.getOutputStream(), true, StandardCharsets.US_ASCII);
+				BufferedReader answers = new BufferedReader(
+						new InputStreamReader(probe.getInputStream(), StandardCharsets.US_ASCII))) {
+			assertProbeSees(Duration.ZERO, ask, answers);
+			clock.jump(Duration.ofHours(1));
+			assertProbeSees(Duration.ofHours(1), ask, answers);
+			clock.jump(Duration.ofHours(-2));
+			assertProbeSees(Duration.ofHours(-1), ask, answers);
+			clock.jump(Duration.ofMillis(1250));
+			assertProbeSees(Duration.ofMinutes(-60).plusMillis(1250), ask, answers);
+			assertThat(clock.offset()).isEqualTo(Duration.ofHours(-1).plusMillis(1250));
+		}
+		finally {
+			probe.destroyForcibly().waitFor();
+		}
+	}
+
+	private static void assertProbeSees(Duration offset, PrintWriter ask, BufferedReader answers) throws Exception {
+		long wallBefore = System.currentTimeMillis();
+		long nanoBefore = System.nanoTime();
+		ask.println();
+		List<Long> answer = List.of(answers.readLine().split(" ")).stream().map(Long::valueOf).toList();
+		long nanoAfter = System.nanoTime();
+		long wallAfter = System.currentTimeMillis();
+		assertThat(answer.get(0)).as("probe's System.nanoTime() is the host's").isBetween(nanoBefore, nanoAfter);
+		assertThat(answer.get(1) - offset.toMillis()).as("probe's System.currentTimeMillis() minus " + offset)
+			.isBetween(wallBefore - 1, wallAfter + 1);
+		assertThat(answer.get(2) - offset.toMillis()).as("probe's Instant.now() minus " + offset)
+			.isBetween(wallBefore - 1, wallAfter + 1);
+	}
+
+	/** Answers each line on stdin with its {@code nanoTime currentTimeMillis Instant.now()-millis}. */
+	static final class ClockProbe {
+
+		public static void main(String[] args) throws Exception {
+			BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+			while (in.readLine() != null) {
+				System.out.println(System.nanoTime() + " " + System.currentTimeMillis() + " "
+						+ java.time.Instant.now().toEpochMilli());
+				System.out.flush();
+			}
+		}
+
+	}
+
+}
