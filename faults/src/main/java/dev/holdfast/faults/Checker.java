@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
  * Reads the event logs of one run (client logs and the controller's) and reports what happened to
@@ -368,20 +369,18 @@ public final class Checker {
 
 	/** A Markdown table of tick reports, one row each. */
 	public static String tickTable(List<TickReport> reports) {
-		StringBuilder out = new StringBuilder();
-		out.append("| run | ticks expected / ran | duplicate runs | missed (in fault allowance) | longest miss streak "
-				+ "| instances ticking | concurrent runs | plain: lost updates / stale accepted "
-				+ "| fenced: lost updates / stale accepted / rejected | recovery ms | errors | slowest startup ms |\n");
-		out.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-		for (TickReport r : reports) {
-			out.append(String.format(Locale.ROOT,
+		String header = "| run | ticks expected / ran | duplicate runs | missed (in fault allowance) "
+				+ "| longest miss streak | instances ticking | concurrent runs | plain: lost updates / stale accepted "
+				+ "| fenced: lost updates / stale accepted / rejected | recovery ms | errors | slowest startup ms |\n"
+				+ "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+		return header + reports.stream()
+			.map((r) -> String.format(Locale.ROOT,
 					"| %s | %d / %d | %d | %d (%d) | %d | %d | %d | %d / %d | %d / %d / %d | %.0f | %d | %d |%n", r.name(),
 					r.expected(), r.ran(), r.duplicates(), r.missed(), r.missedInFaults(), r.longestMissStreak(),
 					r.instances(), r.concurrentRuns(), r.plain().lostUpdates(), r.plain().staleAccepted(),
 					r.fenced().lostUpdates(), r.fenced().staleAccepted(), r.fenced().rejected(), r.recoveryMs(),
-					r.errors(), r.slowestStartupMs()));
-		}
-		return out.toString();
+					r.errors(), r.slowestStartupMs()))
+			.collect(Collectors.joining());
 	}
 
 }

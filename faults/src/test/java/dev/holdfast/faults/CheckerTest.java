@@ -1,5 +1,6 @@
 package dev.holdfast.faults;
 
+import java.util.ArrayList;
 import java.util.List;
 
 import org.junit.jupiter.api.Tag;
@@ -66,15 +67,13 @@ class CheckerTest {
 
 	@Test
 	void ticksRunOnceEachHaveNoDuplicateOrMiss() {
-		Checker.TickReport report = Checker.checkTicks("ticks-clean", List.of(event(0, 0, "WINDOW start 100500"),
-				event(100, 1, "READY 4200"), event(120, 2, "READY 5300"), event(501, 1, "TICK 101000"),
-				event(510, 1, "TWR plain 101000 1 ok"), event(510, 1, "TWR fenced 101000 1 ok"),
-				event(511, 1, "TEND 101000 ok"), event(1502, 2, "TICK 102000"), event(1510, 2, "TWR plain 102000 2 ok"),
-				event(1510, 2, "TWR fenced 102000 2 ok"), event(1511, 2, "TEND 102000 ok"),
-				event(2501, 1, "TICK 103000"), event(2510, 1, "TWR plain 103000 3 ok"),
-				event(2510, 1, "TWR fenced 103000 3 ok"), event(2511, 1, "TEND 103000 ok"),
-				event(3100, 0, "WINDOW end 103600"), event(3101, 0, "TFINAL plain 3"),
-				event(3101, 0, "TFINAL fenced 3")), 1000, 3000);
+		List<Checker.Event> history = new ArrayList<>(List.of(event(0, 0, "WINDOW start 100500"),
+				event(100, 1, "READY 4200"), event(120, 2, "READY 5300"), event(3100, 0, "WINDOW end 103600"),
+				event(3101, 0, "TFINAL plain 3"), event(3101, 0, "TFINAL fenced 3")));
+		history.addAll(tickRun(501, 1, 101_000, 1));
+		history.addAll(tickRun(1502, 2, 102_000, 2));
+		history.addAll(tickRun(2501, 1, 103_000, 3));
+		Checker.TickReport report = Checker.checkTicks("ticks-clean", history, 1000, 3000);
 		assertThat(report.expected()).isEqualTo(2);
 		assertThat(report.ran()).isEqualTo(3);
 		assertThat(report.duplicates()).isZero();
@@ -158,6 +157,12 @@ class CheckerTest {
 		assertThatIllegalArgumentException()
 			.isThrownBy(() -> Checker.checkTicks("no-window", List.of(event(1, 1, "TICK 1000")), 1000, 0))
 			.withMessageContaining("WINDOW start");
+	}
+
+	/** A run of the tick job that starts at {@code ms} and writes {@code value} to both counters. */
+	private static List<Checker.Event> tickRun(long ms, long pid, long tick, long value) {
+		return List.of(event(ms, pid, "TICK " + tick), event(ms + 9, pid, "TWR plain " + tick + " " + value + " ok"),
+				event(ms + 9, pid, "TWR fenced " + tick + " " + value + " ok"), event(ms + 10, pid, "TEND " + tick + " ok"));
 	}
 
 	private static Checker.Event event(long ms, long pid, String event) {
