@@ -8,6 +8,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -58,6 +60,12 @@ public final class FaultRun {
 	private boolean clientsInOwnGroups;
 
 	private Map<String, String> nodeEnvironment = Map.of();
+
+	private String clientMain = FaultClient.class.getName();
+
+	private final Map<String, String> clientArguments = new LinkedHashMap<>();
+
+	private final Map<Integer, Map<String, String>> clientEnvironments = new HashMap<>();
 
 	private FaultRun(String name) {
 		this.name = name;
@@ -112,6 +120,33 @@ public final class FaultRun {
 	/** How long the clients run after the fault healed, before they are stopped. */
 	public FaultRun afterMs(long afterMs) {
 		this.afterMs = afterMs;
+		return this;
+	}
+
+	/**
+	 * Starts the clients as Spring Boot applications ({@link BootFaultClient}): besides the mutex
+	 * loop, each runs the tick job {@code ticks}: {@code holdfast} (a
+	 * {@code @SingleInstanceScheduled} job), {@code unsafe} (a plain {@code @Scheduled} one) or
+	 * {@code off}.
+	 */
+	public FaultRun bootClients(String ticks) {
+		this.clientMain = BootFaultClient.class.getName();
+		this.clientArguments.put("ticks", ticks);
+		return this;
+	}
+
+	/** The tick job's {@code lockAtMostFor}, for {@link #bootClients(String) Boot clients}. */
+	public FaultRun lockAtMostForMs(long lockAtMostForMs) {
+		this.clientArguments.put("lockAtMostForMs", Long.toString(lockAtMostForMs));
+		return this;
+	}
+
+	/**
+	 * Variables added to the environment of client {@code client} only, e.g.
+	 * {@link FakeClock#environment()} to move one instance's wall clock.
+	 */
+	public FaultRun clientEnvironment(int client, Map<String, String> environment) {
+		this.clientEnvironments.put(client, Map.copyOf(environment));
 		return this;
 	}
 
@@ -189,10 +224,15 @@ public final class FaultRun {
 						dir.resolve("client" + i + ".out")));
 			}
 			Context context = new Context(backendNodes, postgres, clientProcesses, clientLogs, controllerLog);
+			// Spring Boot clients take 5 s to start alone, above 20 s on a loaded machine.
+			context.awaitStarted(Duration.ofSeconds(90));
 			context.awaitAcquisitions(this.clients, Duration.ofSeconds(30));
 			RedisNode.sleep(this.settleMs);
+			// The run window on the wall clock, for the ticks' nominal times.
+			context.mark("WINDOW start " + System.currentTimeMillis());
 			this.fault.inject(context);
 			RedisNode.sleep(this.afterMs);
+			context.mark("WINDOW end " + System.currentTimeMillis());
 			Files.createFile(stopFile);
 			for (Process client : clientProcesses) {
 				if (!client.waitFor(15, TimeUnit.SECONDS)) {
@@ -203,6 +243,8 @@ public final class FaultRun {
 			try (SharedResource resource = SharedResource.connect(resourceUri)) {
 				context.mark("FINAL plain " + resource.value(Resource.PLAIN));
 				context.mark("FINAL fenced " + resource.value(Resource.FENCED));
+				context.mark("TFINAL plain " + resource.value(BootFaultClient.TICK_PLAIN));
+				context.mark("TFINAL fenced " + resource.value(BootFaultClient.TICK_FENCED));
 			}
 		}
 		finally {
@@ -229,13 +271,16 @@ public final class FaultRun {
 		command.addAll(List.of(
 				Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx96m", "-XX:+UseSerialGC",
 				"-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", System.getProperty("java.class.path"),
-				FaultClient.class.getName()));
+				this.clientMain));
 		command.addAll(arguments);
+		this.clientArguments.forEach((key, value) -> command.add(key + "=" + value));
+		Map<String, String> environment = new HashMap<>(this.clientEnvironment);
+		environment.putAll(this.clientEnvironments.getOrDefault(index, Map.of()));
 		ProcessBuilder builder = new ProcessBuilder(command);
-		builder.environment().putAll(this.clientEnvironment);
+		builder.environment().putAll(environment);
 		Process process = builder.redirectErrorStream(true).redirectOutput(output.toFile()).start();
 		Processes.register(process);
-		if (this.clientEnvironment.containsKey("LD_PRELOAD")) {
+		if (environment.containsKey("LD_PRELOAD")) {
 			FakeClock.watch(process);
 		}
 		return process;
@@ -364,6 +409,71 @@ public final class FaultRun {
 		 */
 		public static int clientGroup(int index) {
 			return 47_000 + index;
+		}
+
+		/**
+		 * Stops with SIGSTOP a {@link BootFaultClient} that is running the tick job (its last tick
+		 * event is {@code TICK}) for {@code pause}, then resumes it.
+		 */
+		public void pauseTickRunner(Duration pause) throws IOException {
+			long pid = this.clients.get(stopTickRunner()).pid();
+			mark("FAULT pause-tick-runner " + pid);
+			RedisNode.sleep(pause.toMillis());
+			Signals.send(pid, "CONT");
+			mark("HEAL pause-tick-runner " + pid);
+		}
+
+		/** Kills with SIGKILL a {@link BootFaultClient} that is running the tick job. */
+		public void killTickRunner() throws IOException {
+			Process client = this.clients.get(stopTickRunner());
+			client.destroyForcibly();
+			mark("FAULT kill-tick-runner " + client.pid());
+			// A crash is over at once: what follows is the others' recovery.
+			mark("HEAL kill-tick-runner " + client.pid());
+		}
+
+		/** Finds a client inside a tick run, stopped (SIGSTOP) there; its index. */
+		private int stopTickRunner() throws IOException {
+			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+			while (System.nanoTime() < deadline) {
+				for (int i = 0; i < this.clients.size(); i++) {
+					if (!runsTick(i)) {
+						continue;
+					}
+					Signals.send(this.clients.get(i).pid(), "STOP");
+					if (runsTick(i)) {
+						return i;
+					}
+					Signals.send(this.clients.get(i).pid(), "CONT");
+				}
+				RedisNode.sleep(20);
+			}
+			throw new IllegalStateException("No client was seen running the tick job within 10s");
+		}
+
+		private boolean runsTick(int client) throws IOException {
+			Path log = this.clientLogs.get(client);
+			if (!Files.exists(log) || !this.clients.get(client).isAlive()) {
+				return false;
+			}
+			List<String> ticks = Files.readAllLines(log)
+				.stream()
+				.filter((line) -> line.contains(" TICK ") || line.contains(" TEND "))
+				.toList();
+			return !ticks.isEmpty() && ticks.get(ticks.size() - 1).contains(" TICK ");
+		}
+
+		/** Waits until every client logged {@code START}. */
+		void awaitStarted(Duration timeout) throws IOException {
+			long deadline = System.nanoTime() + timeout.toNanos();
+			for (Path log : this.clientLogs) {
+				while (!Files.exists(log) || Files.readAllLines(log).stream().noneMatch((l) -> l.contains(" START "))) {
+					if (System.nanoTime() > deadline) {
+						throw new IllegalStateException("A client did not start within " + timeout + ", see " + log);
+					}
+					RedisNode.sleep(50);
+				}
+			}
 		}
 
 		/** Waits until the clients together logged {@code count} acquisitions. */

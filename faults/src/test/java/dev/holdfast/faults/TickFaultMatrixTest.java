@@ -1,0 +1,160 @@
+package dev.holdfast.faults;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.BiConsumer;
+
+import org.assertj.core.api.SoftAssertions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * Scheduled ticks under faults ({@code ./mvnw -B -Pfaults verify -pl faults -am
+ * -Dtest=TickFaultMatrixTest}): three Spring Boot client JVMs ({@link BootFaultClient}) each run a
+ * {@code @SingleInstanceScheduled} job every second and a loop over a {@code @DistributedLock}
+ * method. The unsafe control run comes first (a plain {@code @Scheduled} job: every instance runs
+ * every tick), and the matrix is invalid unless the checker catches its duplicate ticks. Every
+ * run's rows are printed and written to {@code target/faults/TickFaultMatrixTest.md}; the
+ * guarantees are asserted after all runs, so that a failure still leaves the whole table.
+ */
+@Tag("faults")
+class TickFaultMatrixTest {
+
+	private static final Duration PERIOD = Duration.ofSeconds(1);
+
+	private static final Duration LOCK_AT_MOST_FOR = Duration.ofSeconds(2);
+
+	/** Missed ticks expected after a fault heals: the job lock of a stopped runner, plus a tick. */
+	private static final Duration ALLOWANCE = LOCK_AT_MOST_FOR.plus(PERIOD);
+
+	private final List<Checker.TickReport> tickReports = new ArrayList<>();
+
+	private final List<Checker.Report> lockReports = new ArrayList<>();
+
+	private final SoftAssertions softly = new SoftAssertions();
+
+	@Test
+	void tickMatrix() throws Exception {
+		Checker.TickReport control = run(FaultRun.named("control-boot-plain-scheduled").bootClients("unsafe")
+			.fault(ticksFor(Duration.ofSeconds(4))), (ticks, locks) -> {
+			});
+		assertThat(control.duplicates()).as("control run: ticks run by several instances must be detected")
+			.isPositive();
+
+		run(FaultRun.named("boot-redis-no-fault").bootClients("holdfast").fault(ticksFor(Duration.ofSeconds(6))),
+				(ticks, locks) -> {
+					eachTickOnce(ticks);
+					this.softly.assertThat(ticks.concurrentRuns()).as(ticks.name() + ": concurrent runs").isZero();
+					this.softly.assertThat(locks.overlaps()).as(locks.name() + ": overlapping holders").isZero();
+					this.softly.assertThat(locks.plain().lostUpdates()).as(locks.name() + ": lost updates").isZero();
+					fencingHolds(locks);
+				});
+		run(FaultRun.named("boot-redis-tick-runner-paused").bootClients("holdfast")
+			.fault((context) -> context.pauseTickRunner(LOCK_AT_MOST_FOR.multipliedBy(2))), (ticks, locks) -> {
+				eachTickOnce(ticks);
+				// Past lockAtMostFor another instance runs the job while the paused one still does;
+				// the tick as a token fences the paused one's late write.
+				this.softly.assertThat(ticks.concurrentRuns()).as(ticks.name() + ": concurrent runs").isPositive();
+				this.softly.assertThat(ticks.fenced().rejected()).as(ticks.name() + ": fenced stale rejected")
+					.isPositive();
+				this.softly.assertThat(ticks.fenced().staleAccepted()).as(ticks.name() + ": fenced stale accepted")
+					.isZero();
+				fencingHolds(locks);
+			});
+		run(FaultRun.named("boot-redis-tick-runner-killed").bootClients("holdfast")
+			.fault((context) -> context.killTickRunner()), (ticks, locks) -> {
+				eachTickOnce(ticks);
+				fencingHolds(locks);
+			});
+		run(FaultRun.named("boot-redis-restart-volatile").bootClients("holdfast").fault((context) -> {
+			RedisNode node = context.nodes().get(0);
+			context.mark("FAULT kill backend");
+			node.kill();
+			RedisNode.sleep(200);
+			node.start();
+			context.mark("HEAL restart backend");
+		}), (ticks, locks) -> fencingHolds(locks));
+		Optional<String> noFakeClock = FakeClock.unavailable();
+		if (noFakeClock.isEmpty()) {
+			// Jumps longer than the period, which the design does not cover: measured. Not whole
+			// seconds, else the jumped instance fires at the others' instants and the race for the
+			// job lock hides most duplicates.
+			run(clockJump("boot-redis-clock-ahead-2.5s", Duration.ofMillis(2500)),
+					(ticks, locks) -> fencingHolds(locks));
+			run(clockJump("boot-redis-clock-behind-2.5s", Duration.ofMillis(-2500)),
+					(ticks, locks) -> fencingHolds(locks));
+			// Late by less than a period: the claim of the tick outlives the late run.
+			run(clockJump("boot-redis-clock-behind-400ms", Duration.ofMillis(-400)), (ticks, locks) -> {
+				eachTickOnce(ticks);
+				fencingHolds(locks);
+			});
+		}
+
+		String table = Checker.tickTable(this.tickReports) + "\n" + Checker.table(this.lockReports);
+		System.out.println(table);
+		Files.writeString(FaultSuite.reportDir().resolve("TickFaultMatrixTest.md"), table);
+		this.softly.assertAll();
+		assumeTrue(noFakeClock.isEmpty(), () -> "Clock-jump runs skipped: " + noFakeClock.orElseThrow());
+	}
+
+	/**
+	 * Client 0 runs on a {@link FakeClock}: its wall clock jumps by {@code jump} for eight seconds,
+	 * then back; the others keep the host's clock.
+	 */
+	private static FaultRun clockJump(String name, Duration jump) throws IOException {
+		FakeClock clock = FakeClock.create(FaultSuite.reportDir().resolve(name + "-clock"));
+		Map<String, String> environment = new HashMap<>(clock.environment());
+		// Without it libfaketime 0.9.10 breaks a JVM's timed waits: Thread.sleep(1) took 46 ms and
+		// Object.wait(1) returned at once (measured), and a Boot client took 70 s instead of 5 s to start.
+		environment.put("FAKETIME_FORCE_MONOTONIC_FIX", "0");
+		return FaultRun.named(name).bootClients("holdfast").clientEnvironment(0, environment).fault((context) -> {
+			context.mark("FAULT clock-jump client0 " + jump);
+			clock.jump(jump);
+			RedisNode.sleep(8000);
+			clock.jump(jump.negated());
+			context.mark("HEAL clock-jump client0");
+		});
+	}
+
+	/** No fault: the clients tick for {@code duration}. */
+	private static FaultRun.Fault ticksFor(Duration duration) {
+		return (context) -> RedisNode.sleep(duration.toMillis());
+	}
+
+	private Checker.TickReport run(FaultRun run, BiConsumer<Checker.TickReport, Checker.Report> expectations)
+			throws Exception {
+		Checker.Report locks = run.lockAtMostForMs(LOCK_AT_MOST_FOR.toMillis()).afterMs(5000)
+			.run(FaultSuite.reportDir());
+		Checker.TickReport ticks = Checker.checkTicks(locks.name(), FaultSuite.reportDir().resolve(locks.name()),
+				PERIOD, ALLOWANCE);
+		this.tickReports.add(ticks);
+		this.lockReports.add(locks);
+		System.out.println(Checker.tickTable(List.of(ticks)) + Checker.table(List.of(locks)));
+		expectations.accept(ticks, locks);
+		return ticks;
+	}
+
+	/** No tick ran twice, and none went missing outside the allowance after a fault. */
+	private void eachTickOnce(Checker.TickReport ticks) {
+		this.softly.assertThat(ticks.duplicates()).as(ticks.name() + ": duplicate ticks").isZero();
+		this.softly.assertThat(ticks.missed()).as(ticks.name() + ": missed ticks outside the allowance").isZero();
+		this.softly.assertThat(ticks.errors()).as(ticks.name() + ": failed tick runs").isZero();
+	}
+
+	/** Tokens only grow, and the guarded counter accepts no stale write and loses no update. */
+	private void fencingHolds(Checker.Report locks) {
+		this.softly.assertThat(locks.tokenRegressions()).as(locks.name() + ": token regressions").isZero();
+		this.softly.assertThat(locks.fenced().staleAccepted()).as(locks.name() + ": fenced stale accepted").isZero();
+		this.softly.assertThat(locks.fenced().lostUpdates()).as(locks.name() + ": fenced lost updates").isZero();
+	}
+
+}
