@@ -18,6 +18,7 @@ import io.micrometer.tracing.test.simple.SimpleTracer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -100,6 +101,24 @@ class LockObservationTests {
 	}
 
 	@Test
+	void reentrantHoldKeepsTheCurrentObservation() {
+		this.runner.run((context) -> {
+			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+			ObservationRegistry registry = context.getBean(ObservationRegistry.class);
+			template.executeLocked("orders", this.id, LockOptions.defaults(),
+					() -> Observation.createNotStarted("step", registry).observe(() -> template
+						.executeLocked("orders", this.id, LockOptions.defaults(), () -> {
+							Observation.createNotStarted("inventory.query", registry).observe(() -> {
+							});
+							return null;
+						})));
+			assertThat(spans(ACQUIRE_SPAN)).as("reentrant acquisitions are not observed").hasSize(1);
+			assertThat(span("step").getParentId()).isEqualTo(span(HELD_SPAN).getSpanId());
+			assertThat(span("inventory.query").getParentId()).isEqualTo(span("step").getSpanId());
+		});
+	}
+
+	@Test
 	void observationsProduceTheAcquireAndHeldTimersOnce() {
 		this.runner.run((context) -> {
 			context.getBean(Orders.class).reserve(this.id);
@@ -130,6 +149,24 @@ class LockObservationTests {
 			}
 			assertThat(span(ACQUIRE_SPAN).getTags()).containsEntry("outcome", "not_acquired")
 				.doesNotContainKey("fencing.token");
+			assertThat(spans(HELD_SPAN)).isEmpty();
+		});
+	}
+
+	@Test
+	void waitingSubscriptionCancelledIsACancelledSpan() {
+		this.runner.withPropertyValues("holdfast.wait-time=30s").run((context) -> {
+			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+			try (Lease other = CompletableFuture
+				.supplyAsync(() -> template.acquire("orders", this.id, LockOptions.defaults()))
+				.get(5, TimeUnit.SECONDS)) {
+				this.tracer.getSpans().clear();
+				Disposable waiting = context.getBean(Orders.class).reactive(this.id, Mono.just("never")).subscribe();
+				waiting.dispose();
+				await().atMost(Duration.ofSeconds(5)).until(() -> !spans(ACQUIRE_SPAN).isEmpty());
+			}
+			assertThat(span(ACQUIRE_SPAN).getTags()).containsEntry("outcome", "cancelled");
+			assertThat(span(ACQUIRE_SPAN).getError()).isNull();
 			assertThat(spans(HELD_SPAN)).isEmpty();
 		});
 	}
