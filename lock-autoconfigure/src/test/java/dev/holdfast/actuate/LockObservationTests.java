@@ -138,6 +138,15 @@ class LockObservationTests {
 	}
 
 	@Test
+	void observationsCanBeTurnedOffWithBootsProperty() {
+		this.runner.withPropertyValues("management.observations.enable.holdfast=false").run((context) -> {
+			assertThat(context.getBean(Orders.class).reserve(this.id)).isEqualTo(this.id);
+			assertThat(this.tracer.getSpans()).extracting(SimpleSpan::getName).containsExactly("inventory.query");
+			assertThat(context.getBean(MeterRegistry.class).find(LockMetricsListener.ACQUIRE).meters()).isEmpty();
+		});
+	}
+
+	@Test
 	void lockHeldElsewhereIsANotAcquiredSpan() {
 		this.runner.run((context) -> {
 			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
