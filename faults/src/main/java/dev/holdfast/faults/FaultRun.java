@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -50,6 +51,12 @@ public final class FaultRun {
 
 	private Fault fault = (context) -> {
 	};
+
+	private Map<String, String> clientEnvironment = Map.of();
+
+	private boolean clientsInOwnGroups;
+
+	private Map<String, String> nodeEnvironment = Map.of();
 
 	private FaultRun(String name) {
 		this.name = name;
@@ -100,6 +107,33 @@ public final class FaultRun {
 		return this;
 	}
 
+	/**
+	 * Variables added to every client JVM's environment, e.g. {@link FakeClock#environment()} to
+	 * run the clients on a clock that the fault moves.
+	 */
+	public FaultRun clientEnvironment(Map<String, String> environment) {
+		this.clientEnvironment = Map.copyOf(environment);
+		return this;
+	}
+
+	/**
+	 * Runs client {@code i} with the group id {@link Context#clientGroup(int)} (through
+	 * {@code setpriv}, as root), so that {@link Partition#client} can cut one client off alone.
+	 */
+	public FaultRun clientsInOwnGroups() {
+		this.clientsInOwnGroups = true;
+		return this;
+	}
+
+	/**
+	 * Variables added to the environment of every backend node's {@code redis-server} (not the
+	 * resource's), e.g. {@link FakeClock#environment()} to move the clock that expires locks.
+	 */
+	public FaultRun nodeEnvironment(Map<String, String> environment) {
+		this.nodeEnvironment = Map.copyOf(environment);
+		return this;
+	}
+
 	public long ttlMs() {
 		return this.ttlMs;
 	}
@@ -117,7 +151,7 @@ public final class FaultRun {
 			nodes.add(resourceNode);
 			List<RedisNode> backendNodes = new ArrayList<>();
 			for (int i = 0; i < this.nodeCount; i++) {
-				backendNodes.add(RedisNode.start(dir.resolve("node" + i), this.persistent));
+				backendNodes.add(RedisNode.start(dir.resolve("node" + i), this.persistent, this.nodeEnvironment));
 			}
 			nodes.addAll(backendNodes);
 			String nodeUris = backendNodes.stream().map(RedisNode::uri).collect(Collectors.joining(","));
@@ -126,7 +160,7 @@ public final class FaultRun {
 			for (int i = 0; i < this.clients; i++) {
 				Path log = dir.resolve("client" + i + ".log");
 				clientLogs.add(log);
-				clientProcesses.add(startClient(List.of("backend=" + this.backend, "nodes=" + nodeUris,
+				clientProcesses.add(startClient(i, List.of("backend=" + this.backend, "nodes=" + nodeUris,
 						"resource=" + resourceNode.uri(), "lock=faults-" + this.name, "ttlMs=" + this.ttlMs,
 						"workMs=" + this.workMs, "durationMs=120000", "stopFile=" + stopFile, "log=" + log),
 						dir.resolve("client" + i + ".out")));
@@ -160,16 +194,24 @@ public final class FaultRun {
 		return Checker.check(this.name, dir);
 	}
 
-	private static Process startClient(List<String> arguments, Path output) throws IOException {
-		List<String> command = new ArrayList<>(List.of(
+	private Process startClient(int index, List<String> arguments, Path output) throws IOException {
+		List<String> command = new ArrayList<>();
+		if (this.clientsInOwnGroups) {
+			command.addAll(List.of("setpriv", "--regid", Integer.toString(Context.clientGroup(index)),
+					"--clear-groups", "--"));
+		}
+		command.addAll(List.of(
 				Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx96m", "-XX:+UseSerialGC",
 				"-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", System.getProperty("java.class.path"),
 				FaultClient.class.getName()));
 		command.addAll(arguments);
-		Process process = new ProcessBuilder(command).redirectErrorStream(true)
-			.redirectOutput(output.toFile())
-			.start();
+		ProcessBuilder builder = new ProcessBuilder(command);
+		builder.environment().putAll(this.clientEnvironment);
+		Process process = builder.redirectErrorStream(true).redirectOutput(output.toFile()).start();
 		Processes.register(process);
+		if (this.clientEnvironment.containsKey("LD_PRELOAD")) {
+			FakeClock.watch(process);
+		}
 		return process;
 	}
 
@@ -253,6 +295,39 @@ public final class FaultRun {
 			throw new IllegalStateException("No client was seen holding the lock within 10s");
 		}
 
+		/**
+		 * Waits (up to 10 s) until a client logs an acquisition after this call began: the fault
+		 * then strikes early in a hold.
+		 * @return the index of that client
+		 */
+		public int awaitNewHolder() throws IOException {
+			long since = System.nanoTime();
+			long deadline = since + Duration.ofSeconds(10).toNanos();
+			while (System.nanoTime() < deadline) {
+				for (int i = 0; i < this.clients.size(); i++) {
+					String[] last = lastLine(i).split(" ", 3);
+					if (last.length == 3 && last[2].startsWith("ACQ") && Long.parseLong(last[0]) > since) {
+						return i;
+					}
+				}
+				RedisNode.sleep(2);
+			}
+			throw new IllegalStateException("No client took the lock within 10s");
+		}
+
+		/** The client JVMs, by index. */
+		public List<Process> clients() {
+			return this.clients;
+		}
+
+		/**
+		 * The group id that client {@code index} runs with when the run put
+		 * {@linkplain FaultRun#clientsInOwnGroups() clients in their own groups}.
+		 */
+		public static int clientGroup(int index) {
+			return 47_000 + index;
+		}
+
 		/** Waits until the clients together logged {@code count} acquisitions. */
 		void awaitAcquisitions(int count, Duration timeout) throws IOException {
 			long deadline = System.nanoTime() + timeout.toNanos();
@@ -272,16 +347,17 @@ public final class FaultRun {
 		}
 
 		private String lastEvent(int client) throws IOException {
+			String[] parts = lastLine(client).split(" ", 3);
+			return (parts.length == 3) ? parts[2] : "";
+		}
+
+		private String lastLine(int client) throws IOException {
 			Path log = this.clientLogs.get(client);
 			if (!Files.exists(log)) {
 				return "";
 			}
 			List<String> lines = Files.readAllLines(log);
-			if (lines.isEmpty()) {
-				return "";
-			}
-			String[] parts = lines.get(lines.size() - 1).split(" ", 3);
-			return (parts.length == 3) ? parts[2] : "";
+			return lines.isEmpty() ? "" : lines.get(lines.size() - 1);
 		}
 
 	}

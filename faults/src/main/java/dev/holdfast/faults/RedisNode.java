@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -27,12 +28,15 @@ final class RedisNode implements AutoCloseable {
 
 	private final boolean persistent;
 
+	private final Map<String, String> environment;
+
 	private Process process;
 
-	private RedisNode(int port, Path dir, boolean persistent) {
+	private RedisNode(int port, Path dir, boolean persistent, Map<String, String> environment) {
 		this.port = port;
 		this.dir = dir;
 		this.persistent = persistent;
+		this.environment = environment;
 	}
 
 	/**
@@ -41,8 +45,16 @@ final class RedisNode implements AutoCloseable {
 	 * {@code appendfsync always}, so that a restart keeps every acknowledged write
 	 */
 	static RedisNode start(Path dir, boolean persistent) throws IOException {
+		return start(dir, persistent, Map.of());
+	}
+
+	/**
+	 * Starts a node whose process (and every restart of it) gets {@code environment} added, e.g.
+	 * {@link FakeClock#environment()} to run it on a clock that a fault moves.
+	 */
+	static RedisNode start(Path dir, boolean persistent, Map<String, String> environment) throws IOException {
 		Files.createDirectories(dir);
-		RedisNode node = new RedisNode(freePort(), dir, persistent);
+		RedisNode node = new RedisNode(freePort(), dir, persistent, Map.copyOf(environment));
 		node.startProcess();
 		return node;
 	}
@@ -97,10 +109,15 @@ final class RedisNode implements AutoCloseable {
 		else {
 			command.addAll(List.of("--appendonly", "no"));
 		}
-		this.process = new ProcessBuilder(command).redirectErrorStream(true)
+		ProcessBuilder builder = new ProcessBuilder(command);
+		builder.environment().putAll(this.environment);
+		this.process = builder.redirectErrorStream(true)
 			.redirectOutput(ProcessBuilder.Redirect.appendTo(this.dir.resolve("redis.log").toFile()))
 			.start();
 		Processes.register(this.process);
+		if (this.environment.containsKey("LD_PRELOAD")) {
+			FakeClock.watch(this.process);
+		}
 		long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
 		while (System.nanoTime() < deadline) {
 			if (!this.process.isAlive()) {

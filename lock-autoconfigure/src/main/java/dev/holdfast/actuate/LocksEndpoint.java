@@ -12,9 +12,11 @@ import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LeaseInfo;
 
 /**
- * The {@code locks} Actuator endpoint: the leases this instance holds now. Locks held by other
- * instances are not listed. Exposed like any other endpoint: over JMX by default, over the web
- * only when {@code management.endpoints.web.exposure.include} names it.
+ * The {@code locks} Actuator endpoint: the leases this instance holds now, including the locks
+ * of {@code @SingleInstanceScheduled} jobs while they run (the job name, its lock key, and an
+ * expiry at {@code lockAtMostFor}). Locks held by other instances are not listed, nor a job lock
+ * kept for {@code lockAtLeastFor} after its run. Exposed like any other endpoint: over JMX by
+ * default, over the web only when {@code management.endpoints.web.exposure.include} names it.
  */
 @Endpoint(id = "locks")
 public class LocksEndpoint {

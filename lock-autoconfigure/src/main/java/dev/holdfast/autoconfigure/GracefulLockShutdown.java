@@ -19,8 +19,10 @@ import dev.holdfast.core.DefaultLockTemplate;
  * A context started again after a stop takes new locks again.
  * <p>
  * The phase is after Boot's graceful web shutdown (which lets in-flight requests finish, taking
- * locks as they need) and after schedulers stop (same default phase as other lifecycle beans),
- * and before the web server stops.
+ * locks as they need) and after {@code @SingleInstanceScheduled} jobs stop starting runs (same
+ * phase as the web shutdown; their runs in progress finish there, and their job locks are
+ * listed with the held leases meanwhile), and before the web server and connection factories
+ * stop.
  */
 final class GracefulLockShutdown implements SmartLifecycle {
 

@@ -28,6 +28,13 @@ public class HoldfastJdbcProperties extends DatabaseInitializationProperties {
 	 */
 	private Duration queryTimeout = Duration.ofSeconds(5);
 
+	/**
+	 * How long a lock row stays after it expired or was released before it is deleted. Released
+	 * rows keep their fencing token so that the next holder's token is larger; at least one
+	 * minute and ten times the query timeout.
+	 */
+	private Duration sweepAfter = Duration.ofHours(1);
+
 	public String getTableName() {
 		return this.tableName;
 	}
@@ -42,6 +49,14 @@ public class HoldfastJdbcProperties extends DatabaseInitializationProperties {
 
 	public void setQueryTimeout(Duration queryTimeout) {
 		this.queryTimeout = queryTimeout;
+	}
+
+	public Duration getSweepAfter() {
+		return this.sweepAfter;
+	}
+
+	public void setSweepAfter(Duration sweepAfter) {
+		this.sweepAfter = sweepAfter;
 	}
 
 	@Override

@@ -47,7 +47,7 @@ class JdbcBackendConfiguration {
 					"Set holdfast.jdbc.query-timeout to a positive duration such as 5s, or remove it.");
 		}
 		JdbcLockBackend backend = new JdbcLockBackend(lockDataSource(holdfastDataSource, dataSource),
-				properties.getTableName(), queryTimeout);
+				properties.getTableName(), queryTimeout, properties.getSweepAfter());
 		backend.checkTable();
 		return backend;
 	}

@@ -80,6 +80,9 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 	/** Leases held by this template, by key: one per key at most. */
 	private final ConcurrentHashMap<String, HeldLease> held = new ConcurrentHashMap<>();
 
+	/** Locks taken without this template but listed with its leases, while their holders run. */
+	private final Set<Supplier<LeaseInfo>> listed = ConcurrentHashMap.newKeySet();
+
 	/** Local queues of threads that want a key, by key. */
 	private final ConcurrentHashMap<String, Gate> gates = new ConcurrentHashMap<>();
 
@@ -160,14 +163,32 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		return this.keys.encode(name, key);
 	}
 
-	/** The leases this template holds now, for operators. */
+	/**
+	 * The leases this template holds now, and the locks {@linkplain #listHeld listed} with them,
+	 * for operators.
+	 */
 	public List<LeaseInfo> heldLeases() {
 		List<LeaseInfo> leases = new ArrayList<>();
 		for (HeldLease lease : this.held.values()) {
 			leases.add(new LeaseInfo(lease.name(), lease.key(), lease.fencingToken(), lease.acquiredAt(),
 					lease.expiresAt(), lease.isValid()));
 		}
+		for (Supplier<LeaseInfo> lock : this.listed) {
+			leases.add(lock.get());
+		}
 		return leases;
+	}
+
+	/**
+	 * Lists a lock that this process took on the template's backend without the template (a
+	 * scheduled job's lock) among the {@link #heldLeases()}, so that operators and the graceful
+	 * shutdown see it, until the returned action runs.
+	 * @param lock describes the lock each time the leases are listed
+	 * @return the action that removes the lock from the list
+	 */
+	public Runnable listHeld(Supplier<LeaseInfo> lock) {
+		this.listed.add(lock);
+		return () -> this.listed.remove(lock);
 	}
 
 	/** The backend this template uses. */

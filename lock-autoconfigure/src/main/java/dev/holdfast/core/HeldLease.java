@@ -73,14 +73,14 @@ final class HeldLease {
 
 	/**
 	 * The backend confirmed ownership for {@code ttl} in a request sent at {@code startNanos}. The
-	 * lease counts as valid until then minus a drift allowance for clocks that run at different
-	 * rates: ttl * 1% + 2ms.
+	 * lease counts as valid until then minus the backend's allowance for clocks that run at
+	 * different rates ({@link dev.holdfast.spi.LockBackend#clockDriftAllowance}).
 	 */
 	void confirmed(long startNanos, Duration ttl) {
 		this.ttl = ttl;
 		this.confirmedNanos = startNanos;
-		long ttlNanos = ttl.toNanos();
-		this.validUntilNanos = startNanos + ttlNanos - (ttlNanos / 100 + 2_000_000L);
+		this.validUntilNanos = startNanos + ttl.toNanos()
+				- this.template.backend().clockDriftAllowance(ttl).toNanos();
 	}
 
 	boolean enterReentrant() {

@@ -10,10 +10,13 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
 
 import javax.sql.DataSource;
 
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
@@ -38,8 +41,17 @@ import dev.holdfast.spi.LockBackend;
  * <li><b>Statements</b>: acquisition is one statement that takes the row only if it is absent or
  * expired (PostgreSQL and H2; MySQL and MariaDB add a second autocommit statement that reads
  * the fencing token, because neither returns the row of an upsert). Release is one
- * owner-checked {@code DELETE}. Renewal updates all due leases, owner-checked, in one statement
- * on PostgreSQL and in one {@code UPDATE} plus one {@code SELECT} elsewhere.</li>
+ * owner-checked {@code UPDATE} that expires the row in place: it clears the owner and sets the
+ * expiry to the database's current time, and keeps the fencing token. Renewal updates all due
+ * leases, owner-checked, in one statement on PostgreSQL and in one {@code UPDATE} plus one
+ * {@code SELECT} elsewhere.</li>
+ * <li><b>Sweep</b>: rows stay after release so that the next holder continues from their token;
+ * a row that expired, and whose token was issued, longer than the sweep delay ago is deleted.
+ * Every {@value #SWEEP_EVERY}th release of a backend is followed, on the same connection and
+ * after the lock is free, by a sweep of at most {@value #SWEEP_LIMIT} such rows: one
+ * {@code SELECT} without locks and one {@code DELETE} by primary key that checks the condition
+ * again, so a row taken over meanwhile stays. The table holds the keys used within the sweep
+ * delay, plus those held. A sweep that fails is logged and does not fail the release.</li>
  * <li><b>Transactions</b>: every statement runs on a connection taken from the pool for it, in
  * autocommit mode, so it is its own short transaction and never joins a transaction of the
  * caller: a {@code @Transactional} caller does not keep lock rows locked until it commits. Each
@@ -48,13 +60,15 @@ import dev.holdfast.spi.LockBackend;
  * jittered, bounded back-off, and this backend reports the holder's remaining time so that
  * polling never sleeps past a lease's expiry.</li>
  * <li><b>Fencing tokens</b>: a new row gets the database clock in microseconds; a row taken over
- * after expiry gets {@code GREATEST(previous + 1, clock)}. Per lock, tokens therefore increase
- * strictly while the row exists, and across deleted rows (every release deletes its row, and
- * operators may delete rows) because a later acquisition reads a later clock value. This rests
- * on two assumptions: the database clock does not step backwards (it may be slewed, as NTP
- * does), and one acquisition does not issue more than one token per microsecond. Between
- * reading its clock and inserting its row, a statement must not stall for longer than it takes
- * another client to acquire and release the same key, a window of microseconds.</li>
+ * after expiry or release gets {@code GREATEST(previous + 1, clock)}, under the row's lock. Per
+ * lock, tokens therefore increase strictly while the row exists: an acquisition that read the
+ * clock before another client took and released the lock finds that client's row, and either
+ * continues from its token or, seeing it expire later than its own clock reading, fails and
+ * retries. A deleted row (swept, or deleted by an operator) restarts at the clock, which is above
+ * every token issued more than the sweep delay ago: the sweep takes only such rows, and no
+ * client receives a token from a statement that ran longer than its timeout, which the sweep
+ * delay exceeds tenfold. This rests on one assumption: the database clock does not step
+ * backwards (it may be slewed, as NTP does).</li>
  * <li><b>Failures</b>: a database that cannot be reached, stops answering for longer than the
  * configured timeout (a network timeout on the connection), or reports an error makes the call
  * throw {@link LockBackendException}; a failed call may or may not have taken effect. Nothing is
@@ -77,6 +91,20 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 
 	private static final int MAX_HOLDER_LENGTH = 255;
 
+	/** How long a row stays after it expired unless configured. */
+	public static final Duration DEFAULT_SWEEP_AFTER = Duration.ofHours(1);
+
+	/** The shortest sweep delay allowed, whatever the query timeout. */
+	static final Duration MIN_SWEEP_AFTER = Duration.ofMinutes(1);
+
+	/** Releases of one backend per sweep. */
+	static final int SWEEP_EVERY = 500;
+
+	/** Most rows one sweep deletes: a sweep per {@value #SWEEP_EVERY} releases keeps up. */
+	static final int SWEEP_LIMIT = 500;
+
+	private static final Log logger = LogFactory.getLog(JdbcLockBackend.class);
+
 	/**
 	 * How much later than the network timeout the statement timeout fires: it is the bound only
 	 * with drivers that have no network timeout. Firing first, it would make some drivers (the
@@ -94,13 +122,29 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 
 	private final String process;
 
+	private final long sweepAfterMicros;
+
+	private final AtomicLong releases = new AtomicLong();
+
+	private volatile int sweepEvery = SWEEP_EVERY;
+
 	private volatile @Nullable JdbcLockDialect dialect;
 
 	/**
-	 * A backend on {@code dataSource} with the default table and a query timeout of 5 seconds.
+	 * A backend on {@code dataSource} with the default table, a query timeout of 5 seconds and
+	 * the default sweep delay.
 	 */
 	public JdbcLockBackend(DataSource dataSource) {
 		this(dataSource, DEFAULT_TABLE_NAME, Duration.ofSeconds(5));
+	}
+
+	/**
+	 * A backend on {@code dataSource} with the {@linkplain #DEFAULT_SWEEP_AFTER default sweep
+	 * delay}.
+	 * @see #JdbcLockBackend(DataSource, String, Duration, Duration)
+	 */
+	public JdbcLockBackend(DataSource dataSource, String tableName, Duration queryTimeout) {
+		this(dataSource, tableName, queryTimeout, DEFAULT_SWEEP_AFTER);
 	}
 
 	/**
@@ -111,9 +155,12 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 	 * @param queryTimeout the longest a statement may wait for the database's answer (at most an
 	 * hour); the connection is then given up and the call fails. With a driver that has no
 	 * network timeout, a statement timeout two seconds longer applies instead
-	 * @throws LockConfigurationException if {@code tableName} is not a plain SQL identifier
+	 * @param sweepAfter how long a row stays after it expired or was released before it may be
+	 * deleted; at least a minute and at least ten times {@code queryTimeout}
+	 * @throws LockConfigurationException if {@code tableName} is not a plain SQL identifier or
+	 * {@code sweepAfter} is too short
 	 */
-	public JdbcLockBackend(DataSource dataSource, String tableName, Duration queryTimeout) {
+	public JdbcLockBackend(DataSource dataSource, String tableName, Duration queryTimeout, Duration sweepAfter) {
 		Assert.notNull(dataSource, "'dataSource' must not be null");
 		Assert.isTrue(!queryTimeout.isNegative() && !queryTimeout.isZero(), "'queryTimeout' must be positive");
 		this.dataSource = (dataSource instanceof TransactionAwareDataSourceProxy proxy
@@ -122,6 +169,7 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 		this.timeoutMillis = (int) Math.min(3_600_000, Math.max(1, queryTimeout.toMillis()));
 		this.queryTimeoutSeconds = (this.timeoutMillis + 999) / 1000 + STATEMENT_TIMEOUT_MARGIN_SECONDS;
 		this.process = describeProcess();
+		this.sweepAfterMicros = Math.multiplyExact(validateSweepAfter(sweepAfter, queryTimeout).toMillis(), 1000);
 	}
 
 	/**
@@ -138,6 +186,35 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 							+ " at most 63 characters, optionally qualified by a schema (for example 'locks.holdfast_lock').");
 		}
 		return tableName;
+	}
+
+	/**
+	 * Returns {@code sweepAfter} if rows that expired that long ago may be deleted safely: it is at
+	 * least {@link #MIN_SWEEP_AFTER a minute} and at least ten times {@code queryTimeout}, so no
+	 * lock statement that read the database clock before such a row was last taken can still be
+	 * running.
+	 * @throws LockConfigurationException naming the value, the minimum and the property to change
+	 * otherwise
+	 */
+	public static Duration validateSweepAfter(@Nullable Duration sweepAfter, Duration queryTimeout) {
+		Duration minimum = queryTimeout.multipliedBy(10);
+		if (minimum.compareTo(MIN_SWEEP_AFTER) < 0) {
+			minimum = MIN_SWEEP_AFTER;
+		}
+		if (sweepAfter == null || sweepAfter.compareTo(minimum) < 0) {
+			throw new LockConfigurationException("holdfast.jdbc.sweep-after is "
+					+ ((sweepAfter != null) ? format(sweepAfter) : "not set") + ": expired lock rows must stay at least "
+					+ format(minimum) + " (a minute, and ten times holdfast.jdbc.query-timeout="
+					+ format(queryTimeout) + ") before they are deleted, or a stalled acquisition could get a"
+					+ " smaller fencing token than an earlier holder.",
+					"Set holdfast.jdbc.sweep-after to at least " + format(minimum) + " (the default is "
+							+ format(DEFAULT_SWEEP_AFTER) + "), or remove it.");
+		}
+		return sweepAfter;
+	}
+
+	private static String format(Duration duration) {
+		return (duration.toMillis() % 1000 == 0) ? duration.toSeconds() + "s" : duration.toMillis() + "ms";
 	}
 
 	@Override
@@ -201,15 +278,47 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 	 */
 	@Override
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+		Assert.hasLength(owner, "'owner' must not be empty");
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
 		return execute("acquire lock '" + key + "'",
 				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, holder()));
 	}
 
-	/** Deletes the lock's row if {@code owner} holds it, in one statement. */
+	/**
+	 * Expires the lock's row now on the database clock and clears its owner if {@code owner}
+	 * holds it, in one statement; the row keeps its fencing token for the next holder. Every
+	 * {@value #SWEEP_EVERY}th release then sweeps long-expired rows.
+	 */
 	@Override
 	public boolean release(String key, String owner) {
-		return execute("release lock '" + key + "'", (dialect, connection) -> dialect.release(connection, key, owner));
+		Assert.hasLength(owner, "'owner' must not be empty");
+		return execute("release lock '" + key + "'", (dialect, connection) -> {
+			boolean released = dialect.release(connection, key, owner);
+			if (this.releases.incrementAndGet() % this.sweepEvery == 0) {
+				try {
+					dialect.sweep(connection, this.sweepAfterMicros, SWEEP_LIMIT);
+				}
+				catch (SQLException ex) {
+					logger.warn(failure("sweep expired rows", ex).getMessage()
+							+ "; the table keeps them until a later sweep succeeds");
+				}
+			}
+			return released;
+		});
+	}
+
+	/**
+	 * Deletes up to {@value #SWEEP_LIMIT} rows that expired longer than the sweep delay ago.
+	 * @return how many rows were deleted
+	 */
+	int sweep() {
+		return execute("sweep expired rows",
+				(dialect, connection) -> dialect.sweep(connection, this.sweepAfterMicros, SWEEP_LIMIT));
+	}
+
+	/** Sweeps after every {@code releases}th release instead; for tests. */
+	void sweepEvery(int releases) {
+		this.sweepEvery = releases;
 	}
 
 	/**

@@ -10,6 +10,7 @@ import java.time.OffsetDateTime;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -47,12 +48,60 @@ abstract class JdbcLockDialect {
 
 	abstract Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException;
 
-	boolean release(Connection connection, String key, String owner) throws SQLException {
+	/**
+	 * Releases the lock if {@code owner} holds it, by expiring its row in place: the owner is
+	 * cleared and the expiry set to the database's current time (never later than it was), while
+	 * the fencing token stays, so that the next acquisition continues from it.
+	 */
+	abstract boolean release(Connection connection, String key, String owner) throws SQLException;
+
+	/** The database's current time in microseconds since the Unix epoch. */
+	abstract long clock(Connection connection) throws SQLException;
+
+	/**
+	 * Deletes at most {@code limit} rows that expired, and whose fencing token was issued, more
+	 * than {@code sweepAfterMicros} ago on the database clock. Candidates are read without locks,
+	 * then deleted by primary key with the condition checked again, so a row that an acquisition
+	 * took over in the meantime stays.
+	 * @return how many rows were deleted
+	 */
+	int sweep(Connection connection, long sweepAfterMicros, int limit) throws SQLException {
+		long cut = clock(connection) - sweepAfterMicros;
+		List<String> keys = new ArrayList<>();
 		try (PreparedStatement ps = prepare(connection,
-				"DELETE FROM " + this.table + " WHERE lock_key = ? AND owner_token = ?")) {
-			ps.setString(1, key);
-			ps.setString(2, owner);
-			return ps.executeUpdate() > 0;
+				"SELECT lock_key FROM " + this.table + " WHERE expires_at < ? AND fence < ?")) {
+			ps.setMaxRows(limit);
+			ps.setLong(1, cut);
+			ps.setLong(2, cut);
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					keys.add(rs.getString(1));
+				}
+			}
+		}
+		if (keys.isEmpty()) {
+			return 0;
+		}
+		String in = String.join(", ", Collections.nCopies(keys.size(), "?"));
+		try (PreparedStatement ps = prepare(connection, "DELETE FROM " + this.table + " WHERE lock_key IN (" + in
+				+ ") AND expires_at < ? AND fence < ?")) {
+			int index = 1;
+			for (String key : keys) {
+				ps.setString(index++, key);
+			}
+			ps.setLong(index++, cut);
+			ps.setLong(index, cut);
+			return ps.executeUpdate();
+		}
+	}
+
+	/** Runs an {@code UPDATE} with {@code params} bound in order; returns the updated row count. */
+	protected int update(Connection connection, String sql, Object... params) throws SQLException {
+		try (PreparedStatement ps = prepare(connection, sql)) {
+			for (int i = 0; i < params.length; i++) {
+				ps.setObject(i + 1, params[i]);
+			}
+			return ps.executeUpdate();
 		}
 	}
 
@@ -111,10 +160,43 @@ abstract class JdbcLockDialect {
 	}
 
 	/**
+	 * A database whose clock SQL can read as microseconds since the Unix epoch, so that a release
+	 * is one statement.
+	 */
+	abstract static class SqlClock extends JdbcLockDialect {
+
+		private final String now;
+
+		private final String releaseSql;
+
+		/** {@code now}: an SQL expression of the database clock in microseconds since the epoch. */
+		SqlClock(String table, int queryTimeoutSeconds, String now) {
+			super(table, queryTimeoutSeconds);
+			this.now = now;
+			this.releaseSql = "UPDATE " + table + " SET owner_token = '', expires_at = LEAST(expires_at, " + now
+					+ ") WHERE lock_key = ? AND owner_token = ?";
+		}
+
+		@Override
+		boolean release(Connection connection, String key, String owner) throws SQLException {
+			return update(connection, this.releaseSql, key, owner) > 0;
+		}
+
+		@Override
+		long clock(Connection connection) throws SQLException {
+			try (PreparedStatement ps = prepare(connection, "SELECT " + this.now); ResultSet rs = ps.executeQuery()) {
+				rs.next();
+				return rs.getLong(1);
+			}
+		}
+
+	}
+
+	/**
 	 * PostgreSQL: acquisition, fencing token and the holder's remaining time in one statement;
 	 * renewal of any number of locks in one statement over arrays.
 	 */
-	static final class PostgreSql extends JdbcLockDialect {
+	static final class PostgreSql extends SqlClock {
 
 		private static final String NOW = "(SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us)";
 
@@ -123,7 +205,7 @@ abstract class JdbcLockDialect {
 		private final String renewSql;
 
 		PostgreSql(String table, int queryTimeoutSeconds) {
-			super(table, queryTimeoutSeconds);
+			super(table, queryTimeoutSeconds, NOW);
 			// A CTE with a volatile function is evaluated once: one "now" for the whole statement.
 			// The final SELECT reads the snapshot taken before the INSERT, i.e. the holder's row
 			// when the lock was held.
@@ -211,7 +293,7 @@ abstract class JdbcLockDialect {
 	 * upsert is sound: if the row names our owner token, the upsert made it ours and the token
 	 * is ours (owner tokens are unique per acquisition).
 	 */
-	static final class MySql extends JdbcLockDialect {
+	static final class MySql extends SqlClock {
 
 		/** UTC_TIMESTAMP does not depend on the session time zone, and TIMESTAMPDIFF is arithmetic. */
 		private static final String NOW = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
@@ -225,7 +307,7 @@ abstract class JdbcLockDialect {
 		private final String readSql;
 
 		MySql(String table, int queryTimeoutSeconds, String platform) {
-			super(table, queryTimeoutSeconds);
+			super(table, queryTimeoutSeconds, NOW);
 			this.platform = platform;
 			// Assignments run left to right and later ones see earlier results: expires_at,
 			// which the condition reads, is assigned last.
@@ -269,7 +351,7 @@ abstract class JdbcLockDialect {
 	 * the fencing token through a {@code FINAL TABLE}; two racers on an absent key meet on the
 	 * primary key, and the loser sees the lock held.
 	 */
-	static final class H2 extends JdbcLockDialect {
+	static final class H2 extends SqlClock {
 
 		private static final String NOW = "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000000 AS BIGINT)";
 
@@ -278,7 +360,7 @@ abstract class JdbcLockDialect {
 		private final String remainingSql;
 
 		H2(String table, int queryTimeoutSeconds) {
-			super(table, queryTimeoutSeconds);
+			super(table, queryTimeoutSeconds, NOW);
 			this.acquireSql = "SELECT fence FROM FINAL TABLE (MERGE INTO " + table + " l USING (SELECT"
 					+ " CAST(? AS VARCHAR(255)) k, CAST(? AS VARCHAR(255)) o, " + NOW + " us, CAST(? AS BIGINT) ttl,"
 					+ " CAST(? AS VARCHAR(255)) h) s ON l.lock_key = s.k"
@@ -349,7 +431,8 @@ abstract class JdbcLockDialect {
 			return this.product;
 		}
 
-		long now(Connection connection) throws SQLException {
+		@Override
+		long clock(Connection connection) throws SQLException {
 			try (PreparedStatement ps = prepare(connection, "SELECT CURRENT_TIMESTAMP");
 					ResultSet rs = ps.executeQuery()) {
 				rs.next();
@@ -361,7 +444,7 @@ abstract class JdbcLockDialect {
 		@Override
 		AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
 				throws SQLException {
-			long now = now(connection);
+			long now = clock(connection);
 			try (PreparedStatement ps = prepare(connection, "UPDATE " + this.table
 					+ " SET owner_token = ?, fence = CASE WHEN fence + 1 > ? THEN fence + 1 ELSE ? END,"
 					+ " expires_at = ?, acquired_at = ?, holder = ? WHERE lock_key = ? AND expires_at <= ?")) {
@@ -379,6 +462,14 @@ abstract class JdbcLockDialect {
 			}
 			return readOwner(connection, "SELECT owner_token, fence, expires_at - ? FROM " + this.table
 					+ " WHERE lock_key = ?", owner, now, key);
+		}
+
+		@Override
+		boolean release(Connection connection, String key, String owner) throws SQLException {
+			long now = clock(connection);
+			return update(connection, "UPDATE " + this.table + " SET owner_token = '',"
+					+ " expires_at = CASE WHEN expires_at < ? THEN expires_at ELSE ? END"
+					+ " WHERE lock_key = ? AND owner_token = ?", now, now, key, owner) > 0;
 		}
 
 		private void insert(Connection connection, String key, String owner, long now, long ttlMicros, String holder)
@@ -403,7 +494,7 @@ abstract class JdbcLockDialect {
 
 		@Override
 		Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
-			long now = now(connection);
+			long now = clock(connection);
 			Set<String> renewed = new HashSet<>();
 			List<HeldLock> all = new ArrayList<>(locks);
 			try (PreparedStatement ps = prepare(connection, "UPDATE " + this.table
@@ -440,7 +531,7 @@ abstract class JdbcLockDialect {
 			}
 			try (ResultSet rs = ps.executeQuery()) {
 				if (!rs.next()) {
-					// released again since the attempt: not ours, and nothing to wait for
+					// deleted since the attempt (by an operator): not ours, and nothing to wait for
 					return AcquireResult.held(0);
 				}
 				if (owner.equals(rs.getString(1))) {

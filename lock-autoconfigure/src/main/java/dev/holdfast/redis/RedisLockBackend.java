@@ -2,6 +2,7 @@ package dev.holdfast.redis;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -47,6 +48,7 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.TickClaims;
 
 /**
  * Locks on one Redis (standalone, Sentinel or Cluster), through a spring-data-redis
@@ -93,7 +95,8 @@ import dev.holdfast.spi.ReleaseEvents;
  * A failover to a replica that had not received the latest writes can lose a lock or a
  * counter; Redis replication is asynchronous. Use the Redlock backend where that matters.
  */
-public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, AutoCloseable {
+public class RedisLockBackend
+		implements LockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, TickClaims, AutoCloseable {
 
 	/** The channel on which releases are published unless another one is configured. */
 	public static final String DEFAULT_CHANNEL = "holdfast:released";
@@ -150,6 +153,16 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 			end
 			return renewed
 			""", List.class);
+
+	// KEYS: the job's tick record. ARGV: tick ms, ttl ms. The record only moves forward.
+	static final RedisScript<Long> CLAIM_TICK = RedisScript.of("""
+			local last = tonumber(redis.call('GET', KEYS[1]) or '-1')
+			if last ~= nil and last >= tonumber(ARGV[1]) then
+				return 0
+			end
+			redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+			return 1
+			""", Long.class);
 
 	private static final boolean LETTUCE_PRESENT = ClassUtils.isPresent("io.lettuce.core.RedisClient",
 			RedisLockBackend.class.getClassLoader());
@@ -442,6 +455,29 @@ public class RedisLockBackend implements LockBackend, LeaseRenewal, ReleaseEvent
 		for (Object index : reply) {
 			renewed.add(locks.get(((Number) index).intValue() - 1).key());
 		}
+	}
+
+	/**
+	 * Claims a tick with one script call on the key {@code {<key>}:tick}, which holds the last
+	 * claimed tick in milliseconds and expires {@code ttl} after the last successful claim: a
+	 * scheduled job keeps one such key however often it ticks, and no fencing counter.
+	 * @throws IllegalArgumentException if the key is empty or contains a brace, or the ttl is
+	 * below one millisecond
+	 * @throws LockBackendException if Redis cannot be reached or answers with an error
+	 */
+	@Override
+	public boolean claimTick(String key, Instant tick, Duration ttl) {
+		lockKey(key);
+		byte[][] keys = { bytes("{" + key + "}:tick") };
+		byte[][] args = { bytes(Long.toString(tick.toEpochMilli())), bytes(Long.toString(ttlMillis(ttl))) };
+		Object reply;
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			reply = evalSha(connection, CLAIM_TICK, ReturnType.INTEGER, keys, args);
+		}
+		catch (RuntimeException ex) {
+			throw failure("tick claim", key, ex);
+		}
+		return reply instanceof Number number && number.longValue() == 1;
 	}
 
 	/**

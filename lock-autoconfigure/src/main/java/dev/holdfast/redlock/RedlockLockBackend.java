@@ -3,6 +3,7 @@ package dev.holdfast.redlock;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
@@ -42,6 +43,7 @@ import org.redisson.api.RScript.ReturnType;
 import org.redisson.api.RTopic;
 import org.redisson.api.RedissonClient;
 import org.redisson.api.redisnode.RedisNodes;
+import org.redisson.client.RedisTimeoutException;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 import org.redisson.config.EqualJitterDelay;
@@ -53,6 +55,7 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.TickClaims;
 
 /**
  * A lock held on a majority of N independent Redis masters: the Redlock algorithm, on one
@@ -75,11 +78,13 @@ import dev.holdfast.spi.ReleaseEvents;
  * <p>
  * <b>Expiry.</b> Each node's own clock expires its copy of the lock ({@code PX}). The client
  * counts the lock as held only for {@code ttl - drift} from the moment before it sent its
- * requests, so the lock is safe as long as every node's clock runs at most {@code drift / ttl}
- * faster than this JVM's monotonic clock, and nodes keep their keys across restarts (append-only
- * file with {@code appendfsync always}) or stay down for longer than the longest time to live
- * after a crash. Without either, a restarted node forgets the lock and a second client can build
- * a quorum with it: the startup check warns about nodes configured that way.
+ * requests (and gives the engine the same drift, {@link #clockDriftAllowance}, so that a lease is
+ * valid no longer), so the lock is safe as long as every node's clock runs at most
+ * {@code drift / ttl} faster than this JVM's monotonic clock, and nodes keep their keys across
+ * restarts (append-only file with {@code appendfsync always}) or stay down for longer than the
+ * longest time to live after a crash. Without either, a restarted node forgets the lock and a
+ * second client can build a quorum with it: the startup check warns about nodes configured that
+ * way.
  * <p>
  * <b>Release and renewal</b> go to all nodes in parallel; a release returns once a quorum has
  * deleted the lock, and a renewal counts only when a quorum renewed within the validity of the
@@ -122,10 +127,12 @@ import dev.holdfast.spi.ReleaseEvents;
  * acquisition; after that the time floor alone orders tokens.
  * <p>
  * Keys: the lock lives at the given key on every node, its counter at the key followed by
- * {@code {fence}}; keys built by Holdfast's engine never contain {@code {}, so the counter cannot
- * meet another lock's key.
+ * {@code {fence}}, a scheduled job's last claimed tick at the key followed by {@code {tick}};
+ * keys built by Holdfast's engine never contain {@code {}, so neither can meet another lock's
+ * key.
  */
-public final class RedlockLockBackend implements LockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, AutoCloseable {
+public final class RedlockLockBackend
+		implements LockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, TickClaims, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(RedlockLockBackend.class);
 
@@ -133,6 +140,8 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 	public static final String RELEASE_CHANNEL = "holdfast:redlock:released";
 
 	static final String FENCE_SUFFIX = "{fence}";
+
+	static final String TICK_SUFFIX = "{tick}";
 
 	static final long FENCE_RETENTION_MILLIS = Duration.ofDays(1).toMillis();
 
@@ -192,6 +201,16 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 				end
 			end
 			return renewed
+			""";
+
+	// KEYS: the job's tick record. ARGV: tick ms, ttl ms. The record only moves forward.
+	private static final String CLAIM_TICK_SCRIPT = """
+			local last = tonumber(redis.call('get', KEYS[1]) or '-1')
+			if last ~= nil and last >= tonumber(ARGV[1]) then
+				return 0
+			end
+			redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
+			return 1
 			""";
 
 	private final List<Node> nodes;
@@ -297,6 +316,15 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 	/** The number of configured nodes. */
 	public int nodeCount() {
 		return this.nodes.size();
+	}
+
+	/**
+	 * The drift allowance of the settings, {@code ttl * driftFactor + minDrift}: the engine counts
+	 * a lease valid for no longer than this backend counts the lock acquired or renewed.
+	 */
+	@Override
+	public Duration clockDriftAllowance(Duration ttl) {
+		return Duration.ofNanos(this.settings.driftNanos(ttl));
 	}
 
 	/** The number of nodes that must agree: {@code nodeCount() / 2 + 1}. */
@@ -453,6 +481,39 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 			}
 		}
 		return renewed;
+	}
+
+	/**
+	 * Claims the tick on a quorum of nodes, in one attempt bounded by the node timeout. Every node
+	 * keeps the last tick claimed at the key followed by {@code {tick}} and accepts only a later
+	 * one, so two callers claiming the same tick never both reach a quorum (the quorums would
+	 * share a node, which accepts the tick once). Simultaneous claims that split the nodes so that
+	 * none reaches a quorum leave the tick claimed by nobody: it is skipped, never run twice.
+	 * @return whether a quorum accepted the claim while its record still lives
+	 * @throws LockBackendException when fewer than a quorum of nodes answered
+	 */
+	@Override
+	public boolean claimTick(String key, Instant tick, Duration ttl) {
+		checkKey(key);
+		if (ttl.toMillis() < 1) {
+			throw new IllegalArgumentException("Time to live of the tick claim of '" + key + "' must be at least 1ms");
+		}
+		List<Object> keys = List.of(key + TICK_SUFFIX);
+		long start = System.nanoTime();
+		Round round = Round.send(this.nodes,
+				(node) -> node.script()
+					.evalAsync(Mode.READ_WRITE, CLAIM_TICK_SCRIPT, ReturnType.LONG, keys,
+							Long.toString(tick.toEpochMilli()), Long.toString(ttl.toMillis())),
+				(r) -> r.count(RedlockLockBackend::isOne) >= this.quorum
+						|| r.count((reply) -> !isOne(reply)) + r.failed() > r.size() - this.quorum);
+		awaitInterruptibly(round, start + this.nodeTimeoutNanos, "claiming a tick of '" + key + "'");
+		if (round.count(RedlockLockBackend::isOne) >= this.quorum) {
+			return System.nanoTime() - start + this.settings.driftNanos(ttl) < ttl.toNanos();
+		}
+		if (round.answered() < this.quorum) {
+			throw unreachable("claiming a tick of '" + key + "'", round);
+		}
+		return false;
 	}
 
 	/**
@@ -739,31 +800,64 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 		return counts;
 	}
 
+	// Says how many nodes answered, failed, and timed out (no answer by the deadline, or the
+	// client's own timeout), against the quorum, as the caller saw them when it stopped waiting:
+	// answers that came later are not counted. Nodes still pending when the outcome was already
+	// certain were not waited for.
 	private LockBackendException unreachable(String action, Round round) {
+		int failed = 0;
+		int timedOut = 0;
+		int notAwaited = 0;
+		StringBuilder details = new StringBuilder();
+		Throwable cause = null;
+		for (int i = 0; i < round.size(); i++) {
+			Object result = round.result(i);
+			String detail;
+			if (result instanceof Failure failure && !isTimeout(failure.cause())) {
+				failed++;
+				detail = describe(result);
+				cause = (cause != null) ? cause : failure.cause();
+			}
+			else if (result instanceof Failure || (result == null && round.timedOut())) {
+				timedOut++;
+				detail = "timed out";
+			}
+			else if (result == null) {
+				notAwaited++;
+				detail = "not awaited";
+			}
+			else {
+				continue;
+			}
+			details.append("; ").append(round.node(i).name()).append(": ").append(detail);
+		}
 		StringBuilder message = new StringBuilder("Redlock quorum not reached while ").append(action)
 			.append(": ")
 			.append(round.answered())
 			.append(" of ")
-			.append(this.nodes.size())
+			.append(round.size())
 			.append(" nodes answered, ")
 			.append(this.quorum)
-			.append(" needed");
-		Throwable cause = null;
-		for (int i = 0; i < round.size(); i++) {
-			Object result = round.result(i);
-			if (result == null || result instanceof Failure) {
-				message.append("; ").append(round.node(i).name()).append(": ").append(describe(result));
-				if (cause == null && result instanceof Failure failure) {
-					cause = failure.cause();
-				}
-			}
+			.append(" needed; ")
+			.append(failed)
+			.append(" failed, ")
+			.append(timedOut)
+			.append(" timed out (node timeout ")
+			.append(this.settings.nodeTimeout().toMillis())
+			.append(" ms)");
+		if (notAwaited > 0) {
+			message.append(", ").append(notAwaited).append(" not awaited (the quorum was out of reach)");
 		}
-		return new LockBackendException(message.toString(), cause);
+		return new LockBackendException(message.append(details).toString(), cause);
+	}
+
+	private static boolean isTimeout(Throwable failure) {
+		return failure instanceof RedisTimeoutException || failure instanceof TimeoutException;
 	}
 
 	private static String describe(@Nullable Object result) {
 		if (result == null) {
-			return "no answer when the attempt was decided (within the node timeout)";
+			return "no answer in time";
 		}
 		if (result instanceof Failure failure) {
 			return failure.cause().getClass().getSimpleName() + ": " + failure.cause().getMessage();
@@ -899,6 +993,9 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 		// the caller's view, so that its decision and its error message agree.
 		private volatile @Nullable Object @Nullable [] frozen;
 
+		// Whether the caller stopped waiting at the deadline, before the round was decided.
+		private volatile boolean timedOut;
+
 		private Round(List<Node> nodes, Predicate<Round> decision) {
 			this.nodes = nodes;
 			this.results = new AtomicReferenceArray<>(nodes.size());
@@ -937,17 +1034,26 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 
 		/**
 		 * Waits for the decision or the deadline, then freezes the caller's view of the answers:
-		 * the nodes that have not answered by then count as failed.
+		 * the nodes that have not answered by then count as failed, timed out when the deadline
+		 * passed first.
 		 */
 		void await(long deadline) throws InterruptedException {
 			try {
 				long remaining = deadline - System.nanoTime();
-				if (remaining > 0 && !this.decided.isDone()) {
-					this.decided.get(remaining, TimeUnit.NANOSECONDS);
+				if (!this.decided.isDone()) {
+					if (remaining > 0) {
+						this.decided.get(remaining, TimeUnit.NANOSECONDS);
+					}
+					else {
+						this.timedOut = true;
+					}
 				}
 			}
-			catch (TimeoutException | ExecutionException ex) {
-				// Decided by the deadline.
+			catch (TimeoutException ex) {
+				this.timedOut = true;
+			}
+			catch (ExecutionException ex) {
+				// Never completed exceptionally.
 			}
 			finally {
 				Object[] snapshot = new Object[this.results.length()];
@@ -960,6 +1066,11 @@ public final class RedlockLockBackend implements LockBackend, LeaseRenewal, Rele
 
 		int size() {
 			return this.nodes.size();
+		}
+
+		/** Whether the caller stopped waiting at the deadline, before the round was decided. */
+		boolean timedOut() {
+			return this.timedOut;
 		}
 
 		Node node(int index) {

@@ -1,12 +1,14 @@
 package dev.holdfast.scheduling;
 
 import java.security.SecureRandom;
+import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Base64;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.BiFunction;
+import java.util.function.Supplier;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -15,26 +17,31 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.scheduling.TaskScheduler;
 
 import dev.holdfast.LockBackendException;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LeaseInfo;
 import dev.holdfast.core.LockListener;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.TickClaims;
 
 /**
  * The backend operations of scheduled jobs. Jobs talk to the {@link LockBackend} directly rather
  * than through the lock template, because their locks deliberately outlive the run that took
  * them (tick claims until after the next tick, job locks for {@code lockAtLeastFor}): such locks
  * must not stay registered as held leases in this process, where they would be renewed, offered
- * for reentrancy and accumulate one entry per tick.
+ * for reentrancy and accumulate one entry per tick. While a run holds its job lock, the lock is
+ * {@linkplain DefaultLockTemplate#listHeld listed} with the template's leases, so that the
+ * {@code locks} endpoint shows it.
  */
 final class JobLocks {
 
 	private static final Log logger = LogFactory.getLog(JobLocks.class);
 
-	private final LockBackend backend;
+	private final DefaultLockTemplate template;
 
-	private final BiFunction<String, @Nullable Object, String> keys;
+	private final LockBackend backend;
 
 	private final LockListener listener;
 
@@ -45,13 +52,12 @@ final class JobLocks {
 	private final AtomicLong counter = new AtomicLong();
 
 	/**
-	 * @param keys encodes (name, key) into a backend key, as the lock template does
+	 * @param template the template whose backend, keys and list of held leases jobs use
 	 * @param scheduler runs the deferred release of backends that cannot shorten a lock
 	 */
-	JobLocks(LockBackend backend, BiFunction<String, @Nullable Object, String> keys, LockListener listener,
-			TaskScheduler scheduler) {
-		this.backend = backend;
-		this.keys = keys;
+	JobLocks(DefaultLockTemplate template, LockListener listener, TaskScheduler scheduler) {
+		this.template = template;
+		this.backend = template.backend();
 		this.listener = listener;
 		this.scheduler = scheduler;
 		byte[] random = new byte[12];
@@ -68,7 +74,7 @@ final class JobLocks {
 	}
 
 	String keyFor(String name, @Nullable Object key) {
-		return this.keys.apply(name, key);
+		return this.template.keyFor(name, key);
 	}
 
 	/**
@@ -79,21 +85,56 @@ final class JobLocks {
 	@Nullable Held tryAcquire(String name, String key, Duration ttl) {
 		String owner = this.instance + "." + Long.toString(this.counter.incrementAndGet(), 36);
 		long start = System.nanoTime();
-		AcquireResult result;
-		try {
-			result = this.backend.tryAcquire(key, owner, ttl);
-		}
-		catch (RuntimeException ex) {
-			LockBackendException failure = (ex instanceof LockBackendException backendFailure) ? backendFailure
-					: new LockBackendException("The " + this.backend.name() + " backend failed to acquire lock '" + key
-							+ "': " + ex.getMessage(), ex);
-			this.listener.failed(name, this.backend.name(), Duration.ofNanos(System.nanoTime() - start), failure);
-			throw failure;
-		}
+		AcquireResult result = call(name, "acquire lock '" + key + "'", start,
+				() -> this.backend.tryAcquire(key, owner, ttl));
 		if (!result.acquired()) {
 			return null;
 		}
-		return new Held(name, key, owner, result.fencingToken(), start, start + ttl.toNanos());
+		long validNanos = ttl.toNanos() - this.backend.clockDriftAllowance(ttl).toNanos();
+		return new Held(name, key, owner, result.fencingToken(), start, start + ttl.toNanos(), start + validNanos);
+	}
+
+	/** Whether the backend records tick claims in one entry per job ({@link TickClaims}). */
+	boolean claimsTicks() {
+		return this.backend instanceof TickClaims;
+	}
+
+	/**
+	 * Claims {@code tick} of job {@code name} on a backend that {@link #claimsTicks()}.
+	 * @return whether this instance claimed the tick
+	 * @throws LockBackendException if the backend failed
+	 */
+	boolean claimTick(String name, Instant tick, Duration ttl) {
+		TickClaims claims = (TickClaims) this.backend;
+		String key = keyFor(name, null);
+		return call(name, "claim tick " + tick + " of lock '" + key + "'", System.nanoTime(),
+				() -> claims.claimTick(key, tick, ttl));
+	}
+
+	/**
+	 * Lists {@code lock} with the template's held leases until the returned action runs.
+	 */
+	Runnable list(Held lock) {
+		Clock clock = this.template.settings().clock();
+		Instant acquiredAt = clock.instant().minusNanos(System.nanoTime() - lock.acquiredNanos());
+		return this.template.listHeld(() -> {
+			long remaining = lock.validUntilNanos() - System.nanoTime();
+			return new LeaseInfo(lock.name(), lock.key(), lock.fencingToken(), acquiredAt,
+					clock.instant().plusNanos(remaining), remaining > 0);
+		});
+	}
+
+	private <T> T call(String name, String operation, long start, Supplier<T> call) {
+		try {
+			return call.get();
+		}
+		catch (RuntimeException ex) {
+			String message = "The " + this.backend.name() + " backend failed to " + operation + ": " + ex.getMessage();
+			LockBackendException failure = (ex instanceof LockBackendException backendFailure) ? backendFailure
+					: new LockBackendException(message, ex);
+			this.listener.failed(name, this.backend.name(), Duration.ofNanos(System.nanoTime() - start), failure);
+			throw failure;
+		}
 	}
 
 	/** Releases {@code lock} with an owner check; a failure is logged, the lock then expires. */
@@ -137,8 +178,10 @@ final class JobLocks {
 	 * @param fencingToken the backend's fencing token
 	 * @param acquiredNanos start of the acquiring request, {@link System#nanoTime()}
 	 * @param expiresNanos when the lock expires on the backend at the latest, {@link System#nanoTime()}
+	 * @param validUntilNanos until when it is held for sure, allowing for clock drift
 	 */
-	record Held(String name, String key, String owner, long fencingToken, long acquiredNanos, long expiresNanos) {
+	record Held(String name, String key, String owner, long fencingToken, long acquiredNanos, long expiresNanos,
+			long validUntilNanos) {
 
 		boolean expired(long nowNanos) {
 			return nowNanos - this.expiresNanos >= 0;

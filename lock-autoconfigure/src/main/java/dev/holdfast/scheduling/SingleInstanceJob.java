@@ -18,14 +18,18 @@ import dev.holdfast.LockBackendException;
 /**
  * One {@code @SingleInstanceScheduled} method, as the task the scheduler runs. Each run:
  * <ol>
- * <li>cron jobs only: claims the tick, a lock named after the job and the tick's nominal fire
- * time, taken in one attempt and never released: it expires one period after the next tick;</li>
- * <li>takes the job lock in one attempt, for {@code lockAtMostFor} without renewal;</li>
+ * <li>cron jobs only: claims the tick's nominal fire time, in one attempt, until one period
+ * after the next tick. A backend with {@link dev.holdfast.spi.TickClaims} records the last
+ * claimed tick of the job in one entry that only moves forward; on others the claim is a lock
+ * named after the job and the tick, never released, which expires by itself;</li>
+ * <li>takes the job lock in one attempt, for {@code lockAtMostFor} without renewal, and lists it
+ * with the lock template's held leases while the method runs;</li>
  * <li>invokes the method, logging what it throws;</li>
  * <li>releases the job lock, or keeps it until {@code lockAtLeastFor} after the start.</li>
  * </ol>
  * A lock held elsewhere skips the run (DEBUG, {@code tickSkipped}); a backend failure skips it
- * with a WARN.
+ * with a WARN. Once {@link JobRuns} is closed (the context is stopping), runs end at once, before
+ * any backend call, and without a word.
  */
 final class SingleInstanceJob implements Runnable {
 
@@ -45,17 +49,21 @@ final class SingleInstanceJob implements Runnable {
 
 	private final @Nullable TickCronTrigger trigger;
 
+	private final JobRuns runs;
+
 	private final ConcurrentLinkedDeque<JobLocks.Held> claims = new ConcurrentLinkedDeque<>();
 
 	private volatile @Nullable JobLocks locks;
 
 	private volatile Clock clock = Clock.systemUTC();
 
-	SingleInstanceJob(JobDefinition definition, Object target, Method method, @Nullable TickCronTrigger trigger) {
+	SingleInstanceJob(JobDefinition definition, Object target, Method method, @Nullable TickCronTrigger trigger,
+			JobRuns runs) {
 		this.definition = definition;
 		this.target = target;
 		this.method = method;
 		this.trigger = trigger;
+		this.runs = runs;
 		ReflectionUtils.makeAccessible(method);
 	}
 
@@ -79,11 +87,23 @@ final class SingleInstanceJob implements Runnable {
 		if (locks == null) {
 			throw new IllegalStateException("Job '" + this.definition.name() + "' is not bound to a backend");
 		}
+		// Taken even when the run ends at once, so that the trigger's fire times stay in step.
+		Instant tick = (this.trigger != null) ? this.trigger.takeTick() : null;
+		if (!this.runs.start()) {
+			return;
+		}
+		try {
+			run(locks, tick);
+		}
+		finally {
+			this.runs.end();
+		}
+	}
+
+	private void run(JobLocks locks, @Nullable Instant tick) {
 		String name = this.definition.name();
 		long startNanos = System.nanoTime();
-		Instant tick = null;
 		if (this.trigger != null) {
-			tick = this.trigger.takeTick();
 			if (tick == null) {
 				logger.warn("Holdfast skipped a run of job '" + name + "': its scheduled fire time is unknown");
 				return;
@@ -113,6 +133,7 @@ final class SingleInstanceJob implements Runnable {
 			return;
 		}
 		locks.listener().acquired(name, locks.backendName(), Duration.ofNanos(System.nanoTime() - startNanos));
+		Runnable unlist = locks.list(jobLock);
 		try {
 			if (tick != null) {
 				ScheduledTick.run(tick, this::invoke);
@@ -122,16 +143,21 @@ final class SingleInstanceJob implements Runnable {
 			}
 		}
 		finally {
-			finish(locks, jobLock);
+			try {
+				finish(locks, jobLock);
+			}
+			finally {
+				unlist.run();
+			}
 		}
 	}
 
 	/**
 	 * Claims {@code tick} until one period after the next tick by this instance's clock: a
-	 * claim that lives past the next tick is harmless, since every tick has its own claim, and
-	 * it keeps the tick from running on instances whose clocks are late by up to half a period
-	 * (with margin). A run that starts half a period after the next tick or later is too late to
-	 * claim its tick and is skipped.
+	 * claim that lives past the next tick is harmless, since every tick has its own claim (or
+	 * the job's record of claims only moves forward), and it keeps the tick from running on
+	 * instances whose clocks are late by up to half a period (with margin). A run that starts
+	 * half a period after the next tick or later is too late to claim its tick and is skipped.
 	 */
 	private boolean claim(JobLocks locks, TickCronTrigger trigger, Instant tick) {
 		Instant next = trigger.nextTick(tick);
@@ -144,6 +170,9 @@ final class SingleInstanceJob implements Runnable {
 			return false;
 		}
 		String name = this.definition.name();
+		if (locks.claimsTicks()) {
+			return locks.claimTick(name, tick, ttl);
+		}
 		JobLocks.Held claim = locks.tryAcquire(name, locks.keyFor(name, "tick-" + tick.toEpochMilli()), ttl);
 		if (claim == null) {
 			return false;
@@ -156,8 +185,8 @@ final class SingleInstanceJob implements Runnable {
 	}
 
 	/**
-	 * Deletes the claims of past ticks once they expired: backends that keep expired locks as
-	 * rows (jdbc) would otherwise keep one row per tick.
+	 * Releases the claims of past ticks once they expired, for backends that keep expired locks
+	 * as rows (jdbc) and clean up released ones; backends with {@code TickClaims} have none.
 	 */
 	private void deleteExpiredClaims(JobLocks locks, long nowNanos) {
 		JobLocks.Held oldest;

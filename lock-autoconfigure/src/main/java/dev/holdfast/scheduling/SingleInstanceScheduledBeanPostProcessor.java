@@ -31,6 +31,7 @@ import org.springframework.context.ApplicationContext;
 import org.springframework.context.ApplicationContextAware;
 import org.springframework.context.ApplicationListener;
 import org.springframework.context.EmbeddedValueResolverAware;
+import org.springframework.context.SmartLifecycle;
 import org.springframework.context.event.ContextRefreshedEvent;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.Ordered;
@@ -67,11 +68,20 @@ import dev.holdfast.core.LockListener;
  * this annotation, so nothing is registered twice.</li>
  * <li>Its tasks are listed as a {@link ScheduledTaskHolder} (the actuator's
  * {@code scheduledtasks} endpoint) and cancelled when the context closes.</li>
+ * <li>When the context stops or closes, jobs stop starting runs in lifecycle phase
+ * {@link #PHASE}, and the stop waits for the runs in progress, which finish with a working
+ * backend; ticks that fire later end at once, silently.</li>
  * </ul>
  */
 public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcessor, Ordered, BeanFactoryAware,
 		ApplicationContextAware, EmbeddedValueResolverAware, ApplicationListener<ContextRefreshedEvent>,
-		ScheduledTaskHolder, DisposableBean {
+		ScheduledTaskHolder, SmartLifecycle, DisposableBean {
+
+	/**
+	 * The lifecycle phase in which jobs stop starting runs: that of Boot's graceful web shutdown,
+	 * before Holdfast's graceful lock shutdown and before connection factories stop.
+	 */
+	public static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 1024;
 
 	/** Bean name of a scheduler that Spring's own scheduling would pick among several. */
 	static final String DEFAULT_SCHEDULER_NAME = "taskScheduler";
@@ -89,6 +99,8 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	private final Map<String, String> names = new ConcurrentHashMap<>();
 
 	private final List<SingleInstanceJob> pending = Collections.synchronizedList(new ArrayList<>());
+
+	private final JobRuns runs = new JobRuns();
 
 	private @Nullable BeanFactory beanFactory;
 
@@ -168,7 +180,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
 			TickCronTrigger trigger = (definition.cron() != null)
 					? new TickCronTrigger(definition.cron(), definition.zone()) : null;
-			SingleInstanceJob job = new SingleInstanceJob(definition, bean, invocable, trigger);
+			SingleInstanceJob job = new SingleInstanceJob(definition, bean, invocable, trigger, this.runs);
 			JobLocks current = this.locks;
 			if (current != null) {
 				// a bean created after the context was refreshed (lazy): schedule it at once
@@ -209,7 +221,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		TaskScheduler scheduler = scheduler(factory);
 		this.registrar.setTaskScheduler(scheduler);
 		List<LockListener> listeners = factory.getBeanProvider(LockListener.class).orderedStream().toList();
-		JobLocks locks = new JobLocks(template.backend(), template::keyFor, listener(listeners), scheduler);
+		JobLocks locks = new JobLocks(template, listener(listeners), scheduler);
 		for (SingleInstanceJob job : jobs) {
 			job.bind(locks, scheduler.getClock());
 			schedule(job, false);
@@ -343,6 +355,46 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	@Override
 	public Set<ScheduledTask> getScheduledTasks() {
 		return this.registrar.getScheduledTasks();
+	}
+
+	/** Lets jobs start runs again after a {@link #stop}. */
+	@Override
+	public void start() {
+		this.runs.open();
+	}
+
+	/** Stops jobs from starting runs, without waiting for the runs in progress. */
+	@Override
+	public void stop() {
+		this.runs.close(() -> {
+		});
+	}
+
+	/**
+	 * Stops jobs from starting runs: from now on their ticks end at once, without touching the
+	 * backend. The stop completes when the runs in progress have ended, so that they finish
+	 * while the backend and the lock template still serve them, within Boot's
+	 * {@code spring.lifecycle.timeout-per-shutdown-phase}.
+	 */
+	@Override
+	public void stop(Runnable callback) {
+		int running = this.runs.close(callback);
+		if (running > 0) {
+			logger.info("Holdfast stops starting scheduled jobs and waits for " + running + " run(s) in progress");
+		}
+		else if (logger.isDebugEnabled()) {
+			logger.debug("Holdfast stops starting scheduled jobs");
+		}
+	}
+
+	@Override
+	public boolean isRunning() {
+		return this.runs.isOpen();
+	}
+
+	@Override
+	public int getPhase() {
+		return PHASE;
 	}
 
 	/** Cancels the scheduled jobs and shuts down the scheduler this post-processor created. */

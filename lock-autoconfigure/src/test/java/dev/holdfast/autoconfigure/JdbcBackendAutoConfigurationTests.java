@@ -1,5 +1,6 @@
 package dev.holdfast.autoconfigure;
 
+import java.time.Duration;
 import java.util.UUID;
 
 import javax.sql.DataSource;
@@ -105,6 +106,29 @@ class JdbcBackendAutoConfigurationTests {
 				assertThat(analysis).isNotNull();
 				assertThat(analysis.getAction()).contains("holdfast.jdbc.query-timeout");
 			});
+	}
+
+	@Test
+	void tooShortSweepDelayFailsAtStartupNamingThePropertyAndTheMinimum() {
+		this.runner
+			.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.query-timeout=10s",
+					"holdfast.jdbc.sweep-after=90s")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis).isNotNull();
+				assertThat(analysis.getDescription()).contains("holdfast.jdbc.sweep-after is 90s");
+				assertThat(analysis.getAction()).contains("holdfast.jdbc.sweep-after to at least 100s");
+			});
+	}
+
+	@Test
+	void sweepDelayIsConfigurable() {
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.sweep-after=10m")
+			.run((context) -> assertThat(context).hasNotFailed()
+				.getBean(HoldfastJdbcProperties.class)
+				.extracting(HoldfastJdbcProperties::getSweepAfter)
+				.isEqualTo(Duration.ofMinutes(10)));
 	}
 
 	@Test

@@ -1,5 +1,8 @@
 package dev.holdfast.jdbc;
 
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,6 +22,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import org.springframework.core.io.ByteArrayResource;
 import org.springframework.core.io.ClassPathResource;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -39,6 +43,8 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  */
 abstract class AbstractJdbcBackendTests {
 
+	private static final long TWO_HOURS_MICROS = Duration.ofHours(2).toMillis() * 1000;
+
 	private final List<HikariDataSource> dataSources = new ArrayList<>();
 
 	/** A new, independent connection pool on the shared server, whose schema exists. */
@@ -48,6 +54,16 @@ abstract class AbstractJdbcBackendTests {
 	protected abstract String farSessionTimeZoneSql();
 
 	protected abstract String platform();
+
+	/**
+	 * Makes every insert into {@code table} by an owner token starting with {@code stall:} first
+	 * update the single row of table {@code holdfast_gate}, so that the insert waits, with its
+	 * database clock already read, while a transaction holds that row.
+	 */
+	protected abstract void installStall(JdbcTemplate operator, String table);
+
+	/** How many sessions of the database wait for a lock that another one holds. */
+	protected abstract long lockWaits(JdbcTemplate operator);
 
 	protected static void createSchema(DataSource dataSource, String platform) {
 		new ResourceDatabasePopulator(new ClassPathResource("dev/holdfast/jdbc/schema-" + platform + ".sql"))
@@ -65,7 +81,24 @@ abstract class AbstractJdbcBackendTests {
 	}
 
 	protected JdbcLockBackend newBackend(DataSource dataSource) {
-		return new JdbcLockBackend(dataSource);
+		return newBackend(dataSource, JdbcLockBackend.DEFAULT_TABLE_NAME);
+	}
+
+	protected JdbcLockBackend newBackend(DataSource dataSource, String table) {
+		return new JdbcLockBackend(dataSource, table, Duration.ofSeconds(5));
+	}
+
+	/** Creates {@code table} afresh with this database's schema script; returns an operator on it. */
+	protected JdbcTemplate createTable(String table) throws Exception {
+		DataSource dataSource = dataSource();
+		JdbcTemplate operator = new JdbcTemplate(dataSource);
+		operator.execute("DROP TABLE IF EXISTS " + table);
+		String script = new ClassPathResource("dev/holdfast/jdbc/schema-" + platform() + ".sql")
+			.getContentAsString(StandardCharsets.UTF_8)
+			.replace(JdbcLockBackend.DEFAULT_TABLE_NAME, table);
+		new ResourceDatabasePopulator(new ByteArrayResource(script.getBytes(StandardCharsets.UTF_8)))
+			.execute(dataSource);
+		return operator;
 	}
 
 	@AfterEach
@@ -234,6 +267,163 @@ abstract class AbstractJdbcBackendTests {
 		AcquireResult takeover = b.tryAcquire(key, owner(), Duration.ofSeconds(10));
 		assertThat(takeover.acquired()).isTrue();
 		assertThat(takeover.fencingToken()).isEqualTo(ahead + 1);
+	}
+
+	@Test
+	void releaseKeepsTheTokenSoTheNextHolderContinuesFromIt() throws Exception {
+		String table = "holdfast_release_lock";
+		JdbcTemplate operator = createTable(table);
+		JdbcLockBackend a = newBackend(dataSource(), table);
+		JdbcLockBackend b = newBackend(dataSource(), table);
+		String key = key();
+		String owner = owner();
+		assertThat(a.tryAcquire(key, owner, Duration.ofSeconds(10)).acquired()).isTrue();
+		// a token far ahead of the database clock: only the released row can carry it on
+		long ahead = operator.queryForObject("SELECT fence FROM " + table + " WHERE lock_key = ?", Long.class, key)
+				+ 3_600_000_000L;
+		operator.update("UPDATE " + table + " SET fence = ? WHERE lock_key = ?", ahead, key);
+		assertThat(a.release(key, owner)).isTrue();
+		// the released lock reads as free at once, and only its owner could release it
+		assertThat(a.release(key, owner)).isFalse();
+		AcquireResult next = b.tryAcquire(key, owner(), Duration.ofSeconds(10));
+		assertThat(next.acquired()).isTrue();
+		assertThat(next.fencingToken()).isEqualTo(ahead + 1);
+		assertThat(b.renew(List.of(new HeldLock(key, owner, Duration.ofSeconds(10))))).isEmpty();
+	}
+
+	@Test
+	void sweepDeletesOnlyRowsExpiredLongerThanTheSweepDelay() throws Exception {
+		String table = "holdfast_sweep_lock";
+		JdbcTemplate operator = createTable(table);
+		JdbcLockBackend a = newBackend(dataSource(), table);
+		String held = acquire(a, Duration.ofSeconds(30));
+		String heldLong = acquire(a, Duration.ofSeconds(30));
+		String released = key();
+		String owner = owner();
+		assertThat(a.tryAcquire(released, owner, Duration.ofSeconds(30)).acquired()).isTrue();
+		assertThat(a.release(released, owner)).isTrue();
+		String expired = acquire(a, Duration.ofMillis(1));
+		String old = acquire(a, Duration.ofMillis(1));
+		String oldAhead = acquire(a, Duration.ofMillis(1));
+		// heldLong was taken two hours ago and renewed since; old and oldAhead expired two hours
+		// ago, and oldAhead's token is still ahead of the clock
+		twoHoursBack(operator, table, heldLong, "fence", "acquired_at");
+		twoHoursBack(operator, table, old, "fence", "acquired_at", "expires_at");
+		twoHoursBack(operator, table, oldAhead, "fence", "acquired_at", "expires_at");
+		operator.update("UPDATE " + table + " SET fence = fence + ? WHERE lock_key = ?", 2 * TWO_HOURS_MICROS,
+				oldAhead);
+		long oldFence = operator.queryForObject("SELECT fence FROM " + table + " WHERE lock_key = ?", Long.class, old);
+
+		assertThat(a.sweep()).isOne();
+		assertThat(operator.queryForList("SELECT lock_key FROM " + table, String.class))
+			.containsExactlyInAnyOrder(held, heldLong, released, expired, oldAhead);
+		assertThat(a.sweep()).isZero();
+		// a swept key starts again at the database clock, above the swept row's token
+		AcquireResult again = a.tryAcquire(old, owner(), Duration.ofSeconds(10));
+		assertThat(again.acquired()).isTrue();
+		assertThat(again.fencingToken()).isGreaterThan(oldFence);
+		assertThat(newBackend(dataSource(), table).tryAcquire(held, owner(), Duration.ofSeconds(10)).acquired())
+			.isFalse();
+	}
+
+	@Test
+	void sweepSparesARowThatAnAcquisitionTakesOverMeanwhile() throws Exception {
+		String table = "holdfast_sweep_race_lock";
+		JdbcTemplate operator = createTable(table);
+		JdbcLockBackend a = newBackend(dataSource(), table);
+		String key = acquire(a, Duration.ofMillis(1));
+		twoHoursBack(operator, table, key, "fence", "expires_at");
+		ExecutorService executor = Executors.newSingleThreadExecutor();
+		try (Connection takeover = dataSource().getConnection(); Statement statement = takeover.createStatement()) {
+			// a takeover has updated the long-expired row but not committed yet
+			takeover.setAutoCommit(false);
+			statement.executeUpdate("UPDATE " + table + " SET owner_token = 'new', fence = fence + 1,"
+					+ " expires_at = expires_at + " + 2 * TWO_HOURS_MICROS + " WHERE lock_key = '" + key + "'");
+			Future<Integer> sweep = executor.submit(a::sweep);
+			await().atMost(Duration.ofSeconds(20)).until(() -> lockWaits(operator) > 0);
+			takeover.commit();
+			assertThat(sweep.get(20, TimeUnit.SECONDS)).isZero();
+		}
+		finally {
+			executor.shutdownNow();
+		}
+		assertThat(operator.queryForObject("SELECT owner_token FROM " + table + " WHERE lock_key = ?", String.class,
+				key)).isEqualTo("new");
+	}
+
+	@Test
+	void everyNthReleaseSweeps() throws Exception {
+		String table = "holdfast_sweep_every_lock";
+		JdbcTemplate operator = createTable(table);
+		JdbcLockBackend a = newBackend(dataSource(), table);
+		a.sweepEvery(3);
+		String old = acquire(a, Duration.ofMillis(1));
+		twoHoursBack(operator, table, old, "fence", "expires_at");
+		String sql = "SELECT COUNT(*) FROM " + table + " WHERE lock_key = ?";
+		for (int release = 1; release <= 3; release++) {
+			assertThat(operator.queryForObject(sql, Long.class, old)).isOne();
+			String key = key();
+			String owner = owner();
+			assertThat(a.tryAcquire(key, owner, Duration.ofSeconds(10)).acquired()).isTrue();
+			assertThat(a.release(key, owner)).isTrue();
+		}
+		assertThat(operator.queryForObject(sql, Long.class, old)).isZero();
+	}
+
+	/** Moves {@code columns} of the row of {@code key} two hours back on the database clock. */
+	private static void twoHoursBack(JdbcTemplate operator, String table, String key, String... columns) {
+		List<String> assignments = new ArrayList<>();
+		for (String column : columns) {
+			assignments.add(column + " = " + column + " - " + TWO_HOURS_MICROS);
+		}
+		operator.update("UPDATE " + table + " SET " + String.join(", ", assignments) + " WHERE lock_key = ?", key);
+	}
+
+	private static String acquire(JdbcLockBackend backend, Duration ttl) {
+		String key = key();
+		assertThat(backend.tryAcquire(key, owner(), ttl).acquired()).isTrue();
+		return key;
+	}
+
+	@Test
+	void acquisitionStalledAfterReadingTheClockGetsNoSmallerTokenThanAHolderBeforeIt() throws Exception {
+		String table = "holdfast_stalled_lock";
+		JdbcTemplate operator = createTable(table);
+		operator.execute("CREATE TABLE IF NOT EXISTS holdfast_gate (n INT NOT NULL)");
+		operator.update("DELETE FROM holdfast_gate");
+		operator.update("INSERT INTO holdfast_gate (n) VALUES (0)");
+		installStall(operator, table);
+		JdbcLockBackend a = newBackend(dataSource(), table);
+		JdbcLockBackend b = newBackend(dataSource(), table);
+		String key = key();
+		ExecutorService executor = Executors.newSingleThreadExecutor();
+		try (Connection gate = dataSource().getConnection(); Statement statement = gate.createStatement()) {
+			gate.setAutoCommit(false);
+			statement.executeUpdate("UPDATE holdfast_gate SET n = n + 1");
+			// a's statement reads the database clock, then waits for the gate before inserting
+			Future<AcquireResult> stalled = executor
+				.submit(() -> a.tryAcquire(key, "stall:" + owner(), Duration.ofSeconds(10)));
+			await().atMost(Duration.ofSeconds(20)).until(() -> lockWaits(operator) > 0);
+			// meanwhile b acquires and releases the lock
+			String ownerB = owner();
+			AcquireResult meanwhile = b.tryAcquire(key, ownerB, Duration.ofSeconds(10));
+			assertThat(meanwhile.acquired()).isTrue();
+			assertThat(b.release(key, ownerB)).isTrue();
+			gate.rollback();
+			AcquireResult late = stalled.get(20, TimeUnit.SECONDS);
+			// a later holder never has a smaller token: the stalled attempt loses, or comes after b
+			if (late.acquired()) {
+				assertThat(late.fencingToken()).isGreaterThan(meanwhile.fencingToken());
+			}
+			else {
+				AcquireResult retry = a.tryAcquire(key, owner(), Duration.ofSeconds(10));
+				assertThat(retry.acquired()).isTrue();
+				assertThat(retry.fencingToken()).isGreaterThan(meanwhile.fencingToken());
+			}
+		}
+		finally {
+			executor.shutdownNow();
+		}
 	}
 
 	@Test

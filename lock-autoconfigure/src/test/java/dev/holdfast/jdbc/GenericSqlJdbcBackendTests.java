@@ -8,6 +8,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
+import org.springframework.jdbc.core.JdbcTemplate;
+
 /**
  * The portable dialect, for databases without SQL of their own here, run on H2 with standard
  * SQL only.
@@ -35,8 +37,8 @@ class GenericSqlJdbcBackendTests extends AbstractJdbcBackendTests {
 	}
 
 	@Override
-	protected JdbcLockBackend newBackend(DataSource dataSource) {
-		JdbcLockBackend backend = super.newBackend(dataSource);
+	protected JdbcLockBackend newBackend(DataSource dataSource, String table) {
+		JdbcLockBackend backend = super.newBackend(dataSource, table);
 		backend.useDialect(new JdbcLockDialect.Generic(backend.getTableName(), backend.queryTimeoutSeconds(), "h2"));
 		return backend;
 	}
@@ -51,4 +53,13 @@ class GenericSqlJdbcBackendTests extends AbstractJdbcBackendTests {
 		return "h2";
 	}
 
+	@Override
+	protected void installStall(JdbcTemplate operator, String table) {
+		H2JdbcBackendTests.installH2Stall(operator, table);
+	}
+
+	@Override
+	protected long lockWaits(JdbcTemplate operator) {
+		return H2JdbcBackendTests.h2LockWaits(operator);
+	}
 }

@@ -6,6 +6,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
+import org.springframework.jdbc.core.JdbcTemplate;
+
 /**
  * {@link JdbcLockBackend} on H2 in server-less mode, shared by every client of the class
  * through one named in-memory database.
@@ -52,4 +54,23 @@ class H2JdbcBackendTests extends AbstractJdbcBackendTests {
 		return "h2";
 	}
 
+	@Override
+	protected void installStall(JdbcTemplate operator, String table) {
+		installH2Stall(operator, table);
+	}
+
+	@Override
+	protected long lockWaits(JdbcTemplate operator) {
+		return h2LockWaits(operator);
+	}
+
+	static void installH2Stall(JdbcTemplate operator, String table) {
+		operator.execute("CREATE TRIGGER holdfast_stall BEFORE INSERT ON " + table + " FOR EACH ROW CALL '"
+				+ H2StallTrigger.class.getName() + "'");
+	}
+
+	static long h2LockWaits(JdbcTemplate operator) {
+		return operator.queryForObject(
+				"SELECT COUNT(*) FROM INFORMATION_SCHEMA.SESSIONS WHERE BLOCKER_ID IS NOT NULL", Long.class);
+	}
 }

@@ -21,8 +21,9 @@ class JdbcLockBackendClockTests {
 
 	@Test
 	void backendClassesReadNoJvmClock() throws IOException {
-		for (Class<?> type : List.of(JdbcLockBackend.class, JdbcLockDialect.class, JdbcLockDialect.PostgreSql.class,
-				JdbcLockDialect.MySql.class, JdbcLockDialect.H2.class, JdbcLockDialect.Generic.class)) {
+		for (Class<?> type : List.of(JdbcLockBackend.class, JdbcLockDialect.class, JdbcLockDialect.SqlClock.class,
+				JdbcLockDialect.PostgreSql.class, JdbcLockDialect.MySql.class, JdbcLockDialect.H2.class,
+				JdbcLockDialect.Generic.class)) {
 			String constants = constantPool(type);
 			assertThat(constants).as("class file constants of %s", type.getName()).doesNotContain(JVM_CLOCKS);
 		}

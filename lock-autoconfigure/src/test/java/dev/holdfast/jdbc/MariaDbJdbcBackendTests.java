@@ -3,6 +3,8 @@ package dev.holdfast.jdbc;
 import com.zaxxer.hikari.HikariDataSource;
 import org.junit.jupiter.api.BeforeAll;
 
+import org.springframework.jdbc.core.JdbcTemplate;
+
 import dev.holdfast.testsupport.MariaDbServer;
 
 /**
@@ -32,4 +34,15 @@ class MariaDbJdbcBackendTests extends AbstractJdbcBackendTests {
 		return "mariadb";
 	}
 
+	@Override
+	protected void installStall(JdbcTemplate operator, String table) {
+		operator.execute("CREATE TRIGGER holdfast_stall BEFORE INSERT ON " + table + " FOR EACH ROW"
+				+ " BEGIN IF NEW.owner_token LIKE 'stall:%' THEN UPDATE holdfast_gate SET n = n + 1; END IF; END");
+	}
+
+	@Override
+	protected long lockWaits(JdbcTemplate operator) {
+		return operator.queryForObject(
+				"SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'", Long.class);
+	}
 }

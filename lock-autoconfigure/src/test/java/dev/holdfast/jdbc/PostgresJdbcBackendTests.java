@@ -3,6 +3,8 @@ package dev.holdfast.jdbc;
 import com.zaxxer.hikari.HikariDataSource;
 import org.junit.jupiter.api.BeforeAll;
 
+import org.springframework.jdbc.core.JdbcTemplate;
+
 import dev.holdfast.testsupport.PostgresServer;
 
 /**
@@ -32,4 +34,17 @@ class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
 		return "postgresql";
 	}
 
+	@Override
+	protected void installStall(JdbcTemplate operator, String table) {
+		operator.execute("CREATE OR REPLACE FUNCTION holdfast_stall() RETURNS trigger LANGUAGE plpgsql AS $$"
+				+ " BEGIN IF NEW.owner_token LIKE 'stall:%' THEN UPDATE holdfast_gate SET n = n + 1; END IF;"
+				+ " RETURN NEW; END $$");
+		operator.execute("CREATE TRIGGER holdfast_stall BEFORE INSERT ON " + table
+				+ " FOR EACH ROW EXECUTE FUNCTION holdfast_stall()");
+	}
+
+	@Override
+	protected long lockWaits(JdbcTemplate operator) {
+		return operator.queryForObject("SELECT COUNT(*) FROM pg_locks WHERE NOT granted", Long.class);
+	}
 }

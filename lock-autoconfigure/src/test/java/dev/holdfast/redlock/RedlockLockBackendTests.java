@@ -1,6 +1,7 @@
 package dev.holdfast.redlock;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -11,6 +12,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiPredicate;
+import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -21,8 +24,12 @@ import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 
+import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockBackendContractTests;
+import dev.holdfast.core.LockSettings;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LockBackend;
@@ -168,6 +175,44 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 	}
 
 	@Test
+	void unreachableQuorumMessageCountsAnsweredFailedAndTimedOutNodes() {
+		RedlockLockBackend backend = backend();
+		// Connections are opened by the first requests: open them before nodes stop answering.
+		await().atMost(Duration.ofSeconds(10)).until(() -> backend.reachableNodes() == 5);
+		servers.get(0).kill();
+		servers.get(1).pause();
+		servers.get(2).pause();
+		assertThatThrownBy(() -> backend.tryAcquire(key(), owner(), TTL)).isInstanceOf(LockBackendException.class)
+			.hasMessageMatching("Redlock quorum not reached while acquiring '.*': 2 of 5 nodes answered, 3 needed; "
+					+ "1 failed, 2 timed out \\(node timeout 500 ms\\); " + Pattern.quote(servers.get(0).uri())
+					+ ": \\w+Exception: .*; " + Pattern.quote(servers.get(1).uri()) + ": timed out; "
+					+ Pattern.quote(servers.get(2).uri()) + ": timed out");
+	}
+
+	@Test
+	void engineLeasesAreValidForTheTimeToLiveMinusTheConfiguredDrift() {
+		RedlockSettings settings = new RedlockSettings(NODE_TIMEOUT, 0.2, Duration.ofMillis(100));
+		try (RedlockLockBackend backend = RedlockLockBackend.connect(servers.stream().map(RedisServer::uri).toList(),
+				null, null, Duration.ofSeconds(1), settings)) {
+			DefaultLockTemplate template = new DefaultLockTemplate(backend, LockSettings.defaults());
+			try (Lease lease = template.acquire("drift-" + UUID.randomUUID(), null,
+					LockOptions.defaults().leaseTime(TTL))) {
+				// 10 s - (10 s * 0.2 + 100 ms), less the time the acquisition took
+				assertThat(Duration.between(lease.acquiredAt(), lease.expiresAt()))
+					.isBetween(Duration.ofMillis(7900).minus(NODE_TIMEOUT.multipliedBy(2)), Duration.ofMillis(7950));
+				assertThat(lease.extend(Duration.ofSeconds(20))).isTrue();
+				Instant extendedAt = Instant.now();
+				// 20 s - (20 s * 0.2 + 100 ms)
+				assertThat(Duration.between(extendedAt, lease.expiresAt()))
+					.isBetween(Duration.ofMillis(15900).minus(NODE_TIMEOUT.multipliedBy(2)), Duration.ofMillis(15950));
+			}
+			finally {
+				template.close();
+			}
+		}
+	}
+
+	@Test
 	void pausedNodesDoNotStallAcquisitionBeyondTheNodeTimeout() {
 		RedlockLockBackend backend = backend();
 		RedlockLockBackend other = backend();
@@ -231,35 +276,14 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 		RedlockLockBackend first = backend();
 		RedlockLockBackend second = backend();
 		int rounds = 300;
-		CyclicBarrier barrier = new CyclicBarrier(2);
 		List<String> keys = new ArrayList<>();
 		for (int i = 0; i < rounds; i++) {
 			keys.add(key());
 		}
 		Set<String> bothWon = ConcurrentHashMap.newKeySet();
 		Set<String> noneWon = ConcurrentHashMap.newKeySet();
-		boolean[][] won = new boolean[2][rounds];
-		ExecutorService pool = Executors.newFixedThreadPool(2);
-		try {
-			List<Future<?>> futures = new ArrayList<>();
-			for (int c = 0; c < 2; c++) {
-				RedlockLockBackend backend = (c == 0) ? first : second;
-				int client = c;
-				futures.add(pool.submit(() -> {
-					for (int i = 0; i < rounds; i++) {
-						barrier.await(5, TimeUnit.SECONDS);
-						won[client][i] = backend.tryAcquire(keys.get(i), owner(), TTL).acquired();
-					}
-					return null;
-				}));
-			}
-			for (Future<?> future : futures) {
-				future.get(60, TimeUnit.SECONDS);
-			}
-		}
-		finally {
-			pool.shutdownNow();
-		}
+		boolean[][] won = race(first, second, rounds,
+				(backend, i) -> backend.tryAcquire(keys.get(i), owner(), TTL).acquired());
 		for (int i = 0; i < rounds; i++) {
 			if (won[0][i] && won[1][i]) {
 				bothWon.add(keys.get(i));
@@ -275,6 +299,46 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 				assertThat(get(node, key)).as("a split vote leaves nothing behind on node %d", node).isNull();
 			}
 		}
+	}
+
+	@Test
+	void tickClaimsAreWonOnceAndMoveForwardOnlyOnEveryNode() {
+		RedlockLockBackend first = backend();
+		RedlockLockBackend second = backend();
+		String key = key();
+		Instant tick = Instant.parse("2030-01-01T00:00:00Z");
+		assertThat(first.claimTick(key, tick, TTL)).isTrue();
+		assertThat(second.claimTick(key, tick, TTL)).as("the same tick again").isFalse();
+		assertThat(second.claimTick(key, tick.minusSeconds(1), TTL)).as("an earlier tick").isFalse();
+		assertThat(second.claimTick(key, tick.plusSeconds(1), TTL)).as("the next tick").isTrue();
+		for (int node = 0; node < 5; node++) {
+			assertThat(get(node, key + "{tick}")).as("record on node %d", node)
+				.isEqualTo(Long.toString(tick.plusSeconds(1).toEpochMilli()));
+			assertThat(get(node, key)).as("no lock on node %d", node).isNull();
+			assertThat(get(node, key + "{fence}")).as("no fencing counter on node %d", node).isNull();
+		}
+	}
+
+	@Test
+	void twoClientsRacingForATickNeverBothWinIt() throws Exception {
+		RedlockLockBackend first = backend();
+		RedlockLockBackend second = backend();
+		// Connections are opened by the first requests: a slow one would time out and lose.
+		await().atMost(Duration.ofSeconds(10))
+			.until(() -> first.reachableNodes() == 5 && second.reachableNodes() == 5);
+		String key = key();
+		Instant start = Instant.parse("2030-01-01T00:00:00Z");
+		int rounds = 100;
+		boolean[][] won = race(first, second, rounds,
+				(backend, i) -> backend.claimTick(key, start.plusSeconds(i), TTL));
+		int unclaimed = 0;
+		for (int i = 0; i < rounds; i++) {
+			assertThat(won[0][i] && won[1][i]).as("both clients won tick %d", i).isFalse();
+			unclaimed += (won[0][i] || won[1][i]) ? 0 : 1;
+		}
+		// Each of the five nodes accepts a tick once, so one of two clients gets three of them
+		// unless a node answers too late.
+		assertThat(unclaimed).as("ticks nobody won").isLessThan(rounds / 10);
 	}
 
 	@Test
@@ -468,6 +532,39 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 		RedlockLockBackend backend = backend();
 		assertThatIllegalArgumentException().isThrownBy(() -> backend.tryAcquire(key(), owner(), Duration.ofMillis(2)))
 			.withMessageContaining("too short");
+	}
+
+	/**
+	 * Runs {@code attempt} for rounds 0 to {@code rounds - 1} on both clients, each round started
+	 * by both at once.
+	 * @return whether each client won each round
+	 */
+	private static boolean[][] race(RedlockLockBackend first, RedlockLockBackend second, int rounds,
+			BiPredicate<RedlockLockBackend, Integer> attempt) throws Exception {
+		CyclicBarrier barrier = new CyclicBarrier(2);
+		boolean[][] won = new boolean[2][rounds];
+		ExecutorService pool = Executors.newFixedThreadPool(2);
+		try {
+			List<Future<?>> futures = new ArrayList<>();
+			for (int c = 0; c < 2; c++) {
+				RedlockLockBackend backend = (c == 0) ? first : second;
+				int client = c;
+				futures.add(pool.submit(() -> {
+					for (int i = 0; i < rounds; i++) {
+						barrier.await(5, TimeUnit.SECONDS);
+						won[client][i] = attempt.test(backend, i);
+					}
+					return null;
+				}));
+			}
+			for (Future<?> future : futures) {
+				future.get(60, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			pool.shutdownNow();
+		}
+		return won;
 	}
 
 	private static AcquireResult acquireWhenReachable(RedlockLockBackend backend, String key) {

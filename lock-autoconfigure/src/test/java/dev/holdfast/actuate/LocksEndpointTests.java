@@ -1,0 +1,81 @@
+package dev.holdfast.actuate;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockOptions;
+import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.actuate.LocksEndpoint.LeaseDescriptor;
+import dev.holdfast.autoconfigure.HoldfastActuatorAutoConfiguration;
+import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.memory.InMemoryLockBackend;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The {@code locks} endpoint in a running context: template leases and scheduled job locks.
+ */
+class LocksEndpointTests {
+
+	private final InMemoryLockBackend backend = new InMemoryLockBackend();
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class,
+				HoldfastActuatorAutoConfiguration.class, EndpointAutoConfiguration.class))
+		.withBean(InMemoryLockBackend.class, () -> this.backend)
+		.withPropertyValues("management.endpoints.web.exposure.include=locks");
+
+	@Test
+	void runningScheduledJobIsListedWithItsLockUntilTheRunEnds() {
+		this.runner.withBean(BlockingJob.class).run((context) -> {
+			BlockingJob job = context.getBean(BlockingJob.class);
+			LocksEndpoint endpoint = context.getBean(LocksEndpoint.class);
+			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+			assertThat(job.running.await(10, TimeUnit.SECONDS)).isTrue();
+			try (Lease other = template.acquire("report", null, LockOptions.defaults())) {
+				assertThat(endpoint.locks().leases()).extracting(LeaseDescriptor::name)
+					.containsExactly("nightly-export", "report");
+				LeaseDescriptor jobLock = endpoint.locks().leases().get(0);
+				assertThat(jobLock.key()).isEqualTo("holdfast:nightly-export");
+				assertThat(jobLock.fencingToken()).isPositive()
+					.as("the token the backend gave the job lock")
+					.isEqualTo(other.fencingToken() - 1);
+				assertThat(jobLock.valid()).isTrue();
+				assertThat(jobLock.acquired()).isBetween(job.startedAt.minusSeconds(1), Instant.now());
+				assertThat(Duration.between(jobLock.acquired(), jobLock.expires())).as("lockAtMostFor less drift")
+					.isBetween(Duration.ofSeconds(59), Duration.ofSeconds(60));
+			}
+			job.finish.countDown();
+			await().atMost(Duration.ofSeconds(5)).until(() -> endpoint.locks().leases().isEmpty());
+		});
+	}
+
+	static class BlockingJob {
+
+		final CountDownLatch running = new CountDownLatch(1);
+
+		final CountDownLatch finish = new CountDownLatch(1);
+
+		volatile Instant startedAt = Instant.MIN;
+
+		@SingleInstanceScheduled(fixedDelay = "1h", name = "nightly-export", lockAtMostFor = "60s")
+		void export() throws InterruptedException {
+			this.startedAt = Instant.now();
+			this.running.countDown();
+			this.finish.await(10, TimeUnit.SECONDS);
+		}
+
+	}
+
+}
