@@ -20,6 +20,10 @@ import dev.holdfast.core.LockListener;
  * <li>{@value #SKIPPED} (counter): scheduled ticks skipped because another instance ran
  * them.</li>
  * </ul>
+ * When a {@link LockObservationListener} feeds a registry with a meter observation handler, the
+ * observations produce the two timers (with their own tags); this listener is then created
+ * {@linkplain #LockMetricsListener(MeterRegistry, boolean) without timers}, so that no timer is
+ * registered twice with different tag keys.
  */
 public class LockMetricsListener implements LockListener {
 
@@ -37,11 +41,27 @@ public class LockMetricsListener implements LockListener {
 
 	private final MeterRegistry registry;
 
+	private final boolean timers;
+
 	/**
-	 * Records into {@code registry}.
+	 * Records every meter into {@code registry}.
 	 */
 	public LockMetricsListener(MeterRegistry registry) {
+		this(registry, true);
+	}
+
+	/**
+	 * Records into {@code registry}: the counters, and the {@value #ACQUIRE} and {@value #HELD}
+	 * timers only if {@code timers} is true.
+	 */
+	public LockMetricsListener(MeterRegistry registry, boolean timers) {
 		this.registry = registry;
+		this.timers = timers;
+	}
+
+	/** Whether this listener records the {@value #ACQUIRE} and {@value #HELD} timers. */
+	public boolean recordsTimers() {
+		return this.timers;
 	}
 
 	@Override
@@ -61,6 +81,9 @@ public class LockMetricsListener implements LockListener {
 
 	@Override
 	public void released(String name, String backend, Duration held) {
+		if (!this.timers) {
+			return;
+		}
 		Timer.builder(HELD)
 			.description("How long Holdfast leases were held, recorded at release")
 			.tag("name", name)
@@ -95,6 +118,9 @@ public class LockMetricsListener implements LockListener {
 	}
 
 	private void acquisition(String name, String backend, String outcome, Duration waited) {
+		if (!this.timers) {
+			return;
+		}
 		Timer.builder(ACQUIRE)
 			.description("Time Holdfast took to acquire a lock or give up")
 			.tag("name", name)

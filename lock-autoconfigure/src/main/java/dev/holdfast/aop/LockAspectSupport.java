@@ -6,6 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Future;
 
+import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.BeanFactory;
@@ -39,8 +40,10 @@ import dev.holdfast.core.DefaultLockTemplate;
  * publisher acquires on each subscription and releases on complete, error or cancel.</li>
  * </ul>
  * Leases that outlive the call are detached from the calling thread when the method returns, so
- * later calls on that thread do not reenter them. Free of AOP types, so that any invoker can use
- * it.
+ * later calls on that thread do not reenter them. While a plain or future-returning method runs,
+ * the observation of the lease's hold is the thread's current observation, so that what the
+ * method observes (JDBC, HTTP) is its child; the scope is closed before the method's thread
+ * returns, never left open for another thread. Free of AOP types, so that any invoker can use it.
  */
 public class LockAspectSupport {
 
@@ -98,7 +101,8 @@ public class LockAspectSupport {
 		if (lease == null) {
 			return emptyResult(returnType);
 		}
-		try (Lease held = lease; LockContext.Scope scope = LockContext.bind(lease)) {
+		try (Lease held = lease; LockContext.Scope scope = LockContext.bind(lease);
+				Observation.Scope observed = DefaultLockTemplate.observation(lease).openScope()) {
 			return invoker.proceed();
 		}
 	}
@@ -110,7 +114,8 @@ public class LockAspectSupport {
 			return emptyResult(returnType);
 		}
 		Object result;
-		try (LockContext.Scope scope = LockContext.bind(lease)) {
+		try (LockContext.Scope scope = LockContext.bind(lease);
+				Observation.Scope observed = DefaultLockTemplate.observation(lease).openScope()) {
 			result = invoker.proceed();
 		}
 		catch (Throwable ex) {

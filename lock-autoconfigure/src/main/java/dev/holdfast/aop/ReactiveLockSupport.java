@@ -4,6 +4,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicReference;
 
+import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.Disposable;
@@ -11,6 +12,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 import reactor.util.context.Context;
+import reactor.util.context.ContextView;
 
 import org.springframework.core.ReactiveAdapter;
 
@@ -28,10 +30,18 @@ import dev.holdfast.core.DefaultLockTemplate;
  * under {@code Lease.class}. No Reactor non-blocking thread ever blocks: acquisition and release
  * use the template's non-blocking path when the backend has one, and otherwise run on
  * {@link Schedulers#boundedElastic()}. Only loaded when Reactor is on the classpath.
+ * <p>
+ * Observations: the subscriber's observation in the Reactor context (where Spring WebFlux and
+ * Micrometer's Reactor support keep it) is the parent of the acquisition and of the hold, and
+ * the hold is the observation in the context of the locked publisher, so that what it observes
+ * is a child of the hold. The hold ends when the lease is released, not when the method returns.
  */
 final class ReactiveLockSupport {
 
 	private static final Object CANCELLED = new Object();
+
+	/** Where Micrometer keeps the current observation in a Reactor context. */
+	private static final String OBSERVATION_KEY = "micrometer.observation";
 
 	private final LockTemplate template;
 
@@ -54,7 +64,7 @@ final class ReactiveLockSupport {
 				return source;
 			}
 			return Flux.usingWhen(acquire(name, key, options, onLocked),
-					(lease) -> source.contextWrite(Context.of(Lease.class, lease)), this::release,
+					(lease) -> source.contextWrite((inner) -> withLease(inner, lease)), this::release,
 					(lease, ex) -> release(lease), this::release);
 		});
 	}
@@ -65,9 +75,25 @@ final class ReactiveLockSupport {
 				return source;
 			}
 			return Mono.usingWhen(acquire(name, key, options, onLocked),
-					(lease) -> source.contextWrite(Context.of(Lease.class, lease)), this::release,
+					(lease) -> source.contextWrite((inner) -> withLease(inner, lease)), this::release,
 					(lease, ex) -> release(lease), this::release);
 		});
+	}
+
+	/** {@code context} with the lease and, when it is observed, the observation of its hold. */
+	private static Context withLease(Context context, Lease lease) {
+		Observation hold = DefaultLockTemplate.observation(lease).hold();
+		Context withLease = context.put(Lease.class, lease);
+		return hold.isNoop() ? withLease : withLease.put(OBSERVATION_KEY, hold);
+	}
+
+	/**
+	 * Makes the subscriber's observation, if its context has one, current on this thread while an
+	 * acquisition starts, so that it becomes the parent of the acquisition and of the hold.
+	 */
+	private static Observation.Scope parentScope(ContextView context) {
+		Object parent = context.getOrDefault(OBSERVATION_KEY, null);
+		return (parent instanceof Observation observation) ? observation.openScope() : Observation.Scope.NOOP;
 	}
 
 	/** Reentrancy within one reactive chain: an enclosing locked publisher holds the same key. */
@@ -94,7 +120,10 @@ final class ReactiveLockSupport {
 	private Mono<Lease> acquireNonBlocking(AsyncLockTemplate async, String name, @Nullable Object key,
 			LockOptions options, OnLocked onLocked) {
 		return Mono.create((sink) -> {
-			CompletableFuture<@Nullable Lease> future = async.tryAcquireAsync(name, key, options);
+			CompletableFuture<@Nullable Lease> future;
+			try (Observation.Scope parent = parentScope(sink.contextView())) {
+				future = async.tryAcquireAsync(name, key, options);
+			}
 			sink.onCancel(() -> {
 				if (!future.cancel(false)) {
 					// Granted before the cancel arrived: nobody will use the lease.
@@ -129,10 +158,14 @@ final class ReactiveLockSupport {
 		return Mono.create((sink) -> {
 			// null, then the lease once granted, or CANCELLED: whoever sets it second releases.
 			AtomicReference<@Nullable Object> state = new AtomicReference<>();
+			ContextView subscriber = sink.contextView();
 			Disposable task = Schedulers.boundedElastic().schedule(() -> {
 				try {
-					Lease lease = (onLocked == OnLocked.THROW) ? this.template.acquire(name, key, options)
-							: this.template.tryAcquire(name, key, options).orElse(null);
+					Lease lease;
+					try (Observation.Scope parent = parentScope(subscriber)) {
+						lease = (onLocked == OnLocked.THROW) ? this.template.acquire(name, key, options)
+								: this.template.tryAcquire(name, key, options).orElse(null);
+					}
 					if (lease == null) {
 						sink.success();
 						return;

@@ -1,12 +1,16 @@
 package dev.holdfast.autoconfigure;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+
+import io.micrometer.observation.Observation;
 
 import dev.holdfast.core.LockListener;
 
 /**
- * Calls several listeners in order.
+ * Calls several listeners in order. Their observations of one acquisition are combined; when at
+ * most one listener observes (the usual case), its observation is used as it is.
  */
 final class CompositeLockListener implements LockListener {
 
@@ -18,6 +22,29 @@ final class CompositeLockListener implements LockListener {
 
 	static LockListener of(List<LockListener> listeners) {
 		return (listeners.size() == 1) ? listeners.get(0) : new CompositeLockListener(List.copyOf(listeners));
+	}
+
+	@Override
+	public LockObservation acquiring(String name, String key, String backend) {
+		LockObservation first = LockObservation.NONE;
+		List<LockObservation> all = null;
+		for (LockListener listener : this.listeners) {
+			LockObservation observation = listener.acquiring(name, key, backend);
+			if (observation == LockObservation.NONE) {
+				continue;
+			}
+			if (first == LockObservation.NONE) {
+				first = observation;
+			}
+			else {
+				if (all == null) {
+					all = new ArrayList<>();
+					all.add(first);
+				}
+				all.add(observation);
+			}
+		}
+		return (all != null) ? new CompositeLockObservation(all) : first;
 	}
 
 	@Override
@@ -48,6 +75,70 @@ final class CompositeLockListener implements LockListener {
 	@Override
 	public void tickSkipped(String name, String backend) {
 		this.listeners.forEach((listener) -> listener.tickSkipped(name, backend));
+	}
+
+	/**
+	 * The observations of several listeners, told the same things. Only one hold can be the
+	 * current observation of a thread: the first listener's that observes one.
+	 */
+	private static final class CompositeLockObservation implements LockObservation {
+
+		private final List<LockObservation> observations;
+
+		CompositeLockObservation(List<LockObservation> observations) {
+			this.observations = observations;
+		}
+
+		@Override
+		public void acquired(long fencingToken) {
+			this.observations.forEach((observation) -> observation.acquired(fencingToken));
+		}
+
+		@Override
+		public void notAcquired() {
+			this.observations.forEach(LockObservation::notAcquired);
+		}
+
+		@Override
+		public void failed(Throwable ex) {
+			this.observations.forEach((observation) -> observation.failed(ex));
+		}
+
+		@Override
+		public void cancelled() {
+			this.observations.forEach(LockObservation::cancelled);
+		}
+
+		@Override
+		public void released() {
+			this.observations.forEach(LockObservation::released);
+		}
+
+		@Override
+		public void lost() {
+			this.observations.forEach(LockObservation::lost);
+		}
+
+		@Override
+		public Observation hold() {
+			return first().hold();
+		}
+
+		@Override
+		public Observation.Scope openScope() {
+			return first().openScope();
+		}
+
+		/** The first observation with an observed hold: the one made current for locked code. */
+		private LockObservation first() {
+			for (LockObservation observation : this.observations) {
+				if (!observation.hold().isNoop()) {
+					return observation;
+				}
+			}
+			return LockObservation.NONE;
+		}
+
 	}
 
 }

@@ -1,7 +1,10 @@
 package dev.holdfast.autoconfigure;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.observation.MeterObservationHandler;
+import io.micrometer.observation.ObservationRegistry;
 
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -16,19 +19,40 @@ import org.springframework.context.annotation.Configuration;
 
 import dev.holdfast.actuate.LockBackendHealthIndicator;
 import dev.holdfast.actuate.LockMetricsListener;
+import dev.holdfast.actuate.LockObservationListener;
 import dev.holdfast.actuate.LocksEndpoint;
 import dev.holdfast.core.DefaultLockTemplate;
 
 /**
  * Operations support for Holdfast, each part active when its library is present: Micrometer
- * meters (with a {@link MeterRegistry} bean), the {@code locks} endpoint (Actuator, exposed by
- * Boot's rules) and the {@code holdfast} health indicator (spring-boot-health,
+ * observations of acquisitions and holds (with an {@link ObservationRegistry} bean, as Boot's
+ * spring-boot-micrometer-observation defines it), Micrometer meters (with a
+ * {@link MeterRegistry} bean), the {@code locks} endpoint (Actuator, exposed by Boot's rules)
+ * and the {@code holdfast} health indicator (spring-boot-health,
  * {@code management.health.holdfast.enabled}).
+ * <p>
+ * The acquire and held timers have one source: the observations when a
+ * {@link MeterObservationHandler} bean turns them into meters (Boot's
+ * {@code DefaultMeterObservationHandler}), the {@link LockMetricsListener} otherwise.
  */
 @AutoConfiguration(after = HoldfastAutoConfiguration.class,
 		afterName = { "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
-				"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration" })
+				"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
+				"org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration" })
 public final class HoldfastActuatorAutoConfiguration {
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(ObservationRegistry.class)
+	@ConditionalOnBean(ObservationRegistry.class)
+	static class ObservationConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		LockObservationListener holdfastLockObservationListener(ObservationRegistry observationRegistry) {
+			return new LockObservationListener(observationRegistry);
+		}
+
+	}
 
 	@Configuration(proxyBeanMethods = false)
 	@ConditionalOnClass(MeterRegistry.class)
@@ -37,8 +61,12 @@ public final class HoldfastActuatorAutoConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean
-		LockMetricsListener holdfastLockMetricsListener(MeterRegistry meterRegistry) {
-			return new LockMetricsListener(meterRegistry);
+		LockMetricsListener holdfastLockMetricsListener(MeterRegistry meterRegistry,
+				ObjectProvider<LockObservationListener> observations,
+				ObjectProvider<MeterObservationHandler<?>> meterObservationHandlers) {
+			boolean timersFromObservations = observations.getIfAvailable() != null
+					&& meterObservationHandlers.stream().findAny().isPresent();
+			return new LockMetricsListener(meterRegistry, !timersFromObservations);
 		}
 
 	}

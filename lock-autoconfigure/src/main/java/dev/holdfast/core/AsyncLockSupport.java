@@ -2,6 +2,7 @@ package dev.holdfast.core;
 
 import java.time.Duration;
 import java.util.Queue;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -17,6 +18,7 @@ import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
+import dev.holdfast.core.LockListener.LockObservation;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.ReleaseEvents;
@@ -63,11 +65,23 @@ final class AsyncLockSupport {
 
 	CompletableFuture<@Nullable Lease> tryAcquire(String name, String key, Duration wait, Duration ttl,
 			boolean renew) {
-		Acquisition acquisition = new Acquisition(name, key, ttl, renew, System.nanoTime() + wait.toNanos());
+		LockObservation observation = this.listener.acquiring(name, key, this.backend.name());
+		Acquisition acquisition = new Acquisition(name, key, ttl, renew, System.nanoTime() + wait.toNanos(),
+				observation);
 		acquisition.result.whenComplete((lease, ex) -> {
 			Waiter waiter = acquisition.waiter;
 			if (waiter != null) {
 				unqueue(waiter);
+			}
+			// A granted lease told its observation already, before anyone could release it.
+			if (ex instanceof CancellationException) {
+				observation.cancelled();
+			}
+			else if (ex != null) {
+				observation.failed(ex);
+			}
+			else if (lease == null) {
+				observation.notAcquired();
 			}
 		});
 		acquisition.attempt();
@@ -120,6 +134,8 @@ final class AsyncLockSupport {
 
 		final boolean renew;
 
+		final LockObservation observation;
+
 		final long start = System.nanoTime();
 
 		final long deadline;
@@ -131,12 +147,13 @@ final class AsyncLockSupport {
 
 		volatile @Nullable Waiter waiter;
 
-		Acquisition(String name, String key, Duration ttl, boolean renew, long deadline) {
+		Acquisition(String name, String key, Duration ttl, boolean renew, long deadline, LockObservation observation) {
 			this.name = name;
 			this.key = key;
 			this.ttl = ttl;
 			this.renew = renew;
 			this.deadline = deadline;
+			this.observation = observation;
 			this.pause = this.notifying ? AsyncLockSupport.this.pollNanos
 					: Math.min(MIN_PAUSE_NANOS, AsyncLockSupport.this.pollNanos);
 		}
@@ -182,7 +199,7 @@ final class AsyncLockSupport {
 			LeaseHandle lease;
 			try {
 				lease = AsyncLockSupport.this.template.registerDetached(this.name, this.key, owner, token, this.ttl,
-						this.renew, attemptStart);
+						this.renew, attemptStart, this.observation);
 			}
 			catch (RuntimeException ex) {
 				AsyncLockSupport.this.backend.releaseAsync(this.key, owner);

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
+import io.micrometer.observation.Observation;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -26,6 +27,7 @@ import dev.holdfast.LockInterruptedException;
 import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
+import dev.holdfast.core.LockListener.LockObservation;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.HeldLock;
@@ -115,7 +117,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 	@Override
 	public <T extends @Nullable Object, E extends Exception> T executeLocked(String name, @Nullable Object key,
 			LockOptions options, LockedAction<T, E> action) throws E {
-		try (Lease lease = acquire(name, key, options)) {
+		try (Lease lease = acquire(name, key, options); Observation.Scope scope = observation(lease).openScope()) {
 			return action.run();
 		}
 	}
@@ -127,7 +129,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		if (lease.isEmpty()) {
 			return Optional.empty();
 		}
-		try (Lease held = lease.get()) {
+		try (Lease held = lease.get(); Observation.Scope scope = observation(held).openScope()) {
 			return Optional.ofNullable(action.run());
 		}
 	}
@@ -210,6 +212,15 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		}
 	}
 
+	/**
+	 * The observation of {@code lease}'s acquisition and hold, as the template's
+	 * {@link LockListener} returned it: {@link LockObservation#NONE} for leases of other
+	 * templates or when nothing observes.
+	 */
+	public static LockObservation observation(Lease lease) {
+		return (lease instanceof LeaseHandle handle) ? handle.lease().observation() : LockObservation.NONE;
+	}
+
 	@Override
 	public boolean supportsNonBlocking() {
 		return this.async != null;
@@ -266,16 +277,19 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		Duration ttl = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.settings.leaseTime();
 		long start = System.nanoTime();
 		long deadline = start + wait.toNanos();
+		LockObservation observation = this.listener.acquiring(name, key, this.backend.name());
 		Gate gate = enterGate(key);
 		try {
 			if (!gate.permit.tryAcquire(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+				observation.notAcquired();
 				this.listener.notAcquired(name, this.backend.name(), Duration.ofNanos(System.nanoTime() - start));
 				return null;
 			}
 			try {
-				HeldLease lease = race(name, key, ttl, options.isRenew(), deadline);
+				HeldLease lease = race(name, key, ttl, options.isRenew(), deadline, observation);
 				Duration waited = Duration.ofNanos(System.nanoTime() - start);
 				if (lease == null) {
+					observation.notAcquired();
 					this.listener.notAcquired(name, this.backend.name(), waited);
 					return null;
 				}
@@ -287,11 +301,17 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 			}
 		}
 		catch (InterruptedException ex) {
+			observation.cancelled();
 			Thread.currentThread().interrupt();
 			throw new LockInterruptedException(key, ex);
 		}
 		catch (LockBackendException ex) {
+			observation.failed(ex);
 			this.listener.failed(name, this.backend.name(), Duration.ofNanos(System.nanoTime() - start), ex);
+			throw ex;
+		}
+		catch (RuntimeException | Error ex) {
+			observation.failed(ex);
 			throw ex;
 		}
 		finally {
@@ -299,8 +319,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		}
 	}
 
-	private @Nullable HeldLease race(String name, String key, Duration ttl, boolean renew, long deadline)
-			throws InterruptedException {
+	private @Nullable HeldLease race(String name, String key, Duration ttl, boolean renew, long deadline,
+			LockObservation observation) throws InterruptedException {
 		boolean notifying = this.backend instanceof ReleaseEvents;
 		long pollNanos = this.settings.pollInterval().toNanos();
 		long pause = notifying ? pollNanos : Math.min(MIN_PAUSE_NANOS, pollNanos);
@@ -314,7 +334,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 				long attemptStart = System.nanoTime();
 				AcquireResult result = call(() -> this.backend.tryAcquire(key, owner, ttl), "acquire", key);
 				if (result.acquired()) {
-					return register(name, key, owner, result.fencingToken(), ttl, renew, attemptStart);
+					return register(name, key, owner, result.fencingToken(), ttl, renew, attemptStart, observation);
 				}
 				long remaining = deadline - System.nanoTime();
 				if (remaining <= 0) {
@@ -350,15 +370,17 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 
 	/** Registers a lease acquired by the non-blocking path: bound to no thread. */
 	LeaseHandle registerDetached(String name, String key, String owner, long token, Duration ttl, boolean renew,
-			long attemptStart) {
-		LeaseHandle handle = new LeaseHandle(register(name, key, owner, token, ttl, renew, attemptStart));
+			long attemptStart, LockObservation observation) {
+		LeaseHandle handle = new LeaseHandle(register(name, key, owner, token, ttl, renew, attemptStart, observation));
 		handle.detachFromThread();
 		return handle;
 	}
 
 	private HeldLease register(String name, String key, String owner, long token, Duration ttl, boolean renew,
-			long attemptStart) {
-		HeldLease lease = new HeldLease(this, name, key, owner, token, ttl, renew, attemptStart, now());
+			long attemptStart, LockObservation observation) {
+		// The hold starts before the lease can be lost or released.
+		observation.acquired(token);
+		HeldLease lease = new HeldLease(this, name, key, owner, token, ttl, renew, attemptStart, now(), observation);
 		HeldLease previous = this.held.put(key, lease);
 		if (previous != null && previous.isActive()) {
 			// The backend gave the lock to us, so the previous holder's lease has expired there.
@@ -401,6 +423,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		catch (RuntimeException ex) {
 			releaseFailed(lease, ex);
 		}
+		lease.observation().released();
 		this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
 	}
 
@@ -424,6 +447,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 			if (ex != null) {
 				releaseFailed(lease, ex);
 			}
+			lease.observation().released();
 			this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
 			return null;
 		});
@@ -452,6 +476,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 			}
 			logger.warn("Holdfast lost lock '" + lease.key() + "' (fencing token " + lease.fencingToken() + ") because "
 					+ reason + ". Code that still runs under it is no longer exclusive; fencing tokens protect the resource.");
+			lease.observation().lost();
 			this.listener.leaseLost(lease.name(), this.backend.name());
 		}
 	}

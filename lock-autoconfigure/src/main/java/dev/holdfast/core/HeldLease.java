@@ -7,6 +7,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.jspecify.annotations.Nullable;
 
+import dev.holdfast.core.LockListener.LockObservation;
+
 /**
  * One backend lock held by this process, shared by the reentrant holds of one thread.
  */
@@ -34,6 +36,8 @@ final class HeldLease {
 
 	private final long acquiredNanos;
 
+	private final LockObservation observation;
+
 	private final AtomicInteger holds = new AtomicInteger(1);
 
 	/** Holds that are bound to {@link #thread}; reentrancy ends when the last one leaves. */
@@ -52,7 +56,7 @@ final class HeldLease {
 	private volatile long validUntilNanos;
 
 	HeldLease(DefaultLockTemplate template, String name, String key, String owner, long fencingToken, Duration ttl,
-			boolean renew, long requestStartNanos, Instant acquiredAt) {
+			boolean renew, long requestStartNanos, Instant acquiredAt, LockObservation observation) {
 		this.template = template;
 		this.name = name;
 		this.key = key;
@@ -62,6 +66,7 @@ final class HeldLease {
 		this.renew = renew;
 		this.acquiredAt = acquiredAt;
 		this.acquiredNanos = requestStartNanos;
+		this.observation = observation;
 		this.thread = Thread.currentThread();
 		confirmed(requestStartNanos, ttl);
 	}
@@ -174,6 +179,10 @@ final class HeldLease {
 
 	Instant acquiredAt() {
 		return this.acquiredAt;
+	}
+
+	LockObservation observation() {
+		return this.observation;
 	}
 
 	@Override

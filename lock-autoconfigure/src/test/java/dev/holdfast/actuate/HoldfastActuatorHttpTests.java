@@ -5,10 +5,14 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.util.List;
 import java.util.UUID;
 
 import com.jayway.jsonpath.DocumentContext;
 import com.jayway.jsonpath.JsonPath;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tag;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.beans.factory.annotation.Autowired;
@@ -41,6 +45,9 @@ class HoldfastActuatorHttpTests {
 	@Autowired
 	LockTemplate locks;
 
+	@Autowired
+	MeterRegistry meters;
+
 	@Test
 	void endpointHealthAndMetricsDescribeAHeldLock() throws Exception {
 		String name = "report-" + UUID.randomUUID();
@@ -65,12 +72,34 @@ class HoldfastActuatorHttpTests {
 					+ "&tag=outcome:acquired");
 			assertThat(acquired.read("$.measurements[?(@.statistic == 'COUNT')].value", double[].class))
 				.containsExactly(2.0);
-			assertThat(acquired.read("$.availableTags[*].tag", String[].class)).contains("backend");
+			// Boot's meter observation handler makes the timers from the observations: it adds "error".
+			assertThat(acquired.read("$.availableTags[*].tag", String[].class)).contains("backend", "error");
 			DocumentContext heldTimer = get("/actuator/metrics/holdfast.lock.held?tag=name:" + name);
 			assertThat(heldTimer.read("$.measurements[?(@.statistic == 'COUNT')].value", double[].class))
 				.containsExactly(1.0);
+			assertThat(heldTimer.read("$.availableTags[*].tag", String[].class)).contains("outcome");
+			DocumentContext holding = get("/actuator/metrics/holdfast.lock.held.active?tag=name:" + name);
+			assertThat(holding.read("$.measurements[?(@.statistic == 'ACTIVE_TASKS')].value", double[].class))
+				.containsExactly(1.0);
+			assertThat(get("/actuator/metrics").read("$.names", String[].class)).contains("holdfast.lock.acquire",
+					"holdfast.lock.held");
 		}
+		// One source per timer: two registrations with different tag keys would break Prometheus.
+		assertThat(tagKeys("holdfast.lock.acquire")).hasSize(1);
+		assertThat(tagKeys("holdfast.lock.held")).hasSize(1);
 		assertThat(get("/actuator/locks").read("$.leases.length()", Integer.class)).isZero();
+	}
+
+	/** The distinct sets of tag keys of the meters named {@code name}. */
+	private List<List<String>> tagKeys(String name) {
+		return this.meters.find(name)
+			.meters()
+			.stream()
+			.map(Meter::getId)
+			.filter((id) -> id.getType() == Meter.Type.TIMER)
+			.map((id) -> id.getTags().stream().map(Tag::getKey).sorted().toList())
+			.distinct()
+			.toList();
 	}
 
 	private DocumentContext get(String path) throws IOException, InterruptedException {

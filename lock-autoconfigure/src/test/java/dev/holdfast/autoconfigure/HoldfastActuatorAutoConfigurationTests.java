@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
@@ -15,6 +16,8 @@ import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration;
+import org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
@@ -24,9 +27,11 @@ import dev.holdfast.LockOptions;
 import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.actuate.LockBackendHealthIndicator;
 import dev.holdfast.actuate.LockMetricsListener;
+import dev.holdfast.actuate.LockObservationListener;
 import dev.holdfast.actuate.LocksEndpoint;
 import dev.holdfast.actuate.LocksEndpoint.LeaseDescriptor;
 import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockListener.LockObservation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -107,6 +112,79 @@ class HoldfastActuatorAutoConfigurationTests {
 			.withBean("myListener", LockMetricsListener.class, () -> new LockMetricsListener(mine))
 			.run((context) -> assertThat(context).hasSingleBean(LockMetricsListener.class)
 				.hasBean("myListener"));
+	}
+
+	@Test
+	void observationRegistryWithBootsMeterHandlerGetsObservationsThatProduceTheTimers() {
+		this.runner.withConfiguration(AutoConfigurations.of(ObservationAutoConfiguration.class,
+				MetricsAutoConfiguration.class))
+			.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+			.run((context) -> {
+				assertThat(context).hasSingleBean(LockObservationListener.class);
+				assertThat(context.getBean(LockMetricsListener.class).recordsTimers()).isFalse();
+				DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+				try (Lease lease = template.acquire(this.name, "customer-42", LockOptions.defaults())) {
+					assertThat(DefaultLockTemplate.observation(lease).hold().isNoop()).isFalse();
+				}
+				MeterRegistry registry = context.getBean(MeterRegistry.class);
+				assertThat(registry.find(LockMetricsListener.ACQUIRE).timers()).singleElement()
+					.satisfies((timer) -> assertThat(timer.getId().getTag("error")).isEqualTo("none"));
+				assertThat(registry.find(LockMetricsListener.HELD).timers()).singleElement()
+					.satisfies((timer) -> assertThat(timer.getId().getTag("outcome")).isEqualTo("released"));
+			});
+	}
+
+	@Test
+	void observationsWithoutAMeterHandlerLeaveTheTimersToTheMetricsListener() {
+		this.runner.withConfiguration(AutoConfigurations.of(ObservationAutoConfiguration.class))
+			.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+			.run((context) -> {
+				assertThat(context).hasSingleBean(LockObservationListener.class);
+				assertThat(context.getBean(LockMetricsListener.class).recordsTimers()).isTrue();
+				context.getBean(DefaultLockTemplate.class).executeLocked(this.name, null, LockOptions.defaults(),
+						() -> null);
+				assertThat(acquireTimer(context.getBean(MeterRegistry.class), "acquired").count()).isEqualTo(1);
+			});
+	}
+
+	@Test
+	void noObservationsWithoutAnObservationRegistryBean() {
+		this.runner.run((context) -> {
+			assertThat(context).hasNotFailed().doesNotHaveBean(LockObservationListener.class);
+			try (Lease lease = context.getBean(DefaultLockTemplate.class)
+				.acquire(this.name, null, LockOptions.defaults())) {
+				assertThat(DefaultLockTemplate.observation(lease)).isSameAs(LockObservation.NONE);
+			}
+		});
+	}
+
+	@Test
+	void noObservationsWithoutMicrometerObservation() {
+		this.runner.withConfiguration(AutoConfigurations.of(ObservationAutoConfiguration.class))
+			.withClassLoader(new FilteredClassLoader(ObservationRegistry.class))
+			.run((context) -> assertThat(context).hasNotFailed()
+				.doesNotHaveBean(LockObservationListener.class)
+				.hasSingleBean(DefaultLockTemplate.class));
+	}
+
+	@Test
+	void noOpObservationRegistryObservesNothing() {
+		this.runner.withBean(ObservationRegistry.class, () -> ObservationRegistry.NOOP).run((context) -> {
+			assertThat(context).hasSingleBean(LockObservationListener.class);
+			try (Lease lease = context.getBean(DefaultLockTemplate.class)
+				.acquire(this.name, null, LockOptions.defaults())) {
+				assertThat(DefaultLockTemplate.observation(lease)).isSameAs(LockObservation.NONE);
+			}
+		});
+	}
+
+	@Test
+	void userObservationListenerWins() {
+		this.runner.withBean(ObservationRegistry.class, ObservationRegistry::create)
+			.withBean("myObservations", LockObservationListener.class,
+					() -> new LockObservationListener(ObservationRegistry.create()))
+			.run((context) -> assertThat(context).hasSingleBean(LockObservationListener.class)
+				.hasBean("myObservations"));
 	}
 
 	@Test
