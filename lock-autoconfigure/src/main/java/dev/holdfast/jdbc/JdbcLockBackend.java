@@ -2,10 +2,12 @@ package dev.holdfast.jdbc;
 
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -21,6 +23,7 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.util.Assert;
+import org.springframework.util.DigestUtils;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockConfigurationException;
@@ -29,6 +32,7 @@ import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.TickClaims;
 
 /**
  * Locks in one table of a relational database, one row per held lock.
@@ -69,6 +73,14 @@ import dev.holdfast.spi.LockBackend;
  * client receives a token from a statement that ran longer than its timeout, which the sweep
  * delay exceeds tenfold. This rests on one assumption: the database clock does not step
  * backwards (it may be slewed, as NTP does).</li>
+ * <li><b>Tick claims</b> ({@link TickClaims}): a scheduled job's last claimed tick is one row of
+ * the same table, at the job's lock key followed by {@value #TICK_SUFFIX}, with an empty owner
+ * and the tick, in microseconds since the epoch, in {@code fence}. A claim moves the row forward
+ * only, decided by the database under the row's lock: one statement on PostgreSQL and H2; on
+ * MySQL, MariaDB and other databases one {@code UPDATE} when it moves an existing record, plus an
+ * {@code INSERT} when that matched nothing. Lock keys must not contain <code>{</code>, so a lock
+ * never uses such a row; no release or renewal matches its empty owner, and the sweep deletes it
+ * only once it expired longer than the sweep delay ago, as any other row.</li>
  * <li><b>Failures</b>: a database that cannot be reached, stops answering for longer than the
  * configured timeout (a network timeout on the connection), or reports an error makes the call
  * throw {@link LockBackendException}; a failed call may or may not have taken effect. Nothing is
@@ -78,7 +90,7 @@ import dev.holdfast.spi.LockBackend;
  * The table is {@code holdfast_lock} unless configured; its schema per database ships in this
  * jar as {@code dev/holdfast/jdbc/schema-<platform>.sql}.
  */
-public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth {
+public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth, TickClaims {
 
 	/** The table used unless another is configured. */
 	public static final String DEFAULT_TABLE_NAME = "holdfast_lock";
@@ -90,6 +102,12 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 		.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
 
 	private static final int MAX_HOLDER_LENGTH = 255;
+
+	/** The length of the {@code lock_key} column in the shipped schemas. */
+	private static final int MAX_KEY_LENGTH = 255;
+
+	/** Follows a job's lock key in the key of its tick record; lock keys have no brace. */
+	static final String TICK_SUFFIX = "{tick}";
 
 	/** How long a row stays after it expired unless configured. */
 	public static final Duration DEFAULT_SWEEP_AFTER = Duration.ofHours(1);
@@ -278,6 +296,7 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 	 */
 	@Override
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+		checkLockKey(key);
 		Assert.hasLength(owner, "'owner' must not be empty");
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
 		return execute("acquire lock '" + key + "'",
@@ -305,6 +324,49 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 			}
 			return released;
 		});
+	}
+
+	/**
+	 * Claims {@code tick} of the job whose lock is at {@code key}: the record's row, at
+	 * {@code key} followed by {@value #TICK_SUFFIX} (or, for a key too long for that,
+	 * {@value #TICK_SUFFIX} followed by a digest of the key), takes the tick if it is absent,
+	 * expired on the database clock, or holds an earlier tick, and then expires {@code ttl} from
+	 * now on the database clock. One statement on PostgreSQL and H2; on MySQL and MariaDB one
+	 * {@code UPDATE} that claims an existing record, followed by an {@code INSERT} when it matched
+	 * nothing (a job's first claim, or a claim that fails); the portable SQL reads the clock first.
+	 * @throws IllegalArgumentException if the key contains <code>{</code> or the ttl is below
+	 * one millisecond
+	 * @throws LockBackendException if the database cannot be reached or reports an error
+	 */
+	@Override
+	public boolean claimTick(String key, Instant tick, Duration ttl) {
+		checkLockKey(key);
+		Assert.isTrue(ttl.toMillis() >= 1, () -> "Time to live of the tick claim of '" + key + "' must be at least 1ms");
+		long tickMicros = Math.addExact(Math.multiplyExact(tick.getEpochSecond(), 1_000_000L), tick.getNano() / 1000);
+		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
+		String record = tickRecordKey(key);
+		return execute("claim tick " + tick + " of lock '" + key + "'",
+				(dialect, connection) -> dialect.claimTick(connection, record, tickMicros, ttlMicros, holder()));
+	}
+
+	/**
+	 * The key of the tick record of the job whose lock is at {@code key}. A key too long for the
+	 * column gives way to its MD5 digest: job keys are job names that developers write, not input
+	 * that an attacker chooses, so a checksum suffices.
+	 */
+	static String tickRecordKey(String key) {
+		String record = key + TICK_SUFFIX;
+		return (record.length() <= MAX_KEY_LENGTH) ? record
+				: TICK_SUFFIX + DigestUtils.md5DigestAsHex(key.getBytes(StandardCharsets.UTF_8));
+	}
+
+	private static void checkLockKey(String key) {
+		Assert.hasLength(key, "'key' must not be empty");
+		if (key.indexOf('{') >= 0) {
+			throw new IllegalArgumentException("Lock key '" + key + "' contains '{': the JDBC backend keeps the tick"
+					+ " records of scheduled jobs at keys with braces, so lock keys must not have them"
+					+ " (keys built by Holdfast never do)");
+		}
 	}
 
 	/**

@@ -59,6 +59,46 @@ abstract class JdbcLockDialect {
 	abstract long clock(Connection connection) throws SQLException;
 
 	/**
+	 * Records {@code tickMicros} in the tick record {@code key} if the record is absent, has
+	 * expired on the database clock, or holds an earlier tick, and then lets it expire
+	 * {@code ttlMicros} from now on the database clock; in one atomic step, so that of claims of
+	 * one tick at most one succeeds. The record is a row whose {@code fence} holds the last
+	 * claimed tick and whose owner is empty, so that no release or renewal matches it.
+	 * @return whether this call claimed the tick
+	 */
+	abstract boolean claimTick(Connection connection, String key, long tickMicros, long ttlMicros, String holder)
+			throws SQLException;
+
+	/**
+	 * Claims a tick where no upsert reports reliably whether it changed the row: an
+	 * {@code UPDATE} that moves an existing record forward, and only when it matched no row an
+	 * {@code INSERT} of the record. Each is atomic; a claim whose insert meets a record that
+	 * another claim created meanwhile loses, whatever the ticks: that tick is skipped by this
+	 * caller, never claimed twice.
+	 */
+	protected boolean updateElseInsert(Connection connection, String updateSql, Object[] updateParams,
+			String insertSql, Object[] insertParams) throws SQLException {
+		return update(connection, updateSql, updateParams) > 0
+				|| updateUnlessDuplicate(connection, insertSql, insertParams) > 0;
+	}
+
+	/**
+	 * Runs a statement that may insert a row, like {@link #update}; a row that another session
+	 * inserted first under the same primary key counts as no row changed.
+	 */
+	protected int updateUnlessDuplicate(Connection connection, String sql, Object... params) throws SQLException {
+		try {
+			return update(connection, sql, params);
+		}
+		catch (SQLException ex) {
+			if (!isDuplicateKey(ex)) {
+				throw ex;
+			}
+			return 0;
+		}
+	}
+
+	/**
 	 * Deletes at most {@code limit} rows that expired, and whose fencing token was issued, more
 	 * than {@code sweepAfterMicros} ago on the database clock. Candidates are read without locks,
 	 * then deleted by primary key with the condition checked again, so a row that an acquisition
@@ -204,6 +244,8 @@ abstract class JdbcLockDialect {
 
 		private final String renewSql;
 
+		private final String claimSql;
+
 		PostgreSql(String table, int queryTimeoutSeconds) {
 			super(table, queryTimeoutSeconds, NOW);
 			// A CTE with a volatile function is evaluated once: one "now" for the whole statement.
@@ -220,6 +262,18 @@ abstract class JdbcLockDialect {
 			this.renewSql = "WITH n AS " + NOW + " UPDATE " + table + " AS l SET expires_at = n.us + v.ttl"
 					+ " FROM n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
 					+ " WHERE l.lock_key = v.k AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
+			// The conflict condition sees the latest committed record, under its row lock.
+			this.claimSql = "WITH n AS " + NOW + " INSERT INTO " + table
+					+ " AS l (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
+					+ " SELECT ?, '', ?, n.us + ?, n.us, ? FROM n ON CONFLICT (lock_key) DO UPDATE SET"
+					+ " fence = EXCLUDED.fence, expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at,"
+					+ " holder = EXCLUDED.holder WHERE l.fence < EXCLUDED.fence OR l.expires_at <= EXCLUDED.acquired_at";
+		}
+
+		@Override
+		boolean claimTick(Connection connection, String key, long tickMicros, long ttlMicros, String holder)
+				throws SQLException {
+			return update(connection, this.claimSql, key, tickMicros, ttlMicros, holder) > 0;
 		}
 
 		@Override
@@ -306,6 +360,10 @@ abstract class JdbcLockDialect {
 
 		private final String readSql;
 
+		private final String claimUpdateSql;
+
+		private final String claimInsertSql;
+
 		MySql(String table, int queryTimeoutSeconds, String platform) {
 			super(table, queryTimeoutSeconds, NOW);
 			this.platform = platform;
@@ -319,6 +377,21 @@ abstract class JdbcLockDialect {
 					+ " acquired_at = IF(" + TAKEN + ", VALUES(acquired_at), acquired_at),"
 					+ " expires_at = IF(" + TAKEN + ", VALUES(expires_at), expires_at)";
 			this.readSql = "SELECT owner_token, fence, expires_at - " + NOW + " FROM " + table + " WHERE lock_key = ?";
+			// Not an upsert: its affected-row count cannot tell an unchanged row from an inserted
+			// one when the driver reports found rows (the default of both drivers).
+			this.claimUpdateSql = "UPDATE " + table + " SET fence = ?, expires_at = " + NOW + " + ?, acquired_at = "
+					+ NOW + ", holder = ? WHERE lock_key = ? AND (fence < ? OR expires_at <= " + NOW + ")";
+			this.claimInsertSql = "INSERT INTO " + table
+					+ " (lock_key, owner_token, fence, expires_at, acquired_at, holder) VALUES (?, '', ?, " + NOW
+					+ " + ?, " + NOW + ", ?)";
+		}
+
+		@Override
+		boolean claimTick(Connection connection, String key, long tickMicros, long ttlMicros, String holder)
+				throws SQLException {
+			return updateElseInsert(connection, this.claimUpdateSql,
+					new Object[] { tickMicros, ttlMicros, holder, key, tickMicros }, this.claimInsertSql,
+					new Object[] { key, tickMicros, ttlMicros, holder });
 		}
 
 		@Override
@@ -359,6 +432,8 @@ abstract class JdbcLockDialect {
 
 		private final String remainingSql;
 
+		private final String claimSql;
+
 		H2(String table, int queryTimeoutSeconds) {
 			super(table, queryTimeoutSeconds, NOW);
 			this.acquireSql = "SELECT fence FROM FINAL TABLE (MERGE INTO " + table + " l USING (SELECT"
@@ -369,6 +444,19 @@ abstract class JdbcLockDialect {
 					+ " WHEN NOT MATCHED THEN INSERT (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
 					+ " VALUES (s.k, s.o, s.us, s.us + s.ttl, s.us, s.h))";
 			this.remainingSql = "SELECT expires_at - " + NOW + " FROM " + table + " WHERE lock_key = ?";
+			this.claimSql = "MERGE INTO " + table + " l USING (SELECT CAST(? AS VARCHAR(255)) k, CAST(? AS BIGINT) t, "
+					+ NOW + " us, CAST(? AS BIGINT) ttl, CAST(? AS VARCHAR(255)) h) s ON l.lock_key = s.k"
+					+ " WHEN MATCHED AND (l.fence < s.t OR l.expires_at <= s.us) THEN UPDATE SET fence = s.t,"
+					+ " expires_at = s.us + s.ttl, acquired_at = s.us, holder = s.h"
+					+ " WHEN NOT MATCHED THEN INSERT (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
+					+ " VALUES (s.k, '', s.t, s.us + s.ttl, s.us, s.h)";
+		}
+
+		/** Two claims that both find no record meet on the primary key; the second one loses. */
+		@Override
+		boolean claimTick(Connection connection, String key, long tickMicros, long ttlMicros, String holder)
+				throws SQLException {
+			return updateUnlessDuplicate(connection, this.claimSql, key, tickMicros, ttlMicros, holder) > 0;
 		}
 
 		@Override
@@ -470,6 +558,18 @@ abstract class JdbcLockDialect {
 			return update(connection, "UPDATE " + this.table + " SET owner_token = '',"
 					+ " expires_at = CASE WHEN expires_at < ? THEN expires_at ELSE ? END"
 					+ " WHERE lock_key = ? AND owner_token = ?", now, now, key, owner) > 0;
+		}
+
+		@Override
+		boolean claimTick(Connection connection, String key, long tickMicros, long ttlMicros, String holder)
+				throws SQLException {
+			long now = clock(connection);
+			return updateElseInsert(connection, "UPDATE " + this.table + " SET fence = ?, expires_at = ?,"
+					+ " acquired_at = ?, holder = ? WHERE lock_key = ? AND (fence < ? OR expires_at <= ?)",
+					new Object[] { tickMicros, now + ttlMicros, now, holder, key, tickMicros, now },
+					"INSERT INTO " + this.table + " (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
+							+ " VALUES (?, '', ?, ?, ?, ?)",
+					new Object[] { key, tickMicros, now + ttlMicros, now, holder });
 		}
 
 		private void insert(Connection connection, String key, String owner, long now, long ttlMicros, String holder)

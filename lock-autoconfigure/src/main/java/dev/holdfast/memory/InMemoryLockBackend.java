@@ -1,6 +1,7 @@
 package dev.holdfast.memory;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.Map;
@@ -20,6 +21,7 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.TickClaims;
 
 /**
  * Locks in this JVM's memory: for tests and single-instance applications. Two JVMs never see
@@ -32,19 +34,25 @@ import dev.holdfast.spi.ReleaseEvents;
  * call waits for anything but a map update.</li>
  * <li>Fencing tokens come from one counter for all locks, so they strictly increase per lock
  * for the life of the JVM.</li>
+ * <li>Tick claims: one record per scheduled job, apart from the locks, holding the last claimed
+ * tick; it expires on the same monotonic clock.</li>
  * </ul>
- * Memory is bounded by the locks held: released locks are removed at once, and expired ones
- * are swept every 1,024 acquisitions.
+ * Memory is bounded by the locks held and the jobs that claimed ticks recently: released locks
+ * are removed at once, and expired locks and tick records are swept every 1,024 acquisitions
+ * and claims.
  */
-public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, LeaseRenewal, ReleaseEvents, BackendHealth {
+public class InMemoryLockBackend
+		implements LockBackend, AsyncLockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, TickClaims {
 
 	private static final int SWEEP_EVERY = 1024;
 
 	private final ConcurrentHashMap<String, Entry> locks = new ConcurrentHashMap<>();
 
+	private final ConcurrentHashMap<String, TickRecord> ticks = new ConcurrentHashMap<>();
+
 	private final AtomicLong fence = new AtomicLong();
 
-	private final AtomicLong acquisitions = new AtomicLong();
+	private final AtomicLong calls = new AtomicLong();
 
 	private final CopyOnWriteArrayList<Consumer<String>> listeners = new CopyOnWriteArrayList<>();
 
@@ -55,9 +63,7 @@ public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, Lease
 
 	@Override
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
-		if (this.acquisitions.incrementAndGet() % SWEEP_EVERY == 0) {
-			sweep();
-		}
+		sweepEveryNthCall();
 		long now = System.nanoTime();
 		Entry candidate = new Entry(owner, now + ttl.toNanos(), 0);
 		Entry result = this.locks.compute(key, (k, current) -> (current == null || current.expired(now))
@@ -85,6 +91,21 @@ public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, Lease
 			}
 		}
 		return released[0];
+	}
+
+	/**
+	 * Claims {@code tick} in the job's record, which is absent, expired, or holds an earlier tick,
+	 * in one atomic map update; the record then expires {@code ttl} from now.
+	 */
+	@Override
+	public boolean claimTick(String key, Instant tick, Duration ttl) {
+		sweepEveryNthCall();
+		long now = System.nanoTime();
+		TickRecord claim = new TickRecord(tick, now + ttl.toNanos());
+		TickRecord result = this.ticks.compute(key,
+				(k, current) -> (current == null || current.expired(now) || current.tick.isBefore(tick)) ? claim
+						: current);
+		return result == claim;
 	}
 
 	@Override
@@ -119,7 +140,8 @@ public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, Lease
 	}
 
 	/**
-	 * Always up: memory is always reachable. Details: how many locks are in memory.
+	 * Always up: memory is always reachable. Details: how many locks are in memory (tick records
+	 * are not locks and are not counted).
 	 */
 	@Override
 	public Check checkHealth() {
@@ -131,12 +153,29 @@ public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, Lease
 		return this.locks.size();
 	}
 
-	private void sweep() {
-		long now = System.nanoTime();
-		this.locks.entrySet().removeIf((entry) -> entry.getValue().expired(now));
+	/** How many tick records are in memory, live or expired and not yet swept. */
+	int tickRecords() {
+		return this.ticks.size();
+	}
+
+	/** Removes expired locks and tick records on every {@value #SWEEP_EVERY}th acquisition or claim. */
+	private void sweepEveryNthCall() {
+		if (this.calls.incrementAndGet() % SWEEP_EVERY == 0) {
+			long now = System.nanoTime();
+			this.locks.entrySet().removeIf((entry) -> entry.getValue().expired(now));
+			this.ticks.entrySet().removeIf((entry) -> entry.getValue().expired(now));
+		}
 	}
 
 	private record Entry(String owner, long expiresAtNanos, long token) {
+
+		boolean expired(long now) {
+			return now - this.expiresAtNanos >= 0;
+		}
+
+	}
+
+	private record TickRecord(Instant tick, long expiresAtNanos) {
 
 		boolean expired(long now) {
 			return now - this.expiresAtNanos >= 0;

@@ -4,8 +4,10 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TimeZone;
 import java.util.UUID;
@@ -32,16 +34,20 @@ import org.springframework.transaction.support.TransactionTemplate;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.TickClaims;
+import dev.holdfast.spi.TickClaimsContractTests;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
 /**
- * Backend-level tests of {@link JdbcLockBackend} that every database runs against a real
- * server. Each backend is a separate client with its own connection pool, as another process.
+ * Backend-level tests of {@link JdbcLockBackend}, tick claims included, that every database runs
+ * against a real server. Each backend is a separate client with its own connection pool, as
+ * another process.
  */
-abstract class AbstractJdbcBackendTests {
+abstract class AbstractJdbcBackendTests implements TickClaimsContractTests {
 
 	private static final long TWO_HOURS_MICROS = Duration.ofHours(2).toMillis() * 1000;
 
@@ -99,6 +105,11 @@ abstract class AbstractJdbcBackendTests {
 		new ResourceDatabasePopulator(new ByteArrayResource(script.getBytes(StandardCharsets.UTF_8)))
 			.execute(dataSource);
 		return operator;
+	}
+
+	@Override
+	public TickClaims newClaimsClient() {
+		return newBackend();
 	}
 
 	@AfterEach
@@ -368,6 +379,58 @@ abstract class AbstractJdbcBackendTests {
 			assertThat(a.release(key, owner)).isTrue();
 		}
 		assertThat(operator.queryForObject(sql, Long.class, old)).isZero();
+	}
+
+	@Test
+	void tickRecordIsOneRowThatNoLockOperationTouches() throws Exception {
+		String table = "holdfast_tick_lock";
+		JdbcTemplate operator = createTable(table);
+		JdbcLockBackend a = newBackend(dataSource(), table);
+		JdbcLockBackend b = newBackend(dataSource(), table);
+		String job = key();
+		String record = job + "{tick}";
+		Instant tick = Instant.parse("2030-01-01T00:00:00Z");
+		assertThat(a.claimTick(job, tick, Duration.ofSeconds(30))).isTrue();
+		assertThat(b.claimTick(job, tick.plusSeconds(1), Duration.ofSeconds(30))).isTrue();
+		Map<String, Object> row = operator.queryForMap("SELECT owner_token, fence, expires_at - acquired_at AS ttl"
+				+ " FROM " + table + " WHERE lock_key = ?", record);
+		assertThat(row).containsEntry("owner_token", "");
+		assertThat(((Number) row.get("fence")).longValue()).isEqualTo(tick.plusSeconds(1).toEpochMilli() * 1000);
+		assertThat(((Number) row.get("ttl")).longValue()).isEqualTo(30_000_000L);
+		// the job's lock is a row of its own, and the record's key can be no lock's key
+		String owner = owner();
+		assertThat(a.tryAcquire(job, owner, Duration.ofSeconds(10)).acquired()).isTrue();
+		assertThat(a.release(job, owner)).isTrue();
+		assertThatIllegalArgumentException().isThrownBy(() -> b.tryAcquire(record, owner(), Duration.ofSeconds(10)))
+			.withMessageContaining(record)
+			.withMessageContaining("'{'");
+		assertThat(b.release(record, owner())).isFalse();
+		assertThat(b.renew(List.of(new HeldLock(record, owner(), Duration.ofSeconds(10))))).isEmpty();
+		assertThat(b.checkHealth().up()).isTrue();
+		// the sweep leaves a live record and deletes one that expired long ago, as any row
+		String oldJob = key();
+		assertThat(a.claimTick(oldJob, tick, Duration.ofMillis(1))).isTrue();
+		twoHoursBack(operator, table, oldJob + "{tick}", "expires_at", "acquired_at");
+		operator.update("UPDATE " + table + " SET fence = 0 WHERE lock_key = ?", oldJob + "{tick}");
+		assertThat(a.sweep()).isOne();
+		assertThat(operator.queryForList("SELECT lock_key FROM " + table, String.class))
+			.containsExactlyInAnyOrder(job, record);
+		assertThat(a.claimTick(job, tick.plusSeconds(1), Duration.ofSeconds(30))).isFalse();
+		assertThat(a.claimTick(oldJob, tick, Duration.ofSeconds(30))).as("a swept record starts afresh").isTrue();
+	}
+
+	@Test
+	void aKeyTooLongForItsTickRecordGetsADigestOfItsOwn() throws Exception {
+		String table = "holdfast_long_tick_lock";
+		JdbcTemplate operator = createTable(table);
+		JdbcLockBackend a = newBackend(dataSource(), table);
+		String common = "holdfast:" + "j".repeat(240);
+		Instant tick = Instant.parse("2030-01-01T00:00:00Z");
+		assertThat(a.claimTick(common + "-one", tick, Duration.ofSeconds(30))).isTrue();
+		assertThat(a.claimTick(common + "-two", tick, Duration.ofSeconds(30))).isTrue();
+		assertThat(a.claimTick(common + "-one", tick, Duration.ofSeconds(30))).isFalse();
+		assertThat(operator.queryForList("SELECT lock_key FROM " + table, String.class)).hasSize(2)
+			.allSatisfy((key) -> assertThat(key).startsWith("{tick}").hasSizeLessThanOrEqualTo(255));
 	}
 
 	/** Moves {@code columns} of the row of {@code key} two hours back on the database clock. */

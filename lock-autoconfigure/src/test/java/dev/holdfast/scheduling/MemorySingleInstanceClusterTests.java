@@ -6,13 +6,19 @@ import org.springframework.context.annotation.Configuration;
 
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
 import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.spi.LockBackend;
 
 /**
  * Three instances sharing one {@link InMemoryLockBackend} (the same object in each context).
  */
 class MemorySingleInstanceClusterTests extends AbstractSingleInstanceClusterTests {
 
-	private final InMemoryLockBackend backend = new InMemoryLockBackend();
+	private final LockBackend backend = sharedBackend(new InMemoryLockBackend());
+
+	/** The backend that every instance uses, made of {@code memory}. */
+	protected LockBackend sharedBackend(InMemoryLockBackend memory) {
+		return memory;
+	}
 
 	@Override
 	protected void configureBackend(SpringApplicationBuilder builder) {
