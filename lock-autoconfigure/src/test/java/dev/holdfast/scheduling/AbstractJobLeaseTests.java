@@ -7,6 +7,7 @@ import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -72,8 +73,8 @@ abstract class AbstractJobLeaseTests {
 
 	@Test
 	void leaseIsNoLongerValidOnceLockAtMostForHasPassedInALongRun(CapturedOutput output) {
-		LongRun run = new LongRun();
-		instance("a", ExpiringJob.class, run).run((context) -> {
+		LongRun run = LongRun.expiring();
+		instance("a", LongJob.class, run).run((context) -> {
 			assertThat(run.expired.await(20, TimeUnit.SECONDS)).as("the lease turned invalid").isTrue();
 			Lease lease = run.lease;
 			assertThat(run.validAtStart).isTrue();
@@ -94,8 +95,8 @@ abstract class AbstractJobLeaseTests {
 
 	@Test
 	void extendKeepsTheJobLockPastLockAtMostFor(CapturedOutput output) {
-		LongRun run = new LongRun();
-		instance("a", ExtendingJob.class, run).run((context) -> {
+		LongRun run = LongRun.extending();
+		instance("a", LongJob.class, run).run((context) -> {
 			assertThat(run.expired.await(20, TimeUnit.SECONDS)).as("the run passed lockAtMostFor").isTrue();
 			assertThat(run.extended).isTrue();
 			assertThat(run.validLater).as("valid after lockAtMostFor, once extended").isTrue();
@@ -146,12 +147,14 @@ abstract class AbstractJobLeaseTests {
 
 	}
 
-	/** What a long run saw; the test ends the run. */
+	/** A long run: what it does with its lease, then what it saw; the test ends the run. */
 	static class LongRun {
 
 		final CountDownLatch expired = new CountDownLatch(1);
 
 		final CountDownLatch finish = new CountDownLatch(1);
+
+		private final Consumer<LongRun> body;
 
 		volatile Lease lease;
 
@@ -163,51 +166,52 @@ abstract class AbstractJobLeaseTests {
 
 		volatile Instant invalidAt;
 
-		void await() throws InterruptedException {
+		LongRun(Consumer<LongRun> body) {
+			this.body = body;
+		}
+
+		/** Waits until the lease is no longer valid. */
+		static LongRun expiring() {
+			return new LongRun((run) -> {
+				await().pollInterval(Duration.ofMillis(5))
+					.atMost(Duration.ofSeconds(10))
+					.until(() -> !run.lease.isValid());
+				run.invalidAt = Instant.now();
+			});
+		}
+
+		/** Extends the lease, then waits until twice lockAtMostFor has passed. */
+		static LongRun extending() {
+			return new LongRun((run) -> {
+				long start = System.nanoTime();
+				run.extended = run.lease.extend(Duration.ofSeconds(10));
+				await().atMost(Duration.ofSeconds(10))
+					.until(() -> System.nanoTime() - start > Duration.ofMillis(1000).toNanos());
+				run.validLater = run.lease.isValid();
+			});
+		}
+
+		void run(Lease lease) throws InterruptedException {
+			this.lease = lease;
+			this.validAtStart = lease.isValid();
+			this.body.accept(this);
 			this.expired.countDown();
 			this.finish.await(20, TimeUnit.SECONDS);
 		}
 
 	}
 
-	static class ExpiringJob {
+	static class LongJob {
 
 		private final LongRun run;
 
-		ExpiringJob(LongRun run) {
+		LongJob(LongRun run) {
 			this.run = run;
 		}
 
 		@SingleInstanceScheduled(fixedDelay = "1h", name = "${job.name}", lockAtMostFor = "500ms")
 		void run() throws InterruptedException {
-			Lease lease = LockContext.requireLease();
-			this.run.lease = lease;
-			this.run.validAtStart = lease.isValid();
-			await().pollInterval(Duration.ofMillis(5)).atMost(Duration.ofSeconds(10)).until(() -> !lease.isValid());
-			this.run.invalidAt = Instant.now();
-			this.run.await();
-		}
-
-	}
-
-	static class ExtendingJob {
-
-		private final LongRun run;
-
-		ExtendingJob(LongRun run) {
-			this.run = run;
-		}
-
-		@SingleInstanceScheduled(fixedDelay = "1h", name = "${job.name}", lockAtMostFor = "500ms")
-		void run() throws InterruptedException {
-			long start = System.nanoTime();
-			Lease lease = LockContext.requireLease();
-			this.run.lease = lease;
-			this.run.extended = lease.extend(Duration.ofSeconds(10));
-			await().atMost(Duration.ofSeconds(10))
-				.until(() -> System.nanoTime() - start > Duration.ofMillis(1000).toNanos());
-			this.run.validLater = lease.isValid();
-			this.run.await();
+			this.run.run(LockContext.requireLease());
 		}
 
 	}
