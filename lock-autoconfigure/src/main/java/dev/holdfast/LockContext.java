@@ -5,7 +5,8 @@ import java.util.Deque;
 import java.util.Optional;
 
 /**
- * The lease of the innermost {@link DistributedLock} method running on the current thread.
+ * The lease of the innermost {@link DistributedLock} method running on the current thread, or of
+ * the {@link SingleInstanceScheduled} job running on it (its job lock).
  * <p>
  * Inside an annotated method:
  * <pre>{@code
@@ -34,7 +35,8 @@ public final class LockContext {
 		Lease lease = LEASES.get().peek();
 		if (lease == null) {
 			throw new IllegalStateException("No Holdfast lease is bound to this thread: call this from a method "
-					+ "annotated with @DistributedLock, or use the Lease returned by LockTemplate");
+					+ "annotated with @DistributedLock or @SingleInstanceScheduled, or use the Lease returned by "
+					+ "LockTemplate");
 		}
 		return lease;
 	}

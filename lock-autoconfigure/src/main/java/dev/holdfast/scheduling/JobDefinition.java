@@ -8,11 +8,14 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TimeZone;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Future;
 import java.util.function.UnaryOperator;
 
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.convert.DurationStyle;
+import org.springframework.core.ReactiveAdapterRegistry;
 import org.springframework.scheduling.config.ScheduledTaskRegistrar;
 import org.springframework.scheduling.support.CronExpression;
 import org.springframework.util.StringUtils;
@@ -53,6 +56,14 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 		if (method.getParameterCount() != 0) {
 			throw invalid(description, "has parameters; a @SingleInstanceScheduled method takes none",
 					"Remove the parameters of the method.");
+		}
+		Class<?> returnType = method.getReturnType();
+		if (CompletionStage.class.isAssignableFrom(returnType) || Future.class.isAssignableFrom(returnType)
+				|| ReactiveAdapterRegistry.getSharedInstance().getAdapter(returnType) != null) {
+			throw invalid(description, "returns " + returnType.getName()
+					+ ", but a job holds its lock only until the method returns: work left running in the "
+					+ "returned value would run unlocked, and a publisher would never be subscribed",
+					"Return void and finish the work before returning (join the future, block on the publisher).");
 		}
 		String name = resolve(resolver, annotation.name());
 		if (name.isEmpty()) {

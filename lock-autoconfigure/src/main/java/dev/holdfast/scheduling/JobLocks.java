@@ -1,12 +1,10 @@
 package dev.holdfast.scheduling;
 
 import java.security.SecureRandom;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Base64;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
@@ -18,7 +16,6 @@ import org.springframework.scheduling.TaskScheduler;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.core.DefaultLockTemplate;
-import dev.holdfast.core.LeaseInfo;
 import dev.holdfast.core.LockListener;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
@@ -33,7 +30,8 @@ import dev.holdfast.spi.TickClaims;
  * must not stay registered as held leases in this process, where they would be renewed, offered
  * for reentrancy and accumulate one entry per tick. While a run holds its job lock, the lock is
  * {@linkplain DefaultLockTemplate#listHeld listed} with the template's leases, so that the
- * {@code locks} endpoint shows it.
+ * {@code locks} endpoint shows it, and the method reads it from {@link dev.holdfast.LockContext}
+ * as a {@link JobLease}.
  */
 final class JobLocks {
 
@@ -90,8 +88,20 @@ final class JobLocks {
 		if (!result.acquired()) {
 			return null;
 		}
-		long validNanos = ttl.toNanos() - this.backend.clockDriftAllowance(ttl).toNanos();
-		return new Held(name, key, owner, result.fencingToken(), start, start + ttl.toNanos(), start + validNanos);
+		return new Held(name, key, owner, result.fencingToken(), start, start + ttl.toNanos(), validUntil(start, ttl));
+	}
+
+	/**
+	 * Until when a lock taken or extended for {@code ttl} by a request sent at {@code startNanos}
+	 * is held for sure, allowing for the backend's clock drift; {@link System#nanoTime()}.
+	 */
+	long validUntil(long startNanos, Duration ttl) {
+		return startNanos + ttl.toNanos() - this.backend.clockDriftAllowance(ttl).toNanos();
+	}
+
+	/** This JVM's wall clock, the template's, for display. */
+	Instant now() {
+		return this.template.settings().clock().instant();
 	}
 
 	/** Whether the backend records tick claims in one entry per job ({@link TickClaims}). */
@@ -112,16 +122,10 @@ final class JobLocks {
 	}
 
 	/**
-	 * Lists {@code lock} with the template's held leases until the returned action runs.
+	 * Lists {@code lease} with the template's held leases until the returned action runs.
 	 */
-	Runnable list(Held lock) {
-		Clock clock = this.template.settings().clock();
-		Instant acquiredAt = clock.instant().minusNanos(System.nanoTime() - lock.acquiredNanos());
-		return this.template.listHeld(() -> {
-			long remaining = lock.validUntilNanos() - System.nanoTime();
-			return new LeaseInfo(lock.name(), lock.key(), lock.fencingToken(), acquiredAt,
-					clock.instant().plusNanos(remaining), remaining > 0);
-		});
+	Runnable list(JobLease lease) {
+		return this.template.listHeld(lease::info);
 	}
 
 	private <T> T call(String name, String operation, long start, Supplier<T> call) {
@@ -152,10 +156,9 @@ final class JobLocks {
 	 * to live where the backend can, otherwise by releasing it later from the scheduler.
 	 */
 	void keepFor(Held lock, Duration remaining) {
-		if (this.backend instanceof LeaseRenewal renewal) {
+		if (this.backend instanceof LeaseRenewal) {
 			try {
-				Set<String> renewed = renewal.renew(List.of(new HeldLock(lock.key(), lock.owner(), remaining)));
-				if (!renewed.contains(lock.key())) {
+				if (!renew(lock, remaining)) {
 					logger.debug("Holdfast job lock '" + lock.key() + "' had expired before lockAtLeastFor was applied");
 				}
 			}
@@ -167,6 +170,20 @@ final class JobLocks {
 		else {
 			this.scheduler.schedule(() -> release(lock), this.scheduler.getClock().instant().plus(remaining));
 		}
+	}
+
+	/**
+	 * Sets the time to live of {@code lock} to {@code ttl} from now, if its owner still holds it.
+	 * @return whether the lock was still held and now lives for {@code ttl}
+	 * @throws UnsupportedOperationException if the backend cannot set a lock's time to live
+	 * @throws LockBackendException if the backend failed
+	 */
+	boolean renew(Held lock, Duration ttl) {
+		if (!(this.backend instanceof LeaseRenewal renewal)) {
+			throw new UnsupportedOperationException("The " + this.backend.name() + " backend cannot extend leases");
+		}
+		return call(lock.name(), "extend lock '" + lock.key() + "'", System.nanoTime(),
+				() -> renewal.renew(List.of(new HeldLock(lock.key(), lock.owner(), ttl))).contains(lock.key()));
 	}
 
 	/**

@@ -14,6 +14,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.util.ReflectionUtils;
 
 import dev.holdfast.LockBackendException;
+import dev.holdfast.LockContext;
 
 /**
  * One {@code @SingleInstanceScheduled} method, as the task the scheduler runs. Each run:
@@ -24,12 +25,16 @@ import dev.holdfast.LockBackendException;
  * named after the job and the tick, never released, which expires by itself;</li>
  * <li>takes the job lock in one attempt, for {@code lockAtMostFor} without renewal, and lists it
  * with the lock template's held leases while the method runs;</li>
- * <li>invokes the method, logging what it throws;</li>
- * <li>releases the job lock, or keeps it until {@code lockAtLeastFor} after the start.</li>
+ * <li>invokes the method with the job lock's {@link JobLease} bound to {@link LockContext},
+ * logging what the method throws;</li>
+ * <li>releases the job lock, or keeps it until {@code lockAtLeastFor} after the start; a run that
+ * ended after its lease expired is logged at WARN and counted as a lost lease.</li>
  * </ol>
- * A lock held elsewhere skips the run (DEBUG, {@code tickSkipped}); a backend failure skips it
- * with a WARN. Once {@link JobRuns} is closed (the context is stopping), runs end at once, before
- * any backend call, and without a word.
+ * A lock held elsewhere skips the run (DEBUG, {@code tickSkipped}): a tick claimed elsewhere, or
+ * a job lock that is busy (a run in progress, or kept for {@code lockAtLeastFor}); so a claimed
+ * tick that finds the job lock busy runs nowhere: runs never overlap. A backend failure skips the
+ * run with a WARN. Once {@link JobRuns} is closed (the context is stopping), runs end at once,
+ * before any backend call, and without a word.
  */
 final class SingleInstanceJob implements Runnable {
 
@@ -111,7 +116,7 @@ final class SingleInstanceJob implements Runnable {
 			deleteExpiredClaims(locks, startNanos);
 			try {
 				if (!claim(locks, this.trigger, tick)) {
-					skipped(locks, tick, "another instance ran this tick, or this run started too late for it");
+					skipped(locks, tick, "another instance claimed this tick, or this run started too late for it");
 					return;
 				}
 			}
@@ -133,8 +138,9 @@ final class SingleInstanceJob implements Runnable {
 			return;
 		}
 		locks.listener().acquired(name, locks.backendName(), Duration.ofNanos(System.nanoTime() - startNanos));
-		Runnable unlist = locks.list(jobLock);
-		try {
+		JobLease lease = new JobLease(locks, jobLock);
+		Runnable unlist = locks.list(lease);
+		try (LockContext.Scope scope = LockContext.bind(lease)) {
 			if (tick != null) {
 				ScheduledTick.run(tick, this::invoke);
 			}
@@ -144,7 +150,7 @@ final class SingleInstanceJob implements Runnable {
 		}
 		finally {
 			try {
-				finish(locks, jobLock);
+				finish(locks, lease);
 			}
 			finally {
 				unlist.run();
@@ -213,7 +219,17 @@ final class SingleInstanceJob implements Runnable {
 		}
 	}
 
-	private void finish(JobLocks locks, JobLocks.Held jobLock) {
+	private void finish(JobLocks locks, JobLease lease) {
+		JobLocks.Held jobLock = lease.lock();
+		if (lease.outlived()) {
+			logger.warn("Holdfast job '" + this.definition.name() + "' ran for "
+					+ Duration.ofNanos(System.nanoTime() - jobLock.acquiredNanos()).toMillis()
+					+ " ms, past the validity of its lock (lockAtMostFor " + this.definition.lockAtMostFor()
+					+ "): another instance may have started it meanwhile. Raise lockAtMostFor, or call "
+					+ "LockContext.requireLease().extend(...) in long runs.");
+			locks.listener().leaseLost(this.definition.name(), locks.backendName());
+		}
+		lease.close();
 		long remaining = this.definition.lockAtLeastFor().toNanos() - (System.nanoTime() - jobLock.acquiredNanos());
 		if (remaining >= MIN_KEEP_NANOS) {
 			locks.keepFor(jobLock, Duration.ofNanos(remaining));

@@ -2,20 +2,28 @@ package dev.holdfast.scheduling;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import reactor.core.publisher.Mono;
 
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.task.TaskSchedulingAutoConfiguration;
+import org.springframework.boot.logging.LogLevel;
+import org.springframework.boot.logging.LoggingSystem;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.scheduling.TaskScheduler;
@@ -25,7 +33,10 @@ import org.springframework.scheduling.annotation.Scheduled;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockContext;
 import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.actuate.LockMetricsListener;
+import dev.holdfast.autoconfigure.HoldfastActuatorAutoConfiguration;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
 import dev.holdfast.core.LockListener;
 import dev.holdfast.memory.InMemoryLockBackend;
@@ -126,6 +137,47 @@ class SingleInstanceScheduledTests {
 	}
 
 	@Test
+	void claimedTickThatFindsTheJobLockBusyRunsNowhereAndIsCountedAndLoggedAtDebug(CapturedOutput output) {
+		LoggingSystem logging = LoggingSystem.get(getClass().getClassLoader());
+		logging.setLogLevel(SingleInstanceJob.class.getName(), LogLevel.DEBUG);
+		try {
+			List<BusyJob.Run> runs = new CopyOnWriteArrayList<>();
+			ApplicationContextRunner instance = this.runner
+				.withConfiguration(AutoConfigurations.of(HoldfastActuatorAutoConfiguration.class))
+				.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+				.withBean(BusyJob.class, () -> new BusyJob(runs));
+			instance.run((first) -> instance.run((second) -> {
+				await().atMost(Duration.ofSeconds(20)).until(() -> runs.size() >= 3);
+				List<BusyJob.Run> ran = List.copyOf(runs);
+				for (int i = 1; i < ran.size(); i++) {
+					// lockAtLeastFor (1.5 s) keeps the job lock over the next tick: whoever claims
+					// it finds the lock busy and skips it, and the others lost the claim.
+					assertThat(Duration.ofMillis(ran.get(i).tick() - ran.get(i - 1).tick()))
+						.as("between ticks that ran, of %s", ran)
+						.isGreaterThanOrEqualTo(Duration.ofSeconds(2));
+					assertThat(ran.get(i).token()).as("fencing token of the run after %s", ran.get(i - 1))
+						.isGreaterThan(ran.get(i - 1).token());
+				}
+				assertThat(output).contains("Holdfast skipped job 'busy-job' at tick ")
+					.contains(": the job's lock is held by another run (or kept for lockAtLeastFor)");
+				assertThat(skipped(first) + skipped(second)).as("holdfast.scheduled.skipped on both instances")
+					.isGreaterThanOrEqualTo(2);
+			}));
+		}
+		finally {
+			logging.setLogLevel(SingleInstanceJob.class.getName(), null);
+		}
+	}
+
+	private static double skipped(ApplicationContext context) {
+		Counter counter = context.getBean(MeterRegistry.class)
+			.find(LockMetricsListener.SKIPPED)
+			.tags("name", "busy-job", "backend", "memory")
+			.counter();
+		return (counter != null) ? counter.count() : 0;
+	}
+
+	@Test
 	void lockAtMostForEndsTheLockOfARunThatTakesLonger() {
 		this.runner.withUserConfiguration(SlowJob.class).run((context) -> {
 			SlowJob job = context.getBean(SlowJob.class);
@@ -200,6 +252,17 @@ class SingleInstanceScheduledTests {
 	@Test
 	void methodWithParametersFailsAtStartup() {
 		assertStartupFailure(WithParameter.class, "WithParameter.job", "has parameters");
+	}
+
+	@Test
+	void futureReturnTypeFailsAtStartup() {
+		assertStartupFailure(ReturnsFuture.class, "ReturnsFuture.job",
+				"returns java.util.concurrent.CompletableFuture, but a job holds its lock only until");
+	}
+
+	@Test
+	void publisherReturnTypeFailsAtStartup() {
+		assertStartupFailure(ReturnsMono.class, "ReturnsMono.job", "returns reactor.core.publisher.Mono");
 	}
 
 	@Test
@@ -319,6 +382,26 @@ class SingleInstanceScheduledTests {
 
 	}
 
+	static class BusyJob {
+
+		private final List<Run> runs;
+
+		BusyJob(List<Run> runs) {
+			this.runs = runs;
+		}
+
+		@SingleInstanceScheduled(cron = "* * * * * *", name = "busy-job", lockAtLeastFor = "1500ms")
+		void run() {
+			this.runs.add(new Run(ScheduledTick.current().orElseThrow().toEpochMilli(),
+					LockContext.requireLease().fencingToken()));
+		}
+
+		record Run(long tick, long token) {
+
+		}
+
+	}
+
 	static class SlowJob {
 
 		final CountDownLatch started = new CountDownLatch(1);
@@ -411,6 +494,24 @@ class SingleInstanceScheduledTests {
 
 		@SingleInstanceScheduled(fixedRate = "1s")
 		void job(String value) {
+		}
+
+	}
+
+	static class ReturnsFuture {
+
+		@SingleInstanceScheduled(fixedRate = "1s")
+		CompletableFuture<Void> job() {
+			return CompletableFuture.completedFuture(null);
+		}
+
+	}
+
+	static class ReturnsMono {
+
+		@SingleInstanceScheduled(fixedRate = "1s")
+		Mono<Void> job() {
+			return Mono.empty();
 		}
 
 	}

@@ -1,0 +1,219 @@
+package dev.holdfast.scheduling;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.core.env.Environment;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockContext;
+import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.spi.LockBackend;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * A {@link SingleInstanceScheduled} method reads the lease of its job lock from
+ * {@link LockContext}: the backend's fencing token of the run, and whether the run still holds
+ * the lock. Instances are application contexts on one real backend; subclasses say which.
+ */
+@ExtendWith(OutputCaptureExtension.class)
+abstract class AbstractJobLeaseTests {
+
+	private final String jobName = "lease-" + UUID.randomUUID();
+
+	/** A runner whose contexts use the backend under test, shared between them. */
+	protected abstract ApplicationContextRunner runner();
+
+	/** The backend name the contexts must use. */
+	protected abstract String expectedBackend();
+
+	private ApplicationContextRunner instance(String id, Class<?> job, Object recorder) {
+		return runner().withPropertyValues("job.name=" + this.jobName, "instance=" + id)
+			.withInitializer((context) -> context.getBeanFactory().registerSingleton("recorder", recorder))
+			.withUserConfiguration(job);
+	}
+
+	@Test
+	void runsReadTheirLeaseAndTokensIncreaseRunOverRunAcrossTwoInstances() {
+		Runs runs = new Runs();
+		instance("a", FrequentJob.class, runs).run((a) -> instance("b", FrequentJob.class, runs).run((b) -> {
+			assertThat(a.getBean(DefaultLockTemplate.class).backend().name()).isEqualTo(expectedBackend());
+			await().atMost(Duration.ofSeconds(20))
+				.until(() -> runs.of("a").size() >= 5 && runs.of("b").size() >= 5);
+			List<Run> recorded = List.copyOf(runs.all);
+			String key = a.getBean(DefaultLockTemplate.class).keyFor(this.jobName, null);
+			assertThat(recorded).allSatisfy((run) -> {
+				assertThat(run.key()).isEqualTo(key);
+				assertThat(run.valid()).as("valid when the run starts").isTrue();
+			});
+			// Runs record under the job lock, so the list is in the order the lock was taken.
+			assertThat(recorded.stream().map(Run::token).toList()).as("tokens in the order of the runs, of %s",
+					recorded)
+				.isSorted()
+				.doesNotHaveDuplicates();
+			assertThat(runs.of("a")).as("tokens of one instance, run over run").isSorted().doesNotHaveDuplicates();
+			assertThat(runs.of("b")).as("tokens of one instance, run over run").isSorted().doesNotHaveDuplicates();
+		}));
+	}
+
+	@Test
+	void leaseIsNoLongerValidOnceLockAtMostForHasPassedInALongRun(CapturedOutput output) {
+		LongRun run = LongRun.expiring();
+		instance("a", LongJob.class, run).run((context) -> {
+			assertThat(run.expired.await(20, TimeUnit.SECONDS)).as("the lease turned invalid").isTrue();
+			Lease lease = run.lease;
+			assertThat(run.validAtStart).isTrue();
+			assertThat(Duration.between(lease.acquiredAt(), run.invalidAt)).as("time until isValid() turned false")
+				.isBetween(Duration.ofMillis(450), Duration.ofMillis(3000));
+			assertThat(Duration.between(lease.acquiredAt(), lease.expiresAt())).as("lockAtMostFor less drift")
+				.isBetween(Duration.ofMillis(400), Duration.ofMillis(500));
+			LockBackend backend = context.getBean(LockBackend.class);
+			await().atMost(Duration.ofSeconds(5))
+				.alias("another owner takes the job lock while the run goes on")
+				.until(() -> backend.tryAcquire(lease.key(), "probe", Duration.ofMillis(200)).acquired());
+			run.finish.countDown();
+			await().atMost(Duration.ofSeconds(5))
+				.until(() -> output.toString().contains("Holdfast job '" + this.jobName + "' ran for"));
+			assertThat(output).contains("past the validity of its lock (lockAtMostFor PT0.5S)");
+		});
+	}
+
+	@Test
+	void extendKeepsTheJobLockPastLockAtMostFor(CapturedOutput output) {
+		LongRun run = LongRun.extending();
+		instance("a", LongJob.class, run).run((context) -> {
+			assertThat(run.expired.await(20, TimeUnit.SECONDS)).as("the run passed lockAtMostFor").isTrue();
+			assertThat(run.extended).isTrue();
+			assertThat(run.validLater).as("valid after lockAtMostFor, once extended").isTrue();
+			LockBackend backend = context.getBean(LockBackend.class);
+			String key = run.lease.key();
+			assertThat(backend.tryAcquire(key, "probe", Duration.ofMillis(200)).acquired())
+				.as("another owner, after lockAtMostFor, while the extended run goes on")
+				.isFalse();
+			run.finish.countDown();
+			await().atMost(Duration.ofSeconds(5))
+				.alias("the job lock once the run is over")
+				.until(() -> backend.tryAcquire(key, "probe", Duration.ofMillis(200)).acquired());
+			assertThat(run.lease.isValid()).as("after the run").isFalse();
+			assertThat(output).doesNotContain("past the validity of its lock");
+		});
+	}
+
+	record Run(String instance, String key, long token, boolean valid) {
+
+	}
+
+	static class Runs {
+
+		final List<Run> all = new CopyOnWriteArrayList<>();
+
+		List<Long> of(String instance) {
+			return this.all.stream().filter((run) -> run.instance().equals(instance)).map(Run::token).toList();
+		}
+
+	}
+
+	static class FrequentJob {
+
+		private final Runs runs;
+
+		private final String instance;
+
+		FrequentJob(Runs runs, Environment environment) {
+			this.runs = runs;
+			this.instance = environment.getRequiredProperty("instance");
+		}
+
+		@SingleInstanceScheduled(fixedRate = "50ms", name = "${job.name}")
+		void run() {
+			Lease lease = LockContext.requireLease();
+			this.runs.all.add(new Run(this.instance, lease.key(), lease.fencingToken(), lease.isValid()));
+		}
+
+	}
+
+	/** A long run: what it does with its lease, then what it saw; the test ends the run. */
+	static class LongRun {
+
+		final CountDownLatch expired = new CountDownLatch(1);
+
+		final CountDownLatch finish = new CountDownLatch(1);
+
+		private final Consumer<LongRun> body;
+
+		volatile Lease lease;
+
+		volatile boolean validAtStart;
+
+		volatile boolean extended;
+
+		volatile boolean validLater;
+
+		volatile Instant invalidAt;
+
+		LongRun(Consumer<LongRun> body) {
+			this.body = body;
+		}
+
+		/** Waits until the lease is no longer valid. */
+		static LongRun expiring() {
+			return new LongRun((run) -> {
+				await().pollInterval(Duration.ofMillis(5))
+					.atMost(Duration.ofSeconds(10))
+					.until(() -> !run.lease.isValid());
+				run.invalidAt = Instant.now();
+			});
+		}
+
+		/** Extends the lease, then waits until twice lockAtMostFor has passed. */
+		static LongRun extending() {
+			return new LongRun((run) -> {
+				long start = System.nanoTime();
+				run.extended = run.lease.extend(Duration.ofSeconds(10));
+				await().atMost(Duration.ofSeconds(10))
+					.until(() -> System.nanoTime() - start > Duration.ofMillis(1000).toNanos());
+				run.validLater = run.lease.isValid();
+			});
+		}
+
+		void run(Lease lease) throws InterruptedException {
+			this.lease = lease;
+			this.validAtStart = lease.isValid();
+			this.body.accept(this);
+			this.expired.countDown();
+			this.finish.await(20, TimeUnit.SECONDS);
+		}
+
+	}
+
+	static class LongJob {
+
+		private final LongRun run;
+
+		LongJob(LongRun run) {
+			this.run = run;
+		}
+
+		@SingleInstanceScheduled(fixedDelay = "1h", name = "${job.name}", lockAtMostFor = "500ms")
+		void run() throws InterruptedException {
+			this.run.run(LockContext.requireLease());
+		}
+
+	}
+
+}
