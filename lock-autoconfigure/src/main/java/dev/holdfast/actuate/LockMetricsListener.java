@@ -110,7 +110,7 @@ public class LockMetricsListener implements LockListener {
 	@Override
 	public void tickSkipped(String name, String backend) {
 		Counter.builder(SKIPPED)
-			.description("Scheduled ticks skipped because another instance ran them")
+			.description("Scheduled ticks skipped: another instance claimed them, or the job's lock was busy")
 			.tag("name", name)
 			.tag("backend", backend)
 			.register(this.registry)

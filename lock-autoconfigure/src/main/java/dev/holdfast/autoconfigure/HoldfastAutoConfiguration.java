@@ -11,6 +11,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
 
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.core.CompositeLockListener;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockListener;
 import dev.holdfast.core.LockSettings;
@@ -39,7 +40,7 @@ public final class HoldfastAutoConfiguration {
 		}
 		LockSettings settings = settings(properties);
 		List<LockListener> all = listeners.orderedStream().toList();
-		LockListener listener = all.isEmpty() ? LockListener.NONE : CompositeLockListener.of(all);
+		LockListener listener = CompositeLockListener.of(all);
 		try {
 			return new DefaultLockTemplate(backend, settings, listener);
 		}

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.ConcurrentLinkedDeque;
 
+import io.micrometer.observation.Observation;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -15,6 +16,7 @@ import org.springframework.util.ReflectionUtils;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockContext;
+import dev.holdfast.core.LockListener.LockObservation;
 
 /**
  * One {@code @SingleInstanceScheduled} method, as the task the scheduler runs. Each run:
@@ -125,22 +127,29 @@ final class SingleInstanceJob implements Runnable {
 				return;
 			}
 		}
+		String key = locks.keyFor(name, null);
+		LockObservation observation = locks.listener().acquiring(name, key, locks.backendName());
 		JobLocks.Held jobLock;
 		try {
-			jobLock = locks.tryAcquire(name, locks.keyFor(name, null), this.definition.lockAtMostFor());
+			jobLock = locks.tryAcquire(name, key, this.definition.lockAtMostFor());
 		}
 		catch (LockBackendException ex) {
+			observation.failed(ex);
 			backendFailed(tick, ex);
 			return;
 		}
+		Duration waited = Duration.ofNanos(System.nanoTime() - startNanos);
 		if (jobLock == null) {
+			observation.notAcquired();
+			locks.listener().notAcquired(name, locks.backendName(), waited);
 			skipped(locks, tick, "the job's lock is held by another run (or kept for lockAtLeastFor)");
 			return;
 		}
-		locks.listener().acquired(name, locks.backendName(), Duration.ofNanos(System.nanoTime() - startNanos));
+		observation.acquired(jobLock.fencingToken());
+		locks.listener().acquired(name, locks.backendName(), waited);
 		JobLease lease = new JobLease(locks, jobLock);
 		Runnable unlist = locks.list(lease);
-		try (LockContext.Scope scope = LockContext.bind(lease)) {
+		try (LockContext.Scope scope = LockContext.bind(lease); Observation.Scope held = observation.openScope()) {
 			if (tick != null) {
 				ScheduledTick.run(tick, this::invoke);
 			}
@@ -150,7 +159,7 @@ final class SingleInstanceJob implements Runnable {
 		}
 		finally {
 			try {
-				finish(locks, lease);
+				finish(locks, lease, observation);
 			}
 			finally {
 				unlist.run();
@@ -219,9 +228,10 @@ final class SingleInstanceJob implements Runnable {
 		}
 	}
 
-	private void finish(JobLocks locks, JobLease lease) {
+	private void finish(JobLocks locks, JobLease lease, LockObservation observation) {
 		JobLocks.Held jobLock = lease.lock();
-		if (lease.outlived()) {
+		boolean outlived = lease.outlived();
+		if (outlived) {
 			logger.warn("Holdfast job '" + this.definition.name() + "' ran for "
 					+ Duration.ofNanos(System.nanoTime() - jobLock.acquiredNanos()).toMillis()
 					+ " ms, past the validity of its lock (lockAtMostFor " + this.definition.lockAtMostFor()
@@ -236,6 +246,12 @@ final class SingleInstanceJob implements Runnable {
 		}
 		else {
 			locks.release(jobLock);
+		}
+		if (outlived) {
+			observation.lost();
+		}
+		else {
+			observation.released();
 		}
 		locks.listener()
 			.released(this.definition.name(), locks.backendName(),

@@ -51,6 +51,7 @@ import org.springframework.util.StringValueResolver;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.CompositeLockListener;
 import dev.holdfast.core.LockListener;
 
 /**
@@ -221,7 +222,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		TaskScheduler scheduler = scheduler(factory);
 		this.registrar.setTaskScheduler(scheduler);
 		List<LockListener> listeners = factory.getBeanProvider(LockListener.class).orderedStream().toList();
-		JobLocks locks = new JobLocks(template, listener(listeners), scheduler);
+		JobLocks locks = new JobLocks(template, CompositeLockListener.of(listeners), scheduler);
 		for (SingleInstanceJob job : jobs) {
 			job.bind(locks, scheduler.getClock());
 			schedule(job, false);
@@ -302,38 +303,6 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 
 	private static @Nullable ThreadPoolTaskSchedulerBuilder builder(ListableBeanFactory factory) {
 		return factory.getBeanProvider(ThreadPoolTaskSchedulerBuilder.class).getIfUnique();
-	}
-
-	private static LockListener listener(List<LockListener> listeners) {
-		if (listeners.isEmpty()) {
-			return LockListener.NONE;
-		}
-		if (listeners.size() == 1) {
-			return listeners.get(0);
-		}
-		return new LockListener() {
-
-			@Override
-			public void acquired(String name, String backend, Duration waited) {
-				listeners.forEach((listener) -> listener.acquired(name, backend, waited));
-			}
-
-			@Override
-			public void failed(String name, String backend, Duration waited, RuntimeException ex) {
-				listeners.forEach((listener) -> listener.failed(name, backend, waited, ex));
-			}
-
-			@Override
-			public void released(String name, String backend, Duration held) {
-				listeners.forEach((listener) -> listener.released(name, backend, held));
-			}
-
-			@Override
-			public void tickSkipped(String name, String backend) {
-				listeners.forEach((listener) -> listener.tickSkipped(name, backend));
-			}
-
-		};
 	}
 
 	private Defaults defaults() {

@@ -35,6 +35,7 @@ import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.OnLocked;
+import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.autoconfigure.HoldfastActuatorAutoConfiguration;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
 import dev.holdfast.core.DefaultLockTemplate;
@@ -66,6 +67,26 @@ class LockObservationTests {
 		.withPropertyValues("holdfast.backend=memory");
 
 	private final String id = "customer-" + UUID.randomUUID();
+
+	@Test
+	void scheduledRunIsObservedLikeAnAnnotatedMethod() {
+		this.runner.withBean(Nightly.class).run((context) -> {
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> !spans("lock held nightly").isEmpty() && ended(spans("lock held nightly").get(0)));
+			SimpleSpan acquire = spans("lock acquire nightly").get(0);
+			SimpleSpan held = spans("lock held nightly").get(0);
+			SimpleSpan query = spans("report.query").get(0);
+			assertThat(acquire.getTags()).containsEntry("outcome", "acquired").containsKey("fencing.token");
+			assertThat(held.getTags()).containsEntry("outcome", "released")
+				.containsEntry("fencing.token", acquire.getTags().get("fencing.token"));
+			assertThat(query.getParentId()).as("the job's observation's parent").isEqualTo(held.getSpanId());
+			MeterRegistry meters = context.getBean(MeterRegistry.class);
+			assertThat(meters.get(LockMetricsListener.HELD)
+				.tags("name", "nightly", "backend", "memory", "outcome", "released")
+				.timer()
+				.count()).isPositive();
+		});
+	}
 
 	@Test
 	void annotatedMethodIsAnAcquireSpanAndAHeldSpanThatParentsWhatTheMethodObserves() {
@@ -305,6 +326,22 @@ class LockObservationTests {
 	}
 
 	/** Locked methods that observe their own work, as JDBC or HTTP instrumentation would. */
+	static class Nightly {
+
+		private final ObservationRegistry registry;
+
+		Nightly(ObservationRegistry registry) {
+			this.registry = registry;
+		}
+
+		@SingleInstanceScheduled(name = "nightly", fixedRate = "10m")
+		void report() {
+			Observation.createNotStarted("report.query", this.registry).observe(() -> {
+			});
+		}
+
+	}
+
 	static class Orders {
 
 		private final ObservationRegistry registry;

@@ -1,4 +1,4 @@
-package dev.holdfast.autoconfigure;
+package dev.holdfast.core;
 
 import java.util.List;
 import java.util.Queue;
@@ -12,10 +12,7 @@ import org.junit.jupiter.api.Test;
 import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
 import dev.holdfast.actuate.LockObservationListener;
-import dev.holdfast.core.DefaultLockTemplate;
-import dev.holdfast.core.LockListener;
 import dev.holdfast.core.LockListener.LockObservation;
-import dev.holdfast.core.LockSettings;
 import dev.holdfast.memory.InMemoryLockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;

@@ -1,4 +1,4 @@
-package dev.holdfast.autoconfigure;
+package dev.holdfast.core;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -6,13 +6,11 @@ import java.util.List;
 
 import io.micrometer.observation.Observation;
 
-import dev.holdfast.core.LockListener;
-
 /**
  * Calls several listeners in order. Their observations of one acquisition are combined; when at
  * most one listener observes (the usual case), its observation is used as it is.
  */
-final class CompositeLockListener implements LockListener {
+public final class CompositeLockListener implements LockListener {
 
 	private final List<LockListener> listeners;
 
@@ -20,7 +18,16 @@ final class CompositeLockListener implements LockListener {
 		this.listeners = listeners;
 	}
 
-	static LockListener of(List<LockListener> listeners) {
+	/**
+	 * One listener that calls {@code listeners} in order: {@link LockListener#NONE} for none, the
+	 * listener itself for one.
+	 * @param listeners the listeners, in the order they are called
+	 * @return the combined listener
+	 */
+	public static LockListener of(List<LockListener> listeners) {
+		if (listeners.isEmpty()) {
+			return LockListener.NONE;
+		}
 		return (listeners.size() == 1) ? listeners.get(0) : new CompositeLockListener(List.copyOf(listeners));
 	}
 
