@@ -179,14 +179,19 @@ public class RedisLockBackend
 
 	private final ReentrantLock lifecycleLock = new ReentrantLock();
 
-	/** One daemon thread, started on first subscription, that (re)subscribes. */
-	private final ExecutorService subscriptionExecutor = Executors.newSingleThreadExecutor((task) -> {
-		Thread thread = new Thread(task, "holdfast-redis-subscription");
-		thread.setDaemon(true);
-		return thread;
-	});
+	/** One daemon thread, started on first subscription, that (re)subscribes for the container. */
+	private final ExecutorService subscriptionExecutor = daemonThread("holdfast-redis-subscription");
+
+	/**
+	 * One daemon thread that opens the subscription the first time, retrying until Redis answers:
+	 * opening it can wait for a connection timeout (a silent network drops the handshake), and
+	 * no caller may wait for that.
+	 */
+	private final ExecutorService openingExecutor = daemonThread("holdfast-redis-subscribe");
 
 	private @Nullable RedisMessageListenerContainer container;
+
+	private boolean opening;
 
 	private volatile boolean closed;
 
@@ -482,25 +487,33 @@ public class RedisLockBackend
 
 	/**
 	 * Calls {@code listener} with the key of every lock released through this channel by any
-	 * process. The first successful call opens the backend's single subscription, which then
-	 * follows the client's reconnections; later calls share it. Delivery is best effort (see the
-	 * type's documentation); the listener runs on the Redis client's I/O thread and must not
-	 * block.
+	 * process, through the backend's single subscription; all calls share it. Delivery is best
+	 * effort (see the type's documentation); the listener runs on the Redis client's I/O thread
+	 * and must not block.
+	 * <p>
+	 * Never waits for the network: the first call opens the subscription on a thread of the
+	 * backend, which retries every second until Redis answers (after that, the subscription
+	 * follows the client's reconnections by itself). Until it listens ({@link #isListening()}),
+	 * releases are not delivered and the engine's polling alone wakes waiters.
 	 * @return a handle that stops deliveries to this listener when closed
-	 * @throws LockBackendException if the subscription cannot be opened (Redis unreachable); a
-	 * later call tries again
 	 * @throws IllegalStateException if the backend is closed
 	 */
 	@Override
 	public AutoCloseable subscribe(Consumer<String> listener) {
 		Assert.notNull(listener, "'listener' must not be null");
-		this.listeners.add(listener);
+		this.lifecycleLock.lock();
 		try {
-			ensureSubscribed();
+			if (this.closed) {
+				throw new IllegalStateException("The Redis lock backend is closed");
+			}
+			this.listeners.add(listener);
+			if (!this.opening) {
+				this.opening = true;
+				this.openingExecutor.execute(this::openSubscription);
+			}
 		}
-		catch (RuntimeException ex) {
-			this.listeners.remove(listener);
-			throw ex;
+		finally {
+			this.lifecycleLock.unlock();
 		}
 		return () -> this.listeners.remove(listener);
 	}
@@ -511,43 +524,66 @@ public class RedisLockBackend
 		return current != null && current.isListening();
 	}
 
-	private void ensureSubscribed() {
-		this.lifecycleLock.lock();
-		try {
-			if (this.closed) {
-				throw new IllegalStateException("The Redis lock backend is closed");
+	/** Opens the subscription, once a second until Redis answers or the backend closes. */
+	private void openSubscription() {
+		int failures = 0;
+		while (!Thread.currentThread().isInterrupted()) {
+			RedisMessageListenerContainer candidate = newContainer();
+			this.lifecycleLock.lock();
+			try {
+				if (this.closed) {
+					return;
+				}
+				this.container = candidate;
 			}
-			if (this.container != null) {
+			finally {
+				this.lifecycleLock.unlock();
+			}
+			try {
+				candidate.start();
+				if (failures > 0) {
+					logger.info("Redis subscription to channel '" + this.channel + "' open after " + failures
+							+ " failed attempt(s)");
+				}
 				return;
 			}
-			RedisMessageListenerContainer listenerContainer = new RedisMessageListenerContainer();
-			listenerContainer.setConnectionFactory(this.connectionFactory);
-			// Listeners must not block: running them on the client's I/O thread avoids a thread
-			// per message.
-			listenerContainer.setTaskExecutor(Runnable::run);
-			// Subscribing, and re-subscribing after Redis comes back, waits and sleeps: that must
-			// happen on a thread of ours, never on a caller's (the task executor above is the
-			// default for it).
-			listenerContainer.setSubscriptionExecutor(this.subscriptionExecutor);
-			listenerContainer.setRecoveryInterval(SUBSCRIPTION_RECOVERY.toMillis());
-			listenerContainer.setMaxSubscriptionRegistrationWaitingTime(SUBSCRIPTION_RECOVERY.toMillis());
-			listenerContainer.setBeanName("holdfastReleaseEvents");
-			listenerContainer.setErrorHandler((ex) -> logger.warn("Release notification failed", ex));
-			listenerContainer.addMessageListener(new Dispatcher(), new ChannelTopic(this.channel));
-			listenerContainer.afterPropertiesSet();
-			try {
-				listenerContainer.start();
-			}
 			catch (RuntimeException ex) {
-				destroy(listenerContainer);
-				throw new LockBackendException("Redis subscribe to channel '" + this.channel + "' failed: "
-						+ NestedExceptionUtils.getMostSpecificCause(ex).getMessage(), ex);
+				destroy(candidate);
+				failures++;
+				String message = "Redis subscribe to channel '" + this.channel + "' failed (attempt " + failures
+						+ "); waiters poll until it opens: " + NestedExceptionUtils.getMostSpecificCause(ex).getMessage();
+				if (failures == 1) {
+					logger.warn(message);
+				}
+				else {
+					logger.debug(message);
+				}
 			}
-			this.container = listenerContainer;
+			try {
+				Thread.sleep(SUBSCRIPTION_RECOVERY.toMillis());
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
 		}
-		finally {
-			this.lifecycleLock.unlock();
-		}
+	}
+
+	private RedisMessageListenerContainer newContainer() {
+		RedisMessageListenerContainer listenerContainer = new RedisMessageListenerContainer();
+		listenerContainer.setConnectionFactory(this.connectionFactory);
+		// Listeners must not block: running them on the client's I/O thread avoids a thread per
+		// message.
+		listenerContainer.setTaskExecutor(Runnable::run);
+		// Re-subscribing after Redis comes back waits and sleeps: on a thread of ours, never on a
+		// caller's (the task executor above is the default for it).
+		listenerContainer.setSubscriptionExecutor(this.subscriptionExecutor);
+		listenerContainer.setRecoveryInterval(SUBSCRIPTION_RECOVERY.toMillis());
+		listenerContainer.setMaxSubscriptionRegistrationWaitingTime(SUBSCRIPTION_RECOVERY.toMillis());
+		listenerContainer.setBeanName("holdfastReleaseEvents");
+		listenerContainer.setErrorHandler((ex) -> logger.warn("Release notification failed", ex));
+		listenerContainer.addMessageListener(new Dispatcher(), new ChannelTopic(this.channel));
+		listenerContainer.afterPropertiesSet();
+		return listenerContainer;
 	}
 
 	/**
@@ -594,10 +630,19 @@ public class RedisLockBackend
 			this.lifecycleLock.unlock();
 		}
 		this.listeners.clear();
+		this.openingExecutor.shutdownNow();
 		if (toClose != null) {
 			destroy(toClose);
 		}
 		this.subscriptionExecutor.shutdownNow();
+	}
+
+	private static ExecutorService daemonThread(String name) {
+		return Executors.newSingleThreadExecutor((task) -> {
+			Thread thread = new Thread(task, name);
+			thread.setDaemon(true);
+			return thread;
+		});
 	}
 
 	private static void destroy(RedisMessageListenerContainer listenerContainer) {

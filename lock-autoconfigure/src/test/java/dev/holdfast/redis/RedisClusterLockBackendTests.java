@@ -25,6 +25,7 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.testsupport.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The backend contract on Redis Cluster (one node serving every slot, so that commands over
@@ -96,6 +97,7 @@ class RedisClusterLockBackendTests extends LockBackendContractTests {
 		RedisLockBackend releasing = newBackend();
 		BlockingQueue<String> received = new LinkedBlockingQueue<>();
 		listening.subscribe(received::add);
+		await().atMost(Duration.ofSeconds(10)).until(listening::isListening);
 		String key = "cluster-test:" + UUID.randomUUID();
 		long last = 0;
 		for (int i = 0; i < 20; i++) {

@@ -30,10 +30,10 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.testsupport.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+import static org.awaitility.Awaitility.await;
 
 class RedisLockBackendTests {
 
@@ -158,7 +158,7 @@ class RedisLockBackendTests {
 		RedisLockBackend releasing = newBackend(server);
 		BlockingQueue<String> received = new LinkedBlockingQueue<>();
 		AutoCloseable subscription = listening.subscribe(received::add);
-		assertThat(listening.isListening()).isTrue();
+		await().atMost(Duration.ofSeconds(10)).until(listening::isListening);
 		String key = randomKey();
 		releasing.tryAcquire(key, "owner", TTL);
 		releasing.release(key, "owner");
@@ -182,6 +182,7 @@ class RedisLockBackendTests {
 			throw new IllegalStateException("a failing listener must not stop the others");
 		});
 		listening.subscribe(second::add);
+		await().atMost(Duration.ofSeconds(10)).until(listening::isListening);
 		assertThat(subscribers(channel)).isOne();
 		String key = randomKey();
 		RedisLockBackend releasing = newBackend(server, channel);
