@@ -95,7 +95,8 @@ import dev.holdfast.spi.TickClaims;
  * {@code LettuceConnectionFactory} that shares its native connection (the default) is also an
  * {@link AsyncLockBackend}: acquire and release send the same scripts on that shared Lettuce
  * connection and complete on its I/O thread, or fail with {@link LockBackendException} after the
- * command timeout. Reactive callers then never block a thread.</li>
+ * command timeout. Reactive callers then never block a thread. Its blocking acquire and release
+ * use that connection directly too, without spring-data-redis's per-call objects.</li>
  * </ul>
  * A failover to a replica that had not received the latest writes can lose a lock or a
  * counter; Redis replication is asynchronous. Use the Redlock backend where that matters.
@@ -282,13 +283,20 @@ public class RedisLockBackend
 		byte[][] keys = acquireKeys(key);
 		byte[][] args = acquireArguments(owner, ttl);
 		List<?> reply;
-		try (RedisConnection connection = this.connectionFactory.getConnection()) {
-			reply = evalSha(connection, ACQUIRE, ReturnType.MULTI, keys, args);
+		try {
+			reply = eval(ACQUIRE, ReturnType.MULTI, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("acquire", key, ex);
 		}
 		return acquireResult(key, reply);
+	}
+
+	/** Runs a script and waits for its reply, through a connection of the factory. */
+	<T> T eval(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args) {
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			return evalSha(connection, script, type, keys, args);
+		}
 	}
 
 	/** {@link #tryAcquire} without blocking, for {@link NonBlocking}. */
@@ -378,8 +386,8 @@ public class RedisLockBackend
 		byte[][] keys = { lockKey(key) };
 		byte[][] args = releaseArguments(key, owner);
 		Object reply;
-		try (RedisConnection connection = this.connectionFactory.getConnection()) {
-			reply = evalSha(connection, RELEASE, ReturnType.INTEGER, keys, args);
+		try {
+			reply = eval(RELEASE, ReturnType.INTEGER, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("release", key, ex);
@@ -805,6 +813,12 @@ public class RedisLockBackend
 		NonBlocking(RedisConnectionFactory connectionFactory, String channel, LettuceScripts scripts) {
 			super(connectionFactory, channel);
 			this.scripts = scripts;
+		}
+
+		/** Blocking calls, too, go straight to the shared Lettuce connection. */
+		@Override
+		<T> T eval(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args) {
+			return this.scripts.eval(script, type, keys, args);
 		}
 
 		/**
