@@ -393,8 +393,9 @@ class RedisLockBackendTests {
 
 	@Test
 	void blockingWaiterInAnotherInstanceWakesPromptlyOnRelease() throws Exception {
-		DefaultLockTemplate holder = newTemplate();
-		DefaultLockTemplate waiter = newTemplate();
+		DefaultLockTemplate holder = newTemplate(newNonBlockingBackend(RedisLockBackend.DEFAULT_CHANNEL));
+		RedisLockBackend waiterBackend = newNonBlockingBackend(RedisLockBackend.DEFAULT_CHANNEL);
+		DefaultLockTemplate waiter = newTemplate(waiterBackend);
 		// A plain name: the template keeps it as the key.
 		String name = "wake-" + UUID.randomUUID();
 		Lease held = holder.acquire(name, null, LockOptions.defaults().waitTime(Duration.ZERO));
@@ -412,6 +413,8 @@ class RedisLockBackendTests {
 		await().during(Duration.ofMillis(100))
 			.atMost(Duration.ofSeconds(5))
 			.until(() -> thread.getState() == Thread.State.TIMED_WAITING);
+		// Pub/sub is best effort: what is published before the subscription listens is lost.
+		await().atMost(Duration.ofSeconds(5)).until(waiterBackend::isListening);
 		long releasedAt = System.nanoTime();
 		held.close();
 		long wake = acquiredAt.get(30, TimeUnit.SECONDS) - releasedAt;
@@ -421,8 +424,9 @@ class RedisLockBackendTests {
 
 	@Test
 	void nonBlockingWaiterInAnotherInstanceWakesPromptlyOnRelease() throws Exception {
-		DefaultLockTemplate holder = newTemplate();
-		DefaultLockTemplate waiter = newTemplate();
+		DefaultLockTemplate holder = newTemplate(newNonBlockingBackend(RedisLockBackend.DEFAULT_CHANNEL));
+		RedisLockBackend waiterBackend = newNonBlockingBackend(RedisLockBackend.DEFAULT_CHANNEL);
+		DefaultLockTemplate waiter = newTemplate(waiterBackend);
 		assertThat(waiter.supportsNonBlocking()).isTrue();
 		// A plain name: the template keeps it as the key.
 		String name = "wake-" + UUID.randomUUID();
@@ -433,6 +437,7 @@ class RedisLockBackendTests {
 		await().atMost(Duration.ofSeconds(5))
 			.alias("the waiter's attempt marks the lock as contended")
 			.until(() -> "*".equals(lastCharacterOf(name)));
+		await().atMost(Duration.ofSeconds(5)).until(waiterBackend::isListening);
 		long releasedAt = System.nanoTime();
 		held.close();
 		Lease lease = waiting.get(30, TimeUnit.SECONDS);
@@ -508,8 +513,8 @@ class RedisLockBackendTests {
 		return messages;
 	}
 
-	private DefaultLockTemplate newTemplate() {
-		DefaultLockTemplate template = new DefaultLockTemplate(newNonBlockingBackend(RedisLockBackend.DEFAULT_CHANNEL),
+	private DefaultLockTemplate newTemplate(RedisLockBackend backend) {
+		DefaultLockTemplate template = new DefaultLockTemplate(backend,
 				LockSettings.defaults().withKeyPrefix("").withLeaseTime(SLOW_POLL).withPollInterval(SLOW_POLL));
 		this.closeables.add(template);
 		return template;
