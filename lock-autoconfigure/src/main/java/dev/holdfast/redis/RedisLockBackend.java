@@ -67,11 +67,12 @@ import dev.holdfast.spi.TickClaims;
  * it appends {@code *} to the lock's value (owners therefore must not end with {@code *}), so the
  * mark lives, is renewed and is deleted with the lock. Releasing a contended lock publishes its
  * key on one channel ({@value #DEFAULT_CHANNEL} by default); an uncontended release publishes
- * nothing, so pub/sub traffic grows with contention, not with the number of releases. A waiter
- * that makes its last attempt after it started listening is therefore always woken by the
- * release of the holder it met. {@link #subscribe} listens to that channel through one
- * subscription per backend instance, opened on first use and closed by {@link #close()};
- * messages are handed to listeners on the client's I/O thread, without a thread per message.
+ * nothing, so pub/sub traffic grows with contention, not with the number of releases. The mark
+ * stays until the release, so a waiter whose subscription listens by then hears the release of
+ * the holder it met, however late its subscription opened. {@link #subscribe} listens to that
+ * channel through one subscription per backend instance, opened on first use and closed by
+ * {@link #close()}; messages are handed to listeners on the client's I/O thread, without a
+ * thread per message.
  * Pub/sub delivery is best effort: a message published while a subscriber is disconnected is
  * lost, and an expiry publishes nothing, so the engine also polls. A failed acquisition reports
  * the holder's remaining time to live ({@code PTTL}), which bounds the polling.</li>
