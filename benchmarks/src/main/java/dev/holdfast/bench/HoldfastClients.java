@@ -37,7 +37,7 @@ final class HoldfastClients {
 	}
 
 	static LockClient redisTemplate(LettuceConnectionFactory factory) {
-		RedisLockBackend backend = new RedisLockBackend(factory);
+		RedisLockBackend backend = RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
 		return templateClient(template(backend), () -> {
 			backend.close();
 			factory.destroy();
@@ -45,7 +45,7 @@ final class HoldfastClients {
 	}
 
 	static LockClient redisAnnotation(LettuceConnectionFactory factory) {
-		RedisLockBackend backend = new RedisLockBackend(factory);
+		RedisLockBackend backend = RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
 		return annotationClient(template(backend), () -> {
 			backend.close();
 			factory.destroy();

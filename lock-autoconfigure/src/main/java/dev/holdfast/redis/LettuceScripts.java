@@ -5,6 +5,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
+import io.lettuce.core.LettuceFutures;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
@@ -18,10 +19,11 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 import org.springframework.data.redis.core.script.RedisScript;
 
 /**
- * Runs the backend's scripts without blocking, directly on the Lettuce connection that a
- * {@link LettuceConnectionFactory} shares between all its users. Only for a standalone or
- * Sentinel factory that shares its native connection; loaded only when Lettuce is on the
- * classpath.
+ * Runs the backend's scripts directly on the Lettuce connection that a
+ * {@link LettuceConnectionFactory} shares between all its users, without blocking or blocking
+ * the caller until the reply, without spring-data-redis's per-call connection objects in
+ * between. Only for a standalone or Sentinel factory that shares its native connection; loaded
+ * only when Lettuce is on the classpath.
  */
 final class LettuceScripts {
 
@@ -89,6 +91,38 @@ final class LettuceScripts {
 			});
 		});
 		return result.orTimeout(this.factory.getTimeout(), TimeUnit.MILLISECONDS);
+	}
+
+	/**
+	 * Runs the script by SHA, sending it again on NOSCRIPT, and waits for the reply at most the
+	 * factory's command timeout.
+	 * @throws RuntimeException Lettuce's exception for a Redis error, a timeout
+	 * ({@code RedisCommandTimeoutException}) or an interruption (the thread's interrupt flag is
+	 * set again)
+	 */
+	<T> T eval(RedisScript<?> script, ReturnType type, byte[][] keys, byte[]... args) {
+		RedisClusterAsyncCommands<byte[], byte[]> commands = commands();
+		ScriptOutputType outputType = outputType(type);
+		try {
+			try {
+				return await(commands.evalsha(script.getSha1(), outputType, keys, args));
+			}
+			catch (RuntimeException ex) {
+				if (!this.isNoScript.test(ex)) {
+					throw ex;
+				}
+				// Redis lost its script cache (restart, SCRIPT FLUSH): EVAL caches it again.
+				return await(commands.eval(source(script), outputType, keys, args));
+			}
+		}
+		catch (RuntimeException ex) {
+			forget(commands);
+			throw ex;
+		}
+	}
+
+	private <T> T await(RedisFuture<T> reply) {
+		return LettuceFutures.awaitOrCancel(reply, this.factory.getTimeout(), TimeUnit.MILLISECONDS);
 	}
 
 	private RedisClusterAsyncCommands<byte[], byte[]> commands() {

@@ -63,13 +63,19 @@ import dev.holdfast.spi.TickClaims;
  * {@code NOSCRIPT}, e.g. after a restart). Renewal of any number of locks is one script call on
  * a standalone Redis, and one pipelined batch (one script call per hash slot) on Redis
  * Cluster.</li>
- * <li><b>Waiting.</b> A successful release publishes the released key on one channel
- * ({@value #DEFAULT_CHANNEL} by default). {@link #subscribe} listens to that channel through one
- * subscription per backend instance, opened on first use and closed by {@link #close()};
- * messages are handed to listeners on the client's I/O thread, without a thread per message.
+ * <li><b>Waiting.</b> A failed acquisition marks the held lock as contended, in the same script:
+ * it appends {@code *} to the lock's value (owners therefore must not end with {@code *}), so the
+ * mark lives, is renewed and is deleted with the lock. Releasing a contended lock publishes its
+ * key on one channel ({@value #DEFAULT_CHANNEL} by default); an uncontended release publishes
+ * nothing, so pub/sub traffic grows with contention, not with the number of releases. The mark
+ * stays until the release, so a waiter whose subscription listens by then hears the release of
+ * the holder it met, however late its subscription opened. {@link #subscribe} listens to that
+ * channel through one subscription per backend instance, opened on first use and closed by
+ * {@link #close()}; messages are handed to listeners on the client's I/O thread, without a
+ * thread per message.
  * Pub/sub delivery is best effort: a message published while a subscriber is disconnected is
- * lost, so the engine also polls. A failed acquisition reports the holder's remaining time to
- * live ({@code PTTL}), which bounds the polling.</li>
+ * lost, and an expiry publishes nothing, so the engine also polls. A failed acquisition reports
+ * the holder's remaining time to live ({@code PTTL}), which bounds the polling.</li>
  * <li><b>Fencing tokens.</b> Each successful acquisition sets the counter {@code {<key>}:fence}
  * to {@code max(counter + 1, Redis TIME in microseconds)} in the same script and returns it.
  * Within one Redis, scripts run one at a time, so a later holder's token is larger than every
@@ -90,7 +96,8 @@ import dev.holdfast.spi.TickClaims;
  * {@code LettuceConnectionFactory} that shares its native connection (the default) is also an
  * {@link AsyncLockBackend}: acquire and release send the same scripts on that shared Lettuce
  * connection and complete on its I/O thread, or fail with {@link LockBackendException} after the
- * command timeout. Reactive callers then never block a thread.</li>
+ * command timeout. Reactive callers then never block a thread. Its blocking acquire and release
+ * use that connection directly too, without spring-data-redis's per-call objects.</li>
  * </ul>
  * A failover to a replica that had not received the latest writes can lose a lock or a
  * counter; Redis replication is asynchronous. Use the Redlock backend where that matters.
@@ -115,14 +122,22 @@ public class RedisLockBackend
 
 	private static final Log logger = LogFactory.getLog(RedisLockBackend.class);
 
+	/**
+	 * Suffix that a failed acquisition appends to the holder's value: someone waits, so the
+	 * release must announce itself. Owners never end with it.
+	 */
+	static final char CONTENDED = '*';
+
+	// A failed attempt marks the lock as contended in the lock's own value, so the mark lives,
+	// is renewed and is deleted with the lock, and needs no key of its own.
 	@SuppressWarnings("rawtypes")
 	static final RedisScript<List> ACQUIRE = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
 			if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 				local time = redis.call('TIME')
-				local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-				local token = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
-				if token < now then token = now end
+				local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
+				local last = tonumber(redis.call('GET', KEYS[2]))
+				if last and last >= token then token = last + 1 end
 				if token >= 9007199254740992 then
 					redis.call('DEL', KEYS[1])
 					return redis.error_reply('fencing counter ' .. KEYS[2] .. ' reached 2^53')
@@ -130,11 +145,19 @@ public class RedisLockBackend
 				redis.call('SET', KEYS[2], string.format('%d', token), 'PX', ARGV[3])
 				return {1, token}
 			end
+			local holder = redis.call('GET', KEYS[1])
+			if holder and string.sub(holder, -1) ~= '*' then redis.call('APPEND', KEYS[1], '*') end
 			return {0, redis.call('PTTL', KEYS[1])}
 			""", List.class);
 
+	// Only a contended lock (see ACQUIRE) publishes its release: no pub/sub traffic otherwise.
 	static final RedisScript<Long> RELEASE = RedisScript.of("""
-			if redis.call('GET', KEYS[1]) == ARGV[1] then
+			local holder = redis.call('GET', KEYS[1])
+			if holder == ARGV[1] then
+				redis.call('DEL', KEYS[1])
+				return 1
+			end
+			if holder == ARGV[1] .. '*' then
 				redis.call('DEL', KEYS[1])
 				redis.call('PUBLISH', ARGV[2], ARGV[3])
 				return 1
@@ -146,7 +169,9 @@ public class RedisLockBackend
 	static final RedisScript<List> RENEW = RedisScript.of("""
 			local renewed = {}
 			for i = 1, #KEYS do
-				if redis.call('GET', KEYS[i]) == ARGV[2 * i - 1] then
+				local holder = redis.call('GET', KEYS[i])
+				local owner = ARGV[2 * i - 1]
+				if holder == owner or holder == owner .. '*' then
 					redis.call('PEXPIRE', KEYS[i], ARGV[2 * i])
 					renewed[#renewed + 1] = i
 				end
@@ -250,8 +275,8 @@ public class RedisLockBackend
 	 * larger than every earlier holder's (see the type's documentation for the assumptions).
 	 * When held, returns the holder's remaining time to live in milliseconds, or {@code -1} for
 	 * a key without expiry.
-	 * @throws IllegalArgumentException if the key is empty or contains a brace, or the ttl is
-	 * below one millisecond
+	 * @throws IllegalArgumentException if the key is empty or contains a brace, the owner is empty
+	 * or ends with {@code *}, or the ttl is below one millisecond
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error
 	 */
 	@Override
@@ -259,13 +284,20 @@ public class RedisLockBackend
 		byte[][] keys = acquireKeys(key);
 		byte[][] args = acquireArguments(owner, ttl);
 		List<?> reply;
-		try (RedisConnection connection = this.connectionFactory.getConnection()) {
-			reply = evalSha(connection, ACQUIRE, ReturnType.MULTI, keys, args);
+		try {
+			reply = eval(ACQUIRE, ReturnType.MULTI, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("acquire", key, ex);
 		}
 		return acquireResult(key, reply);
+	}
+
+	/** Runs a script and waits for its reply, through a connection of the factory. */
+	<T> T eval(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args) {
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			return evalSha(connection, script, type, keys, args);
+		}
 	}
 
 	/** {@link #tryAcquire} without blocking, for {@link NonBlocking}. */
@@ -318,11 +350,11 @@ public class RedisLockBackend
 	}
 
 	private static byte[][] acquireArguments(String owner, Duration ttl) {
-		return new byte[][] { bytes(owner), bytes(Long.toString(ttlMillis(ttl))), FENCE_TTL_MILLIS };
+		return new byte[][] { ownerBytes(owner), bytes(Long.toString(ttlMillis(ttl))), FENCE_TTL_MILLIS };
 	}
 
 	private byte[][] releaseArguments(String key, String owner) {
-		return new byte[][] { bytes(owner), this.channelBytes, bytes(key) };
+		return new byte[][] { ownerBytes(owner), this.channelBytes, bytes(key) };
 	}
 
 	private static AcquireResult acquireResult(String key, @Nullable List<?> reply) {
@@ -344,8 +376,10 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * Deletes the lock with one script call if {@code owner} holds it, and then publishes the key
-	 * on the release channel.
+	 * Deletes the lock with one script call if {@code owner} holds it, and then, if another client
+	 * failed to acquire it meanwhile, publishes the key on the release channel.
+	 * @throws IllegalArgumentException if the key or owner is not one that {@link #tryAcquire}
+	 * accepts
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error
 	 */
 	@Override
@@ -353,8 +387,8 @@ public class RedisLockBackend
 		byte[][] keys = { lockKey(key) };
 		byte[][] args = releaseArguments(key, owner);
 		Object reply;
-		try (RedisConnection connection = this.connectionFactory.getConnection()) {
-			reply = evalSha(connection, RELEASE, ReturnType.INTEGER, keys, args);
+		try {
+			reply = eval(RELEASE, ReturnType.INTEGER, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("release", key, ex);
@@ -381,6 +415,7 @@ public class RedisLockBackend
 		List<HeldLock> batch = new ArrayList<>(locks);
 		for (HeldLock lock : batch) {
 			lockKey(lock.key());
+			checkOwner(lock.owner());
 			ttlMillis(lock.ttl());
 		}
 		try (RedisConnection connection = this.connectionFactory.getConnection()) {
@@ -447,7 +482,7 @@ public class RedisLockBackend
 		for (int i = 0; i < size; i++) {
 			HeldLock lock = locks.get(i);
 			keysAndArgs[i] = lockKey(lock.key());
-			keysAndArgs[size + 2 * i] = bytes(lock.owner());
+			keysAndArgs[size + 2 * i] = ownerBytes(lock.owner());
 			keysAndArgs[size + 2 * i + 1] = bytes(Long.toString(ttlMillis(lock.ttl())));
 		}
 		return keysAndArgs;
@@ -486,10 +521,11 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * Calls {@code listener} with the key of every lock released through this channel by any
-	 * process, through the backend's single subscription; all calls share it. Delivery is best
-	 * effort (see the type's documentation); the listener runs on the Redis client's I/O thread
-	 * and must not block.
+	 * Calls {@code listener} with the key of every contended lock (one that another client failed
+	 * to acquire while it was held) released through this channel by any process; releases that
+	 * nobody waited for are not announced. All calls share the backend's single subscription.
+	 * Delivery is best effort (see the type's documentation); the listener runs on the Redis
+	 * client's I/O thread and must not block.
 	 * <p>
 	 * Never waits for the network: the first call opens the subscription on a thread of the
 	 * backend, which retries every second until Redis answers (after that, the subscription
@@ -725,6 +761,19 @@ public class RedisLockBackend
 		return bytes("{" + key + "}:fence");
 	}
 
+	private static byte[] ownerBytes(String owner) {
+		return bytes(checkOwner(owner));
+	}
+
+	private static String checkOwner(String owner) {
+		Assert.hasLength(owner, "Lock owner must not be empty");
+		if (owner.charAt(owner.length() - 1) == CONTENDED) {
+			throw new IllegalArgumentException("Lock owner '" + owner + "' must not end with '" + CONTENDED
+					+ "': the Redis backend appends it to a held lock's value when another client waits");
+		}
+		return owner;
+	}
+
 	private static long ttlMillis(Duration ttl) {
 		long millis = ttl.toMillis();
 		if (millis < 1) {
@@ -765,6 +814,12 @@ public class RedisLockBackend
 		NonBlocking(RedisConnectionFactory connectionFactory, String channel, LettuceScripts scripts) {
 			super(connectionFactory, channel);
 			this.scripts = scripts;
+		}
+
+		/** Blocking calls, too, go straight to the shared Lettuce connection. */
+		@Override
+		<T> T eval(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args) {
+			return this.scripts.eval(script, type, keys, args);
 		}
 
 		/**

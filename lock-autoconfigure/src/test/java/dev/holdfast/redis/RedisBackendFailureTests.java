@@ -136,6 +136,7 @@ class RedisBackendFailureTests {
 		await().atMost(Duration.ofSeconds(10)).until(this.listening::isListening);
 		String before = "test:" + UUID.randomUUID();
 		this.releasing.tryAcquire(before, "owner", TTL);
+		this.listening.tryAcquire(before, "waiter", TTL);
 		this.releasing.release(before, "owner");
 		assertThat(received.poll(5, TimeUnit.SECONDS)).isEqualTo(before);
 		this.server.kill();
@@ -148,6 +149,7 @@ class RedisBackendFailureTests {
 		while (delivered == null && System.nanoTime() < deadline) {
 			try {
 				if (this.releasing.tryAcquire(after, "owner", TTL).acquired()) {
+					this.listening.tryAcquire(after, "waiter", TTL);
 					this.releasing.release(after, "owner");
 				}
 			}

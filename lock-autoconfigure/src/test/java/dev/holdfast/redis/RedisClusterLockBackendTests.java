@@ -92,7 +92,7 @@ class RedisClusterLockBackendTests extends LockBackendContractTests {
 	}
 
 	@Test
-	void fencingTokensIncreaseAndReleasesAreAnnouncedOnCluster() throws Exception {
+	void fencingTokensIncreaseAndContendedReleasesAreAnnouncedOnCluster() throws Exception {
 		RedisLockBackend listening = newBackend();
 		RedisLockBackend releasing = newBackend();
 		BlockingQueue<String> received = new LinkedBlockingQueue<>();
@@ -104,6 +104,7 @@ class RedisClusterLockBackendTests extends LockBackendContractTests {
 			AcquireResult result = releasing.tryAcquire(key, "owner-" + i, Duration.ofSeconds(10));
 			assertThat(result.fencingToken()).isGreaterThan(last);
 			last = result.fencingToken();
+			assertThat(listening.tryAcquire(key, "waiter-" + i, Duration.ofSeconds(10)).acquired()).isFalse();
 			assertThat(releasing.release(key, "owner-" + i)).isTrue();
 			assertThat(received.poll(5, TimeUnit.SECONDS)).isEqualTo(key);
 		}
