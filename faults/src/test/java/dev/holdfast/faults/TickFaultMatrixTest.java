@@ -3,7 +3,6 @@ package dev.holdfast.faults;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -13,7 +12,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.function.BiConsumer;
 import java.util.function.UnaryOperator;
-import java.util.stream.Stream;
 
 import org.assertj.core.api.SoftAssertions;
 import org.junit.jupiter.api.Tag;
@@ -225,12 +223,9 @@ class TickFaultMatrixTest {
 
 	/** How many tick runs of run {@code name} started between a {@code FAULT} and its {@code HEAL}. */
 	private static long runsStartedDuringFaults(String name) {
-		List<Checker.Event> events = new ArrayList<>();
-		try (Stream<Path> files = Files.list(FaultSuite.reportDir().resolve(name))) {
-			for (Path file : files.filter((f) -> f.toString().endsWith(".log")).toList()) {
-				Files.readAllLines(file).stream().filter((line) -> !line.isBlank()).map(Checker.Event::parse)
-					.forEach(events::add);
-			}
+		List<Checker.Event> events;
+		try {
+			events = new ArrayList<>(Checker.read(FaultSuite.reportDir().resolve(name)));
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException(ex);
