@@ -59,10 +59,10 @@ class TickFaultMatrixTest {
 		assertThat(control.duplicates()).as("control run: ticks run by several instances must be detected")
 			.isPositive();
 
-		UnaryOperator<FaultRun> redis = (run) -> run.redis(false);
+		Backend redis = new Backend("boot-redis", (run) -> run.redis(false), false);
 		Optional<String> noFakeClock = FakeClock.unavailable();
-		runsOnEveryBackend("boot-redis", redis);
-		run(FaultRun.named("boot-redis-restart-volatile").bootClients("holdfast").redis(false).fault((context) -> {
+		runsOnEveryBackend(redis);
+		run(redis.run("-restart-volatile").fault((context) -> {
 			RedisNode node = context.nodes().get(0);
 			context.mark("FAULT kill backend");
 			node.kill();
@@ -74,19 +74,19 @@ class TickFaultMatrixTest {
 			// Jumps longer than the period, which the design does not cover: measured. Not whole
 			// seconds, else the jumped instance fires at the others' instants and the race for the
 			// job lock hides most duplicates.
-			run(clockJump("boot-redis-clock-ahead-2.5s", redis, Duration.ofMillis(2500)),
+			run(clockJump("boot-redis-clock-ahead-2.5s", redis.on(), Duration.ofMillis(2500)),
 					(ticks, locks) -> fencingHolds(locks));
-			run(clockJump("boot-redis-clock-behind-2.5s", redis, Duration.ofMillis(-2500)),
+			run(clockJump("boot-redis-clock-behind-2.5s", redis.on(), Duration.ofMillis(-2500)),
 					(ticks, locks) -> fencingHolds(locks));
-			lateClock("boot-redis", redis);
+			lateClock(redis);
 		}
 
-		UnaryOperator<FaultRun> jdbc = (run) -> run.jdbc(true);
-		runsOnEveryBackend("boot-jdbc", jdbc);
+		Backend jdbc = new Backend("boot-jdbc", (run) -> run.jdbc(true), false);
+		runsOnEveryBackend(jdbc);
 		// The lock table and the resource are in the database, with synchronous commit: claims and
 		// job locks survive the crash. Runs in progress fail to write, and ticks are missed while
 		// the database is down, never run twice.
-		run(FaultRun.named("boot-jdbc-database-killed").bootClients("holdfast").jdbc(true).fault((context) -> {
+		run(jdbc.run("-database-killed").fault((context) -> {
 			PostgresNode postgres = context.postgres();
 			context.awaitTickRunner();
 			context.mark("FAULT kill-database");
@@ -98,41 +98,40 @@ class TickFaultMatrixTest {
 				context.mark("HEAL restart-database");
 			}
 		}), (ticks, locks) -> {
-			eachTickAtMostOnce(ticks);
+			eachTickAtMostOnce(ticks, jdbc);
 			fencingHolds(locks);
 		});
 		if (noFakeClock.isEmpty()) {
-			lateClock("boot-jdbc", jdbc);
+			lateClock(jdbc);
 		}
 
-		UnaryOperator<FaultRun> redlock = (run) -> run.redlock(5, false);
-		runsOnEveryBackend("boot-redlock5", redlock);
+		Backend redlock = new Backend("boot-redlock5", (run) -> run.redlock(5, false), true);
+		runsOnEveryBackend(redlock);
 		// Without a quorum no tick is claimed (fail closed); the nodes come back empty, but every
 		// instance's next claim is of a later tick.
-		run(FaultRun.named("boot-redlock5-majority-down").bootClients("holdfast").redlock(5, false)
-			.fault((context) -> {
-				List<RedisNode> majority = context.nodes().subList(0, 3);
-				context.awaitTickRunner();
-				context.mark("FAULT kill 3 of 5 nodes");
-				majority.forEach(RedisNode::kill);
-				try {
-					RedisNode.sleep(MAJORITY_DOWN.toMillis());
+		run(redlock.run("-majority-down").fault((context) -> {
+			List<RedisNode> majority = context.nodes().subList(0, 3);
+			context.awaitTickRunner();
+			context.mark("FAULT kill 3 of 5 nodes");
+			majority.forEach(RedisNode::kill);
+			try {
+				RedisNode.sleep(MAJORITY_DOWN.toMillis());
+			}
+			finally {
+				for (RedisNode node : majority) {
+					node.start();
 				}
-				finally {
-					for (RedisNode node : majority) {
-						node.start();
-					}
-					context.mark("HEAL restart 3 of 5 nodes");
-				}
-			}), (ticks, locks) -> {
-				eachTickOnce(ticks);
-				this.softly.assertThat(runsStartedDuringFaults(ticks.name()))
-					.as(ticks.name() + ": tick runs started without a quorum (fail closed)")
-					.isZero();
-				fencingHolds(locks);
-			});
+				context.mark("HEAL restart 3 of 5 nodes");
+			}
+		}), (ticks, locks) -> {
+			eachTickOnce(ticks, redlock);
+			this.softly.assertThat(runsStartedDuringFaults(ticks.name()))
+				.as(ticks.name() + ": tick runs started without a quorum (fail closed)")
+				.isZero();
+			fencingHolds(locks);
+		});
 		if (noFakeClock.isEmpty()) {
-			lateClock("boot-redlock5", redlock);
+			lateClock(redlock);
 		}
 
 		String table = Checker.tickTable(this.tickReports) + "\n" + Checker.table(this.lockReports);
@@ -146,18 +145,18 @@ class TickFaultMatrixTest {
 	 * The runs that every backend must pass alike: no fault, the runner paused past
 	 * {@code lockAtMostFor}, the runner killed inside the job.
 	 */
-	private void runsOnEveryBackend(String prefix, UnaryOperator<FaultRun> backend) throws Exception {
-		run(backend.apply(FaultRun.named(prefix + "-no-fault").bootClients("holdfast"))
+	private void runsOnEveryBackend(Backend backend) throws Exception {
+		run(backend.run("-no-fault")
 			.fault(ticksFor(Duration.ofSeconds(6))), (ticks, locks) -> {
-				eachTickOnce(ticks);
+				eachTickOnce(ticks, backend);
 				this.softly.assertThat(ticks.concurrentRuns()).as(ticks.name() + ": concurrent runs").isZero();
 				this.softly.assertThat(locks.overlaps()).as(locks.name() + ": overlapping holders").isZero();
 				this.softly.assertThat(locks.plain().lostUpdates()).as(locks.name() + ": lost updates").isZero();
 				fencingHolds(locks);
 			});
-		run(backend.apply(FaultRun.named(prefix + "-tick-runner-paused").bootClients("holdfast"))
+		run(backend.run("-tick-runner-paused")
 			.fault((context) -> context.pauseTickRunner(LOCK_AT_MOST_FOR.multipliedBy(2))), (ticks, locks) -> {
-				eachTickOnce(ticks);
+				eachTickOnce(ticks, backend);
 				// Past lockAtMostFor another instance runs the job while the paused one still does;
 				// the tick as a token fences the paused one's late write.
 				this.softly.assertThat(ticks.concurrentRuns()).as(ticks.name() + ": concurrent runs").isPositive();
@@ -167,19 +166,20 @@ class TickFaultMatrixTest {
 					.isZero();
 				fencingHolds(locks);
 			});
-		run(backend.apply(FaultRun.named(prefix + "-tick-runner-killed").bootClients("holdfast"))
+		run(backend.run("-tick-runner-killed")
 			.fault((context) -> context.killTickRunner()), (ticks, locks) -> {
-				eachTickOnce(ticks);
+				eachTickOnce(ticks, backend);
 				fencingHolds(locks);
 			});
 	}
 
 	/** Late by less than a period: the claim of the tick outlives the late run, so each tick runs once. */
-	private void lateClock(String prefix, UnaryOperator<FaultRun> backend) throws Exception {
-		run(clockJump(prefix + "-clock-behind-400ms", backend, Duration.ofMillis(-400)), (ticks, locks) -> {
-			eachTickOnce(ticks);
-			fencingHolds(locks);
-		});
+	private void lateClock(Backend backend) throws Exception {
+		run(clockJump(backend.prefix() + "-clock-behind-400ms", backend.on(), Duration.ofMillis(-400)),
+				(ticks, locks) -> {
+					eachTickOnce(ticks, backend);
+					fencingHolds(locks);
+				});
 	}
 
 	/**
@@ -246,15 +246,36 @@ class TickFaultMatrixTest {
 	}
 
 	/** No tick ran twice, none went missing outside the allowance after a fault, and no run failed. */
-	private void eachTickOnce(Checker.TickReport ticks) {
-		eachTickAtMostOnce(ticks);
+	private void eachTickOnce(Checker.TickReport ticks, Backend backend) {
+		eachTickAtMostOnce(ticks, backend);
 		this.softly.assertThat(ticks.errors()).as(ticks.name() + ": failed tick runs").isZero();
 	}
 
-	/** No tick ran twice, and none went missing outside the allowance after a fault. */
-	private void eachTickAtMostOnce(Checker.TickReport ticks) {
+	/**
+	 * No tick ran twice, and none went missing outside the allowance after a fault, unless the
+	 * backend's claims can split.
+	 */
+	private void eachTickAtMostOnce(Checker.TickReport ticks, Backend backend) {
 		this.softly.assertThat(ticks.duplicates()).as(ticks.name() + ": duplicate ticks").isZero();
-		this.softly.assertThat(ticks.missed()).as(ticks.name() + ": missed ticks outside the allowance").isZero();
+		if (!backend.splitClaimsMissTicks()) {
+			this.softly.assertThat(ticks.missed()).as(ticks.name() + ": missed ticks outside the allowance").isZero();
+		}
+	}
+
+	/**
+	 * A backend of the matrix.
+	 * @param prefix the start of its runs' names
+	 * @param on sets a run up on the backend
+	 * @param splitClaimsMissTicks whether simultaneous claims can leave a tick unclaimed, as on
+	 * Redlock when they split the nodes so that none reaches a quorum (docs/DESIGN.md,
+	 * Scheduling): a missed tick is then allowed, a duplicate never
+	 */
+	private record Backend(String prefix, UnaryOperator<FaultRun> on, boolean splitClaimsMissTicks) {
+
+		FaultRun run(String suffix) {
+			return this.on.apply(FaultRun.named(this.prefix + suffix).bootClients("holdfast"));
+		}
+
 	}
 
 	/** Tokens only grow, and the guarded counter accepts no stale write and loses no update. */
