@@ -19,6 +19,7 @@ import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -36,7 +37,9 @@ import dev.holdfast.scheduling.ScheduledTick;
 
 /**
  * A client of a fault run that is a Spring Boot application: Holdfast comes from the starter's
- * auto-configuration, the backend from properties, and the application uses only the annotations.
+ * auto-configuration, the backend from properties (for {@code jdbc}, Spring Boot's
+ * {@code DataSource} on the run's PostgreSQL, which also holds the resource; Redis and Redlock
+ * clients have no {@code DataSource}), and the application uses only the annotations.
  * {@link FaultRun} starts it as its own JVM, with the classpath and the {@code key=value}
  * arguments of {@link FaultClient}, plus:
  * <ul>
@@ -75,6 +78,10 @@ public class BootFaultClient {
 		Map<String, String> arguments = Arrays.stream(args)
 			.map((argument) -> argument.split("=", 2))
 			.collect(Collectors.toMap((pair) -> pair[0], (pair) -> pair[1]));
+		if ("jdbc".equals(arguments.get("backend"))) {
+			// Before the lock table is checked with the pool's 2 s timeouts.
+			PostgresNode.warmUp(arguments.get("nodes"));
+		}
 		ConfigurableApplicationContext context = new SpringApplicationBuilder(BootFaultClient.class)
 			.properties("spring.config.name=boot-fault-client")
 			.properties(properties(arguments))
@@ -113,7 +120,12 @@ public class BootFaultClient {
 		switch (backend) {
 			case "redis" -> properties.put("spring.data.redis.url", nodes.split(",")[0]);
 			case "redlock" -> properties.put("holdfast.redlock.nodes", nodes);
-			default -> throw new IllegalArgumentException("Unknown backend " + backend + " (redis or redlock)");
+			case "jdbc" -> properties.putAll(dataSource(nodes));
+			default -> throw new IllegalArgumentException("Unknown backend " + backend + " (redis, redlock or jdbc)");
+		}
+		if (!backend.equals("jdbc")) {
+			// The suite's classpath has a JDBC driver and HikariCP; a Redis or Redlock client has no database.
+			properties.put("spring.autoconfigure.exclude", DataSourceAutoConfiguration.class.getName());
 		}
 		properties.put("faults.resource", arguments.get("resource"));
 		properties.put("faults.log", arguments.get("log"));
@@ -124,6 +136,25 @@ public class BootFaultClient {
 		properties.put("faults.tick.work", arguments.getOrDefault("tickWorkMs", "300") + "ms");
 		properties.put("faults.tick.lock-at-most-for", arguments.getOrDefault("lockAtMostForMs", "2000") + "ms");
 		properties.put("faults.tick.lock-at-least-for", arguments.getOrDefault("lockAtLeastForMs", "0") + "ms");
+		return properties;
+	}
+
+	/**
+	 * The application's {@code DataSource} on the run's PostgreSQL, set up as the JDBC suite's
+	 * clients set theirs up ({@link PostgresNode#clientPool}): a pool of 4 with two seconds to
+	 * wait for a connection or a socket read, {@link PostgresNode#CLIENT_APPLICATION} as its
+	 * {@code application_name}, and lock statements that time out after one second.
+	 */
+	private static Map<String, Object> dataSource(String jdbcUrl) {
+		Map<String, Object> properties = new LinkedHashMap<>();
+		properties.put("spring.datasource.url",
+				jdbcUrl + "?ApplicationName=" + PostgresNode.CLIENT_APPLICATION + "&socketTimeout=2");
+		properties.put("spring.datasource.username", "postgres");
+		properties.put("spring.datasource.hikari.maximum-pool-size", 4);
+		properties.put("spring.datasource.hikari.minimum-idle", 0);
+		properties.put("spring.datasource.hikari.connection-timeout", 2000);
+		properties.put("spring.datasource.hikari.validation-timeout", 1000);
+		properties.put("holdfast.jdbc.query-timeout", "1s");
 		return properties;
 	}
 
@@ -139,12 +170,12 @@ public class BootFaultClient {
 	}
 
 	@Bean(destroyMethod = "close")
-	Resource resource(Environment environment) {
-		return Resource.connect(environment.getRequiredProperty("faults.resource"));
+	SharedResource resource(Environment environment) {
+		return SharedResource.connect(environment.getRequiredProperty("faults.resource"));
 	}
 
 	@Bean
-	Workloads workloads(FaultClient.Events events, Resource resource, Environment environment) {
+	Workloads workloads(FaultClient.Events events, SharedResource resource, Environment environment) {
 		return new Workloads(events, resource, environment.getRequiredProperty("faults.work", Duration.class),
 				environment.getRequiredProperty("faults.tick.work", Duration.class));
 	}
@@ -173,13 +204,13 @@ public class BootFaultClient {
 
 		private final FaultClient.Events events;
 
-		private final Resource resource;
+		private final SharedResource resource;
 
 		private final long workMs;
 
 		private final long tickWorkMs;
 
-		Workloads(FaultClient.Events events, Resource resource, Duration work, Duration tickWork) {
+		Workloads(FaultClient.Events events, SharedResource resource, Duration work, Duration tickWork) {
 			this.events = events;
 			this.resource = resource;
 			this.workMs = work.toMillis();

@@ -80,7 +80,8 @@ public final class Checker {
 		return check(name, read(dir));
 	}
 
-	private static List<Event> read(Path dir) throws IOException {
+	/** Every event of the {@code *.log} files in {@code dir}, unsorted. */
+	static List<Event> read(Path dir) throws IOException {
 		List<Event> events = new ArrayList<>();
 		try (var files = Files.list(dir)) {
 			for (Path file : files.filter((f) -> f.toString().endsWith(".log")).toList()) {

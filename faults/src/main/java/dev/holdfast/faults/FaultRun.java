@@ -432,6 +432,23 @@ public final class FaultRun {
 			mark("HEAL kill-tick-runner " + client.pid());
 		}
 
+		/**
+		 * Waits (up to 10 s) until a {@link BootFaultClient} is inside a tick run (its last tick
+		 * event is {@code TICK}): a backend fault then strikes while a claim and a job lock are fresh.
+		 */
+		public void awaitTickRunner() throws IOException {
+			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+			while (System.nanoTime() < deadline) {
+				for (int i = 0; i < this.clients.size(); i++) {
+					if (runsTick(i)) {
+						return;
+					}
+				}
+				RedisNode.sleep(20);
+			}
+			throw new IllegalStateException("No client was seen running the tick job within 10s");
+		}
+
 		/** Finds a client inside a tick run, stopped (SIGSTOP) there; its index. */
 		private int stopTickRunner() throws IOException {
 			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();

@@ -28,7 +28,9 @@ final class JdbcResource extends SharedResource {
 				counter_value BIGINT NOT NULL,
 				fence BIGINT
 			);
-			INSERT INTO faults_counter (id, counter_value) VALUES ('plain', 0), ('fenced', 0) ON CONFLICT DO NOTHING
+			INSERT INTO faults_counter (id, counter_value)
+				VALUES ('plain', 0), ('fenced', 0), ('tick-plain', 0), ('tick-fenced', 0)
+				ON CONFLICT DO NOTHING
 			""";
 
 	private final HikariDataSource pool;

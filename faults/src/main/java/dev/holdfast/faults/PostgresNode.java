@@ -111,16 +111,7 @@ final class PostgresNode implements AutoCloseable {
 	 * without those timeouts: they are for the faults, not for the start.
 	 */
 	static HikariDataSource clientPool(String jdbcUrl, String poolName, int size) {
-		Properties warmUp = new Properties();
-		warmUp.setProperty("user", "postgres");
-		warmUp.setProperty("ApplicationName", CLIENT_APPLICATION);
-		warmUp.setProperty("loginTimeout", "30");
-		try (Connection connection = DriverManager.getConnection(jdbcUrl, warmUp)) {
-			connection.isValid(30);
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException("Could not connect to " + jdbcUrl, ex);
-		}
+		warmUp(jdbcUrl);
 		HikariDataSource pool = new HikariDataSource();
 		pool.setPoolName(poolName);
 		pool.setJdbcUrl(jdbcUrl);
@@ -136,6 +127,23 @@ final class PostgresNode implements AutoCloseable {
 		// Start even while the database is down: the pool connects when asked.
 		pool.setInitializationFailTimeout(-1);
 		return pool;
+	}
+
+	/**
+	 * Opens and closes one connection without short timeouts: a cold JVM on a busy machine may
+	 * take longer than a fault run's timeouts for its first connection.
+	 */
+	static void warmUp(String jdbcUrl) {
+		Properties properties = new Properties();
+		properties.setProperty("user", "postgres");
+		properties.setProperty("ApplicationName", CLIENT_APPLICATION);
+		properties.setProperty("loginTimeout", "30");
+		try (Connection connection = DriverManager.getConnection(jdbcUrl, properties)) {
+			connection.isValid(30);
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not connect to " + jdbcUrl, ex);
+		}
 	}
 
 	String jdbcUrl() {
