@@ -300,6 +300,8 @@ public final class FaultRun {
 	/** What a fault can act on: the backend's nodes, the client processes and the controller log. */
 	public static final class Context {
 
+		private static final long FRESH_ACQUISITION_NANOS = Duration.ofMillis(50).toNanos();
+
 		private final List<RedisNode> nodes;
 
 		private final PostgresNode postgres;
@@ -345,12 +347,15 @@ public final class FaultRun {
 			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
 			while (System.nanoTime() < deadline) {
 				for (int i = 0; i < this.clients.size(); i++) {
-					if (!lastEvent(i).startsWith("ACQ")) {
+					if (!freshAcquisition(i)) {
 						continue;
 					}
 					long pid = this.clients.get(i).pid();
 					Signals.send(pid, "STOP");
-					if (lastEvent(i).startsWith("ACQ")) {
+					// Still inside the hold, and early in it: a holder stopped later may already
+					// have sent its write (logged only when the reply came), and the run would
+					// then show nothing.
+					if (freshAcquisition(i)) {
 						mark("FAULT pause-client " + pid);
 						RedisNode.sleep(pause.toMillis());
 						Signals.send(pid, "CONT");
@@ -362,6 +367,13 @@ public final class FaultRun {
 				RedisNode.sleep(2);
 			}
 			throw new IllegalStateException("No client was seen holding the lock within 10s");
+		}
+
+		/** Whether client {@code i}'s last event is an acquisition less than 50 ms old. */
+		private boolean freshAcquisition(int client) throws IOException {
+			String[] last = lastLine(client).split(" ", 3);
+			return last.length == 3 && last[2].startsWith("ACQ")
+					&& System.nanoTime() - Long.parseLong(last[0]) < FRESH_ACQUISITION_NANOS;
 		}
 
 		/** Waits (up to 10 s) until some client is inside its critical section (last event {@code ACQ}). */
