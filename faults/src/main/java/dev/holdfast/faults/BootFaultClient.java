@@ -60,7 +60,8 @@ import dev.holdfast.scheduling.ScheduledTick;
  * {@code tickWorkMs}, writes them ({@code TWR}) and logs {@code TEND <tick> ok} (or
  * {@code failed <error>}). Its token for the resource is the tick's nominal fire time, which
  * {@link ScheduledTick} gives the job: it grows from tick to tick and is the same on every
- * instance. The job lock's own fencing token is not reachable from a scheduled method.</li>
+ * instance. (The job lock's own fencing token is in {@link LockContext} too; the tick keeps
+ * these runs comparable with the first measurements.)</li>
  * </ul>
  * The application also logs {@code READY <ms since the JVM started>} once it is ready.
  */
