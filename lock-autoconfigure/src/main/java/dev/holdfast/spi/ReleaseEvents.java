@@ -9,8 +9,11 @@ import java.util.function.Consumer;
 public interface ReleaseEvents {
 
 	/**
-	 * Calls {@code listener} with the key of every released lock, from any owner in the
-	 * cluster. The listener must not block.
+	 * Calls {@code listener} with the key of released locks, from any owner in the cluster: at
+	 * least of every lock released after an acquisition attempt failed on it while it was held
+	 * (a backend may leave out releases nobody waited for). The listener must not block. The
+	 * call should not wait for the network: a backend may open its subscription in the
+	 * background, and deliveries start once it listens.
 	 * @return a handle that stops the deliveries when closed
 	 */
 	AutoCloseable subscribe(Consumer<String> listener);
