@@ -12,6 +12,9 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
 
@@ -51,11 +54,12 @@ import dev.holdfast.spi.TickClaims;
  * {@code SELECT} elsewhere.</li>
  * <li><b>Sweep</b>: rows stay after release so that the next holder continues from their token;
  * a row that expired, and whose token was issued, longer than the sweep delay ago is deleted.
- * Every {@value #SWEEP_EVERY}th release of a backend is followed, on the same connection and
- * after the lock is free, by a sweep of at most {@value #SWEEP_LIMIT} such rows: one
+ * Every {@value #SWEEP_EVERY}th release of a backend starts, off the releasing thread, a sweep
+ * of at most {@value #SWEEP_LIMIT} such rows on a connection of its own: one
  * {@code SELECT} without locks and one {@code DELETE} by primary key that checks the condition
  * again, so a row taken over meanwhile stays. The table holds the keys used within the sweep
- * delay, plus those held. A sweep that fails is logged and does not fail the release.</li>
+ * delay, plus those held. At most one sweep of a backend runs at a time, on a daemon thread that
+ * ends when idle. A sweep that fails is logged and does not fail the release.</li>
  * <li><b>Transactions</b>: every statement runs on a connection taken from the pool for it, in
  * autocommit mode, so it is its own short transaction and never joins a transaction of the
  * caller: a {@code @Transactional} caller does not keep lock rows locked until it commits. Each
@@ -145,6 +149,17 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 	private final AtomicLong releases = new AtomicLong();
 
 	private volatile int sweepEvery = SWEEP_EVERY;
+
+	/**
+	 * Runs sweeps off the releasing threads: one thread at most, started when a sweep is due and
+	 * ended when idle; a sweep due while one runs is dropped (the next one catches up).
+	 */
+	private final ThreadPoolExecutor sweeper = new ThreadPoolExecutor(0, 1, 10, TimeUnit.SECONDS,
+			new SynchronousQueue<>(), (task) -> {
+				Thread thread = new Thread(task, "holdfast-jdbc-sweep");
+				thread.setDaemon(true);
+				return thread;
+			}, new ThreadPoolExecutor.DiscardPolicy());
 
 	private volatile @Nullable JdbcLockDialect dialect;
 
@@ -306,24 +321,28 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 	/**
 	 * Expires the lock's row now on the database clock and clears its owner if {@code owner}
 	 * holds it, in one statement; the row keeps its fencing token for the next holder. Every
-	 * {@value #SWEEP_EVERY}th release then sweeps long-expired rows.
+	 * {@value #SWEEP_EVERY}th release then starts a sweep of long-expired rows, which the caller
+	 * does not wait for.
 	 */
 	@Override
 	public boolean release(String key, String owner) {
 		Assert.hasLength(owner, "'owner' must not be empty");
-		return execute("release lock '" + key + "'", (dialect, connection) -> {
-			boolean released = dialect.release(connection, key, owner);
-			if (this.releases.incrementAndGet() % this.sweepEvery == 0) {
-				try {
-					dialect.sweep(connection, this.sweepAfterMicros, SWEEP_LIMIT);
-				}
-				catch (SQLException ex) {
-					logger.warn(failure("sweep expired rows", ex).getMessage()
-							+ "; the table keeps them until a later sweep succeeds");
-				}
-			}
-			return released;
-		});
+		boolean released = execute("release lock '" + key + "'",
+				(dialect, connection) -> dialect.release(connection, key, owner));
+		if (this.releases.incrementAndGet() % this.sweepEvery == 0) {
+			this.sweeper.execute(this::sweepLogged);
+		}
+		return released;
+	}
+
+	private void sweepLogged() {
+		try {
+			sweep();
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Holdfast could not sweep expired lock rows (" + ex.getMessage()
+					+ "); the table keeps them until a later sweep succeeds");
+		}
 	}
 
 	/**

@@ -191,6 +191,8 @@ class SingleInstanceScheduledTests {
 			assertThat(Duration.ofNanos(System.nanoTime() - started)).as("held for lockAtMostFor (300ms)")
 				.isGreaterThan(Duration.ofMillis(250));
 			assertThat(job.finished.getCount()).as("the run still runs").isOne();
+			job.release.countDown();
+			assertThat(job.finished.await(10, TimeUnit.SECONDS)).isTrue();
 		});
 	}
 
@@ -408,10 +410,13 @@ class SingleInstanceScheduledTests {
 
 		final CountDownLatch finished = new CountDownLatch(1);
 
+		/** Counted down by the test once it has seen the lock end while the run goes on. */
+		final CountDownLatch release = new CountDownLatch(1);
+
 		@SingleInstanceScheduled(fixedDelay = "1h", name = "slow-job", lockAtMostFor = "300ms")
 		void run() throws InterruptedException {
 			this.started.countDown();
-			Thread.sleep(2000);
+			this.release.await(10, TimeUnit.SECONDS);
 			this.finished.countDown();
 		}
 
