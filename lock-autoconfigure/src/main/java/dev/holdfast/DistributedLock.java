@@ -44,8 +44,11 @@ public @interface DistributedLock {
 	/**
 	 * SpEL expression over the call whose result is appended to the name: {@code #order.id},
 	 * {@code #p0}, {@code #root.args[1]}, {@code @bean.method()}. Parsed once and validated at
-	 * startup; a {@code null} result at run time is an {@link IllegalArgumentException}. Empty
-	 * means one lock per name.
+	 * startup; a {@code null} result at run time is an {@link IllegalArgumentException}, and so is
+	 * a value whose {@code toString()} is {@code Object}'s identity string (a parameter declared
+	 * with such a type fails at startup). {@code ${...}} placeholders are not resolved here (a
+	 * property's value would become code): a key containing one fails at startup. Empty means one
+	 * lock per name.
 	 */
 	String key() default "";
 

@@ -1,8 +1,8 @@
 package dev.holdfast;
 
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.Optional;
+
+import dev.holdfast.core.ThreadBindings;
 
 /**
  * The lease of the innermost {@link DistributedLock} method running on the current thread, or of
@@ -17,52 +17,26 @@ import java.util.Optional;
  */
 public final class LockContext {
 
-	private static final ThreadLocal<Deque<Lease>> LEASES = ThreadLocal.withInitial(ArrayDeque::new);
-
 	private LockContext() {
 	}
 
 	/** The lease of the innermost locked method on this thread, if any. */
 	public static Optional<Lease> currentLease() {
-		return Optional.ofNullable(LEASES.get().peek());
+		return Optional.ofNullable(ThreadBindings.currentLease());
 	}
 
 	/**
 	 * The lease of the innermost locked method on this thread.
-	 * @throws IllegalStateException when called outside a locked method
+	 * @throws IllegalStateException when called outside a locked method; when an annotated method
+	 * that was called without its proxy (self-invocation, {@code this.method()}) is on the stack,
+	 * the message names it and the fix
 	 */
 	public static Lease requireLease() {
-		Lease lease = LEASES.get().peek();
+		Lease lease = ThreadBindings.currentLease();
 		if (lease == null) {
-			throw new IllegalStateException("No Holdfast lease is bound to this thread: call this from a method "
-					+ "annotated with @DistributedLock or @SingleInstanceScheduled, or use the Lease returned by "
-					+ "LockTemplate");
+			throw new IllegalStateException(UnlockedCall.message());
 		}
 		return lease;
-	}
-
-	/**
-	 * Binds {@code lease} to this thread until the returned scope is closed. For Holdfast's own
-	 * interceptors; application code has no need to call it.
-	 */
-	public static Scope bind(Lease lease) {
-		Deque<Lease> leases = LEASES.get();
-		leases.push(lease);
-		return () -> {
-			leases.remove(lease);
-			if (leases.isEmpty()) {
-				LEASES.remove();
-			}
-		};
-	}
-
-	/** A binding of a lease to a thread; closing it unbinds. */
-	@FunctionalInterface
-	public interface Scope extends AutoCloseable {
-
-		@Override
-		void close();
-
 	}
 
 }

@@ -6,6 +6,10 @@ package dev.holdfast;
  */
 public class LockInterruptedException extends LockException {
 
+	/**
+	 * @param lockKey the backend key of the lock, as the message shows it (masked unless
+	 * {@code holdfast.show-key-values} is on)
+	 */
 	public LockInterruptedException(String lockKey, InterruptedException cause) {
 		super("Interrupted while waiting for lock '" + lockKey + "'", cause);
 	}

@@ -12,12 +12,22 @@ public class LockNotAcquiredException extends LockException {
 	private final Duration waitTime;
 
 	public LockNotAcquiredException(String lockKey, Duration waitTime) {
-		super("Lock '" + lockKey + "' is held by another owner and was not released within " + waitTime, null);
+		this(lockKey, lockKey, waitTime);
+	}
+
+	/**
+	 * @param lockKey the backend key of the lock
+	 * @param shownKey the key as the message shows it: with its key part masked unless
+	 * {@code holdfast.show-key-values} is on
+	 * @param waitTime how long the caller waited
+	 */
+	public LockNotAcquiredException(String lockKey, String shownKey, Duration waitTime) {
+		super("Lock '" + shownKey + "' is held by another owner and was not released within " + waitTime, null);
 		this.lockKey = lockKey;
 		this.waitTime = waitTime;
 	}
 
-	/** The backend key of the lock. */
+	/** The backend key of the lock, as it is (the message may show it masked). */
 	public String getLockKey() {
 		return this.lockKey;
 	}

@@ -11,6 +11,9 @@ import org.jspecify.annotations.Nullable;
  */
 public final class LockOptions {
 
+	/** The shortest lease time: one millisecond. */
+	public static final Duration MIN_LEASE_TIME = Duration.ofMillis(1);
+
 	private static final LockOptions DEFAULTS = new LockOptions(null, null, true);
 
 	private final @Nullable Duration waitTime;
@@ -36,13 +39,27 @@ public final class LockOptions {
 		return new LockOptions(waitTime, this.leaseTime, this.renew);
 	}
 
-	/** Time to live of the lock on the backend. */
+	/**
+	 * Time to live of the lock on the backend, at least {@link #MIN_LEASE_TIME}.
+	 * @throws IllegalArgumentException if it is shorter
+	 */
 	public LockOptions leaseTime(Duration leaseTime) {
-		Objects.requireNonNull(leaseTime, "leaseTime must not be null");
-		if (leaseTime.isNegative() || leaseTime.isZero()) {
-			throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime);
+		return new LockOptions(this.waitTime, requireLeaseTime(leaseTime, "leaseTime"), this.renew);
+	}
+
+	/**
+	 * Returns {@code leaseTime} if it is at least {@link #MIN_LEASE_TIME}: backends count time to
+	 * live in milliseconds, and a shorter one would be a lock that expires as it is taken.
+	 * @param name what the value is called where it came from, for the message
+	 * @throws IllegalArgumentException naming {@code name} otherwise
+	 */
+	public static Duration requireLeaseTime(Duration leaseTime, String name) {
+		Objects.requireNonNull(leaseTime, () -> name + " must not be null");
+		if (leaseTime.compareTo(MIN_LEASE_TIME) < 0) {
+			throw new IllegalArgumentException(name + " must be at least 1ms (backends count a lease in"
+					+ " milliseconds; a shorter one would expire as it is taken), was " + leaseTime);
 		}
-		return new LockOptions(this.waitTime, leaseTime, this.renew);
+		return leaseTime;
 	}
 
 	/**

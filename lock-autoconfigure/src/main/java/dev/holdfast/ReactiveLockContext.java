@@ -29,7 +29,9 @@ public final class ReactiveLockContext {
 	public static Mono<Lease> requireLease() {
 		return currentLease().switchIfEmpty(Mono.error(() -> new IllegalStateException(
 				"No Holdfast lease is in the Reactor context: subscribe to this inside the publisher returned by a "
-						+ "method annotated with @DistributedLock")));
+						+ "method annotated with @DistributedLock, called through its Spring bean (a call from the same "
+						+ "class, this.method(), is self-invocation: it bypasses the proxy, and its publisher runs "
+						+ "without the lock)")));
 	}
 
 }

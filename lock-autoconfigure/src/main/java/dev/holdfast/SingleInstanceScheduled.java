@@ -6,6 +6,8 @@ import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
+import org.springframework.aot.hint.annotation.Reflective;
+
 /**
  * Schedules the annotated method like {@code @Scheduled} and runs each execution on one
  * instance of the cluster only.
@@ -18,22 +20,29 @@ import java.lang.annotation.Target;
  * annotation is not a {@code @Scheduled}: Spring's own processor never registers the method
  * a second time.
  * <ul>
- * <li><b>Cron jobs</b> run once per tick: every instance derives the tick's nominal fire time
- * from the cron expression, and the first to claim that tick on the backend runs it. The claim
- * is not released after the run: it expires one period after the next tick, so an instance
- * whose clock is late (by less than a period) finds the tick already claimed and skips it.</li>
+ * <li><b>Cron and fixed-rate jobs</b> run once per tick: every instance computes the same ticks
+ * (the cron expression's fire times in the job's zone; {@code initialDelay + k × fixedRate} since
+ * the epoch) and claims each on the backend, which accepts the claim only if the tick is due by
+ * the backend's own clock, within {@code holdfast.scheduling.clock-tolerance}, and was not claimed
+ * before. An instance whose clock is off by more runs no ticks until it agrees again.</li>
+ * <li><b>Fixed-delay jobs</b>: the next run, on any instance, starts at least {@link #fixedDelay()}
+ * after the end of the previous run on any instance (the job lock is kept that long).</li>
  * <li><b>Every job</b> also holds the job's own lock (the lock named {@link #name()}) while it
  * runs, so two instances never run the job at the same time. That lock expires after
  * {@link #lockAtMostFor()} even if its holder hangs or dies, and is kept for at least
  * {@link #lockAtLeastFor()} after the start, also when the job fails.</li>
- * <li>A tick whose lock is held elsewhere is skipped, logged at DEBUG and counted. A job that
- * throws is logged at ERROR with its name; later ticks run as usual. When the backend cannot be
- * reached the tick is skipped with a WARN: the job never runs without the lock.</li>
+ * <li>A tick that runs elsewhere is skipped, logged at DEBUG and counted; a tick dropped on this
+ * instance (job lock busy, started late, clock off, backend down) is counted with its reason and
+ * logged at INFO or WARN. A job that throws is logged at ERROR with its name; later ticks run as
+ * usual. When the backend cannot be reached the tick is skipped with a WARN: the job never runs
+ * without the lock.</li>
  * </ul>
- * Misconfiguration (no or several triggers, a malformed cron expression or duration,
+ * Misconfiguration (no or several triggers, a malformed cron expression or duration, a cron job
+ * without a zone on a JVM whose default zone is not UTC,
  * {@code lockAtLeastFor} longer than {@code lockAtMostFor}, a method with parameters, a job
  * name used twice) fails the application context at startup, naming the method.
  */
+@Reflective
 @Target({ ElementType.METHOD, ElementType.ANNOTATION_TYPE })
 @Retention(RetentionPolicy.RUNTIME)
 @Documented
@@ -45,16 +54,30 @@ public @interface SingleInstanceScheduled {
 	 */
 	String cron() default "";
 
-	/** Time zone of {@link #cron()}; empty means the server's default time zone. */
+	/**
+	 * Time zone of {@link #cron()}, the same on every instance. Empty means
+	 * {@code holdfast.scheduling.zone}, else UTC if that is the JVM's default zone; otherwise the
+	 * application fails to start, since instances in different default zones would run different
+	 * ticks.
+	 */
 	String zone() default "";
 
-	/** Period between the starts of two runs, as a duration string. */
+	/**
+	 * Period between ticks, as a duration string: the ticks are {@code initialDelay + k × fixedRate}
+	 * since the epoch, the same on every instance.
+	 */
 	String fixedRate() default "";
 
-	/** Period between the end of a run and the start of the next, as a duration string. */
+	/**
+	 * Time from the end of a run, on any instance, to the start of the next, on any instance, as a
+	 * duration string.
+	 */
 	String fixedDelay() default "";
 
-	/** Delay before the first run of a fixed-rate or fixed-delay job, as a duration string. */
+	/**
+	 * Delay before this instance first runs a fixed-rate or fixed-delay job, as a duration string;
+	 * for fixed-rate jobs also the phase of the ticks from the epoch.
+	 */
 	String initialDelay() default "";
 
 	/**
@@ -71,8 +94,7 @@ public @interface SingleInstanceScheduled {
 	String lockAtMostFor() default "";
 
 	/**
-	 * Shortest time the job's lock is kept after the start of a run, so that instances whose
-	 * clocks differ do not run a fixed-rate or fixed-delay job again right after a quick run.
+	 * Shortest time the job's lock is kept after the start of a run.
 	 * Empty means {@code holdfast.scheduling.lock-at-least-for} (zero unless configured).
 	 */
 	String lockAtLeastFor() default "";

@@ -67,6 +67,8 @@ public final class Clients {
 			case "jdbc-spring-integration" -> jdbcLockRegistry(dataSource());
 			case "redlock-holdfast" -> HoldfastRedlockClients.create(redlockClients());
 			case "redlock-redisson" -> redissonRedLock(redlockClients());
+			case "zookeeper-floor", "zookeeper-holdfast", "zookeeper-curator", "zookeeper-shedlock" ->
+				ZooKeeperClients.create(id);
 			default -> throw new IllegalArgumentException("Unknown contender " + id);
 		};
 	}
@@ -377,6 +379,5 @@ public final class Clients {
 			dataSource.close();
 		});
 	}
-
 
 }

@@ -2,7 +2,6 @@ package dev.holdfast.bench;
 
 import java.time.Duration;
 
-
 import org.springframework.aop.framework.ProxyFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 

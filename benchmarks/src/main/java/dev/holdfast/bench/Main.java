@@ -25,7 +25,8 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
 import org.openjdk.jmh.runner.options.VerboseMode;
 
-import dev.holdfast.testsupport.RedisServer;
+import dev.holdfast.test.server.RedisServer;
+import dev.holdfast.test.server.ZooKeeperServer;
 
 /**
  * Runs every contender in one go and prints the table with ratios to the floors measured in the
@@ -33,7 +34,7 @@ import dev.holdfast.testsupport.RedisServer;
  * ports) and PostgreSQL (embedded, or {@code -Dbench.pg=local}).
  * <p>
  * System properties: {@code bench.quick=true} (smoke run, a few seconds per benchmark),
- * {@code bench.only=redis,jdbc,redlock,annotation,contended,leases} (a subset),
+ * {@code bench.only=redis,jdbc,redlock,zookeeper,annotation,contended,leases} (a subset),
  * {@code bench.threads=1,8}, {@code bench.prof=jfr} (a JMH profiler for every fork),
  * {@code bench.out=path} (where the Markdown table goes, besides standard output).
  */
@@ -46,13 +47,17 @@ public final class Main {
 
 	static final List<String> REDLOCK = List.of("redlock-holdfast", "redlock-redisson");
 
+	static final List<String> ZOOKEEPER = List.of("zookeeper-floor", "zookeeper-holdfast", "zookeeper-curator",
+			"zookeeper-shedlock");
+
 	static final List<String> CONTENDED = List.of("redis-floor", "redis-holdfast", "redis-redisson",
-			"redis-spring-integration", "jdbc-floor", "jdbc-holdfast", "jdbc-spring-integration");
+			"redis-spring-integration", "jdbc-floor", "jdbc-holdfast", "jdbc-spring-integration", "zookeeper-floor",
+			"zookeeper-holdfast", "zookeeper-curator");
 
 	private final boolean quick = Boolean.getBoolean("bench.quick");
 
 	private final Set<String> only = new TreeSet<>(Arrays.asList(
-			System.getProperty("bench.only", "redis,jdbc,redlock,annotation,contended,leases").split(",")));
+			System.getProperty("bench.only", "redis,jdbc,redlock,zookeeper,annotation,contended,leases").split(",")));
 
 	private final List<Integer> threads = Arrays.stream(System.getProperty("bench.threads", "1,8").split(","))
 		.map(String::trim)
@@ -104,6 +109,17 @@ public final class Main {
 				this.jvmArgs.add("-Dbench.redlock.ports=" + String.join(",", ports));
 				System.setProperty("bench.redlock.ports", String.join(",", ports));
 			}
+			if (needs("zookeeper", "contended")) {
+				// Like the Redis servers (no persistence), the server does not fsync its transaction log
+				// here: on this machine's disk an fsync per write would be all that is measured.
+				System.setProperty("zookeeper.forceSync", "no");
+				ZooKeeperServer zooKeeper = ZooKeeperServer.start();
+				servers.add(zooKeeper);
+				this.jvmArgs.add("-Dbench.zookeeper.connect=" + zooKeeper.connectString());
+				System.setProperty("bench.zookeeper.connect", zooKeeper.connectString());
+				this.notes.add("ZooKeeper: one standalone server " + org.apache.zookeeper.Version.getFullVersion()
+						+ " inside the runner's JVM (Curator's TestingServer, forceSync=no), Curator 5.9.0 clients.");
+			}
 			Postgres postgres = null;
 			if (needs("jdbc") || (needs("contended") && CONTENDED.stream().anyMatch((c) -> c.startsWith("jdbc")))) {
 				postgres = startPostgres();
@@ -124,6 +140,9 @@ public final class Main {
 			if (needs("redlock")) {
 				uncontended(REDLOCK);
 			}
+			if (needs("zookeeper")) {
+				uncontended(ZOOKEEPER);
+			}
 			if (needs("annotation")) {
 				annotationOverhead();
 				log("annotation overhead in CPU time (this JVM)");
@@ -134,7 +153,8 @@ public final class Main {
 				Duration warmup = Duration.ofSeconds(this.quick ? 1 : 3);
 				Duration measure = Duration.ofSeconds(this.quick ? 3 : 10);
 				for (String contender : CONTENDED) {
-					if (contender.startsWith("jdbc") && postgres == null) {
+					if ((contender.startsWith("jdbc") && postgres == null)
+							|| (contender.startsWith("redis") && redis == null)) {
 						continue;
 					}
 					log("contended: " + contender);

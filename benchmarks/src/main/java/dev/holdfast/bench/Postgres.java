@@ -6,11 +6,12 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.Statement;
 
-import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import dev.holdfast.test.server.PostgresServer;
 
 /**
- * The PostgreSQL the JDBC contenders share: an embedded one (binaries from Maven Central), or
- * with {@code -Dbench.pg=local} the server on 127.0.0.1:5432 (trust auth, database {@code test}).
+ * The PostgreSQL the JDBC contenders share: an embedded one ({@link PostgresServer}, binaries from
+ * Maven Central), or with {@code -Dbench.pg=local} the server on 127.0.0.1:5432 (trust auth,
+ * database {@code test}).
  * Creates each contender's table, empty.
  */
 final class Postgres implements AutoCloseable {
@@ -19,9 +20,9 @@ final class Postgres implements AutoCloseable {
 
 	final String user;
 
-	private final EmbeddedPostgres embedded;
+	private final PostgresServer embedded;
 
-	private Postgres(String url, String user, EmbeddedPostgres embedded) {
+	private Postgres(String url, String user, PostgresServer embedded) {
 		this.url = url;
 		this.user = user;
 		this.embedded = embedded;
@@ -32,8 +33,8 @@ final class Postgres implements AutoCloseable {
 			return new Postgres(System.getProperty("bench.jdbc.url", "jdbc:postgresql://127.0.0.1:5432/test"),
 					System.getProperty("bench.jdbc.user", "postgres"), null);
 		}
-		EmbeddedPostgres embedded = EmbeddedPostgres.builder().start();
-		return new Postgres(embedded.getJdbcUrl("postgres", "postgres"), "postgres", embedded);
+		PostgresServer embedded = PostgresServer.start();
+		return new Postgres(embedded.jdbcUrl(), "postgres", embedded);
 	}
 
 	String description() {

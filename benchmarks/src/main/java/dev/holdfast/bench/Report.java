@@ -271,6 +271,9 @@ final class Report {
 		if (contender.startsWith("jdbc")) {
 			return "jdbc-floor";
 		}
+		if (contender.startsWith("zookeeper")) {
+			return "zookeeper-floor";
+		}
 		return "redis-floor";
 	}
 

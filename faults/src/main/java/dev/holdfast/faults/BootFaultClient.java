@@ -32,8 +32,8 @@ import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockContext;
 import dev.holdfast.LockNotAcquiredException;
+import dev.holdfast.ScheduledTick;
 import dev.holdfast.SingleInstanceScheduled;
-import dev.holdfast.scheduling.ScheduledTick;
 
 /**
  * A client of a fault run that is a Spring Boot application: Holdfast comes from the starter's

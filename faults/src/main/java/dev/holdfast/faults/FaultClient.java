@@ -24,9 +24,13 @@ import dev.holdfast.redis.RedisLockBackend;
 import dev.holdfast.redlock.RedlockLockBackend;
 import dev.holdfast.redlock.RedlockSettings;
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.zookeeper.ZooKeeperLockBackend;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.springframework.core.NestedExceptionUtils;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
@@ -41,9 +45,9 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * is flushed at once, so that a client stopped with SIGKILL or SIGSTOP has logged everything it
  * did.
  * <p>
- * Arguments are {@code key=value}: {@code backend} ({@code redis}, {@code redlock} or
- * {@code jdbc}), {@code nodes} (comma-separated {@code redis://127.0.0.1:port}, or the database's
- * {@code jdbc:postgresql://...}), {@code resource} ({@code redis://...} or {@code jdbc:...} of
+ * Arguments are {@code key=value}: {@code backend} ({@code redis}, {@code redlock}, {@code jdbc}
+ * or {@code zookeeper}), {@code nodes} (comma-separated {@code redis://127.0.0.1:port}, the
+ * database's {@code jdbc:postgresql://...}, or ZooKeeper's {@code 127.0.0.1:port,...}), {@code resource} ({@code redis://...} or {@code jdbc:...} of
  * the resource), {@code lock}, {@code ttlMs}, {@code workMs}, {@code durationMs} (hard limit),
  * {@code stopFile} (stops the loop once it exists), {@code log}.
  */
@@ -149,7 +153,8 @@ public final class FaultClient {
 						new RedisStandaloneConfiguration(uri.getHost(), uri.getPort()), configuration);
 				factory.afterPropertiesSet();
 				factory.start();
-				RedisLockBackend backend = new RedisLockBackend(factory);
+				// As the auto-configuration builds it.
+				RedisLockBackend backend = RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
 				return new Backend(backend, () -> {
 					backend.close();
 					factory.destroy();
@@ -168,6 +173,18 @@ public final class FaultClient {
 						Duration.ofSeconds(1));
 				backend.checkTable();
 				return new Backend(backend, pool::close);
+			}
+			case "zookeeper": {
+				// Sessions of 3 s: a client cut off or stopped longer than that loses its session.
+				CuratorFramework client = CuratorFrameworkFactory.builder()
+					.connectString(String.join(",", nodes))
+					.sessionTimeoutMs(3000)
+					.connectionTimeoutMs(1000)
+					.retryPolicy(new ExponentialBackoffRetry(50, 2, 200))
+					.build();
+				client.start();
+				ZooKeeperLockBackend backend = ZooKeeperLockBackend.owning(client, "/holdfast");
+				return new Backend(backend, backend::close);
 			}
 			default:
 				throw new IllegalArgumentException("Unknown backend " + type);

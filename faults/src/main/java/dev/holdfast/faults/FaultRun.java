@@ -101,6 +101,14 @@ public final class FaultRun {
 		return this;
 	}
 
+	/** The ZooKeeper backend on an ensemble of {@code servers} separate server processes. */
+	public FaultRun zookeeper(int servers) {
+		this.backend = "zookeeper";
+		this.nodeCount = servers;
+		this.persistent = true;
+		return this;
+	}
+
 	public FaultRun clients(int clients) {
 		this.clients = clients;
 		return this;
@@ -132,6 +140,15 @@ public final class FaultRun {
 	public FaultRun bootClients(String ticks) {
 		this.clientMain = BootFaultClient.class.getName();
 		this.clientArguments.put("ticks", ticks);
+		return this;
+	}
+
+	/**
+	 * Starts the clients as {@link MinimalFaultClient}s, the minimal owner-checked client without
+	 * Holdfast that a run is compared with ({@code redis} and {@code jdbc} only).
+	 */
+	public FaultRun minimalClients() {
+		this.clientMain = MinimalFaultClient.class.getName();
 		return this;
 	}
 
@@ -194,6 +211,7 @@ public final class FaultRun {
 		List<RedisNode> nodes = new ArrayList<>();
 		List<Process> clientProcesses = new ArrayList<>();
 		PostgresNode postgres = null;
+		ZooKeeperEnsemble zooKeeper = null;
 		try (PrintWriter controllerLog = new PrintWriter(
 				Files.newBufferedWriter(dir.resolve("controller.log"), StandardCharsets.UTF_8))) {
 			String resourceUri;
@@ -207,12 +225,16 @@ public final class FaultRun {
 				resourceUri = resourceNode.uri();
 			}
 			List<RedisNode> backendNodes = new ArrayList<>();
-			for (int i = 0; i < this.nodeCount; i++) {
+			if (this.backend.equals("zookeeper")) {
+				zooKeeper = ZooKeeperEnsemble.start(dir.resolve("zookeeper"), this.nodeCount, this.nodeEnvironment);
+			}
+			for (int i = 0; (zooKeeper == null) && i < this.nodeCount; i++) {
 				backendNodes.add(RedisNode.start(dir.resolve("node" + i), this.persistent, this.nodeEnvironment));
 			}
 			nodes.addAll(backendNodes);
 			String nodeUris = (postgres != null) ? postgres.jdbcUrl()
-					: backendNodes.stream().map(RedisNode::uri).collect(Collectors.joining(","));
+					: (zooKeeper != null) ? zooKeeper.connectString()
+							: backendNodes.stream().map(RedisNode::uri).collect(Collectors.joining(","));
 			Path stopFile = dir.resolve("stop");
 			List<Path> clientLogs = new ArrayList<>();
 			for (int i = 0; i < this.clients; i++) {
@@ -223,7 +245,8 @@ public final class FaultRun {
 						"workMs=" + this.workMs, "durationMs=120000", "stopFile=" + stopFile, "log=" + log),
 						dir.resolve("client" + i + ".out")));
 			}
-			Context context = new Context(backendNodes, postgres, clientProcesses, clientLogs, controllerLog);
+			Context context = new Context(backendNodes, postgres, zooKeeper, clientProcesses, clientLogs,
+					controllerLog);
 			// Spring Boot clients take 5 s to start alone, above 20 s on a loaded machine.
 			context.awaitStarted(Duration.ofSeconds(90));
 			context.awaitAcquisitions(this.clients, Duration.ofSeconds(30));
@@ -257,6 +280,9 @@ public final class FaultRun {
 			nodes.forEach(RedisNode::close);
 			if (postgres != null) {
 				postgres.close();
+			}
+			if (zooKeeper != null) {
+				zooKeeper.close();
 			}
 		}
 		return Checker.check(this.name, dir);
@@ -306,16 +332,19 @@ public final class FaultRun {
 
 		private final PostgresNode postgres;
 
+		private final ZooKeeperEnsemble zooKeeper;
+
 		private final List<Process> clients;
 
 		private final List<Path> clientLogs;
 
 		private final PrintWriter log;
 
-		Context(List<RedisNode> nodes, PostgresNode postgres, List<Process> clients, List<Path> clientLogs,
-				PrintWriter log) {
+		Context(List<RedisNode> nodes, PostgresNode postgres, ZooKeeperEnsemble zooKeeper, List<Process> clients,
+				List<Path> clientLogs, PrintWriter log) {
 			this.nodes = nodes;
 			this.postgres = postgres;
+			this.zooKeeper = zooKeeper;
 			this.clients = clients;
 			this.clientLogs = clientLogs;
 			this.log = log;
@@ -329,6 +358,19 @@ public final class FaultRun {
 
 		public List<RedisNode> nodes() {
 			return this.nodes;
+		}
+
+		/** The database's port of a {@link FaultRun#jdbc(boolean) jdbc} run. */
+		public int postgresPort() {
+			return java.net.URI.create(postgres().jdbcUrl().substring("jdbc:".length())).getPort();
+		}
+
+		/** The ensemble of a {@link FaultRun#zookeeper(int) zookeeper} run. */
+		ZooKeeperEnsemble zooKeeper() {
+			if (this.zooKeeper == null) {
+				throw new IllegalStateException("Not a zookeeper run: there is no ensemble");
+			}
+			return this.zooKeeper;
 		}
 
 		/** The database of a {@link FaultRun#jdbc(boolean) jdbc} run. */

@@ -71,14 +71,7 @@ class TickFaultMatrixTest {
 			context.mark("HEAL restart backend");
 		}), (ticks, locks) -> fencingHolds(locks));
 		if (noFakeClock.isEmpty()) {
-			// Jumps longer than the period, which the design does not cover: measured. Not whole
-			// seconds, else the jumped instance fires at the others' instants and the race for the
-			// job lock hides most duplicates.
-			run(clockJump("boot-redis-clock-ahead-2.5s", redis.on(), Duration.ofMillis(2500)),
-					(ticks, locks) -> fencingHolds(locks));
-			run(clockJump("boot-redis-clock-behind-2.5s", redis.on(), Duration.ofMillis(-2500)),
-					(ticks, locks) -> fencingHolds(locks));
-			lateClock(redis);
+			skewedClocks(redis);
 		}
 
 		Backend jdbc = new Backend("boot-jdbc", (run) -> run.jdbc(true), false);
@@ -102,7 +95,7 @@ class TickFaultMatrixTest {
 			fencingHolds(locks);
 		});
 		if (noFakeClock.isEmpty()) {
-			lateClock(jdbc);
+			skewedClocks(jdbc);
 		}
 
 		Backend redlock = new Backend("boot-redlock5", (run) -> run.redlock(5, false), true);
@@ -131,7 +124,7 @@ class TickFaultMatrixTest {
 			fencingHolds(locks);
 		});
 		if (noFakeClock.isEmpty()) {
-			lateClock(redlock);
+			skewedClocks(redlock);
 		}
 
 		String table = Checker.tickTable(this.tickReports) + "\n" + Checker.table(this.lockReports);
@@ -173,13 +166,27 @@ class TickFaultMatrixTest {
 			});
 	}
 
-	/** Late by less than a period: the claim of the tick outlives the late run, so each tick runs once. */
-	private void lateClock(Backend backend) throws Exception {
-		run(clockJump(backend.prefix() + "-clock-behind-400ms", backend.on(), Duration.ofMillis(-400)),
-				(ticks, locks) -> {
-					eachTickOnce(ticks, backend);
-					fencingHolds(locks);
-				});
+	/**
+	 * One instance's wall clock off by 2.5 s and by an hour, either way, and 400 ms late: the
+	 * backend's clock decides which tick is due, so the skewed instance runs nothing while its clock
+	 * is off and each tick runs once on the others. Jumps are not whole seconds, else the jumped
+	 * instance would fire at the others' instants.
+	 */
+	private void skewedClocks(Backend backend) throws Exception {
+		for (Duration jump : List.of(Duration.ofMillis(2500), Duration.ofMillis(-2500), Duration.ofMillis(3_600_300),
+				Duration.ofMillis(-3_600_300), Duration.ofMillis(-400))) {
+			String name = backend.prefix() + "-clock-" + ((jump.isNegative()) ? "behind-" : "ahead-")
+					+ describe(jump.abs());
+			run(clockJump(name, backend.on(), jump), (ticks, locks) -> {
+				eachTickOnce(ticks, backend);
+				fencingHolds(locks);
+			});
+		}
+	}
+
+	private static String describe(Duration duration) {
+		return (duration.toMinutes() >= 60) ? "1h" : (duration.toMillis() % 1000 == 0) ? duration.toSeconds() + "s"
+				: (duration.toMillis() < 1000) ? duration.toMillis() + "ms" : (duration.toMillis() / 100) / 10.0 + "s";
 	}
 
 	/**

@@ -1,9 +1,16 @@
 package dev.holdfast.actuate;
 
+import java.time.Duration;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.jspecify.annotations.Nullable;
+
 import org.springframework.boot.health.contributor.AbstractHealthIndicator;
 import org.springframework.boot.health.contributor.Health;
 
-import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockEngine;
+import dev.holdfast.scheduling.TickClock;
 import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.LockBackend;
 
@@ -15,20 +22,43 @@ import dev.holdfast.spi.LockBackend;
  */
 public class LockBackendHealthIndicator extends AbstractHealthIndicator {
 
-	private final DefaultLockTemplate template;
+	private final LockEngine engine;
+
+	private final @Nullable TickClock tickClock;
 
 	/**
-	 * Checks the backend of {@code template}.
+	 * Checks the backend of {@code engine}.
 	 */
-	public LockBackendHealthIndicator(DefaultLockTemplate template) {
+	public LockBackendHealthIndicator(LockEngine engine) {
+		this(engine, null);
+	}
+
+	/**
+	 * Checks the backend of {@code engine}, and adds what {@code tickClock} measured: the
+	 * detail {@code clockOffset} (this instance's clock less the backend's, e.g. {@code 2503ms})
+	 * once a tick was claimed, and {@code jobsRefusedForClock} (job name to offset) while jobs run
+	 * no ticks here because the offset exceeds their tolerance. The status does not change:
+	 * locks still work.
+	 */
+	public LockBackendHealthIndicator(LockEngine engine, @Nullable TickClock tickClock) {
 		super("Holdfast lock backend health check failed");
-		this.template = template;
+		this.engine = engine;
+		this.tickClock = tickClock;
 	}
 
 	@Override
 	protected void doHealthCheck(Health.Builder builder) {
-		LockBackend backend = this.template.backend();
-		builder.withDetail("backend", backend.name()).withDetail("held", this.template.heldLeases().size());
+		LockBackend backend = this.engine.backend();
+		builder.withDetail("backend", backend.name()).withDetail("held", this.engine.heldLeases().size());
+		if (this.tickClock != null) {
+			this.tickClock.offset().ifPresent((offset) -> builder.withDetail("clockOffset", offset.toMillis() + "ms"));
+			Map<String, Duration> refused = this.tickClock.refusedJobs();
+			if (!refused.isEmpty()) {
+				Map<String, String> offsets = new TreeMap<>();
+				refused.forEach((job, offset) -> offsets.put(job, offset.toMillis() + "ms"));
+				builder.withDetail("jobsRefusedForClock", offsets);
+			}
+		}
 		if (!(backend instanceof BackendHealth health)) {
 			builder.unknown();
 			return;

@@ -6,10 +6,10 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 
-import dev.holdfast.core.LockListener;
+import dev.holdfast.LockListener;
 
 /**
- * Records what a {@link dev.holdfast.core.DefaultLockTemplate} does as Micrometer meters. Every
+ * Records what Holdfast's locks do as Micrometer meters. Every
  * meter is tagged with the lock {@code name} (never the evaluated key, whose values are
  * unbounded) and the {@code backend}:
  * <ul>
@@ -17,8 +17,8 @@ import dev.holdfast.core.LockListener;
  * {@code acquired}, {@code not_acquired} or {@code failed};</li>
  * <li>{@value #HELD} (timer): how long leases were held, recorded at release;</li>
  * <li>{@value #LOST} (counter): leases lost because they could not be renewed;</li>
- * <li>{@value #SKIPPED} (counter): scheduled ticks skipped because another instance ran
- * them.</li>
+ * <li>{@value #SKIPPED} (counter): scheduled ticks not run on this instance, tagged
+ * {@code reason}: {@code ran-elsewhere} (normal) or the reason of a drop.</li>
  * </ul>
  * When a {@link LockObservationListener} feeds a registry with a meter observation handler, the
  * observations produce the two timers (with their own tags); this listener is then created
@@ -103,16 +103,18 @@ public class LockMetricsListener implements LockListener {
 	}
 
 	/**
-	 * Counts a scheduled tick that did not run here because another instance held its lock.
+	 * Counts a scheduled tick that did not run here.
 	 * @param name the job name
 	 * @param backend the backend name
+	 * @param reason {@code ran-elsewhere}, or why the tick was dropped
 	 */
 	@Override
-	public void tickSkipped(String name, String backend) {
+	public void tickSkipped(String name, String backend, String reason) {
 		Counter.builder(SKIPPED)
-			.description("Scheduled ticks skipped: another instance claimed them, or the job's lock was busy")
+			.description("Scheduled ticks not run on this instance: reason ran-elsewhere is normal, others are drops")
 			.tag("name", name)
 			.tag("backend", backend)
+			.tag("reason", reason)
 			.register(this.registry)
 			.increment();
 	}

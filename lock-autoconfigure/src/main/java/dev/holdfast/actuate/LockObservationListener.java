@@ -7,10 +7,10 @@ import io.micrometer.observation.ObservationRegistry;
 import io.micrometer.observation.ObservationView;
 import org.jspecify.annotations.Nullable;
 
-import dev.holdfast.core.LockListener;
+import dev.holdfast.LockListener;
 
 /**
- * Observes every acquisition of a {@link dev.holdfast.core.DefaultLockTemplate} and every hold
+ * Observes every acquisition of Holdfast's lock engine and every hold
  * that follows with Micrometer Observations, which tracing turns into spans and Boot's
  * {@code DefaultMeterObservationHandler} into timers:
  * <ul>

@@ -1,15 +1,20 @@
 package dev.holdfast.actuate;
 
 import java.time.Instant;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Set;
 
 import org.springframework.boot.actuate.endpoint.OperationResponseBody;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.actuate.endpoint.Show;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
 
-import dev.holdfast.core.DefaultLockTemplate;
-import dev.holdfast.core.LeaseInfo;
+import dev.holdfast.LeaseInfo;
+import dev.holdfast.core.LockEngine;
+import dev.holdfast.core.LockKeys;
 
 /**
  * The {@code locks} Actuator endpoint: the leases this instance holds now, including the locks
@@ -17,30 +22,54 @@ import dev.holdfast.core.LeaseInfo;
  * expiry at {@code lockAtMostFor}). Locks held by other instances are not listed, nor a job lock
  * kept for {@code lockAtLeastFor} after its run. Exposed like any other endpoint: over JMX by
  * default, over the web only when {@code management.endpoints.web.exposure.include} names it.
+ * <p>
+ * Lock keys end with values taken from method arguments, which often are user data (account
+ * ids, e-mail addresses). As Boot's {@code env} and {@code configprops} endpoints do with property
+ * values, the key part is shown only as {@code management.endpoint.locks.show-values} allows
+ * ({@link Show#NEVER} by default): otherwise the key reads {@code <prefix><name>:******}.
  */
 @Endpoint(id = "locks")
 public class LocksEndpoint {
 
-	private final DefaultLockTemplate template;
+	private final LockEngine engine;
+
+	private final Show showValues;
+
+	private final Set<String> roles;
 
 	/**
-	 * Lists the leases of {@code template}.
+	 * Lists the leases of {@code engine} with their keys masked.
 	 */
-	public LocksEndpoint(DefaultLockTemplate template) {
-		this.template = template;
+	public LocksEndpoint(LockEngine engine) {
+		this(engine, Show.NEVER, Set.of());
 	}
 
 	/**
-	 * The leases this instance holds, ordered by key.
+	 * Lists the leases of {@code engine}.
+	 * @param showValues when the key part of lock keys is shown
+	 * @param roles the roles that see it with {@link Show#WHEN_AUTHORIZED}; any authenticated
+	 * user when empty
+	 */
+	public LocksEndpoint(LockEngine engine, Show showValues, Collection<String> roles) {
+		this.engine = engine;
+		this.showValues = showValues;
+		this.roles = Set.copyOf(roles);
+	}
+
+	/**
+	 * The leases this instance holds, ordered by key, with the key part of each key masked
+	 * unless {@code show-values} allows it for {@code securityContext}.
 	 */
 	@ReadOperation
-	public LocksDescriptor locks() {
-		List<LeaseDescriptor> leases = this.template.heldLeases()
+	public LocksDescriptor locks(SecurityContext securityContext) {
+		boolean shown = this.showValues.isShown(securityContext, this.roles);
+		String prefix = this.engine.keyPrefix();
+		List<LeaseDescriptor> leases = this.engine.heldLeases()
 			.stream()
 			.sorted(Comparator.comparing(LeaseInfo::key))
-			.map(LeaseDescriptor::new)
+			.map((info) -> new LeaseDescriptor(info, shown ? info.key() : LockKeys.mask(info.key(), prefix)))
 			.toList();
-		return new LocksDescriptor(this.template.backend().name(), leases);
+		return new LocksDescriptor(this.engine.backendName(), leases);
 	}
 
 	/**
@@ -56,7 +85,7 @@ public class LocksEndpoint {
 	 * One held lease.
 	 *
 	 * @param name the lock name
-	 * @param key the backend key
+	 * @param key the backend key, its key part masked unless shown
 	 * @param fencingToken the fencing token of the acquisition
 	 * @param acquired when it was acquired
 	 * @param expires when it expires unless renewed
@@ -65,8 +94,8 @@ public class LocksEndpoint {
 	public record LeaseDescriptor(String name, String key, long fencingToken, Instant acquired, Instant expires,
 			boolean valid) {
 
-		LeaseDescriptor(LeaseInfo info) {
-			this(info.name(), info.key(), info.fencingToken(), info.acquiredAt(), info.expiresAt(), info.valid());
+		LeaseDescriptor(LeaseInfo info, String key) {
+			this(info.name(), key, info.fencingToken(), info.acquiredAt(), info.expiresAt(), info.valid());
 		}
 
 	}

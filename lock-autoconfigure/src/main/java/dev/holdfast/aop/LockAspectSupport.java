@@ -19,12 +19,13 @@ import org.springframework.core.ReactiveAdapterRegistry;
 import org.springframework.expression.EvaluationException;
 import org.springframework.util.ClassUtils;
 
+import dev.holdfast.AsyncLockTemplate;
 import dev.holdfast.Lease;
-import dev.holdfast.LockContext;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.OnLocked;
-import dev.holdfast.core.AsyncLockTemplate;
-import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.EngineLease;
+import dev.holdfast.core.IdentityStrings;
+import dev.holdfast.core.ThreadBindings;
 
 /**
  * Runs a method under its {@link LockOperation}: evaluates the key, acquires through the
@@ -77,10 +78,11 @@ public class LockAspectSupport {
 
 	/**
 	 * Calls {@code invoker} while holding the method's lock, or directly if the method is not
-	 * annotated.
+	 * annotated; for a proxy without a target, {@code target} is {@code null} and the method is
+	 * looked up on {@code targetClass} (or where it is declared, if that is {@code null}).
 	 */
-	public @Nullable Object execute(Invoker invoker, Object target, Method method, Object[] args) throws Throwable {
-		Class<?> targetClass = target.getClass();
+	public @Nullable Object execute(Invoker invoker, @Nullable Object target, @Nullable Class<?> targetClass,
+			Method method, Object[] args) throws Throwable {
 		LockOperation operation = this.operations.getOperation(method, targetClass);
 		if (operation == null) {
 			return invoker.proceed();
@@ -101,8 +103,8 @@ public class LockAspectSupport {
 		if (lease == null) {
 			return emptyResult(returnType);
 		}
-		try (Lease held = lease; LockContext.Scope scope = LockContext.bind(lease);
-				Observation.Scope observed = DefaultLockTemplate.observation(lease).openScope()) {
+		try (Lease held = lease; ThreadBindings.Binding scope = ThreadBindings.bind(lease);
+				Observation.Scope observed = EngineLease.observationOf(lease).openScope()) {
 			return invoker.proceed();
 		}
 	}
@@ -114,15 +116,15 @@ public class LockAspectSupport {
 			return emptyResult(returnType);
 		}
 		Object result;
-		try (LockContext.Scope scope = LockContext.bind(lease);
-				Observation.Scope observed = DefaultLockTemplate.observation(lease).openScope()) {
+		try (ThreadBindings.Binding scope = ThreadBindings.bind(lease);
+				Observation.Scope observed = EngineLease.observationOf(lease).openScope()) {
 			result = invoker.proceed();
 		}
 		catch (Throwable ex) {
 			lease.close();
 			throw ex;
 		}
-		DefaultLockTemplate.detachFromThread(lease);
+		EngineLease.detach(lease);
 		if (result == null) {
 			lease.close();
 			return null;
@@ -177,8 +179,8 @@ public class LockAspectSupport {
 		return lease;
 	}
 
-	private @Nullable Object evaluateKey(LockOperation operation, Object target, Class<?> targetClass, Method method,
-			Object[] args) {
+	private @Nullable Object evaluateKey(LockOperation operation, @Nullable Object target,
+			@Nullable Class<?> targetClass, Method method, Object[] args) {
 		if (operation.keyExpression() == null) {
 			return null;
 		}
@@ -201,7 +203,23 @@ public class LockAspectSupport {
 					+ "\" of @DistributedLock on " + operation.describe()
 					+ " evaluated to null; a lock key must not be null (check the arguments, or use a name alone)");
 		}
-		return (key instanceof Optional<?> optional) ? optional.get() : key;
+		Object value = (key instanceof Optional<?> optional) ? optional.get() : key;
+		Object identity = IdentityStrings.findIdentityValue(value);
+		if (identity != null) {
+			throw new IllegalArgumentException(identityKeyMessage(operation, identity));
+		}
+		return value;
+	}
+
+	private static String identityKeyMessage(LockOperation operation, Object identity) {
+		String text = operation.keyExpressionText();
+		String example = text.matches("#[A-Za-z_$][\\w$]*") ? text + ".id" : "#order.id";
+		return "Key expression \"" + text + "\" of @DistributedLock on " + operation.describe() + " gave a "
+				+ identity.getClass().getName() + ", whose toString() is Object's identity string (class name and "
+				+ "hash code): the key would differ per call and per JVM, and the lock would exclude nothing. "
+				+ "Key on a value that identifies it, such as key = \"" + example
+				+ "\"" + (identity.getClass().isSynthetic() ? ""
+						: ", or override toString() in " + identity.getClass().getSimpleName());
 	}
 
 	/** The value a skipped method returns: empty, not absent, wherever the type allows it. */

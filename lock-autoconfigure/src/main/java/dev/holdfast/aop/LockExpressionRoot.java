@@ -2,6 +2,8 @@ package dev.holdfast.aop;
 
 import java.lang.reflect.Method;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The root object of key expressions: {@code #root.method}, {@code #root.args},
  * {@code #root.target}, {@code #root.targetClass}, {@code #root.methodName}.
@@ -12,15 +14,15 @@ public final class LockExpressionRoot {
 
 	private final Object[] args;
 
-	private final Object target;
+	private final @Nullable Object target;
 
 	private final Class<?> targetClass;
 
-	LockExpressionRoot(Method method, Object[] args, Object target, Class<?> targetClass) {
+	LockExpressionRoot(Method method, Object[] args, @Nullable Object target, @Nullable Class<?> targetClass) {
 		this.method = method;
 		this.args = args;
 		this.target = target;
-		this.targetClass = targetClass;
+		this.targetClass = (targetClass != null) ? targetClass : method.getDeclaringClass();
 	}
 
 	public Method getMethod() {
@@ -35,7 +37,8 @@ public final class LockExpressionRoot {
 		return this.args;
 	}
 
-	public Object getTarget() {
+	/** The target object; {@code null} on a proxy without a target. */
+	public @Nullable Object getTarget() {
 		return this.target;
 	}
 

@@ -32,11 +32,12 @@ import dev.holdfast.DistributedLock;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.OnLocked;
+import dev.holdfast.core.IdentityStrings;
 
 /**
  * Finds and resolves {@link DistributedLock} on methods, once per (method, target class).
- * Placeholders are resolved on the annotation's literals before parsing; expressions are parsed
- * here and never again. Every problem is a {@link LockConfigurationException} naming the method.
+ * Placeholders are resolved in the name and the durations, never in the key expression (a
+ * property's value would become code there); expressions are parsed here and never again. Every problem is a {@link LockConfigurationException} naming the method.
  * The cache holds one entry per method of the application's classes, a bounded number.
  */
 public class LockOperationSource {
@@ -101,9 +102,10 @@ public class LockOperationSource {
 		}
 		Duration leaseTime = parseDuration(annotation.leaseTime(), "leaseTime", where);
 		if (leaseTime != null) {
-			if (leaseTime.isNegative() || leaseTime.isZero()) {
+			if (leaseTime.compareTo(LockOptions.MIN_LEASE_TIME) < 0) {
 				throw new LockConfigurationException(where + " has leaseTime '" + annotation.leaseTime()
-						+ "', but a lease must last longer than zero", "Use a positive leaseTime, such as leaseTime = \"30s\".");
+						+ "', but a lease must last at least 1ms (a shorter one would expire as it is taken)",
+						"Use a leaseTime of at least 1ms, such as leaseTime = \"30s\".");
 			}
 			options = options.leaseTime(leaseTime);
 		}
@@ -117,9 +119,14 @@ public class LockOperationSource {
 		String keyText = annotation.key();
 		Expression expression = null;
 		if (StringUtils.hasText(keyText)) {
-			String resolved = resolvePlaceholders(keyText);
-			expression = parseKey(resolved, specific, where);
-			keyText = resolved;
+			if (keyText.contains("${")) {
+				throw new LockConfigurationException(where + " has key = \"" + keyText
+						+ "\", which contains a ${...} placeholder; placeholders are not resolved in key expressions, "
+						+ "where a property's value would become SpEL code",
+						"Put the placeholder in the name (name = \"orders-${tenant}\"), or read the property as data "
+								+ "in the expression: key = \"@environment.getProperty('tenant') + ':' + #order.id\".");
+			}
+			expression = parseKey(keyText, specific, where);
 		}
 		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked(),
 				ReactiveAdapterRegistry.getSharedInstance().getAdapter(specific.getReturnType()));
@@ -161,7 +168,40 @@ public class LockOperationSource {
 					"Fix the SpEL expression in the key attribute, such as key = \"#order.id\".");
 		}
 		checkVariables(expression, text, method, where);
+		checkIdentityParameter(expression, text, method, where);
 		return expression;
+	}
+
+	/**
+	 * Fails when the whole key is one parameter ({@code #order}, {@code #p0}) of a concrete type
+	 * whose {@code toString()} is {@link Object}'s: every call would lock a key of its own.
+	 */
+	private void checkIdentityParameter(Expression expression, String text, Method method, String where) {
+		if (!(expression instanceof SpelExpression spel) || !(spel.getAST() instanceof VariableReference)) {
+			return;
+		}
+		int index = parameterIndex(text.trim().substring(1), method);
+		if (index < 0) {
+			return;
+		}
+		Class<?> type = method.getParameterTypes()[index];
+		if (IdentityStrings.declaredTypeInheritsObjectToString(type)) {
+			throw new LockConfigurationException(where + " has key = \"" + text + "\", a parameter of type "
+					+ type.getTypeName() + ", whose toString() is Object's identity string (class name and hash code): "
+					+ "the key would differ per call and per JVM, and the lock would exclude nothing",
+					"Key on a value that identifies the argument, such as key = \"" + text.trim()
+							+ ".id\", or override toString() in " + type.getSimpleName() + ".");
+		}
+	}
+
+	/** The index of the parameter that {@code #variable} names, or -1. */
+	private int parameterIndex(String variable, Method method) {
+		if (variable.matches("[pa]\\d+")) {
+			int index = Integer.parseInt(variable.substring(1));
+			return (index < method.getParameterCount()) ? index : -1;
+		}
+		String[] names = this.parameterNames.getParameterNames(method);
+		return (names != null) ? Arrays.asList(names).indexOf(variable) : -1;
 	}
 
 	/** Fails on {@code #name} references that match no parameter of the method. */

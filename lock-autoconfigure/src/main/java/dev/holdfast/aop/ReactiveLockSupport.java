@@ -16,13 +16,13 @@ import reactor.util.context.ContextView;
 
 import org.springframework.core.ReactiveAdapter;
 
+import dev.holdfast.AsyncLockTemplate;
 import dev.holdfast.Lease;
 import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.OnLocked;
-import dev.holdfast.core.AsyncLockTemplate;
-import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.EngineLease;
 
 /**
  * Locks reactive results: the returned publisher acquires on each subscription and releases,
@@ -82,7 +82,7 @@ final class ReactiveLockSupport {
 
 	/** {@code context} with the lease and, when it is observed, the observation of its hold. */
 	private static Context withLease(Context context, Lease lease) {
-		Observation hold = DefaultLockTemplate.observation(lease).hold();
+		Observation hold = EngineLease.observationOf(lease).hold();
 		Context withLease = context.put(Lease.class, lease);
 		return hold.isNoop() ? withLease : withLease.put(OBSERVATION_KEY, hold);
 	}
@@ -144,7 +144,8 @@ final class ReactiveLockSupport {
 					sink.success(lease);
 				}
 				else if (onLocked == OnLocked.THROW) {
-					sink.error(new LockNotAcquiredException(async.keyFor(name, key), async.waitTime(options)));
+					String fullKey = async.keyFor(name, key);
+					sink.error(new LockNotAcquiredException(fullKey, async.shownKey(fullKey), async.waitTime(options)));
 				}
 				else {
 					sink.success();
@@ -170,7 +171,7 @@ final class ReactiveLockSupport {
 						sink.success();
 						return;
 					}
-					DefaultLockTemplate.detachFromThread(lease);
+					EngineLease.detach(lease);
 					if (state.compareAndSet(null, lease)) {
 						sink.success(lease);
 					}

@@ -8,6 +8,9 @@ public enum BackendType {
 	/** Several independent Redis masters, through Redisson clients (Redlock). */
 	REDLOCK,
 
+	/** A ZooKeeper ensemble, through Apache Curator. */
+	ZOOKEEPER,
+
 	/** Redis, through the application's spring-data-redis connection factory. */
 	REDIS,
 

@@ -13,8 +13,9 @@ import dev.holdfast.core.DefaultLockTemplate;
  * Shuts the lock template down gracefully. When the application context stops, new
  * acquisitions are refused, and the stop phase ends when every held lease has been released, or
  * when Boot's {@code spring.lifecycle.timeout-per-shutdown-phase} runs out. The template's
- * {@code close()}, called when the context destroys it afterwards, stops renewals and releases
- * what is still held, with owner checks.
+ * {@code close()}, called when the context destroys it afterwards, stops renewals; a lease still
+ * held then belongs to code that still runs, so it is marked lost (WARN,
+ * {@code holdfast.lock.lost}) and left to expire on the backend, never deleted under that code.
  * <p>
  * A context started again after a stop takes new locks again.
  * <p>

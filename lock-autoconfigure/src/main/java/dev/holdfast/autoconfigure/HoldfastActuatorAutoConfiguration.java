@@ -12,16 +12,19 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 import dev.holdfast.actuate.LockBackendHealthIndicator;
+import dev.holdfast.actuate.TickClockMetrics;
 import dev.holdfast.actuate.LockMetricsListener;
 import dev.holdfast.actuate.LockObservationListener;
 import dev.holdfast.actuate.LocksEndpoint;
-import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockEngine;
+import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
 
 /**
  * Operations support for Holdfast, each part active when its library is present: Micrometer
@@ -69,32 +72,42 @@ public final class HoldfastActuatorAutoConfiguration {
 			return new LockMetricsListener(meterRegistry, !timersFromObservations);
 		}
 
+		@Bean
+		@ConditionalOnBean(SingleInstanceScheduledBeanPostProcessor.class)
+		@ConditionalOnMissingBean
+		TickClockMetrics holdfastTickClockMetrics(SingleInstanceScheduledBeanPostProcessor scheduling) {
+			return new TickClockMetrics(scheduling.tickClock());
+		}
+
 	}
 
 	@Configuration(proxyBeanMethods = false)
 	@ConditionalOnClass(Endpoint.class)
-	@ConditionalOnSingleCandidate(DefaultLockTemplate.class)
+	@ConditionalOnSingleCandidate(LockEngine.class)
+	@EnableConfigurationProperties(LocksEndpointProperties.class)
 	static class EndpointConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean
 		@ConditionalOnAvailableEndpoint
-		LocksEndpoint holdfastLocksEndpoint(DefaultLockTemplate template) {
-			return new LocksEndpoint(template);
+		LocksEndpoint holdfastLocksEndpoint(LockEngine engine, LocksEndpointProperties properties) {
+			return new LocksEndpoint(engine, properties.getShowValues(), properties.getRoles());
 		}
 
 	}
 
 	@Configuration(proxyBeanMethods = false)
 	@ConditionalOnClass(HealthIndicator.class)
-	@ConditionalOnSingleCandidate(DefaultLockTemplate.class)
+	@ConditionalOnSingleCandidate(LockEngine.class)
 	@ConditionalOnEnabledHealthIndicator("holdfast")
 	static class HealthConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean(name = "holdfastHealthIndicator")
-		LockBackendHealthIndicator holdfastHealthIndicator(DefaultLockTemplate template) {
-			return new LockBackendHealthIndicator(template);
+		LockBackendHealthIndicator holdfastHealthIndicator(LockEngine engine,
+				ObjectProvider<SingleInstanceScheduledBeanPostProcessor> scheduling) {
+			SingleInstanceScheduledBeanPostProcessor jobs = scheduling.getIfUnique();
+			return new LockBackendHealthIndicator(engine, (jobs != null) ? jobs.tickClock() : null);
 		}
 
 	}

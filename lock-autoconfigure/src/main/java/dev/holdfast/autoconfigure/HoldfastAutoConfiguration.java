@@ -4,34 +4,44 @@ import java.util.List;
 import java.util.Locale;
 
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
+import org.springframework.context.annotation.ImportRuntimeHints;
+import org.springframework.core.env.Environment;
 
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockListener;
+import dev.holdfast.LockTemplate;
 import dev.holdfast.core.CompositeLockListener;
 import dev.holdfast.core.DefaultLockTemplate;
-import dev.holdfast.core.LockListener;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.spi.LockBackend;
 
 /**
  * Auto-configuration of Holdfast: one {@link LockBackend}, chosen by {@code holdfast.backend} or
- * detected; a {@link DefaultLockTemplate} over it; and the {@code @DistributedLock} advisor.
+ * detected; a {@link DefaultLockTemplate} over it, unless the application defines its own
+ * {@link LockTemplate} (then annotated methods lock through that one, and
+ * {@code @SingleInstanceScheduled} jobs, which need Holdfast's engine, fail at startup); and the
+ * {@code @DistributedLock} advisor.
  */
 @AutoConfiguration(afterName = { "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
 		"org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
 		"org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration" })
 @EnableConfigurationProperties(HoldfastProperties.class)
-@Import({ RedlockBackendConfiguration.class, RedisBackendConfiguration.class, JdbcBackendConfiguration.class,
+@ImportRuntimeHints(HoldfastRuntimeHints.class)
+@Import({ RedlockBackendConfiguration.class, ZooKeeperBackendConfiguration.class, RedisBackendConfiguration.class,
+		JdbcBackendConfiguration.class,
 		MemoryBackendConfiguration.class,
 		LockAopConfiguration.class, SchedulingConfiguration.class })
 public final class HoldfastAutoConfiguration {
 
 	@Bean(destroyMethod = "close")
-	@ConditionalOnMissingBean
+	@ConditionalOnMissingBean(LockTemplate.class)
 	DefaultLockTemplate holdfastLockTemplate(HoldfastProperties properties, ObjectProvider<LockBackend> backends,
 			ObjectProvider<LockListener> listeners) {
 		LockBackend backend = backends.getIfUnique();
@@ -51,6 +61,18 @@ public final class HoldfastAutoConfiguration {
 	}
 
 	@Bean
+	@ConditionalOnSingleCandidate(DefaultLockTemplate.class)
+	LockBackendStartup holdfastBackendStartup(DefaultLockTemplate holdfastLockTemplate,
+			HoldfastProperties properties, Environment environment, ConfigurableListableBeanFactory beanFactory) {
+		String[] backends = beanFactory.getBeanNamesForType(LockBackend.class, false, false);
+		String choice = (backends.length == 1 && !backends[0].equals("holdfastLockBackend"))
+				? "the application defines the LockBackend bean '" + backends[0] + "'"
+				: OnBackendCondition.choice(environment, beanFactory);
+		return new LockBackendStartup(holdfastLockTemplate, choice, properties.isFailFast());
+	}
+
+	@Bean
+	@ConditionalOnSingleCandidate(DefaultLockTemplate.class)
 	GracefulLockShutdown holdfastGracefulShutdown(DefaultLockTemplate holdfastLockTemplate) {
 		return new GracefulLockShutdown(holdfastLockTemplate);
 	}
@@ -62,7 +84,8 @@ public final class HoldfastAutoConfiguration {
 				.withWaitTime(properties.getWaitTime())
 				.withLeaseTime(properties.getLeaseTime())
 				.withPollInterval(properties.getPollInterval())
-				.withMaxKeyLength(properties.getMaxKeyLength());
+				.withMaxKeyLength(properties.getMaxKeyLength())
+				.withKeyValuesShown(properties.isShowKeyValues());
 		}
 		catch (IllegalArgumentException ex) {
 			String message = String.valueOf(ex.getMessage())
@@ -86,13 +109,14 @@ public final class HoldfastAutoConfiguration {
 		String library = switch ((type != null) ? type : BackendType.MEMORY) {
 			case REDIS -> "spring-boot-starter-data-redis";
 			case REDLOCK -> "org.redisson:redisson";
+			case ZOOKEEPER -> "org.apache.curator:curator-framework";
 			case JDBC -> "spring-boot-starter-jdbc and your database's driver";
 			case MEMORY -> "nothing: the memory backend is built in";
 		};
 		return new LockConfigurationException(
 				"holdfast.backend=" + name + " is set, but its client library is not on the classpath",
 				"Add " + library + " to the application's dependencies, or choose another holdfast.backend "
-						+ "(redis, redlock, jdbc, memory).");
+						+ "(redis, redlock, zookeeper, jdbc, memory).");
 	}
 
 }

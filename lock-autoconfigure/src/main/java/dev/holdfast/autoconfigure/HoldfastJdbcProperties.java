@@ -17,8 +17,7 @@ public class HoldfastJdbcProperties extends DatabaseInitializationProperties {
 
 	/**
 	 * Name of the lock table: letters, digits and underscores, optionally qualified by a schema
-	 * name. The shipped schema scripts create 'holdfast_lock'; with another name, point
-	 * holdfast.jdbc.schema at a script of your own.
+	 * name. Schema initialization with the shipped scripts creates the table of this name.
 	 */
 	private String tableName = "holdfast_lock";
 

@@ -7,6 +7,8 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.core.Ordered;
 
+import dev.holdfast.core.LockSettings;
+
 /**
  * Configuration of Holdfast distributed locks.
  */
@@ -23,30 +25,44 @@ public class HoldfastProperties {
 	/**
 	 * Prefix of every lock key on the backend.
 	 */
-	private String keyPrefix = "holdfast:";
+	private String keyPrefix = LockSettings.DEFAULT_KEY_PREFIX;
 
 	/**
 	 * How long a caller waits for a held lock when the annotation or call does not say. Zero
 	 * means one attempt.
 	 */
-	private Duration waitTime = Duration.ZERO;
+	private Duration waitTime = LockSettings.DEFAULT_WAIT_TIME;
 
 	/**
 	 * Time to live of a lock on the backend when the annotation or call does not say. Renewed
 	 * while the guarded method runs.
 	 */
-	private Duration leaseTime = Duration.ofSeconds(30);
+	private Duration leaseTime = LockSettings.DEFAULT_LEASE_TIME;
 
 	/**
 	 * Longest pause between two attempts of a waiter. With backends that announce releases
 	 * (redis, memory) this is only the fallback for a lost announcement.
 	 */
-	private Duration pollInterval = Duration.ofMillis(500);
+	private Duration pollInterval = LockSettings.DEFAULT_POLL_INTERVAL;
 
 	/**
 	 * Longest backend key; longer keys are shortened with a SHA-256 hash.
 	 */
-	private int maxKeyLength = 200;
+	private int maxKeyLength = LockSettings.DEFAULT_MAX_KEY_LENGTH;
+
+	/**
+	 * Whether the application fails to start when the backend does not answer the probe sent at
+	 * startup. Otherwise a WARN is logged and locks fail with LockBackendException until the
+	 * backend answers.
+	 */
+	private boolean failFast;
+
+	/**
+	 * Whether WARN logs and exception messages show lock keys as they are. Off: their key part,
+	 * which comes from method arguments and may hold user data, reads '******'. The locks
+	 * endpoint follows management.endpoint.locks.show-values instead.
+	 */
+	private boolean showKeyValues;
 
 	private final Aop aop = new Aop();
 
@@ -96,6 +112,22 @@ public class HoldfastProperties {
 
 	public void setMaxKeyLength(int maxKeyLength) {
 		this.maxKeyLength = maxKeyLength;
+	}
+
+	public boolean isFailFast() {
+		return this.failFast;
+	}
+
+	public void setFailFast(boolean failFast) {
+		this.failFast = failFast;
+	}
+
+	public boolean isShowKeyValues() {
+		return this.showKeyValues;
+	}
+
+	public void setShowKeyValues(boolean showKeyValues) {
+		this.showKeyValues = showKeyValues;
 	}
 
 	public Aop getAop() {

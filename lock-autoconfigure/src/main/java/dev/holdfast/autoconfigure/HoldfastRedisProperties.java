@@ -1,5 +1,7 @@
 package dev.holdfast.autoconfigure;
 
+import java.time.Duration;
+
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 import dev.holdfast.redis.RedisLockBackend;
@@ -16,6 +18,36 @@ public class HoldfastRedisProperties {
 	 * instance that shares the locks must use the same channel.
 	 */
 	private String channel = RedisLockBackend.DEFAULT_CHANNEL;
+
+	/**
+	 * Number of replicas that must have received an acquisition (Redis WAIT) before it counts;
+	 * fewer within replica-ack-timeout releases the lock and fails the acquisition. Protects
+	 * against a failover to a replica that never received the lock. 0 waits for none.
+	 * Standalone and Sentinel only, not Redis Cluster.
+	 */
+	private int replicasToAck;
+
+	/**
+	 * How long an acquisition waits for replicas-to-ack replicas; must be below the command
+	 * timeout (spring.data.redis.timeout).
+	 */
+	private Duration replicaAckTimeout = Duration.ofSeconds(1);
+
+	public int getReplicasToAck() {
+		return this.replicasToAck;
+	}
+
+	public void setReplicasToAck(int replicasToAck) {
+		this.replicasToAck = replicasToAck;
+	}
+
+	public Duration getReplicaAckTimeout() {
+		return this.replicaAckTimeout;
+	}
+
+	public void setReplicaAckTimeout(Duration replicaAckTimeout) {
+		this.replicaAckTimeout = replicaAckTimeout;
+	}
 
 	public String getChannel() {
 		return this.channel;

@@ -2,6 +2,8 @@ package dev.holdfast.autoconfigure;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
+
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
@@ -26,6 +28,38 @@ public class HoldfastSchedulingProperties {
 	 * say.
 	 */
 	private Duration lockAtLeastFor = Duration.ZERO;
+
+	/**
+	 * Time zone of cron jobs whose annotation sets none, the same on every instance, such as
+	 * 'Europe/Paris' or 'UTC'. When unset, such jobs use UTC if that is the JVM's default zone,
+	 * and fail at startup otherwise: instances in different default zones would run different
+	 * ticks.
+	 */
+	private @Nullable String zone;
+
+	/**
+	 * How far from a tick the lock backend's clock may be when an instance claims it, at most a
+	 * quarter of the time to the next tick. An instance whose clock is further off the backend's
+	 * runs no ticks until it agrees again; a run that starts later than this after its tick is
+	 * dropped on that instance.
+	 */
+	private Duration clockTolerance = Duration.ofSeconds(1);
+
+	public @Nullable String getZone() {
+		return this.zone;
+	}
+
+	public void setZone(@Nullable String zone) {
+		this.zone = zone;
+	}
+
+	public Duration getClockTolerance() {
+		return this.clockTolerance;
+	}
+
+	public void setClockTolerance(Duration clockTolerance) {
+		this.clockTolerance = clockTolerance;
+	}
 
 	public boolean isEnabled() {
 		return this.enabled;

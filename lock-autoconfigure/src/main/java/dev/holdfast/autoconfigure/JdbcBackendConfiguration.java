@@ -39,7 +39,8 @@ class JdbcBackendConfiguration {
 	@Bean
 	@DependsOnDatabaseInitialization
 	JdbcLockBackend holdfastLockBackend(@HoldfastDataSource ObjectProvider<DataSource> holdfastDataSource,
-			ObjectProvider<DataSource> dataSource, HoldfastJdbcProperties properties) {
+			ObjectProvider<DataSource> dataSource, HoldfastJdbcProperties properties,
+			HoldfastProperties holdfastProperties) {
 		Duration queryTimeout = properties.getQueryTimeout();
 		if (queryTimeout == null || queryTimeout.isNegative() || queryTimeout.isZero()) {
 			throw new LockConfigurationException(
@@ -49,7 +50,23 @@ class JdbcBackendConfiguration {
 		JdbcLockBackend backend = new JdbcLockBackend(lockDataSource(holdfastDataSource, dataSource),
 				properties.getTableName(), queryTimeout, properties.getSweepAfter());
 		backend.checkTable();
+		checkKeyLength(backend, holdfastProperties.getMaxKeyLength());
 		return backend;
+	}
+
+	/**
+	 * Fails when keys as long as {@code holdfast.max-key-length} would not fit the table's
+	 * {@code lock_key} column: such locks would fail at the call, only for long keys.
+	 */
+	static void checkKeyLength(JdbcLockBackend backend, int maxKeyLength) {
+		int column = backend.keyColumnLength();
+		if (column > 0 && maxKeyLength > column) {
+			throw new LockConfigurationException("holdfast.max-key-length is " + maxKeyLength
+					+ ", but the lock_key column of the lock table '" + backend.getTableName() + "' holds at most "
+					+ column + " characters: locks with longer keys would fail at the call.",
+					"Set holdfast.max-key-length to at most " + column
+							+ " (longer keys are then shortened with a hash), or widen the lock_key column.");
+		}
 	}
 
 	@Bean

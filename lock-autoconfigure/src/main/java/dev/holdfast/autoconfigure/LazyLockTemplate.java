@@ -9,10 +9,10 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.ObjectProvider;
 
+import dev.holdfast.AsyncLockTemplate;
 import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
-import dev.holdfast.core.AsyncLockTemplate;
 
 /**
  * A {@link LockTemplate} that looks the real one up on first use, so that the advisor, an
@@ -87,6 +87,11 @@ final class LazyLockTemplate implements AsyncLockTemplate {
 	@Override
 	public String keyFor(String name, @Nullable Object key) {
 		return asyncTemplate().keyFor(name, key);
+	}
+
+	@Override
+	public String shownKey(String key) {
+		return asyncTemplate().shownKey(key);
 	}
 
 	private AsyncLockTemplate asyncTemplate() {

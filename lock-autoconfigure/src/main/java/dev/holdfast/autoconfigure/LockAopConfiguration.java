@@ -6,11 +6,14 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.ConfigurableBeanFactory;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
+import org.springframework.context.EnvironmentAware;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
+import org.springframework.core.env.Environment;
+import org.springframework.core.env.StandardEnvironment;
 import org.springframework.core.type.AnnotationMetadata;
 
 import dev.holdfast.LockTemplate;
@@ -44,20 +47,34 @@ class LockAopConfiguration {
 	@Bean
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static DistributedLockAdvisor holdfastDistributedLockAdvisor(LockOperationSource operations,
-			ObjectProvider<LockTemplate> template, BeanFactory beanFactory, org.springframework.core.env.Environment environment) {
+			ObjectProvider<LockTemplate> template, BeanFactory beanFactory, Environment environment) {
 		int order = environment.getProperty("holdfast.aop.order", Integer.class,
 				new HoldfastProperties().getAop().getOrder());
 		LockAspectSupport support = new LockAspectSupport(operations, new LazyLockTemplate(template), beanFactory);
 		return new DistributedLockAdvisor(operations, new DistributedLockInterceptor(support), order);
 	}
 
-	/** Registers an auto-proxy creator that proxies classes, as Boot does by default. */
-	static class AutoProxyRegistrar implements ImportBeanDefinitionRegistrar {
+	/**
+	 * Registers an auto-proxy creator if the application has none. It proxies classes, as Boot
+	 * does, unless {@code spring.aop.proxy-target-class=false} asks for interface-based proxies;
+	 * {@link LockOperationValidator} then fails the context for any annotated method that no
+	 * interface declares.
+	 */
+	static class AutoProxyRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAware {
+
+		private Environment environment = new StandardEnvironment();
+
+		@Override
+		public void setEnvironment(Environment environment) {
+			this.environment = environment;
+		}
 
 		@Override
 		public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
 			AopConfigUtils.registerAutoProxyCreatorIfNecessary(registry);
-			AopConfigUtils.forceAutoProxyCreatorToUseClassProxying(registry);
+			if (this.environment.getProperty("spring.aop.proxy-target-class", Boolean.class, true)) {
+				AopConfigUtils.forceAutoProxyCreatorToUseClassProxying(registry);
+			}
 		}
 
 	}

@@ -24,8 +24,8 @@ class MemoryBackendConfiguration {
 	@Bean
 	InMemoryLockBackend holdfastLockBackend(Environment environment) {
 		if (!environment.containsProperty(OnBackendCondition.PROPERTY)) {
-			logger.warn("Holdfast found no Redlock nodes, RedisConnectionFactory or DataSource and keeps locks in memory: "
-					+ "they are local to this JVM and do not exclude other instances. Set holdfast.backend=memory to "
+			logger.warn("Holdfast found no Redlock nodes, ZooKeeper ensemble, RedisConnectionFactory or DataSource and "
+					+ "keeps locks in memory: they are local to this JVM and do not exclude other instances. Set holdfast.backend=memory to "
 					+ "silence this warning, or configure a shared backend.");
 		}
 		return new InMemoryLockBackend();

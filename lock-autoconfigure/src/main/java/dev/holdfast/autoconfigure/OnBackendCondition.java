@@ -27,6 +27,8 @@ class OnBackendCondition extends SpringBootCondition implements ConfigurationCon
 
 	private static final String DATA_SOURCE = "javax.sql.DataSource";
 
+	private static final String CURATOR = "org.apache.curator.framework.CuratorFramework";
+
 	@Override
 	public ConfigurationPhase getConfigurationPhase() {
 		return ConfigurationPhase.REGISTER_BEAN;
@@ -55,19 +57,41 @@ class OnBackendCondition extends SpringBootCondition implements ConfigurationCon
 	}
 
 	static Detection detect(ConditionContext context) {
-		Environment environment = context.getEnvironment();
+		return detect(context.getEnvironment(), context.getBeanFactory(), context.getClassLoader());
+	}
+
+	/**
+	 * Why the auto-configured backend was chosen, as the condition report says it: the
+	 * property, or what auto-detection found.
+	 */
+	static String choice(Environment environment, ConfigurableListableBeanFactory beanFactory) {
+		String configured = environment.getProperty(PROPERTY);
+		if (configured != null && !configured.isBlank()) {
+			return PROPERTY + "=" + configured.trim();
+		}
+		return PROPERTY + " is unset and " + detect(environment, beanFactory, beanFactory.getBeanClassLoader()).reason;
+	}
+
+	private static Detection detect(Environment environment, @Nullable ConfigurableListableBeanFactory beanFactory,
+			@Nullable ClassLoader classLoader) {
 		if (environment.containsProperty("holdfast.redlock.nodes[0]")
 				|| environment.containsProperty("holdfast.redlock.nodes")) {
 			return new Detection(BackendType.REDLOCK, "holdfast.redlock.nodes is set");
 		}
-		ConfigurableListableBeanFactory beanFactory = context.getBeanFactory();
-		if (beanFactory != null && hasBean(beanFactory, REDIS_FACTORY, context.getClassLoader())) {
+		if (environment.containsProperty("holdfast.zookeeper.connect-string")) {
+			return new Detection(BackendType.ZOOKEEPER, "holdfast.zookeeper.connect-string is set");
+		}
+		if (beanFactory != null && hasBean(beanFactory, CURATOR, classLoader)) {
+			return new Detection(BackendType.ZOOKEEPER, "a CuratorFramework bean exists");
+		}
+		if (beanFactory != null && hasBean(beanFactory, REDIS_FACTORY, classLoader)) {
 			return new Detection(BackendType.REDIS, "a RedisConnectionFactory bean exists");
 		}
-		if (beanFactory != null && hasBean(beanFactory, DATA_SOURCE, context.getClassLoader())) {
+		if (beanFactory != null && hasBean(beanFactory, DATA_SOURCE, classLoader)) {
 			return new Detection(BackendType.JDBC, "a DataSource bean exists");
 		}
-		return new Detection(BackendType.MEMORY, "no Redlock nodes, RedisConnectionFactory or DataSource was found");
+		return new Detection(BackendType.MEMORY, "no Redlock nodes, ZooKeeper connect string, CuratorFramework, "
+				+ "RedisConnectionFactory or DataSource was found");
 	}
 
 	private static boolean hasBean(ConfigurableListableBeanFactory beanFactory, String typeName,

@@ -1,5 +1,10 @@
 package dev.holdfast.autoconfigure;
 
+import java.time.DateTimeException;
+import java.time.ZoneId;
+
+import org.jspecify.annotations.Nullable;
+
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -8,7 +13,9 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
+import org.springframework.util.StringUtils;
 
+import dev.holdfast.LockConfigurationException;
 import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
 
 /**
@@ -29,8 +36,22 @@ class SchedulingConfiguration {
 			HoldfastSchedulingProperties properties = Binder.get(environment)
 				.bindOrCreate("holdfast.scheduling", HoldfastSchedulingProperties.class);
 			return new SingleInstanceScheduledBeanPostProcessor.Defaults(properties.getLockAtMostFor(),
-					properties.getLockAtLeastFor());
+					properties.getLockAtLeastFor(), zone(properties.getZone()), properties.getClockTolerance());
 		});
+	}
+
+	private static @Nullable ZoneId zone(@Nullable String zone) {
+		if (!StringUtils.hasText(zone)) {
+			return null;
+		}
+		try {
+			return ZoneId.of(zone.trim());
+		}
+		catch (DateTimeException ex) {
+			throw new LockConfigurationException(
+					"holdfast.scheduling.zone '" + zone + "' is not a time zone: " + ex.getMessage(),
+					"Set holdfast.scheduling.zone to a time zone ID such as 'Europe/Paris' or 'UTC'.");
+		}
 	}
 
 }

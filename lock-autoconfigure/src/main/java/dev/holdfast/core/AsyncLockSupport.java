@@ -17,8 +17,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.Lease;
-import dev.holdfast.LockBackendException;
-import dev.holdfast.core.LockListener.LockObservation;
+import dev.holdfast.LockListener.LockObservation;
+import dev.holdfast.LockListener;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.ReleaseEvents;
@@ -61,6 +61,28 @@ final class AsyncLockSupport {
 		this.listener = listener;
 		this.owners = owners;
 		this.pollNanos = pollInterval.toNanos();
+	}
+
+	/** Releases {@code lease} without blocking, as {@link DefaultLockTemplate#releaseAsync(HeldLease)}. */
+	CompletionStage<Void> release(HeldLease lease) {
+		if (!this.template.unregister(lease)) {
+			return CompletableFuture.completedFuture(null);
+		}
+		CompletionStage<Boolean> answer;
+		try {
+			answer = this.backend.releaseAsync(lease.key(), lease.owner());
+		}
+		catch (RuntimeException ex) {
+			answer = CompletableFuture.failedFuture(ex);
+		}
+		return answer.handle((released, ex) -> {
+			if (ex != null) {
+				this.template.releaseFailed(lease, ex);
+			}
+			lease.observation().released();
+			this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
+			return null;
+		});
 	}
 
 	CompletableFuture<@Nullable Lease> tryAcquire(String name, String key, Duration wait, Duration ttl,
@@ -181,7 +203,7 @@ final class AsyncLockSupport {
 			}
 			answer.whenComplete((outcome, ex) -> {
 				if (ex != null) {
-					failed(ex, current);
+					failed(ex, current, owner);
 				}
 				else if (outcome.acquired()) {
 					acquired(owner, outcome.fencingToken(), attemptStart, current);
@@ -234,15 +256,15 @@ final class AsyncLockSupport {
 			waiter.arm(sleep);
 		}
 
-		private void failed(Throwable failure, @Nullable Waiter current) {
+		private void failed(Throwable failure, @Nullable Waiter current, String owner) {
 			if (current != null) {
 				unqueue(current);
 			}
+			// A timeout does not tell whether the backend took the lock.
+			AsyncLockSupport.this.template.releaseUnknownOutcome(this.key, owner);
 			Throwable cause = (failure instanceof CompletionException && failure.getCause() != null)
 					? failure.getCause() : failure;
-			RuntimeException ex = (cause instanceof LockBackendException backendException) ? backendException
-					: new LockBackendException("The " + AsyncLockSupport.this.backend.name()
-							+ " backend failed to acquire lock '" + this.key + "': " + cause.getMessage(), cause);
+			RuntimeException ex = AsyncLockSupport.this.template.backendFailure(cause, "acquire", this.key);
 			if (this.result.completeExceptionally(ex)) {
 				AsyncLockSupport.this.listener.failed(this.name, AsyncLockSupport.this.backend.name(), waited(), ex);
 			}

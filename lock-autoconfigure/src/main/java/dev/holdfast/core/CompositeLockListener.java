@@ -6,9 +6,12 @@ import java.util.List;
 
 import io.micrometer.observation.Observation;
 
+import dev.holdfast.LockListener;
+
 /**
  * Calls several listeners in order. Their observations of one acquisition are combined; when at
- * most one listener observes (the usual case), its observation is used as it is.
+ * most one listener observes (the usual case), its observation is used as it is. A listener that
+ * throws is logged and skipped: the others are still called, and the lock is not affected.
  */
 public final class CompositeLockListener implements LockListener {
 
@@ -19,8 +22,8 @@ public final class CompositeLockListener implements LockListener {
 	}
 
 	/**
-	 * One listener that calls {@code listeners} in order: {@link LockListener#NONE} for none, the
-	 * listener itself for one.
+	 * One listener that calls {@code listeners} in order, each with its failures logged and
+	 * ignored: {@link LockListener#NONE} for none.
 	 * @param listeners the listeners, in the order they are called
 	 * @return the combined listener
 	 */
@@ -28,7 +31,10 @@ public final class CompositeLockListener implements LockListener {
 		if (listeners.isEmpty()) {
 			return LockListener.NONE;
 		}
-		return (listeners.size() == 1) ? listeners.get(0) : new CompositeLockListener(List.copyOf(listeners));
+		if (listeners.size() == 1) {
+			return GuardedLockListener.of(listeners.get(0));
+		}
+		return new CompositeLockListener(listeners.stream().map(GuardedLockListener::of).toList());
 	}
 
 	@Override
@@ -80,8 +86,8 @@ public final class CompositeLockListener implements LockListener {
 	}
 
 	@Override
-	public void tickSkipped(String name, String backend) {
-		this.listeners.forEach((listener) -> listener.tickSkipped(name, backend));
+	public void tickSkipped(String name, String backend, String reason) {
+		this.listeners.forEach((listener) -> listener.tickSkipped(name, backend, reason));
 	}
 
 	/**

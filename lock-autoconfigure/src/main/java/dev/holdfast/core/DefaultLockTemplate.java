@@ -1,17 +1,15 @@
 package dev.holdfast.core;
 
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Semaphore;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
@@ -21,19 +19,22 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import dev.holdfast.AsyncLockTemplate;
 import dev.holdfast.Lease;
+import dev.holdfast.LeaseInfo;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockInterruptedException;
+import dev.holdfast.LockListener.LockObservation;
+import dev.holdfast.LockListener;
 import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
-import dev.holdfast.core.LockListener.LockObservation;
-import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.SessionLeases;
 
 /**
  * The locking engine: turns one {@link LockBackend} into a {@link LockTemplate}.
@@ -50,6 +51,10 @@ import dev.holdfast.spi.ReleaseEvents;
  * <li><b>Renewal</b>: leases are renewed by one scheduler thread, all due leases in one backend
  * call. A lease that fails to renew is marked lost: {@link Lease#isValid()} turns false and a
  * WARN is logged.</li>
+ * <li><b>Queues and sessions</b>: a backend with a {@link dev.holdfast.spi.WaitQueue} of its own
+ * gets the whole wait of the racer instead of retries; a backend with {@link SessionLeases} makes
+ * every lease not valid while it is suspended, and marks leases lost when it reports them
+ * lost.</li>
  * </ul>
  * Local state is bounded: the per-key maps hold entries only while a thread holds, waits for or
  * races for that key.
@@ -57,11 +62,9 @@ import dev.holdfast.spi.ReleaseEvents;
  * With an {@link AsyncLockBackend} the template also acquires without blocking
  * ({@link #tryAcquireAsync}), for reactive callers; such leases are bound to no thread.
  */
-public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
+public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(DefaultLockTemplate.class);
-
-	private static final long MIN_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
 	private final LockBackend backend;
 
@@ -77,23 +80,19 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 
 	private final @Nullable AsyncLockSupport async;
 
+	private final Racer racer;
+
+	private final @Nullable SessionLeases sessions;
+
+	private final @Nullable AutoCloseable lostSubscription;
+
+	private final UnknownOutcomeReleases unknownOutcomes;
+
 	/** Leases held by this template, by key: one per key at most. */
 	private final ConcurrentHashMap<String, HeldLease> held = new ConcurrentHashMap<>();
 
 	/** Locks taken without this template but listed with its leases, while their holders run. */
 	private final Set<Supplier<LeaseInfo>> listed = ConcurrentHashMap.newKeySet();
-
-	/** Local queues of threads that want a key, by key. */
-	private final ConcurrentHashMap<String, Gate> gates = new ConcurrentHashMap<>();
-
-	/** The racer waiting for a release event, by key. */
-	private final ConcurrentHashMap<String, Semaphore> waiters = new ConcurrentHashMap<>();
-
-	private final ReentrantLock subscribeLock = new ReentrantLock();
-
-	private volatile @Nullable AutoCloseable subscription;
-
-	private volatile long subscribeRetryAtNanos;
 
 	private volatile boolean closed;
 
@@ -107,17 +106,21 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		this.backend = backend;
 		this.settings = settings;
 		this.keys = new LockKeys(settings.keyPrefix(), settings.maxKeyLength());
-		this.listener = listener;
+		this.listener = GuardedLockListener.of(listener);
 		this.renewer = (backend instanceof LeaseRenewal renewal) ? new LeaseRenewer(this, renewal, backend.name())
 				: null;
 		this.async = (backend instanceof AsyncLockBackend asyncBackend)
-				? new AsyncLockSupport(this, asyncBackend, listener, this.owners, settings.pollInterval()) : null;
+				? new AsyncLockSupport(this, asyncBackend, this.listener, this.owners, settings.pollInterval()) : null;
+		this.racer = new Racer(this, backend, this.owners, settings.pollInterval(), this.async);
+		this.sessions = (backend instanceof SessionLeases sessionLeases) ? sessionLeases : null;
+		this.lostSubscription = (this.sessions != null) ? this.sessions.onLost(this::lostOnBackend) : null;
+		this.unknownOutcomes = new UnknownOutcomeReleases(backend);
 	}
 
 	@Override
 	public <T extends @Nullable Object, E extends Exception> T executeLocked(String name, @Nullable Object key,
 			LockOptions options, LockedAction<T, E> action) throws E {
-		try (Lease lease = acquire(name, key, options); Observation.Scope scope = observation(lease).openScope()) {
+		try (Lease lease = acquire(name, key, options); Observation.Scope scope = EngineLease.observationOf(lease).openScope()) {
 			return action.run();
 		}
 	}
@@ -129,7 +132,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		if (lease.isEmpty()) {
 			return Optional.empty();
 		}
-		try (Lease held = lease.get(); Observation.Scope scope = observation(held).openScope()) {
+		try (Lease held = lease.get(); Observation.Scope scope = EngineLease.observationOf(held).openScope()) {
 			return Optional.ofNullable(action.run());
 		}
 	}
@@ -143,7 +146,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 	public Lease acquire(String name, @Nullable Object key, LockOptions options) {
 		Lease lease = acquireOrNull(name, key, options);
 		if (lease == null) {
-			throw new LockNotAcquiredException(keyFor(name, key), waitTime(options));
+			String fullKey = keyFor(name, key);
+			throw new LockNotAcquiredException(fullKey, shownKey(fullKey), waitTime(options));
 		}
 		return lease;
 	}
@@ -151,7 +155,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 	/**
 	 * Acquires a lock, or returns {@code null} if it stayed held for the wait time.
 	 * @throws LockBackendException if the backend failed
-	 * @throws LockInterruptedException if the thread was interrupted while waiting
+	 * @throws LockInterruptedException if the thread was interrupted while waiting or during a backend
+	 * call
 	 */
 	public @Nullable Lease acquireOrNull(String name, @Nullable Object key, LockOptions options) {
 		return acquireKey(name, keyFor(name, key), options);
@@ -163,10 +168,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		return this.keys.encode(name, key);
 	}
 
-	/**
-	 * The leases this template holds now, and the locks {@linkplain #listHeld listed} with them,
-	 * for operators.
-	 */
+	/** The leases this template holds now, and the locks {@linkplain #listHeld listed} with them. */
+	@Override
 	public List<LeaseInfo> heldLeases() {
 		List<LeaseInfo> leases = new ArrayList<>();
 		for (HeldLease lease : this.held.values()) {
@@ -179,46 +182,37 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		return leases;
 	}
 
-	/**
-	 * Lists a lock that this process took on the template's backend without the template (a
-	 * scheduled job's lock) among the {@link #heldLeases()}, so that operators and the graceful
-	 * shutdown see it, until the returned action runs.
-	 * @param lock describes the lock each time the leases are listed
-	 * @return the action that removes the lock from the list
-	 */
+	/** Also seen by the graceful shutdown, which waits for listed locks too. */
+	@Override
 	public Runnable listHeld(Supplier<LeaseInfo> lock) {
 		this.listed.add(lock);
 		return () -> this.listed.remove(lock);
 	}
 
 	/** The backend this template uses. */
+	@Override
 	public LockBackend backend() {
 		return this.backend;
+	}
+
+	@Override
+	public String backendName() {
+		return this.backend.name();
+	}
+
+	@Override
+	public String keyPrefix() {
+		return this.settings.keyPrefix();
+	}
+
+	@Override
+	public Clock clock() {
+		return this.settings.clock();
 	}
 
 	/** The defaults this template applies. */
 	public LockSettings settings() {
 		return this.settings;
-	}
-
-	/**
-	 * Ends reentrancy of {@code lease} on the thread that acquired it: for leases that outlive the
-	 * method that took them (a returned future or publisher). Later calls on that thread race for
-	 * the lock like any other.
-	 */
-	public static void detachFromThread(Lease lease) {
-		if (lease instanceof LeaseHandle handle) {
-			handle.detachFromThread();
-		}
-	}
-
-	/**
-	 * The observation of {@code lease}'s acquisition and hold, as the template's
-	 * {@link LockListener} returned it: {@link LockObservation#NONE} for leases of other
-	 * templates or when nothing observes.
-	 */
-	public static LockObservation observation(Lease lease) {
-		return (lease instanceof LeaseHandle handle) ? handle.lease().observation() : LockObservation.NONE;
 	}
 
 	@Override
@@ -243,11 +237,12 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		}
 		if (this.closed) {
 			return CompletableFuture.failedFuture(
-					new LockBackendException("Holdfast is shut down: lock '" + fullKey + "' was not acquired", null));
+					new LockBackendException("Holdfast is shut down: lock '" + shownKey(fullKey) + "' was not acquired",
+							null));
 		}
 		if (this.draining) {
 			return CompletableFuture.failedFuture(new LockBackendException(
-					"Holdfast is shutting down: lock '" + fullKey + "' was not acquired", null));
+					"Holdfast is shutting down: lock '" + shownKey(fullKey) + "' was not acquired", null));
 		}
 		Duration ttl = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.settings.leaseTime();
 		return support.tryAcquire(name, fullKey, waitTime(options), ttl, options.isRenew());
@@ -264,21 +259,23 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 
 	private @Nullable Lease acquireKey(String name, String key, LockOptions options) {
 		if (this.closed) {
-			throw new LockBackendException("Holdfast is shut down: lock '" + key + "' was not acquired", null);
+			throw new LockBackendException("Holdfast is shut down: lock '" + shownKey(key) + "' was not acquired",
+					null);
 		}
 		HeldLease current = this.held.get(key);
 		if (current != null && current.isHeldBy(Thread.currentThread()) && current.enterReentrant()) {
 			return new LeaseHandle(current);
 		}
 		if (this.draining) {
-			throw new LockBackendException("Holdfast is shutting down: lock '" + key + "' was not acquired", null);
+			throw new LockBackendException("Holdfast is shutting down: lock '" + shownKey(key) + "' was not acquired",
+					null);
 		}
 		Duration wait = waitTime(options);
 		Duration ttl = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.settings.leaseTime();
 		long start = System.nanoTime();
 		long deadline = start + wait.toNanos();
 		LockObservation observation = this.listener.acquiring(name, key, this.backend.name());
-		Gate gate = enterGate(key);
+		Racer.Gate gate = this.racer.enterGate(key);
 		try {
 			if (!gate.permit.tryAcquire(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
 				observation.notAcquired();
@@ -286,7 +283,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 				return null;
 			}
 			try {
-				HeldLease lease = race(name, key, ttl, options.isRenew(), deadline, observation);
+				HeldLease lease = this.racer.race(name, key, ttl, options.isRenew(), deadline, observation);
 				Duration waited = Duration.ofNanos(System.nanoTime() - start);
 				if (lease == null) {
 					observation.notAcquired();
@@ -303,7 +300,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		catch (InterruptedException ex) {
 			observation.cancelled();
 			Thread.currentThread().interrupt();
-			throw new LockInterruptedException(key, ex);
+			throw new LockInterruptedException(shownKey(key), ex);
 		}
 		catch (LockBackendException ex) {
 			observation.failed(ex);
@@ -315,56 +312,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 			throw ex;
 		}
 		finally {
-			leaveGate(key);
-		}
-	}
-
-	private @Nullable HeldLease race(String name, String key, Duration ttl, boolean renew, long deadline,
-			LockObservation observation) throws InterruptedException {
-		boolean notifying = this.backend instanceof ReleaseEvents;
-		long pollNanos = this.settings.pollInterval().toNanos();
-		long pause = notifying ? pollNanos : Math.min(MIN_PAUSE_NANOS, pollNanos);
-		Semaphore signal = null;
-		try {
-			while (true) {
-				if (Thread.interrupted()) {
-					throw new InterruptedException();
-				}
-				String owner = this.owners.next();
-				long attemptStart = System.nanoTime();
-				AcquireResult result = call(() -> this.backend.tryAcquire(key, owner, ttl), "acquire", key);
-				if (result.acquired()) {
-					return register(name, key, owner, result.fencingToken(), ttl, renew, attemptStart, observation);
-				}
-				long remaining = deadline - System.nanoTime();
-				if (remaining <= 0) {
-					return null;
-				}
-				if (notifying && signal == null && subscribed()) {
-					// Listen before the next attempt, so that a release between the two is not missed.
-					signal = new Semaphore(0);
-					this.waiters.put(key, signal);
-					continue;
-				}
-				long sleep = Math.min(remaining, jitter(pause));
-				if (result.holderRemainingMillis() >= 0) {
-					sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(result.holderRemainingMillis() + 1));
-				}
-				if (signal != null) {
-					if (signal.tryAcquire(sleep, TimeUnit.NANOSECONDS)) {
-						signal.drainPermits();
-					}
-				}
-				else {
-					TimeUnit.NANOSECONDS.sleep(sleep);
-				}
-				pause = Math.min(pause * 2, pollNanos);
-			}
-		}
-		finally {
-			if (signal != null) {
-				this.waiters.remove(key, signal);
-			}
+			this.racer.leaveGate(key);
 		}
 	}
 
@@ -376,7 +324,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		return handle;
 	}
 
-	private HeldLease register(String name, String key, String owner, long token, Duration ttl, boolean renew,
+	HeldLease register(String name, String key, String owner, long token, Duration ttl, boolean renew,
 			long attemptStart, LockObservation observation) {
 		// The hold starts before the lease can be lost or released.
 		observation.acquired(token);
@@ -402,23 +350,42 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		if (!lease.isActive()) {
 			return false;
 		}
-		long start = System.nanoTime();
-		Set<String> renewed = call(() -> renewal.renew(List.of(new HeldLock(lease.key(), lease.owner(), ttl))),
-				"extend", lease.key());
-		if (renewed.contains(lease.key())) {
-			lease.confirmed(start, ttl);
-			return true;
+		// Never beside a renewal of this lease: the backend could apply the older request last.
+		ReentrantLock timeToLive = lease.timeToLiveLock();
+		try {
+			timeToLive.lockInterruptibly();
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(shownKey(lease.key()), ex);
+		}
+		try {
+			if (!lease.isActive()) {
+				return false;
+			}
+			long start = System.nanoTime();
+			Set<String> renewed = call(() -> renewal.renew(List.of(new HeldLock(lease.key(), lease.owner(), ttl))),
+					"extend", lease.key());
+			if (renewed.contains(lease.key())) {
+				lease.confirmed(start, ttl);
+				return true;
+			}
+		}
+		finally {
+			timeToLive.unlock();
 		}
 		lost(lease, "it was not held by its owner any more when extended");
 		return false;
 	}
 
-	void release(HeldLease lease) {
+	void release(HeldLease lease, boolean onBackend) {
 		if (!unregister(lease)) {
 			return;
 		}
 		try {
-			this.backend.release(lease.key(), lease.owner());
+			if (onBackend) {
+				this.backend.release(lease.key(), lease.owner());
+			}
 		}
 		catch (RuntimeException ex) {
 			releaseFailed(lease, ex);
@@ -427,33 +394,17 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
 	}
 
-	/** Like {@link #release(HeldLease)}, without blocking when the backend is non-blocking. */
+	/** Like {@link #release(HeldLease, boolean)}, without blocking when the backend is non-blocking. */
 	CompletionStage<Void> releaseAsync(HeldLease lease) {
-		if (!(this.backend instanceof AsyncLockBackend asyncBackend)) {
-			release(lease);
+		if (this.async == null) {
+			release(lease, true);
 			return CompletableFuture.completedFuture(null);
 		}
-		if (!unregister(lease)) {
-			return CompletableFuture.completedFuture(null);
-		}
-		CompletionStage<Boolean> answer;
-		try {
-			answer = asyncBackend.releaseAsync(lease.key(), lease.owner());
-		}
-		catch (RuntimeException ex) {
-			answer = CompletableFuture.failedFuture(ex);
-		}
-		return answer.handle((released, ex) -> {
-			if (ex != null) {
-				releaseFailed(lease, ex);
-			}
-			lease.observation().released();
-			this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
-			return null;
-		});
+		return this.async.release(lease);
 	}
 
-	private boolean unregister(HeldLease lease) {
+	/** Ends {@code lease}'s registration; {@code false} if it was released already. */
+	boolean unregister(HeldLease lease) {
 		if (!lease.markReleased()) {
 			return false;
 		}
@@ -464,9 +415,9 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		return true;
 	}
 
-	private void releaseFailed(HeldLease lease, Throwable ex) {
-		logger.warn("Holdfast could not release lock '" + lease.key() + "'; it expires on the backend within "
-				+ lease.ttl(), ex);
+	void releaseFailed(HeldLease lease, Throwable ex) {
+		logger.warn("Holdfast could not release lock '" + shownKey(lease.key()) + "'; it expires on the backend within "
+				+ lease.ttl(), backendFailure(ex, "release", lease.key()));
 	}
 
 	void lost(HeldLease lease, String reason) {
@@ -474,11 +425,25 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 			if (this.renewer != null) {
 				this.renewer.remove(lease);
 			}
-			logger.warn("Holdfast lost lock '" + lease.key() + "' (fencing token " + lease.fencingToken() + ") because "
-					+ reason + ". Code that still runs under it is no longer exclusive; fencing tokens protect the resource.");
+			logger.warn("Holdfast lost lock '" + shownKey(lease.key()) + "' (fencing token " + lease.fencingToken()
+					+ ") because " + reason
+					+ ". Code that still runs under it is no longer exclusive; fencing tokens protect the resource.");
 			lease.observation().lost();
 			this.listener.leaseLost(lease.name(), this.backend.name());
 		}
+	}
+
+	/** The backend reported {@code owner}'s lock at {@code key} lost. */
+	private void lostOnBackend(String key, String owner, String reason) {
+		HeldLease lease = this.held.get(key);
+		if (lease != null && lease.owner().equals(owner)) {
+			lost(lease, reason);
+		}
+	}
+
+	/** Whether the backend cannot vouch for any lease now ({@link SessionLeases#suspended()}). */
+	boolean backendSuspended() {
+		return this.sessions != null && this.sessions.suspended();
 	}
 
 	Instant now() {
@@ -504,8 +469,12 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 	}
 
 	/**
-	 * Stops renewals and releases every lease this template holds, with owner checks. Later
-	 * acquisitions fail with {@link LockBackendException}.
+	 * Stops renewals and closes the release subscription; later acquisitions fail with
+	 * {@link LockBackendException}. A lease still held at this point belongs to code that still
+	 * runs (a graceful shutdown waited for the others): it is marked lost (WARN, a lost-lease
+	 * event) and left to expire on the backend after its time to live, so that no other instance
+	 * takes the lock while that code may still write. Closing such a lease later releases it,
+	 * owner-checked, if the backend is still reachable.
 	 */
 	@Override
 	public void close() {
@@ -513,19 +482,57 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		if (this.renewer != null) {
 			this.renewer.shutdown();
 		}
-		Collection<HeldLease> leases = new ArrayList<>(this.held.values());
-		for (HeldLease lease : leases) {
-			release(lease);
+		for (HeldLease lease : new ArrayList<>(this.held.values())) {
+			lost(lease, "the application shut down while it was still in use "
+					+ "(spring.lifecycle.timeout-per-shutdown-phase ran out before its method returned); "
+					+ "it is no longer renewed and expires on the backend within " + lease.ttl());
+			this.held.remove(lease.key(), lease);
 		}
-		AutoCloseable current = this.subscription;
-		if (current != null) {
+		this.racer.close();
+		if (this.lostSubscription != null) {
 			try {
-				current.close();
+				this.lostSubscription.close();
 			}
 			catch (Exception ex) {
-				logger.debug("Could not close the release subscription", ex);
+				logger.debug("Could not close the lost-lease subscription", ex);
 			}
 		}
+		this.unknownOutcomes.shutdown();
+	}
+
+	/**
+	 * Opens now what the first contended acquisition would otherwise open: the backend's release
+	 * subscription (in the background, as the backend opens it). Called when the application
+	 * starts; see {@link #releaseEventsListening()}.
+	 */
+	public void prepare() {
+		if (this.backend instanceof ReleaseEvents) {
+			subscribed();
+		}
+	}
+
+	/**
+	 * Whether release events reach this template's waiters now: true for a backend without them
+	 * (its waiters poll), else once the subscription listens.
+	 */
+	public boolean releaseEventsListening() {
+		return !(this.backend instanceof ReleaseEvents events)
+				|| (this.racer.hasSubscription() && events.isListening());
+	}
+
+	/**
+	 * Closes the release subscription that {@link #prepare()} or a contended acquisition opened,
+	 * while the backend's connections are still open (when the application context stops);
+	 * waiters poll until a later acquisition or {@code prepare()} opens it again.
+	 */
+	public void closeReleaseEvents() {
+		this.racer.close();
+	}
+
+	/** {@code key} as logs and messages show it: see {@link LockSettings#showKeyValues()}. */
+	@Override
+	public String shownKey(String key) {
+		return this.settings.shown(key);
 	}
 
 	@Override
@@ -533,78 +540,53 @@ public class DefaultLockTemplate implements AsyncLockTemplate, AutoCloseable {
 		return (options.getWaitTime() != null) ? options.getWaitTime() : this.settings.waitTime();
 	}
 
+	/** Whether {@link #close()} was called. */
+	boolean isClosed() {
+		return this.closed;
+	}
+
 	/** Whether release events reach this template now; subscribes on first use. */
 	boolean subscribed() {
-		if (this.subscription != null) {
-			return true;
-		}
-		if (System.nanoTime() - this.subscribeRetryAtNanos < 0) {
-			return false;
-		}
-		this.subscribeLock.lock();
-		try {
-			if (this.subscription == null && !this.closed) {
-				this.subscription = ((ReleaseEvents) this.backend).subscribe(this::onRelease);
-			}
-			return this.subscription != null;
-		}
-		catch (RuntimeException ex) {
-			this.subscribeRetryAtNanos = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-			logger.warn("Holdfast could not subscribe to release events of the " + this.backend.name()
-					+ " backend; waiters poll until it can", ex);
-			return false;
-		}
-		finally {
-			this.subscribeLock.unlock();
-		}
+		return this.racer.subscribed();
 	}
 
-	private void onRelease(String key) {
-		Semaphore signal = this.waiters.get(key);
-		if (signal != null) {
-			signal.release();
-		}
-		if (this.async != null) {
-			this.async.onRelease(key);
-		}
+	/**
+	 * After an acquisition attempt with {@code owner} failed: releases the lock in the background,
+	 * owner-checked, in case the backend took it all the same (see {@link UnknownOutcomeReleases}).
+	 */
+	void releaseUnknownOutcome(String key, String owner) {
+		this.unknownOutcomes.release(key, owner);
 	}
 
-	private Gate enterGate(String key) {
-		return this.gates.compute(key, (k, gate) -> {
-			Gate result = (gate != null) ? gate : new Gate();
-			result.users++;
-			return result;
-		});
-	}
-
-	private void leaveGate(String key) {
-		this.gates.computeIfPresent(key, (k, gate) -> (--gate.users == 0) ? null : gate);
-	}
-
-	private <T> T call(Supplier<T> operation, String what, String key) {
+	<T> T call(Supplier<T> operation, String what, String key) {
 		try {
 			return operation.get();
 		}
-		catch (LockBackendException ex) {
-			throw ex;
-		}
 		catch (RuntimeException ex) {
-			throw new LockBackendException("The " + this.backend.name() + " backend failed to " + what + " lock '" + key
-					+ "': " + ex.getMessage(), ex);
+			throw backendFailure(ex, what, key);
 		}
 	}
 
-	private static long jitter(long nanos) {
-		return nanos / 2 + ThreadLocalRandom.current().nextLong(nanos / 2 + 1);
-	}
-
-	/** Threads of this process that want one key; users is guarded by the map's compute. */
-	private static final class Gate {
-
-		final Semaphore permit = new Semaphore(1, true);
-
-		int users;
-
+	/**
+	 * The exception a caller gets for a backend failure: a {@link LockBackendException} whose
+	 * message shows {@code key} as {@link #shownKey} does, also where the backend's message quoted it.
+	 */
+	LockBackendException backendFailure(Throwable ex, String what, String key) {
+		String shownKey = shownKey(key);
+		if (ex instanceof LockBackendException backendException) {
+			String message = String.valueOf(backendException.getMessage());
+			if (shownKey.equals(key) || !message.contains(key)) {
+				return backendException;
+			}
+			LockBackendException masked = new LockBackendException(message.replace(key, shownKey),
+					backendException.getCause());
+			masked.setStackTrace(backendException.getStackTrace());
+			return masked;
+		}
+		String message = String.valueOf(ex.getMessage()).replace(key, shownKey);
+		return new LockBackendException(
+				"The " + this.backend.name() + " backend failed to " + what + " lock '" + shownKey + "': " + message,
+				ex);
 	}
 
 }

@@ -4,10 +4,11 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantLock;
 
 import org.jspecify.annotations.Nullable;
 
-import dev.holdfast.core.LockListener.LockObservation;
+import dev.holdfast.LockListener.LockObservation;
 
 /**
  * One backend lock held by this process, shared by the reentrant holds of one thread.
@@ -45,6 +46,12 @@ final class HeldLease {
 
 	private final AtomicReference<State> state = new AtomicReference<>(State.ACTIVE);
 
+	/**
+	 * Held while a renewal or an extend of this lease is in flight: two such requests must never
+	 * overlap, or the backend may apply the older one last while the lease believes the newer.
+	 */
+	private final ReentrantLock timeToLiveLock = new ReentrantLock();
+
 	private volatile @Nullable Thread thread;
 
 	private volatile Duration ttl;
@@ -72,6 +79,15 @@ final class HeldLease {
 	}
 
 	/**
+	 * The lock that serialises the requests which set this lease's time to live on the backend
+	 * (renewals and {@code extend}); whoever holds it sends {@link #ttl()} or replaces it, and
+	 * confirms with what it sent.
+	 */
+	ReentrantLock timeToLiveLock() {
+		return this.timeToLiveLock;
+	}
+
+	/**
 	 * The backend confirmed ownership for {@code ttl} in a request sent at {@code startNanos}. The
 	 * lease counts as valid until then minus the backend's allowance for clocks that run at
 	 * different rates ({@link dev.holdfast.spi.LockBackend#clockDriftAllowance}).
@@ -94,6 +110,12 @@ final class HeldLease {
 				return true;
 			}
 		}
+	}
+
+	/** One more hold on the holding thread, valid or not; the lease must still be held. */
+	void enter() {
+		this.holds.incrementAndGet();
+		this.threadHolds.incrementAndGet();
 	}
 
 	/** Leaves one hold; true when it was the last one. */
@@ -133,7 +155,7 @@ final class HeldLease {
 	}
 
 	boolean isValid() {
-		return isActive() && System.nanoTime() - this.validUntilNanos < 0;
+		return isActive() && System.nanoTime() - this.validUntilNanos < 0 && !this.template.backendSuspended();
 	}
 
 	/** When the next renewal is due: a third of the time to live after the last confirmation. */

@@ -6,13 +6,13 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import dev.holdfast.Lease;
+import dev.holdfast.LockListener.LockObservation;
 
 /**
  * One acquisition's view of a {@link HeldLease}: closing it leaves exactly one hold, however
  * often it is closed.
  */
-final class LeaseHandle implements Lease {
+final class LeaseHandle implements EngineLease {
 
 	private final HeldLease lease;
 
@@ -66,8 +66,14 @@ final class LeaseHandle implements Lease {
 		return this.lease.template().extend(this.lease, ttl);
 	}
 
+	@Override
+	public LockObservation observation() {
+		return this.lease.observation();
+	}
+
 	/** This hold outlives the call that took it: the acquiring thread stops reentering with it. */
-	void detachFromThread() {
+	@Override
+	public void detachFromThread() {
 		if (this.state.compareAndSet(BOUND, DETACHED)) {
 			this.lease.leaveThread();
 		}
@@ -76,8 +82,20 @@ final class LeaseHandle implements Lease {
 	@Override
 	public void close() {
 		if (leave()) {
-			this.lease.template().release(this.lease);
+			this.lease.template().release(this.lease, true);
 		}
+	}
+
+	@Override
+	public void forget() {
+		if (leave()) {
+			this.lease.template().release(this.lease, false);
+		}
+	}
+
+	@Override
+	public void markLost(String reason) {
+		this.lease.template().lost(this.lease, reason);
 	}
 
 	/** Like {@link #close()}, with the backend call not blocking where the backend allows it. */

@@ -30,6 +30,8 @@ final class LeaseRenewer {
 
 	private static final long MIN_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
+	private static final long RETRY_AFTER_BUG_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
 	private final DefaultLockTemplate template;
 
 	private final LeaseRenewal renewal;
@@ -103,15 +105,30 @@ final class LeaseRenewer {
 		}
 		long now = System.nanoTime();
 		List<HeldLease> due = new ArrayList<>();
-		for (HeldLease lease : this.leases) {
-			if (!lease.isActive()) {
-				this.leases.remove(lease);
+		long retryAt = Long.MAX_VALUE;
+		try {
+			for (HeldLease lease : this.leases) {
+				if (!lease.isActive()) {
+					this.leases.remove(lease);
+				}
+				else if (lease.renewDueNanos() - now <= lease.ttl().toNanos() / 6) {
+					due.add(lease);
+				}
 			}
-			else if (lease.renewDueNanos() - now <= lease.ttl().toNanos() / 6) {
-				due.add(lease);
-			}
+			retryAt = due.isEmpty() ? Long.MAX_VALUE : renew(due);
 		}
-		long retryAt = due.isEmpty() ? Long.MAX_VALUE : renew(due);
+		catch (RuntimeException ex) {
+			logger.error("Holdfast lease renewal failed unexpectedly; retrying", ex);
+			retryAt = now + RETRY_AFTER_BUG_NANOS;
+		}
+		finally {
+			// Whatever happened, the leases keep their renewals.
+			scheduleAfter(retryAt, due);
+		}
+	}
+
+	/** Schedules the next tick: at {@code retryAt} for the leases in {@code due} when they failed. */
+	private void scheduleAfter(long retryAt, List<HeldLease> due) {
 		boolean failed = retryAt != Long.MAX_VALUE;
 		Set<HeldLease> retrying = failed ? new HashSet<>(due) : Set.of();
 		boolean pending = failed;
@@ -130,18 +147,41 @@ final class LeaseRenewer {
 		}
 	}
 
-	/** Renews the due leases; returns when to retry after a failure, or Long.MAX_VALUE. */
+	/**
+	 * Renews the due leases; returns when to retry after a failure, or Long.MAX_VALUE. A lease
+	 * whose {@code extend} is in flight is left out and retried shortly: the extend confirms it,
+	 * and a renewal sent beside it could reach the backend last with the older time to live.
+	 */
 	private long renew(List<HeldLease> due) {
+		List<HeldLease> sent = new ArrayList<>(due.size());
 		List<HeldLock> locks = new ArrayList<>(due.size());
-		for (HeldLease lease : due) {
-			locks.add(new HeldLock(lease.key(), lease.owner(), lease.ttl()));
+		try {
+			for (HeldLease lease : due) {
+				if (lease.timeToLiveLock().tryLock()) {
+					sent.add(lease);
+					locks.add(new HeldLock(lease.key(), lease.owner(), lease.ttl()));
+				}
+			}
+			long retryAt = (sent.size() < due.size()) ? System.nanoTime() + MIN_RETRY_NANOS : Long.MAX_VALUE;
+			return sent.isEmpty() ? retryAt : Math.min(retryAt, renew(sent, locks));
 		}
+		finally {
+			for (HeldLease lease : sent) {
+				lease.timeToLiveLock().unlock();
+			}
+		}
+	}
+
+	/** Renews {@code locks}, one per lease in {@code leases}, whose time-to-live locks are held. */
+	private long renew(List<HeldLease> leases, List<HeldLock> locks) {
 		long start = System.nanoTime();
 		try {
 			Set<String> renewed = this.renewal.renew(locks);
-			for (HeldLease lease : due) {
+			for (int i = 0; i < leases.size(); i++) {
+				HeldLease lease = leases.get(i);
 				if (renewed.contains(lease.key())) {
-					lease.confirmed(start, lease.ttl());
+					// Confirmed with the time to live sent, whatever the lease holds now.
+					lease.confirmed(start, locks.get(i).ttl());
 				}
 				else if (lease.isActive()) {
 					this.template.lost(lease, "the backend no longer has it under this owner (expired or taken over)");
@@ -149,9 +189,14 @@ final class LeaseRenewer {
 			}
 			return Long.MAX_VALUE;
 		}
-		catch (RuntimeException ex) {
+		catch (RuntimeException failure) {
+			// The backend's message may quote keys: logged as the template shows keys.
+			RuntimeException ex = failure;
+			for (HeldLock lock : locks) {
+				ex = this.template.backendFailure(ex, "renew", lock.key());
+			}
 			long retryAt = Long.MAX_VALUE;
-			for (HeldLease lease : due) {
+			for (HeldLease lease : leases) {
 				if (!lease.isValid()) {
 					this.template.lost(lease, "it could not be renewed before it expired: " + ex.getMessage());
 				}
@@ -160,7 +205,7 @@ final class LeaseRenewer {
 					retryAt = Math.min(retryAt, retry);
 				}
 			}
-			logger.warn("Holdfast could not renew " + due.size() + " lease(s); retrying while they are valid", ex);
+			logger.warn("Holdfast could not renew " + leases.size() + " lease(s); retrying while they are valid", ex);
 			return retryAt;
 		}
 	}

@@ -22,6 +22,9 @@ import org.springframework.util.ObjectUtils;
  */
 public final class LockKeys {
 
+	/** What replaces the key part of a masked key, as Boot's sanitizer shows a hidden value. */
+	public static final String MASK = "******";
+
 	private static final char[] HEX = "0123456789ABCDEF".toCharArray();
 
 	private static final int HASH_LENGTH = 1 + 43;
@@ -51,6 +54,8 @@ public final class LockKeys {
 	 * @param name the lock name, not empty
 	 * @param key the key value, or {@code null} for one lock per name; arrays are rendered
 	 * element by element
+	 * @throws IllegalArgumentException if the key renders as an identity string (see
+	 * {@link IdentityStrings})
 	 */
 	public String encode(String name, @Nullable Object key) {
 		if (name.isEmpty()) {
@@ -60,6 +65,15 @@ public final class LockKeys {
 		escape(name, out);
 		int nameEnd = out.length();
 		if (key != null) {
+			Object identity = IdentityStrings.findIdentityValue(key);
+			if (identity != null) {
+				throw new IllegalArgumentException("The key of lock '" + name + "' is (or holds) a "
+						+ identity.getClass().getName() + ", whose toString() is Object's identity string (class name "
+						+ "and hash code): the key would differ per call and per JVM, and the lock would exclude "
+						+ "nothing. Pass a value that identifies it, such as its id"
+						+ (identity.getClass().isSynthetic() ? ""
+								: ", or override toString() in " + identity.getClass().getSimpleName()));
+			}
 			out.append(':');
 			escape(ObjectUtils.nullSafeToString(key), out);
 		}
@@ -74,6 +88,24 @@ public final class LockKeys {
 			keep--;
 		}
 		return out.substring(0, keep) + "#" + hash;
+	}
+
+	/**
+	 * {@code key} with its key part, which comes from method arguments and may hold user data,
+	 * replaced by {@value #MASK}: {@code <prefix><name>:******}, or {@code <prefix><name>#******}
+	 * for a shortened key. A key without a key part is returned as it is.
+	 * @param key a backend key made by {@link #encode}
+	 * @param prefix the prefix it was made with
+	 */
+	public static String mask(String key, String prefix) {
+		int start = key.startsWith(prefix) ? prefix.length() : 0;
+		for (int i = start; i < key.length(); i++) {
+			char c = key.charAt(i);
+			if (c == ':' || c == '#') {
+				return key.substring(0, i + 1) + MASK;
+			}
+		}
+		return key;
 	}
 
 	/** The prefix every key starts with. */

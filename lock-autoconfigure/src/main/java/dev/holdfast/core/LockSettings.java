@@ -4,6 +4,8 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
 
+import dev.holdfast.LockOptions;
+
 /**
  * Defaults and tuning of a {@link DefaultLockTemplate}.
  *
@@ -14,13 +16,31 @@ import java.util.Objects;
  * sends release events this is only the fallback when an event is lost
  * @param maxKeyLength backend keys longer than this are shortened with a SHA-256 hash
  * @param clock wall clock for {@code acquiredAt}/{@code expiresAt}, for display only
+ * @param showKeyValues whether log lines and exception messages show lock keys as they are;
+ * otherwise their key part, which comes from method arguments and may hold user data, is masked
+ * ({@link LockKeys#mask})
  */
 public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTime, Duration pollInterval,
-		int maxKeyLength, Clock clock) {
+		int maxKeyLength, Clock clock, boolean showKeyValues) {
+
+	/** Default prefix of every backend key: {@code holdfast:}. */
+	public static final String DEFAULT_KEY_PREFIX = "holdfast:";
+
+	/** Default wait time: none, one attempt. */
+	public static final Duration DEFAULT_WAIT_TIME = Duration.ZERO;
+
+	/** Default time to live of a lock: 30 seconds. */
+	public static final Duration DEFAULT_LEASE_TIME = Duration.ofSeconds(30);
+
+	/** Default longest pause between two attempts of a waiter: 500 milliseconds. */
+	public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofMillis(500);
+
+	/** Default longest backend key before it is hashed: 200 characters. */
+	public static final int DEFAULT_MAX_KEY_LENGTH = 200;
 
 	public LockSettings {
 		Objects.requireNonNull(keyPrefix, "keyPrefix");
-		requirePositive(leaseTime, "leaseTime");
+		LockOptions.requireLeaseTime(leaseTime, "leaseTime");
 		requirePositive(pollInterval, "pollInterval");
 		if (waitTime.isNegative()) {
 			throw new IllegalArgumentException("waitTime must not be negative, was " + waitTime);
@@ -30,40 +50,56 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 		}
 	}
 
-	/** Prefix {@code holdfast:}, wait 0, lease 30s, poll 500ms, keys up to 200 characters. */
+	/**
+	 * Prefix {@code holdfast:}, wait 0, lease 30s, poll 500ms, keys up to 200 characters, key
+	 * values masked in logs and messages.
+	 */
 	public static LockSettings defaults() {
-		return new LockSettings("holdfast:", Duration.ZERO, Duration.ofSeconds(30), Duration.ofMillis(500), 200,
-				Clock.systemUTC());
+		return new LockSettings(DEFAULT_KEY_PREFIX, DEFAULT_WAIT_TIME, DEFAULT_LEASE_TIME, DEFAULT_POLL_INTERVAL,
+				DEFAULT_MAX_KEY_LENGTH, Clock.systemUTC(), false);
 	}
 
 	public LockSettings withKeyPrefix(String keyPrefix) {
 		return new LockSettings(keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock);
+				this.clock, this.showKeyValues);
 	}
 
 	public LockSettings withWaitTime(Duration waitTime) {
 		return new LockSettings(this.keyPrefix, waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock);
+				this.clock, this.showKeyValues);
 	}
 
 	public LockSettings withLeaseTime(Duration leaseTime) {
 		return new LockSettings(this.keyPrefix, this.waitTime, leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock);
+				this.clock, this.showKeyValues);
 	}
 
 	public LockSettings withPollInterval(Duration pollInterval) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, pollInterval, this.maxKeyLength,
-				this.clock);
+				this.clock, this.showKeyValues);
 	}
 
 	public LockSettings withMaxKeyLength(int maxKeyLength) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, maxKeyLength,
-				this.clock);
+				this.clock, this.showKeyValues);
 	}
 
 	public LockSettings withClock(Clock clock) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				clock);
+				clock, this.showKeyValues);
+	}
+
+	public LockSettings withKeyValuesShown(boolean showKeyValues) {
+		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
+				this.clock, showKeyValues);
+	}
+
+	/**
+	 * {@code key} as log lines and exception messages show it: as it is, or with its key part
+	 * masked unless {@link #showKeyValues()}.
+	 */
+	public String shown(String key) {
+		return this.showKeyValues ? key : LockKeys.mask(key, this.keyPrefix);
 	}
 
 	private static void requirePositive(Duration duration, String name) {

@@ -1,11 +1,8 @@
 package dev.holdfast.jdbc;
 
-import java.lang.management.ManagementFactory;
-import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
@@ -63,7 +60,12 @@ import dev.holdfast.spi.TickClaims;
  * <li><b>Transactions</b>: every statement runs on a connection taken from the pool for it, in
  * autocommit mode, so it is its own short transaction and never joins a transaction of the
  * caller: a {@code @Transactional} caller does not keep lock rows locked until it commits. Each
- * operation needs one extra pooled connection for the duration of a statement.</li>
+ * operation needs one extra pooled connection for the duration of a statement. Statements run
+ * at {@code READ COMMITTED}: where the pool hands out connections at a stricter level
+ * ({@code REPEATABLE READ} or {@code SERIALIZABLE}; on MySQL and MariaDB only
+ * {@code SERIALIZABLE}), the connection is switched for the call and switched back. A statement
+ * the database aborts as a serialization failure or deadlock ({@code 40001}, {@code 40P01})
+ * runs again after a short jittered pause, up to five times in all.</li>
  * <li><b>Waiting</b>: this backend has no release notifications; the engine polls with
  * jittered, bounded back-off, and this backend reports the holder's remaining time so that
  * polling never sleeps past a lease's expiry.</li>
@@ -87,8 +89,10 @@ import dev.holdfast.spi.TickClaims;
  * only once it expired longer than the sweep delay ago, as any other row.</li>
  * <li><b>Failures</b>: a database that cannot be reached, stops answering for longer than the
  * configured timeout (a network timeout on the connection), or reports an error makes the call
- * throw {@link LockBackendException}; a failed call may or may not have taken effect. Nothing is
- * retried here and nothing is cached, so the backend works again as soon as the database does.
+ * throw {@link LockBackendException}; a failed call may or may not have taken effect. Nothing
+ * but an aborted statement is retried here and nothing is cached, so the backend works again as
+ * soon as the database does. The startup table check, the health check and the detection of
+ * the database are bounded by the same network timeout as lock statements.
  * Waiting for a pooled connection is bounded by the pool's own timeout.</li>
  * </ul>
  * The table is {@code holdfast_lock} unless configured; its schema per database ships in this
@@ -134,6 +138,14 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 	 */
 	private static final int STATEMENT_TIMEOUT_MARGIN_SECONDS = 2;
 
+	/**
+	 * How often work that the database aborts as a serialization failure or deadlock is tried in
+	 * all: such an abort changed nothing, and under contention for one row it means "try again".
+	 * H2 reports a deadlock between autocommit updates of one row now and then; three immediate
+	 * attempts were seen to fail together with four contending threads.
+	 */
+	private static final int ABORTED_ATTEMPTS = 5;
+
 	private final DataSource dataSource;
 
 	private final String tableName;
@@ -162,6 +174,11 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 			}, new ThreadPoolExecutor.DiscardPolicy());
 
 	private volatile @Nullable JdbcLockDialect dialect;
+
+	/** Whether the pool's connections are stricter than READ COMMITTED; set with the dialect. */
+	private volatile boolean switchIsolation;
+
+	private volatile int keyColumnLength;
 
 	/**
 	 * A backend on {@code dataSource} with the default table, a query timeout of 5 seconds and
@@ -201,7 +218,7 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 		this.tableName = validateTableName(tableName);
 		this.timeoutMillis = (int) Math.min(3_600_000, Math.max(1, queryTimeout.toMillis()));
 		this.queryTimeoutSeconds = (this.timeoutMillis + 999) / 1000 + STATEMENT_TIMEOUT_MARGIN_SECONDS;
-		this.process = describeProcess();
+		this.process = JdbcConnections.describeProcess();
 		this.sweepAfterMicros = Math.multiplyExact(validateSweepAfter(sweepAfter, queryTimeout).toMillis(), 1000);
 	}
 
@@ -261,48 +278,57 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 	}
 
 	/**
-	 * Checks that the lock table exists with the expected columns.
+	 * Checks that the lock table exists with the expected columns, bounded by the query timeout
+	 * like every other call.
 	 * @throws LockConfigurationException naming the schema script to run if it does not
-	 * @throws LockBackendException if the database cannot be reached
+	 * @throws LockBackendException if the database cannot be reached or does not answer in time
 	 */
 	public void checkTable() {
-		try (Connection connection = connection()) {
-			JdbcLockDialect dialect = dialect(connection);
+		execute("check the lock table '" + this.tableName + "'", (dialect, connection) -> {
 			try {
-				dialect.checkTable(connection);
+				this.keyColumnLength = dialect.checkTable(connection);
 			}
 			catch (SQLException ex) {
+				if (JdbcConnections.isConnectionFailure(ex, connection)) {
+					throw ex;
+				}
 				String script = SCHEMA_LOCATION.replace("@@platform@@", dialect.platform());
 				throw new LockConfigurationException(
 						"The lock table '" + this.tableName + "' is missing or lacks Holdfast's columns in "
 								+ connection.getMetaData().getDatabaseProductName() + ": " + ex.getMessage(),
-						"Create it with the script " + script + " (shipped in lock-autoconfigure), or set"
-								+ " holdfast.jdbc.initialize-schema=always to let Holdfast create it at startup.");
+						"Create it with the script " + script + " (shipped in lock-autoconfigure"
+								+ (DEFAULT_TABLE_NAME.equals(this.tableName) ? ""
+										: ", with holdfast_lock replaced by " + this.tableName)
+								+ "), or set holdfast.jdbc.initialize-schema=always to let Holdfast create it at startup.");
 			}
-		}
-		catch (SQLException ex) {
-			throw failure("check the lock table '" + this.tableName + "'", ex);
-		}
+			return null;
+		});
+	}
+
+	/**
+	 * The length of the table's {@code lock_key} column, as the last {@link #checkTable()} read
+	 * it from the driver; 0 before that or when the driver does not say.
+	 */
+	public int keyColumnLength() {
+		return this.keyColumnLength;
 	}
 
 	/**
 	 * Runs the startup table check again (a {@code SELECT} of Holdfast's columns that matches no
 	 * row), bounded by the query timeout: up when the database answers and the lock table has
 	 * Holdfast's columns. Details: the database product and the table.
-	 * @throws LockBackendException if the database cannot be reached or the table is missing
+	 * @throws LockBackendException if the database cannot be reached, does not answer in time,
+	 * or the table is missing
 	 */
 	@Override
 	public Check checkHealth() {
-		try (Connection connection = connection()) {
-			dialect(connection).checkTable(connection);
+		return execute("check the lock table", (dialect, connection) -> {
+			dialect.checkTable(connection);
 			Map<String, Object> details = new LinkedHashMap<>();
 			details.put("database", connection.getMetaData().getDatabaseProductName());
 			details.put("table", this.tableName);
 			return Check.up(details);
-		}
-		catch (SQLException ex) {
-			throw failure("check the lock table", ex);
-		}
+		});
 	}
 
 	/**
@@ -346,26 +372,29 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 	}
 
 	/**
-	 * Claims {@code tick} of the job whose lock is at {@code key}: the record's row, at
-	 * {@code key} followed by {@value #TICK_SUFFIX} (or, for a key too long for that,
-	 * {@value #TICK_SUFFIX} followed by a digest of the key), takes the tick if it is absent,
-	 * expired on the database clock, or holds an earlier tick, and then expires {@code ttl} from
-	 * now on the database clock. One statement on PostgreSQL and H2; on MySQL and MariaDB one
+	 * Claims {@code tick} of the job whose lock is at {@code key}, if it is due by the database
+	 * clock within {@code tolerance}: the record's row, at {@code key} followed by
+	 * {@value #TICK_SUFFIX} (or, for a key too long for that, {@value #TICK_SUFFIX} followed by a
+	 * digest of the key), takes the tick if it is absent, expired on the database clock, or holds
+	 * an earlier tick, and then expires {@code ttl} from now on the database clock. One statement
+	 * on PostgreSQL (which also answers the database's time) and H2; on MySQL and MariaDB one
 	 * {@code UPDATE} that claims an existing record, followed by an {@code INSERT} when it matched
 	 * nothing (a job's first claim, or a claim that fails); the portable SQL reads the clock first.
+	 * H2, MySQL and MariaDB read the database's time of the answer with one more query.
 	 * @throws IllegalArgumentException if the key contains <code>{</code> or the ttl is below
 	 * one millisecond
 	 * @throws LockBackendException if the database cannot be reached or reports an error
 	 */
 	@Override
-	public boolean claimTick(String key, Instant tick, Duration ttl) {
+	public TickClaim claimTick(String key, Instant tick, Duration tolerance, Duration ttl) {
 		checkLockKey(key);
 		Assert.isTrue(ttl.toMillis() >= 1, () -> "Time to live of the tick claim of '" + key + "' must be at least 1ms");
 		long tickMicros = Math.addExact(Math.multiplyExact(tick.getEpochSecond(), 1_000_000L), tick.getNano() / 1000);
+		long toleranceMicros = Math.multiplyExact(tolerance.toMillis(), 1000);
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
 		String record = tickRecordKey(key);
-		return execute("claim tick " + tick + " of lock '" + key + "'",
-				(dialect, connection) -> dialect.claimTick(connection, record, tickMicros, ttlMicros, holder()));
+		return execute("claim tick " + tick + " of lock '" + key + "'", (dialect, connection) -> dialect
+			.claimTick(connection, record, tickMicros, toleranceMicros, ttlMicros, holder()));
 	}
 
 	/**
@@ -415,47 +444,59 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 	}
 
 	/**
-	 * Runs {@code work} on a connection of its own in autocommit mode, with a network timeout so
-	 * that a database that stops answering (paused, partitioned) fails the call instead of
-	 * hanging it.
+	 * Runs {@code work} on a connection of its own in autocommit mode at {@code READ COMMITTED},
+	 * with a network timeout so that a database that stops answering (paused, partitioned) fails
+	 * the call instead of hanging it; the dialect is detected under the same timeout. Work that
+	 * the database aborted as a serialization failure or deadlock ({@code 40001},
+	 * {@code 40P01}) runs again after a jittered pause that grows with each attempt,
+	 * {@value #ABORTED_ATTEMPTS} times in all: it changed nothing, and under contention for one row
+	 * such an abort means "try again", not "the database is down". An interrupted pause ends the
+	 * retries with that abort.
 	 */
 	private <T> T execute(String action, SqlWork<T> work) {
 		try (Connection connection = connection()) {
+			int networkTimeout = JdbcConnections.networkTimeout(connection, this.timeoutMillis);
 			boolean autoCommit = connection.getAutoCommit();
-			int networkTimeout = networkTimeout(connection, this.timeoutMillis);
+			int isolation = -1;
 			try {
 				if (!autoCommit) {
 					connection.setAutoCommit(true);
 				}
-				return work.run(dialect(connection), connection);
+				JdbcLockDialect dialect = dialect(connection);
+				if (this.switchIsolation) {
+					isolation = connection.getTransactionIsolation();
+					if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
+						connection.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+					}
+				}
+				for (int attempt = 1;; attempt++) {
+					try {
+						return work.run(dialect, connection);
+					}
+					catch (SQLException ex) {
+						if (attempt == ABORTED_ATTEMPTS || !JdbcConnections.isSerializationFailure(ex)
+								|| !JdbcConnections.pauseBeforeRetry(attempt)) {
+							throw ex;
+						}
+					}
+				}
 			}
 			finally {
 				if (!connection.isClosed()) {
+					if (isolation >= 0 && isolation != Connection.TRANSACTION_READ_COMMITTED) {
+						connection.setTransactionIsolation(isolation);
+					}
 					if (!autoCommit) {
 						connection.setAutoCommit(false);
 					}
 					if (networkTimeout >= 0) {
-						networkTimeout(connection, networkTimeout);
+						JdbcConnections.networkTimeout(connection, networkTimeout);
 					}
 				}
 			}
 		}
 		catch (SQLException ex) {
 			throw failure(action, ex);
-		}
-	}
-
-	/** Sets the network timeout where the driver supports it; returns the previous one, or -1. */
-	private static int networkTimeout(Connection connection, int millis) throws SQLException {
-		try {
-			int previous = connection.getNetworkTimeout();
-			if (previous != millis) {
-				connection.setNetworkTimeout(Runnable::run, millis);
-			}
-			return previous;
-		}
-		catch (SQLFeatureNotSupportedException | UnsupportedOperationException | AbstractMethodError ex) {
-			return -1;
 		}
 	}
 
@@ -486,6 +527,7 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 		if (dialect == null) {
 			// racing threads may both detect; they find the same answer
 			dialect = JdbcLockDialect.detect(connection, this.tableName, this.queryTimeoutSeconds);
+			this.switchIsolation = JdbcConnections.switchesIsolation(dialect, connection.getTransactionIsolation());
 			this.dialect = dialect;
 		}
 		return dialect;
@@ -499,26 +541,6 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 	private LockBackendException failure(String action, SQLException ex) {
 		return new LockBackendException("JDBC lock backend could not " + action + " in table '" + this.tableName
 				+ "': " + ex.getMessage() + " (SQLState " + ex.getSQLState() + ")", ex);
-	}
-
-	private static String describeProcess() {
-		String host = System.getenv("HOSTNAME");
-		if (host == null || host.isBlank()) {
-			try {
-				host = InetAddress.getLocalHost().getHostName();
-			}
-			catch (Exception ex) {
-				host = "unknown-host";
-			}
-		}
-		long pid;
-		try {
-			pid = ProcessHandle.current().pid();
-		}
-		catch (UnsupportedOperationException ex) {
-			return ManagementFactory.getRuntimeMXBean().getName();
-		}
-		return "pid " + pid + "@" + host;
 	}
 
 }

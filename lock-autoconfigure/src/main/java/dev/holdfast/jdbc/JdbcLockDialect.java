@@ -1,13 +1,12 @@
 package dev.holdfast.jdbc;
 
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLIntegrityConstraintViolationException;
-import java.time.OffsetDateTime;
+import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.sql.SQLIntegrityConstraintViolationException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
@@ -20,6 +19,7 @@ import java.util.Set;
 
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.TickClaims.TickClaim;
 
 /**
  * The SQL of one database family. Every statement runs on a connection in autocommit mode, so
@@ -59,15 +59,33 @@ abstract class JdbcLockDialect {
 	abstract long clock(Connection connection) throws SQLException;
 
 	/**
-	 * Records {@code tickMicros} in the tick record {@code key} if the record is absent, has
-	 * expired on the database clock, or holds an earlier tick, and then lets it expire
-	 * {@code ttlMicros} from now on the database clock; in one atomic step, so that of claims of
-	 * one tick at most one succeeds. The record is a row whose {@code fence} holds the last
-	 * claimed tick and whose owner is empty, so that no release or renewal matches it.
-	 * @return whether this call claimed the tick
+	 * Records {@code tickMicros} in the tick record {@code key} if the tick is due by the database
+	 * clock ({@code |now - tick| <= toleranceMicros}) and the record is absent, has expired on the
+	 * database clock, or holds an earlier tick, and then lets it expire {@code ttlMicros} from now
+	 * on the database clock; in one atomic step, so that of claims of one tick at most one
+	 * succeeds. The record is a row whose {@code fence} holds the last claimed tick and whose
+	 * owner is empty, so that no release or renewal matches it.
+	 * @return the outcome, with the database's time
 	 */
-	abstract boolean claimTick(Connection connection, String key, long tickMicros, long ttlMicros, String holder)
-			throws SQLException;
+	abstract TickClaim claimTick(Connection connection, String key, long tickMicros, long toleranceMicros,
+			long ttlMicros, String holder) throws SQLException;
+
+	/**
+	 * The answer to a claim of {@code tickMicros} that the statement decided: claimed, else, by the
+	 * database's clock read now, not due or taken.
+	 */
+	protected TickClaim claimed(Connection connection, boolean claimed, long tickMicros, long toleranceMicros)
+			throws SQLException {
+		return answer(claimed, clock(connection), tickMicros, toleranceMicros);
+	}
+
+	/** The answer to a claim decided at {@code nowMicros} on the database clock. */
+	static TickClaim answer(boolean claimed, long nowMicros, long tickMicros, long toleranceMicros) {
+		TickClaim.Outcome outcome = claimed ? TickClaim.Outcome.CLAIMED
+				: (Math.abs(nowMicros - tickMicros) > toleranceMicros) ? TickClaim.Outcome.NOT_DUE
+						: TickClaim.Outcome.TAKEN;
+		return new TickClaim(outcome, Instant.EPOCH.plus(nowMicros, ChronoUnit.MICROS));
+	}
 
 	/**
 	 * Claims a tick where no upsert reports reliably whether it changed the row: an
@@ -145,10 +163,34 @@ abstract class JdbcLockDialect {
 		}
 	}
 
-	void checkTable(Connection connection) throws SQLException {
+	/**
+	 * Reads no row of the lock table, naming each of Holdfast's columns.
+	 * @return the length of the {@code lock_key} column as the driver reports it, or 0 if unknown
+	 */
+	int checkTable(Connection connection) throws SQLException {
 		try (PreparedStatement ps = prepare(connection, "SELECT lock_key, owner_token, fence, expires_at, acquired_at, holder FROM "
-				+ this.table + " WHERE 1 = 0")) {
-			ps.executeQuery().close();
+				+ this.table + " WHERE 1 = 0"); ResultSet rs = ps.executeQuery()) {
+			return Math.max(0, rs.getMetaData().getPrecision(1));
+		}
+	}
+
+	/**
+	 * Prepares an acquisition: the statement's first four parameters are the key, the owner
+	 * token, the time to live in microseconds and the holder, in that order.
+	 */
+	protected PreparedStatement prepareAcquire(Connection connection, String sql, String key, String owner,
+			long ttlMicros, String holder) throws SQLException {
+		PreparedStatement ps = prepare(connection, sql);
+		try {
+			ps.setString(1, key);
+			ps.setString(2, owner);
+			ps.setLong(3, ttlMicros);
+			ps.setString(4, holder);
+			return ps;
+		}
+		catch (SQLException | RuntimeException ex) {
+			ps.close();
+			throw ex;
 		}
 	}
 
@@ -166,18 +208,18 @@ abstract class JdbcLockDialect {
 	static JdbcLockDialect detect(Connection connection, String table, int queryTimeoutSeconds) throws SQLException {
 		String product = connection.getMetaData().getDatabaseProductName().toLowerCase(Locale.ROOT);
 		if (product.contains("postgresql")) {
-			return new PostgreSql(table, queryTimeoutSeconds);
+			return new PostgreSqlDialect(table, queryTimeoutSeconds);
 		}
 		if (product.contains("mariadb")) {
-			return new MySql(table, queryTimeoutSeconds, "mariadb");
+			return new MySqlDialect(table, queryTimeoutSeconds, "mariadb");
 		}
 		if (product.contains("mysql")) {
-			return new MySql(table, queryTimeoutSeconds, "mysql");
+			return new MySqlDialect(table, queryTimeoutSeconds, "mysql");
 		}
 		if (product.equals("h2")) {
-			return new H2(table, queryTimeoutSeconds);
+			return new H2Dialect(table, queryTimeoutSeconds);
 		}
-		return new Generic(table, queryTimeoutSeconds, product);
+		return new GenericSqlDialect(table, queryTimeoutSeconds, product);
 	}
 
 	/**
@@ -197,425 +239,6 @@ abstract class JdbcLockDialect {
 			}
 		}
 		return chunks;
-	}
-
-	/**
-	 * A database whose clock SQL can read as microseconds since the Unix epoch, so that a release
-	 * is one statement.
-	 */
-	abstract static class SqlClock extends JdbcLockDialect {
-
-		private final String now;
-
-		private final String releaseSql;
-
-		/** {@code now}: an SQL expression of the database clock in microseconds since the epoch. */
-		SqlClock(String table, int queryTimeoutSeconds, String now) {
-			super(table, queryTimeoutSeconds);
-			this.now = now;
-			this.releaseSql = "UPDATE " + table + " SET owner_token = '', expires_at = LEAST(expires_at, " + now
-					+ ") WHERE lock_key = ? AND owner_token = ?";
-		}
-
-		@Override
-		boolean release(Connection connection, String key, String owner) throws SQLException {
-			return update(connection, this.releaseSql, key, owner) > 0;
-		}
-
-		@Override
-		long clock(Connection connection) throws SQLException {
-			try (PreparedStatement ps = prepare(connection, "SELECT " + this.now); ResultSet rs = ps.executeQuery()) {
-				rs.next();
-				return rs.getLong(1);
-			}
-		}
-
-	}
-
-	/**
-	 * PostgreSQL: acquisition, fencing token and the holder's remaining time in one statement;
-	 * renewal of any number of locks in one statement over arrays.
-	 */
-	static final class PostgreSql extends SqlClock {
-
-		private static final String NOW = "(SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us)";
-
-		private final String acquireSql;
-
-		private final String renewSql;
-
-		private final String claimSql;
-
-		PostgreSql(String table, int queryTimeoutSeconds) {
-			super(table, queryTimeoutSeconds, NOW);
-			// A CTE with a volatile function is evaluated once: one "now" for the whole statement.
-			// The final SELECT reads the snapshot taken before the INSERT, i.e. the holder's row
-			// when the lock was held.
-			this.acquireSql = "WITH n AS " + NOW + ", a AS (INSERT INTO " + table
-					+ " AS l (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
-					+ " SELECT ?, ?, n.us, n.us + ?, n.us, ? FROM n ON CONFLICT (lock_key) DO UPDATE SET"
-					+ " owner_token = EXCLUDED.owner_token, fence = GREATEST(l.fence + 1, EXCLUDED.fence),"
-					+ " expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at, holder = EXCLUDED.holder"
-					+ " WHERE l.expires_at <= EXCLUDED.acquired_at RETURNING l.fence)"
-					+ " SELECT (SELECT fence FROM a), (SELECT h.expires_at - n.us FROM " + table
-					+ " h WHERE h.lock_key = ?) FROM n";
-			this.renewSql = "WITH n AS " + NOW + " UPDATE " + table + " AS l SET expires_at = n.us + v.ttl"
-					+ " FROM n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
-					+ " WHERE l.lock_key = v.k AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
-			// The conflict condition sees the latest committed record, under its row lock.
-			this.claimSql = "WITH n AS " + NOW + " INSERT INTO " + table
-					+ " AS l (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
-					+ " SELECT ?, '', ?, n.us + ?, n.us, ? FROM n ON CONFLICT (lock_key) DO UPDATE SET"
-					+ " fence = EXCLUDED.fence, expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at,"
-					+ " holder = EXCLUDED.holder WHERE l.fence < EXCLUDED.fence OR l.expires_at <= EXCLUDED.acquired_at";
-		}
-
-		@Override
-		boolean claimTick(Connection connection, String key, long tickMicros, long ttlMicros, String holder)
-				throws SQLException {
-			return update(connection, this.claimSql, key, tickMicros, ttlMicros, holder) > 0;
-		}
-
-		@Override
-		String platform() {
-			return "postgresql";
-		}
-
-		@Override
-		AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
-				throws SQLException {
-			try (PreparedStatement ps = prepare(connection, this.acquireSql)) {
-				ps.setString(1, key);
-				ps.setString(2, owner);
-				ps.setLong(3, ttlMicros);
-				ps.setString(4, holder);
-				ps.setString(5, key);
-				try (ResultSet rs = ps.executeQuery()) {
-					rs.next();
-					long fence = rs.getLong(1);
-					if (!rs.wasNull()) {
-						return AcquireResult.acquired(fence);
-					}
-					long remaining = rs.getLong(2);
-					return AcquireResult.held(rs.wasNull() ? -1 : remainingMillis(remaining));
-				}
-			}
-		}
-
-		@Override
-		Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
-			Set<String> renewed = new HashSet<>();
-			List<HeldLock> all = new ArrayList<>(locks);
-			for (int from = 0; from < all.size(); from += RENEW_CHUNK) {
-				List<HeldLock> chunk = all.subList(from, Math.min(all.size(), from + RENEW_CHUNK));
-				String[] keys = new String[chunk.size()];
-				String[] owners = new String[chunk.size()];
-				Long[] ttls = new Long[chunk.size()];
-				for (int i = 0; i < chunk.size(); i++) {
-					keys[i] = chunk.get(i).key();
-					owners[i] = chunk.get(i).owner();
-					ttls[i] = chunk.get(i).ttl().toMillis() * 1000;
-				}
-				Array keyArray = connection.createArrayOf("varchar", keys);
-				Array ownerArray = connection.createArrayOf("varchar", owners);
-				Array ttlArray = connection.createArrayOf("bigint", ttls);
-				try (PreparedStatement ps = prepare(connection, this.renewSql)) {
-					ps.setArray(1, keyArray);
-					ps.setArray(2, ownerArray);
-					ps.setArray(3, ttlArray);
-					try (ResultSet rs = ps.executeQuery()) {
-						while (rs.next()) {
-							renewed.add(rs.getString(1));
-						}
-					}
-				}
-				finally {
-					keyArray.free();
-					ownerArray.free();
-					ttlArray.free();
-				}
-			}
-			return renewed;
-		}
-
-	}
-
-	/**
-	 * MySQL and MariaDB: an {@code INSERT ... ON DUPLICATE KEY UPDATE} takes the row only if it
-	 * is absent or expired; neither database returns the row of an upsert, so a second
-	 * autocommit statement reads owner, fencing token and remaining time. Reading after the
-	 * upsert is sound: if the row names our owner token, the upsert made it ours and the token
-	 * is ours (owner tokens are unique per acquisition).
-	 */
-	static final class MySql extends SqlClock {
-
-		/** UTC_TIMESTAMP does not depend on the session time zone, and TIMESTAMPDIFF is arithmetic. */
-		private static final String NOW = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
-
-		private static final String TAKEN = "expires_at <= VALUES(acquired_at)";
-
-		private final String platform;
-
-		private final String acquireSql;
-
-		private final String readSql;
-
-		private final String claimUpdateSql;
-
-		private final String claimInsertSql;
-
-		MySql(String table, int queryTimeoutSeconds, String platform) {
-			super(table, queryTimeoutSeconds, NOW);
-			this.platform = platform;
-			// Assignments run left to right and later ones see earlier results: expires_at,
-			// which the condition reads, is assigned last.
-			this.acquireSql = "INSERT INTO " + table + " (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
-					+ " VALUES (?, ?, " + NOW + ", " + NOW + " + ?, " + NOW + ", ?) ON DUPLICATE KEY UPDATE"
-					+ " fence = IF(" + TAKEN + ", GREATEST(fence + 1, VALUES(fence)), fence),"
-					+ " owner_token = IF(" + TAKEN + ", VALUES(owner_token), owner_token),"
-					+ " holder = IF(" + TAKEN + ", VALUES(holder), holder),"
-					+ " acquired_at = IF(" + TAKEN + ", VALUES(acquired_at), acquired_at),"
-					+ " expires_at = IF(" + TAKEN + ", VALUES(expires_at), expires_at)";
-			this.readSql = "SELECT owner_token, fence, expires_at - " + NOW + " FROM " + table + " WHERE lock_key = ?";
-			// Not an upsert: its affected-row count cannot tell an unchanged row from an inserted
-			// one when the driver reports found rows (the default of both drivers).
-			this.claimUpdateSql = "UPDATE " + table + " SET fence = ?, expires_at = " + NOW + " + ?, acquired_at = "
-					+ NOW + ", holder = ? WHERE lock_key = ? AND (fence < ? OR expires_at <= " + NOW + ")";
-			this.claimInsertSql = "INSERT INTO " + table
-					+ " (lock_key, owner_token, fence, expires_at, acquired_at, holder) VALUES (?, '', ?, " + NOW
-					+ " + ?, " + NOW + ", ?)";
-		}
-
-		@Override
-		boolean claimTick(Connection connection, String key, long tickMicros, long ttlMicros, String holder)
-				throws SQLException {
-			return updateElseInsert(connection, this.claimUpdateSql,
-					new Object[] { tickMicros, ttlMicros, holder, key, tickMicros }, this.claimInsertSql,
-					new Object[] { key, tickMicros, ttlMicros, holder });
-		}
-
-		@Override
-		String platform() {
-			return this.platform;
-		}
-
-		@Override
-		AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
-				throws SQLException {
-			try (PreparedStatement ps = prepare(connection, this.acquireSql)) {
-				ps.setString(1, key);
-				ps.setString(2, owner);
-				ps.setLong(3, ttlMicros);
-				ps.setString(4, holder);
-				ps.executeUpdate();
-			}
-			return readOwner(connection, this.readSql, owner, key);
-		}
-
-		@Override
-		Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
-			return renewByList(connection, locks, NOW);
-		}
-
-	}
-
-	/**
-	 * H2: a standard {@code MERGE ... USING} takes the row only if absent or expired and returns
-	 * the fencing token through a {@code FINAL TABLE}; two racers on an absent key meet on the
-	 * primary key, and the loser sees the lock held.
-	 */
-	static final class H2 extends SqlClock {
-
-		private static final String NOW = "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000000 AS BIGINT)";
-
-		private final String acquireSql;
-
-		private final String remainingSql;
-
-		private final String claimSql;
-
-		H2(String table, int queryTimeoutSeconds) {
-			super(table, queryTimeoutSeconds, NOW);
-			this.acquireSql = "SELECT fence FROM FINAL TABLE (MERGE INTO " + table + " l USING (SELECT"
-					+ " CAST(? AS VARCHAR(255)) k, CAST(? AS VARCHAR(255)) o, " + NOW + " us, CAST(? AS BIGINT) ttl,"
-					+ " CAST(? AS VARCHAR(255)) h) s ON l.lock_key = s.k"
-					+ " WHEN MATCHED AND l.expires_at <= s.us THEN UPDATE SET owner_token = s.o,"
-					+ " fence = GREATEST(l.fence + 1, s.us), expires_at = s.us + s.ttl, acquired_at = s.us, holder = s.h"
-					+ " WHEN NOT MATCHED THEN INSERT (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
-					+ " VALUES (s.k, s.o, s.us, s.us + s.ttl, s.us, s.h))";
-			this.remainingSql = "SELECT expires_at - " + NOW + " FROM " + table + " WHERE lock_key = ?";
-			this.claimSql = "MERGE INTO " + table + " l USING (SELECT CAST(? AS VARCHAR(255)) k, CAST(? AS BIGINT) t, "
-					+ NOW + " us, CAST(? AS BIGINT) ttl, CAST(? AS VARCHAR(255)) h) s ON l.lock_key = s.k"
-					+ " WHEN MATCHED AND (l.fence < s.t OR l.expires_at <= s.us) THEN UPDATE SET fence = s.t,"
-					+ " expires_at = s.us + s.ttl, acquired_at = s.us, holder = s.h"
-					+ " WHEN NOT MATCHED THEN INSERT (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
-					+ " VALUES (s.k, '', s.t, s.us + s.ttl, s.us, s.h)";
-		}
-
-		/** Two claims that both find no record meet on the primary key; the second one loses. */
-		@Override
-		boolean claimTick(Connection connection, String key, long tickMicros, long ttlMicros, String holder)
-				throws SQLException {
-			return updateUnlessDuplicate(connection, this.claimSql, key, tickMicros, ttlMicros, holder) > 0;
-		}
-
-		@Override
-		String platform() {
-			return "h2";
-		}
-
-		@Override
-		AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
-				throws SQLException {
-			try (PreparedStatement ps = prepare(connection, this.acquireSql)) {
-				ps.setString(1, key);
-				ps.setString(2, owner);
-				ps.setLong(3, ttlMicros);
-				ps.setString(4, holder);
-				try (ResultSet rs = ps.executeQuery()) {
-					if (rs.next()) {
-						return AcquireResult.acquired(rs.getLong(1));
-					}
-				}
-			}
-			catch (SQLException ex) {
-				if (!isDuplicateKey(ex)) {
-					throw ex;
-				}
-				return AcquireResult.held(-1);
-			}
-			try (PreparedStatement ps = prepare(connection, this.remainingSql)) {
-				ps.setString(1, key);
-				try (ResultSet rs = ps.executeQuery()) {
-					return AcquireResult.held(rs.next() ? remainingMillis(rs.getLong(1)) : -1);
-				}
-			}
-		}
-
-		@Override
-		Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
-			return renewByList(connection, locks, NOW);
-		}
-
-	}
-
-	/**
-	 * Any other database: standard SQL only, several autocommit statements. The database's
-	 * clock is read with {@code SELECT CURRENT_TIMESTAMP}; the row is taken over by an
-	 * {@code UPDATE} conditional on expiry, or created by an {@code INSERT} that the primary key
-	 * refuses to a second racer.
-	 */
-	static final class Generic extends JdbcLockDialect {
-
-		private final String product;
-
-		Generic(String table, int queryTimeoutSeconds, String product) {
-			super(table, queryTimeoutSeconds);
-			this.product = product;
-		}
-
-		@Override
-		String platform() {
-			return this.product;
-		}
-
-		@Override
-		long clock(Connection connection) throws SQLException {
-			try (PreparedStatement ps = prepare(connection, "SELECT CURRENT_TIMESTAMP");
-					ResultSet rs = ps.executeQuery()) {
-				rs.next();
-				OffsetDateTime now = rs.getObject(1, OffsetDateTime.class);
-				return ChronoUnit.MICROS.between(OffsetDateTime.parse("1970-01-01T00:00:00Z"), now);
-			}
-		}
-
-		@Override
-		AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
-				throws SQLException {
-			long now = clock(connection);
-			try (PreparedStatement ps = prepare(connection, "UPDATE " + this.table
-					+ " SET owner_token = ?, fence = CASE WHEN fence + 1 > ? THEN fence + 1 ELSE ? END,"
-					+ " expires_at = ?, acquired_at = ?, holder = ? WHERE lock_key = ? AND expires_at <= ?")) {
-				ps.setString(1, owner);
-				ps.setLong(2, now);
-				ps.setLong(3, now);
-				ps.setLong(4, now + ttlMicros);
-				ps.setLong(5, now);
-				ps.setString(6, holder);
-				ps.setString(7, key);
-				ps.setLong(8, now);
-				if (ps.executeUpdate() == 0) {
-					insert(connection, key, owner, now, ttlMicros, holder);
-				}
-			}
-			return readOwner(connection, "SELECT owner_token, fence, expires_at - ? FROM " + this.table
-					+ " WHERE lock_key = ?", owner, now, key);
-		}
-
-		@Override
-		boolean release(Connection connection, String key, String owner) throws SQLException {
-			long now = clock(connection);
-			return update(connection, "UPDATE " + this.table + " SET owner_token = '',"
-					+ " expires_at = CASE WHEN expires_at < ? THEN expires_at ELSE ? END"
-					+ " WHERE lock_key = ? AND owner_token = ?", now, now, key, owner) > 0;
-		}
-
-		@Override
-		boolean claimTick(Connection connection, String key, long tickMicros, long ttlMicros, String holder)
-				throws SQLException {
-			long now = clock(connection);
-			return updateElseInsert(connection, "UPDATE " + this.table + " SET fence = ?, expires_at = ?,"
-					+ " acquired_at = ?, holder = ? WHERE lock_key = ? AND (fence < ? OR expires_at <= ?)",
-					new Object[] { tickMicros, now + ttlMicros, now, holder, key, tickMicros, now },
-					"INSERT INTO " + this.table + " (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
-							+ " VALUES (?, '', ?, ?, ?, ?)",
-					new Object[] { key, tickMicros, now + ttlMicros, now, holder });
-		}
-
-		private void insert(Connection connection, String key, String owner, long now, long ttlMicros, String holder)
-				throws SQLException {
-			try (PreparedStatement ps = prepare(connection, "INSERT INTO " + this.table
-					+ " (lock_key, owner_token, fence, expires_at, acquired_at, holder) VALUES (?, ?, ?, ?, ?, ?)")) {
-				ps.setString(1, key);
-				ps.setString(2, owner);
-				ps.setLong(3, now);
-				ps.setLong(4, now + ttlMicros);
-				ps.setLong(5, now);
-				ps.setString(6, holder);
-				ps.executeUpdate();
-			}
-			catch (SQLException ex) {
-				if (!isDuplicateKey(ex)) {
-					throw ex;
-				}
-				// another racer inserted first: the read below reports it as the holder
-			}
-		}
-
-		@Override
-		Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
-			long now = clock(connection);
-			Set<String> renewed = new HashSet<>();
-			List<HeldLock> all = new ArrayList<>(locks);
-			try (PreparedStatement ps = prepare(connection, "UPDATE " + this.table
-					+ " SET expires_at = ? WHERE lock_key = ? AND owner_token = ? AND expires_at > ?")) {
-				for (HeldLock lock : all) {
-					ps.setLong(1, now + lock.ttl().toMillis() * 1000);
-					ps.setString(2, lock.key());
-					ps.setString(3, lock.owner());
-					ps.setLong(4, now);
-					ps.addBatch();
-				}
-				int[] counts = ps.executeBatch();
-				for (int i = 0; i < counts.length; i++) {
-					if (counts[i] > 0) {
-						renewed.add(all.get(i).key());
-					}
-				}
-			}
-			return renewed;
-		}
-
 	}
 
 	/**

@@ -1,5 +1,6 @@
 package dev.holdfast.memory;
 
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
@@ -35,7 +36,9 @@ import dev.holdfast.spi.TickClaims;
  * <li>Fencing tokens come from one counter for all locks, so they strictly increase per lock
  * for the life of the JVM.</li>
  * <li>Tick claims: one record per scheduled job, apart from the locks, holding the last claimed
- * tick; it expires on the same monotonic clock.</li>
+ * tick; it expires on the same monotonic clock. Which tick is due is judged by the backend's
+ * {@link Clock} (the JVM's wall clock unless given one), the cluster's clock for every instance
+ * that shares this backend.</li>
  * </ul>
  * Memory is bounded by the locks held and the jobs that claimed ticks recently: released locks
  * are removed at once, and expired locks and tick records are swept every 1,024 acquisitions
@@ -55,6 +58,21 @@ public class InMemoryLockBackend
 	private final AtomicLong calls = new AtomicLong();
 
 	private final CopyOnWriteArrayList<Consumer<String>> listeners = new CopyOnWriteArrayList<>();
+
+	private final Clock clock;
+
+	/** A backend whose tick claims are judged by the JVM's wall clock. */
+	public InMemoryLockBackend() {
+		this(Clock.systemUTC());
+	}
+
+	/**
+	 * A backend whose tick claims are judged by {@code clock}: the clock of the cluster of the
+	 * instances (application contexts) that share this backend, whatever their own clocks.
+	 */
+	public InMemoryLockBackend(Clock clock) {
+		this.clock = clock;
+	}
 
 	@Override
 	public String name() {
@@ -94,18 +112,23 @@ public class InMemoryLockBackend
 	}
 
 	/**
-	 * Claims {@code tick} in the job's record, which is absent, expired, or holds an earlier tick,
-	 * in one atomic map update; the record then expires {@code ttl} from now.
+	 * Claims {@code tick} if it is due by this backend's clock, within {@code tolerance}, and the
+	 * job's record is absent, expired, or holds an earlier tick, in one atomic map update; the
+	 * record then expires {@code ttl} from now.
 	 */
 	@Override
-	public boolean claimTick(String key, Instant tick, Duration ttl) {
+	public TickClaim claimTick(String key, Instant tick, Duration tolerance, Duration ttl) {
 		sweepEveryNthCall();
+		Instant time = this.clock.instant();
+		if (Duration.between(tick, time).abs().compareTo(tolerance) > 0) {
+			return new TickClaim(TickClaim.Outcome.NOT_DUE, time);
+		}
 		long now = System.nanoTime();
 		TickRecord claim = new TickRecord(tick, now + ttl.toNanos());
 		TickRecord result = this.ticks.compute(key,
 				(k, current) -> (current == null || current.expired(now) || current.tick.isBefore(tick)) ? claim
 						: current);
-		return result == claim;
+		return new TickClaim((result == claim) ? TickClaim.Outcome.CLAIMED : TickClaim.Outcome.TAKEN, time);
 	}
 
 	@Override

@@ -121,6 +121,48 @@ final class LettuceScripts {
 		}
 	}
 
+	/**
+	 * {@code WAIT} on the shared connection: the number of replicas that acknowledged its writes
+	 * within {@code acks}' timeout; waits at most the factory's command timeout.
+	 */
+	long waitForReplicas(RedisLockBackend.ReplicaAcks acks) {
+		RedisClusterAsyncCommands<byte[], byte[]> commands = commands();
+		try {
+			return await(commands.waitForReplication(acks.replicas(), acks.timeout().toMillis()));
+		}
+		catch (RuntimeException ex) {
+			forget(commands);
+			throw ex;
+		}
+	}
+
+	/** Whether {@code connection} is one of a {@link LettuceConnectionFactory}. */
+	static boolean isLettuce(RedisConnection connection) {
+		return connection instanceof LettuceConnection;
+	}
+
+	/**
+	 * {@code WAIT} on the native connection of a Lettuce {@link RedisConnection} (the one its
+	 * commands went through): spring-data-redis cannot read WAIT's integer reply itself. Waits at
+	 * most the replicas' timeout plus one second.
+	 */
+	static long waitForReplicas(RedisConnection connection, RedisLockBackend.ReplicaAcks acks) {
+		RedisClusterAsyncCommands<byte[], byte[]> commands = ((LettuceConnection) connection).getNativeConnection();
+		return LettuceFutures.awaitOrCancel(commands.waitForReplication(acks.replicas(), acks.timeout().toMillis()),
+				acks.timeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+	}
+
+	/** {@link #waitForReplicas} without blocking; completes on a Lettuce I/O thread. */
+	CompletableFuture<Long> waitForReplicasAsync(RedisLockBackend.ReplicaAcks acks) {
+		RedisClusterAsyncCommands<byte[], byte[]> current = this.commands;
+		if (current == null) {
+			return CompletableFuture.failedFuture(new IllegalStateException("No shared Lettuce connection"));
+		}
+		return current.waitForReplication(acks.replicas(), acks.timeout().toMillis())
+			.toCompletableFuture()
+			.orTimeout(this.factory.getTimeout(), TimeUnit.MILLISECONDS);
+	}
+
 	private <T> T await(RedisFuture<T> reply) {
 		return LettuceFutures.awaitOrCancel(reply, this.factory.getTimeout(), TimeUnit.MILLISECONDS);
 	}

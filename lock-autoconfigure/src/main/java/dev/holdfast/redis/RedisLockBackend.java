@@ -1,42 +1,25 @@
 package dev.holdfast.redis;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.core.NestedExceptionUtils;
-import org.springframework.data.redis.connection.ClusterSlotHashUtil;
-import org.springframework.data.redis.connection.Message;
-import org.springframework.data.redis.connection.MessageListener;
 import org.springframework.data.redis.connection.RedisClusterConnection;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
-import org.springframework.data.redis.connection.RedisPipelineException;
 import org.springframework.data.redis.connection.ReturnType;
 import org.springframework.data.redis.core.script.RedisScript;
-import org.springframework.data.redis.listener.ChannelTopic;
-import org.springframework.data.redis.listener.RedisMessageListenerContainer;
 import org.springframework.util.Assert;
 import org.springframework.util.ClassUtils;
 
@@ -50,6 +33,15 @@ import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.TickClaims;
 
+import static dev.holdfast.redis.RedisCalls.bytes;
+import static dev.holdfast.redis.RedisCalls.evalSha;
+import static dev.holdfast.redis.RedisCalls.failure;
+import static dev.holdfast.redis.RedisCalls.fenceKey;
+import static dev.holdfast.redis.RedisCalls.isNoScript;
+import static dev.holdfast.redis.RedisCalls.lockKey;
+import static dev.holdfast.redis.RedisCalls.ownerBytes;
+import static dev.holdfast.redis.RedisCalls.ttlMillis;
+
 /**
  * Locks on one Redis (standalone, Sentinel or Cluster), through a spring-data-redis
  * {@link RedisConnectionFactory}.
@@ -61,8 +53,9 @@ import dev.holdfast.spi.TickClaims;
  * <li><b>One round trip per operation.</b> Acquire, release and renewal are Lua scripts, sent
  * once and then run by SHA ({@code EVALSHA}, falling back to {@code EVAL} when Redis answers
  * {@code NOSCRIPT}, e.g. after a restart). Renewal of any number of locks is one script call on
- * a standalone Redis, and one pipelined batch (one script call per hash slot) on Redis
- * Cluster.</li>
+ * a standalone Redis, and one script call per hash slot on Redis Cluster: pipelined on Lettuce
+ * (one batch per node, the nodes in parallel), one slot after the other on Jedis, whose cluster
+ * connections cannot pipeline.</li>
  * <li><b>Waiting.</b> A failed acquisition marks the held lock as contended, in the same script:
  * it appends {@code *} to the lock's value (owners therefore must not end with {@code *}), so the
  * mark lives, is renewed and is deleted with the lock. Releasing a contended lock publishes its
@@ -100,7 +93,8 @@ import dev.holdfast.spi.TickClaims;
  * use that connection directly too, without spring-data-redis's per-call objects.</li>
  * </ul>
  * A failover to a replica that had not received the latest writes can lose a lock or a
- * counter; Redis replication is asynchronous. Use the Redlock backend where that matters.
+ * counter; Redis replication is asynchronous. With {@link ReplicaAcks} (standalone and Sentinel),
+ * an acquisition counts only once that many replicas have it; else use the Redlock backend.
  */
 public class RedisLockBackend
 		implements LockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, TickClaims, AutoCloseable {
@@ -114,80 +108,11 @@ public class RedisLockBackend
 	/** Tokens stay below 2^53: Lua numbers are doubles. */
 	static final long MAX_TOKEN = 1L << 53;
 
-	/** How long a subscription attempt may take, and the pause between two after Redis failed. */
-	private static final Duration SUBSCRIPTION_RECOVERY = Duration.ofSeconds(1);
-
-	/** Keys per renewal script on a standalone Redis, so that one script never blocks Redis long. */
-	private static final int RENEW_CHUNK = 10_000;
-
-	private static final Log logger = LogFactory.getLog(RedisLockBackend.class);
-
 	/**
 	 * Suffix that a failed acquisition appends to the holder's value: someone waits, so the
 	 * release must announce itself. Owners never end with it.
 	 */
 	static final char CONTENDED = '*';
-
-	// A failed attempt marks the lock as contended in the lock's own value, so the mark lives,
-	// is renewed and is deleted with the lock, and needs no key of its own.
-	@SuppressWarnings("rawtypes")
-	static final RedisScript<List> ACQUIRE = RedisScript.of("""
-			if redis.replicate_commands ~= nil then redis.replicate_commands() end
-			if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-				local time = redis.call('TIME')
-				local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
-				local last = tonumber(redis.call('GET', KEYS[2]))
-				if last and last >= token then token = last + 1 end
-				if token >= 9007199254740992 then
-					redis.call('DEL', KEYS[1])
-					return redis.error_reply('fencing counter ' .. KEYS[2] .. ' reached 2^53')
-				end
-				redis.call('SET', KEYS[2], string.format('%d', token), 'PX', ARGV[3])
-				return {1, token}
-			end
-			local holder = redis.call('GET', KEYS[1])
-			if holder and string.sub(holder, -1) ~= '*' then redis.call('APPEND', KEYS[1], '*') end
-			return {0, redis.call('PTTL', KEYS[1])}
-			""", List.class);
-
-	// Only a contended lock (see ACQUIRE) publishes its release: no pub/sub traffic otherwise.
-	static final RedisScript<Long> RELEASE = RedisScript.of("""
-			local holder = redis.call('GET', KEYS[1])
-			if holder == ARGV[1] then
-				redis.call('DEL', KEYS[1])
-				return 1
-			end
-			if holder == ARGV[1] .. '*' then
-				redis.call('DEL', KEYS[1])
-				redis.call('PUBLISH', ARGV[2], ARGV[3])
-				return 1
-			end
-			return 0
-			""", Long.class);
-
-	@SuppressWarnings("rawtypes")
-	static final RedisScript<List> RENEW = RedisScript.of("""
-			local renewed = {}
-			for i = 1, #KEYS do
-				local holder = redis.call('GET', KEYS[i])
-				local owner = ARGV[2 * i - 1]
-				if holder == owner or holder == owner .. '*' then
-					redis.call('PEXPIRE', KEYS[i], ARGV[2 * i])
-					renewed[#renewed + 1] = i
-				end
-			end
-			return renewed
-			""", List.class);
-
-	// KEYS: the job's tick record. ARGV: tick ms, ttl ms. The record only moves forward.
-	static final RedisScript<Long> CLAIM_TICK = RedisScript.of("""
-			local last = tonumber(redis.call('GET', KEYS[1]) or '-1')
-			if last ~= nil and last >= tonumber(ARGV[1]) then
-				return 0
-			end
-			redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-			return 1
-			""", Long.class);
 
 	private static final boolean LETTUCE_PRESENT = ClassUtils.isPresent("io.lettuce.core.RedisClient",
 			RedisLockBackend.class.getClassLoader());
@@ -200,25 +125,11 @@ public class RedisLockBackend
 
 	private final byte[] channelBytes;
 
-	private final List<Consumer<String>> listeners = new CopyOnWriteArrayList<>();
+	private final RedisReleaseSubscription subscription;
 
-	private final ReentrantLock lifecycleLock = new ReentrantLock();
+	private final ReplicaAcks acks;
 
-	/** One daemon thread, started on first subscription, that (re)subscribes for the container. */
-	private final ExecutorService subscriptionExecutor = daemonThread("holdfast-redis-subscription");
-
-	/**
-	 * One daemon thread that opens the subscription the first time, retrying until Redis answers:
-	 * opening it can wait for a connection timeout (a silent network drops the handshake), and
-	 * no caller may wait for that.
-	 */
-	private final ExecutorService openingExecutor = daemonThread("holdfast-redis-subscribe");
-
-	private @Nullable RedisMessageListenerContainer container;
-
-	private boolean opening;
-
-	private volatile boolean closed;
+	private final RedisRenewal renewal;
 
 	/**
 	 * Creates a backend that publishes releases on {@value #DEFAULT_CHANNEL}.
@@ -235,11 +146,28 @@ public class RedisLockBackend
 	 * shares the locks must use the same one
 	 */
 	public RedisLockBackend(RedisConnectionFactory connectionFactory, String channel) {
+		this(connectionFactory, channel, ReplicaAcks.NONE);
+	}
+
+	/**
+	 * Creates a backend whose acquisitions count only once {@code acks} says enough replicas
+	 * acknowledged them.
+	 * @param connectionFactory the application's connection factory (standalone or Sentinel when
+	 * replicas must acknowledge); its command timeout bounds every call
+	 * @param channel the pub/sub channel on which releases are published; every process that
+	 * shares the locks must use the same one
+	 * @param acks how many replicas must acknowledge an acquisition, and how long to wait for them
+	 */
+	public RedisLockBackend(RedisConnectionFactory connectionFactory, String channel, ReplicaAcks acks) {
 		Assert.notNull(connectionFactory, "'connectionFactory' must not be null");
 		Assert.hasText(channel, "'channel' must not be empty");
+		Assert.notNull(acks, "'acks' must not be null");
 		this.connectionFactory = connectionFactory;
 		this.channel = channel;
 		this.channelBytes = bytes(channel);
+		this.subscription = new RedisReleaseSubscription(connectionFactory, channel);
+		this.renewal = new RedisRenewal(connectionFactory);
+		this.acks = acks;
 	}
 
 	/**
@@ -253,10 +181,26 @@ public class RedisLockBackend
 	 * @param channel the pub/sub channel on which releases are published
 	 */
 	public static RedisLockBackend of(RedisConnectionFactory connectionFactory, String channel) {
-		LettuceScripts scripts = LETTUCE_PRESENT ? LettuceScripts.of(connectionFactory, RedisLockBackend::isNoScript)
+		return of(connectionFactory, channel, ReplicaAcks.NONE);
+	}
+
+	/**
+	 * {@link #of(RedisConnectionFactory, String)} whose acquisitions count only once {@code acks}
+	 * says enough replicas acknowledged them (see {@link ReplicaAcks}).
+	 * @param connectionFactory the application's connection factory
+	 * @param channel the pub/sub channel on which releases are published
+	 * @param acks how many replicas must acknowledge an acquisition, and how long to wait for them
+	 */
+	public static RedisLockBackend of(RedisConnectionFactory connectionFactory, String channel, ReplicaAcks acks) {
+		LettuceScripts scripts = LETTUCE_PRESENT ? LettuceScripts.of(connectionFactory, RedisCalls::isNoScript)
 				: null;
-		return (scripts != null) ? new NonBlocking(connectionFactory, channel, scripts)
-				: new RedisLockBackend(connectionFactory, channel);
+		return (scripts != null) ? new NonBlockingRedisLockBackend(connectionFactory, channel, acks, scripts)
+				: new RedisLockBackend(connectionFactory, channel, acks);
+	}
+
+	/** How many replicas must acknowledge an acquisition, and how long to wait for them. */
+	public ReplicaAcks replicaAcks() {
+		return this.acks;
 	}
 
 	/** Returns {@code redis}. */
@@ -283,14 +227,73 @@ public class RedisLockBackend
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
 		byte[][] keys = acquireKeys(key);
 		byte[][] args = acquireArguments(owner, ttl);
+		if (this.acks.replicas() > 0) {
+			return acquireAcknowledged(key, owner, keys, args);
+		}
 		List<?> reply;
 		try {
-			reply = eval(ACQUIRE, ReturnType.MULTI, keys, args);
+			reply = eval(RedisScripts.ACQUIRE, ReturnType.MULTI, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("acquire", key, ex);
 		}
 		return acquireResult(key, reply);
+	}
+
+	/**
+	 * The acquire script, then, if it took the lock, {@code WAIT replicas timeout} on the same
+	 * connection (WAIT counts the replicas that have the connection's writes). A shortfall
+	 * releases the lock and fails.
+	 */
+	AcquireResult acquireAcknowledged(String key, String owner, byte[][] keys, byte[][] args) {
+		AcquireResult result;
+		long acknowledged;
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			if (connection instanceof RedisClusterConnection) {
+				throw new LockBackendException("Redis acquire of lock '" + key + "': replicas cannot be awaited on "
+						+ "Redis Cluster (holdfast.redis.replicas-to-ack must be 0 there)", null);
+			}
+			result = acquireResult(key, evalSha(connection, RedisScripts.ACQUIRE, ReturnType.MULTI, keys, args));
+			if (!result.acquired()) {
+				return result;
+			}
+			acknowledged = (LETTUCE_PRESENT && LettuceScripts.isLettuce(connection))
+					? LettuceScripts.waitForReplicas(connection, this.acks) : waitForReplicas(connection);
+		}
+		catch (RuntimeException ex) {
+			throw failure("acquire", key, ex);
+		}
+		return acknowledged(key, owner, result, acknowledged);
+	}
+
+	/** {@code WAIT} through spring-data-redis (Jedis): the number of replicas that acknowledged. */
+	private long waitForReplicas(RedisConnection connection) {
+		Object reply = connection.execute("WAIT", bytes(Integer.toString(this.acks.replicas())),
+				bytes(Long.toString(this.acks.timeout().toMillis())));
+		return (reply instanceof Number number) ? number.longValue() : -1;
+	}
+
+	/** The result if enough replicas acknowledged it; else releases the lock and fails. */
+	final AcquireResult acknowledged(String key, String owner, AcquireResult result, long acknowledged) {
+		if (acknowledged >= this.acks.replicas()) {
+			return result;
+		}
+		Boolean released;
+		try {
+			released = release(key, owner);
+		}
+		catch (RuntimeException ex) {
+			released = null;
+		}
+		throw shortfall(key, acknowledged, released);
+	}
+
+	private LockBackendException shortfall(String key, long acknowledged, @Nullable Boolean released) {
+		String release = (released == null) ? "could not release it, it expires after its ttl"
+				: released ? "released it" : "it was gone already";
+		return new LockBackendException("Redis acquire of lock '" + key + "': " + Math.max(acknowledged, 0) + " of "
+				+ this.acks.replicas() + " replica(s) acknowledged it within " + this.acks.timeout().toMillis()
+				+ "ms (holdfast.redis.replicas-to-ack); " + release, null);
 	}
 
 	/** Runs a script and waits for its reply, through a connection of the factory. */
@@ -300,26 +303,53 @@ public class RedisLockBackend
 		}
 	}
 
-	/** {@link #tryAcquire} without blocking, for {@link NonBlocking}. */
+	/** {@link #tryAcquire} without blocking, for {@link NonBlockingRedisLockBackend}. */
 	final CompletionStage<AcquireResult> acquireAsync(LettuceScripts scripts, String key, String owner,
 			Duration ttl) {
 		try {
 			byte[][] keys = acquireKeys(key);
 			byte[][] args = acquireArguments(owner, ttl);
-			return complete(scripts.<List<?>>evalAsync(ACQUIRE, ReturnType.MULTI, keys, args), "acquire", key,
+			CompletableFuture<AcquireResult> result = complete(
+					scripts.<List<?>>evalAsync(RedisScripts.ACQUIRE, ReturnType.MULTI, keys, args), "acquire", key,
 					(reply) -> acquireResult(key, reply));
+			if (this.acks.replicas() == 0) {
+				return result;
+			}
+			return result.thenCompose((acquired) -> acquired.acquired()
+					? acknowledgedAsync(scripts, key, owner, acquired) : CompletableFuture.completedFuture(acquired));
 		}
 		catch (RuntimeException ex) {
 			return CompletableFuture.failedFuture(ex);
 		}
 	}
 
-	/** {@link #release} without blocking, for {@link NonBlocking}. */
+	private CompletableFuture<AcquireResult> acknowledgedAsync(LettuceScripts scripts, String key, String owner,
+			AcquireResult acquired) {
+		CompletableFuture<AcquireResult> result = new CompletableFuture<>();
+		scripts.waitForReplicasAsync(this.acks).whenComplete((acknowledged, ex) -> {
+			if (ex == null && acknowledged >= this.acks.replicas()) {
+				result.complete(acquired);
+				return;
+			}
+			long count = (ex != null) ? -1 : acknowledged;
+			// Never block an I/O thread: release without waiting either.
+			releaseAsync(scripts, key, owner).whenComplete((released, releaseFailure) -> {
+				LockBackendException shortfall = shortfall(key, count, (releaseFailure != null) ? null : released);
+				if (ex != null) {
+					shortfall.addSuppressed(ex);
+				}
+				result.completeExceptionally(shortfall);
+			});
+		});
+		return result;
+	}
+
+	/** {@link #release} without blocking, for {@link NonBlockingRedisLockBackend}. */
 	final CompletionStage<Boolean> releaseAsync(LettuceScripts scripts, String key, String owner) {
 		try {
 			byte[][] keys = { lockKey(key) };
 			byte[][] args = releaseArguments(key, owner);
-			return complete(scripts.evalAsync(RELEASE, ReturnType.INTEGER, keys, args), "release", key,
+			return complete(scripts.evalAsync(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args), "release", key,
 					RedisLockBackend::released);
 		}
 		catch (RuntimeException ex) {
@@ -357,7 +387,7 @@ public class RedisLockBackend
 		return new byte[][] { ownerBytes(owner), this.channelBytes, bytes(key) };
 	}
 
-	private static AcquireResult acquireResult(String key, @Nullable List<?> reply) {
+	static AcquireResult acquireResult(String key, @Nullable List<?> reply) {
 		if (reply == null || reply.size() != 2 || !(reply.get(0) instanceof Number status)
 				|| !(reply.get(1) instanceof Number value)) {
 			throw new LockBackendException("Redis acquire of lock '" + key + "' gave an unexpected reply: " + reply,
@@ -388,7 +418,7 @@ public class RedisLockBackend
 		byte[][] args = releaseArguments(key, owner);
 		Object reply;
 		try {
-			reply = eval(RELEASE, ReturnType.INTEGER, keys, args);
+			reply = eval(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("release", key, ex);
@@ -403,121 +433,48 @@ public class RedisLockBackend
 	/**
 	 * Sets each lock's time to live where its owner still holds it: one script call on a
 	 * standalone or Sentinel Redis (per 10,000 keys, so that one script never blocks Redis long),
-	 * one pipelined batch with one script call per hash slot on Redis Cluster.
+	 * one script call per hash slot on Redis Cluster, pipelined where the connection can (Lettuce:
+	 * the calls to one node travel together and the nodes answer in parallel), else one slot after
+	 * the other (Jedis).
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error; which
 	 * locks were renewed is unknown then
 	 */
 	@Override
 	public Set<String> renew(Collection<HeldLock> locks) {
-		if (locks.isEmpty()) {
-			return Set.of();
-		}
-		List<HeldLock> batch = new ArrayList<>(locks);
-		for (HeldLock lock : batch) {
-			lockKey(lock.key());
-			checkOwner(lock.owner());
-			ttlMillis(lock.ttl());
-		}
-		try (RedisConnection connection = this.connectionFactory.getConnection()) {
-			if (connection instanceof RedisClusterConnection) {
-				return renewBySlot(connection, batch);
-			}
-			Set<String> renewed = new HashSet<>();
-			for (int from = 0; from < batch.size(); from += RENEW_CHUNK) {
-				List<HeldLock> chunk = batch.subList(from, Math.min(batch.size(), from + RENEW_CHUNK));
-				List<?> reply = evalSha(connection, RENEW, ReturnType.MULTI, chunk.size(), renewArguments(chunk));
-				collectRenewed(chunk, reply, renewed);
-			}
-			return renewed;
-		}
-		catch (RuntimeException ex) {
-			throw failure(describe(batch), ex);
-		}
-	}
-
-	private Set<String> renewBySlot(RedisConnection connection, List<HeldLock> locks) {
-		Map<Integer, List<HeldLock>> bySlot = new LinkedHashMap<>();
-		for (HeldLock lock : locks) {
-			bySlot.computeIfAbsent(ClusterSlotHashUtil.calculateSlot(lockKey(lock.key())), (slot) -> new ArrayList<>())
-				.add(lock);
-		}
-		List<List<HeldLock>> groups = new ArrayList<>(bySlot.values());
-		List<Object> replies;
-		try {
-			replies = pipelineRenew(connection, groups, false);
-		}
-		catch (RedisPipelineException ex) {
-			if (!isNoScript(ex) && ex.getPipelineResult().stream().noneMatch(RedisLockBackend::isNoScript)) {
-				throw ex;
-			}
-			// Some node lost its script cache: send the whole batch again as EVAL (renewal is
-			// idempotent).
-			replies = pipelineRenew(connection, groups, true);
-		}
-		Set<String> renewed = new HashSet<>();
-		for (int i = 0; i < groups.size(); i++) {
-			collectRenewed(groups.get(i), (List<?>) replies.get(i), renewed);
-		}
-		return renewed;
-	}
-
-	private List<Object> pipelineRenew(RedisConnection connection, List<List<HeldLock>> groups, boolean sendScript) {
-		connection.openPipeline();
-		for (List<HeldLock> group : groups) {
-			if (sendScript) {
-				connection.scriptingCommands()
-					.eval(bytes(RENEW.getScriptAsString()), ReturnType.MULTI, group.size(), renewArguments(group));
-			}
-			else {
-				connection.scriptingCommands()
-					.evalSha(RENEW.getSha1(), ReturnType.MULTI, group.size(), renewArguments(group));
-			}
-		}
-		return connection.closePipeline();
-	}
-
-	private byte[][] renewArguments(List<HeldLock> locks) {
-		int size = locks.size();
-		byte[][] keysAndArgs = new byte[size * 3][];
-		for (int i = 0; i < size; i++) {
-			HeldLock lock = locks.get(i);
-			keysAndArgs[i] = lockKey(lock.key());
-			keysAndArgs[size + 2 * i] = ownerBytes(lock.owner());
-			keysAndArgs[size + 2 * i + 1] = bytes(Long.toString(ttlMillis(lock.ttl())));
-		}
-		return keysAndArgs;
-	}
-
-	private static void collectRenewed(List<HeldLock> locks, @Nullable List<?> reply, Set<String> renewed) {
-		if (reply == null) {
-			throw new LockBackendException("Redis renew gave no reply", null);
-		}
-		for (Object index : reply) {
-			renewed.add(locks.get(((Number) index).intValue() - 1).key());
-		}
+		return this.renewal.renew(locks);
 	}
 
 	/**
 	 * Claims a tick with one script call on the key {@code {<key>}:tick}, which holds the last
 	 * claimed tick in milliseconds and expires {@code ttl} after the last successful claim: a
-	 * scheduled job keeps one such key however often it ticks, and no fencing counter.
+	 * scheduled job keeps one such key however often it ticks, and no fencing counter. The
+	 * script judges the tick by Redis {@code TIME}, the clock of every instance's claims.
 	 * @throws IllegalArgumentException if the key is empty or contains a brace, or the ttl is
 	 * below one millisecond
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error
 	 */
 	@Override
-	public boolean claimTick(String key, Instant tick, Duration ttl) {
+	public TickClaim claimTick(String key, Instant tick, Duration tolerance, Duration ttl) {
 		lockKey(key);
 		byte[][] keys = { bytes("{" + key + "}:tick") };
-		byte[][] args = { bytes(Long.toString(tick.toEpochMilli())), bytes(Long.toString(ttlMillis(ttl))) };
+		byte[][] args = { bytes(Long.toString(tick.toEpochMilli())), bytes(Long.toString(tolerance.toMillis())),
+				bytes(Long.toString(ttlMillis(ttl))) };
 		Object reply;
 		try (RedisConnection connection = this.connectionFactory.getConnection()) {
-			reply = evalSha(connection, CLAIM_TICK, ReturnType.INTEGER, keys, args);
+			reply = evalSha(connection, RedisScripts.CLAIM_TICK, ReturnType.MULTI, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("tick claim", key, ex);
 		}
-		return reply instanceof Number number && number.longValue() == 1;
+		if (!(reply instanceof List<?> answer) || answer.size() != 2 || !(answer.get(0) instanceof Number outcome)
+				|| !(answer.get(1) instanceof Number time)) {
+			throw new LockBackendException("Redis answered the tick claim of '" + key + "' with " + reply, null);
+		}
+		return new TickClaim(switch (outcome.intValue()) {
+			case 1 -> TickClaim.Outcome.CLAIMED;
+			case 2 -> TickClaim.Outcome.NOT_DUE;
+			default -> TickClaim.Outcome.TAKEN;
+		}, Instant.ofEpochMilli(time.longValue()));
 	}
 
 	/**
@@ -536,90 +493,13 @@ public class RedisLockBackend
 	 */
 	@Override
 	public AutoCloseable subscribe(Consumer<String> listener) {
-		Assert.notNull(listener, "'listener' must not be null");
-		this.lifecycleLock.lock();
-		try {
-			if (this.closed) {
-				throw new IllegalStateException("The Redis lock backend is closed");
-			}
-			this.listeners.add(listener);
-			if (!this.opening) {
-				this.opening = true;
-				this.openingExecutor.execute(this::openSubscription);
-			}
-		}
-		finally {
-			this.lifecycleLock.unlock();
-		}
-		return () -> this.listeners.remove(listener);
+		return this.subscription.subscribe(listener);
 	}
 
 	/** Whether the release subscription is open and listening. */
-	boolean isListening() {
-		RedisMessageListenerContainer current = this.container;
-		return current != null && current.isListening();
-	}
-
-	/** Opens the subscription, once a second until Redis answers or the backend closes. */
-	private void openSubscription() {
-		int failures = 0;
-		while (!Thread.currentThread().isInterrupted()) {
-			RedisMessageListenerContainer candidate = newContainer();
-			this.lifecycleLock.lock();
-			try {
-				if (this.closed) {
-					return;
-				}
-				this.container = candidate;
-			}
-			finally {
-				this.lifecycleLock.unlock();
-			}
-			try {
-				candidate.start();
-				if (failures > 0) {
-					logger.info("Redis subscription to channel '" + this.channel + "' open after " + failures
-							+ " failed attempt(s)");
-				}
-				return;
-			}
-			catch (RuntimeException ex) {
-				destroy(candidate);
-				failures++;
-				String message = "Redis subscribe to channel '" + this.channel + "' failed (attempt " + failures
-						+ "); waiters poll until it opens: " + NestedExceptionUtils.getMostSpecificCause(ex).getMessage();
-				if (failures == 1) {
-					logger.warn(message);
-				}
-				else {
-					logger.debug(message);
-				}
-			}
-			try {
-				Thread.sleep(SUBSCRIPTION_RECOVERY.toMillis());
-			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
-			}
-		}
-	}
-
-	private RedisMessageListenerContainer newContainer() {
-		RedisMessageListenerContainer listenerContainer = new RedisMessageListenerContainer();
-		listenerContainer.setConnectionFactory(this.connectionFactory);
-		// Listeners must not block: running them on the client's I/O thread avoids a thread per
-		// message.
-		listenerContainer.setTaskExecutor(Runnable::run);
-		// Re-subscribing after Redis comes back waits and sleeps: on a thread of ours, never on a
-		// caller's (the task executor above is the default for it).
-		listenerContainer.setSubscriptionExecutor(this.subscriptionExecutor);
-		listenerContainer.setRecoveryInterval(SUBSCRIPTION_RECOVERY.toMillis());
-		listenerContainer.setMaxSubscriptionRegistrationWaitingTime(SUBSCRIPTION_RECOVERY.toMillis());
-		listenerContainer.setBeanName("holdfastReleaseEvents");
-		listenerContainer.setErrorHandler((ex) -> logger.warn("Release notification failed", ex));
-		listenerContainer.addMessageListener(new Dispatcher(), new ChannelTopic(this.channel));
-		listenerContainer.afterPropertiesSet();
-		return listenerContainer;
+	@Override
+	public boolean isListening() {
+		return this.subscription.isListening();
 	}
 
 	/**
@@ -655,190 +535,34 @@ public class RedisLockBackend
 	 */
 	@Override
 	public void close() {
-		RedisMessageListenerContainer toClose;
-		this.lifecycleLock.lock();
-		try {
-			this.closed = true;
-			toClose = this.container;
-			this.container = null;
-		}
-		finally {
-			this.lifecycleLock.unlock();
-		}
-		this.listeners.clear();
-		this.openingExecutor.shutdownNow();
-		if (toClose != null) {
-			destroy(toClose);
-		}
-		this.subscriptionExecutor.shutdownNow();
-	}
-
-	private static ExecutorService daemonThread(String name) {
-		return Executors.newSingleThreadExecutor((task) -> {
-			Thread thread = new Thread(task, name);
-			thread.setDaemon(true);
-			return thread;
-		});
-	}
-
-	private static void destroy(RedisMessageListenerContainer listenerContainer) {
-		try {
-			listenerContainer.destroy();
-		}
-		catch (Exception ex) {
-			logger.debug("Could not close the Redis release subscription", ex);
-		}
-	}
-
-	private <T> T evalSha(RedisConnection connection, RedisScript<?> script, ReturnType type, byte[][] keys,
-			byte[][] args) {
-		byte[][] keysAndArgs = new byte[keys.length + args.length][];
-		System.arraycopy(keys, 0, keysAndArgs, 0, keys.length);
-		System.arraycopy(args, 0, keysAndArgs, keys.length, args.length);
-		return evalSha(connection, script, type, keys.length, keysAndArgs);
-	}
-
-	private <T> T evalSha(RedisConnection connection, RedisScript<?> script, ReturnType type, int numKeys,
-			byte[]... keysAndArgs) {
-		try {
-			return connection.scriptingCommands().evalSha(script.getSha1(), type, numKeys, keysAndArgs);
-		}
-		catch (RuntimeException ex) {
-			if (!isNoScript(ex)) {
-				throw ex;
-			}
-			// Redis lost its script cache (restart, SCRIPT FLUSH): EVAL caches the script again.
-			return connection.scriptingCommands().eval(bytes(script.getScriptAsString()), type, numKeys, keysAndArgs);
-		}
-	}
-
-	private static boolean isNoScript(@Nullable Object candidate) {
-		Throwable current = (candidate instanceof Throwable throwable) ? throwable : null;
-		while (current != null) {
-			String message = current.getMessage();
-			if (message != null && message.contains("NOSCRIPT")) {
-				return true;
-			}
-			current = (current.getCause() != current) ? current.getCause() : null;
-		}
-		return false;
-	}
-
-	private static LockBackendException failure(String operation, String key, Throwable ex) {
-		return failure(operation + " of lock '" + key + "'", ex);
-	}
-
-	private static LockBackendException failure(String what, Throwable ex) {
-		if (ex instanceof CompletionException && ex.getCause() != null) {
-			ex = ex.getCause();
-		}
-		if (ex instanceof LockBackendException backendException) {
-			return backendException;
-		}
-		Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
-		String detail = (cause instanceof TimeoutException) ? "no answer within the command timeout"
-				: cause.getMessage();
-		return new LockBackendException(
-				"Redis " + what + " failed: " + cause.getClass().getSimpleName() + ": " + detail, ex);
-	}
-
-	private static String describe(List<HeldLock> locks) {
-		String first = "'" + locks.get(0).key() + "'";
-		return (locks.size() == 1) ? "renew of lock " + first
-				: "renew of locks " + first + " and " + (locks.size() - 1) + " more";
-	}
-
-	private static byte[] lockKey(String key) {
-		Assert.hasLength(key, "Lock key must not be empty");
-		if (key.indexOf('{') >= 0 || key.indexOf('}') >= 0) {
-			throw new IllegalArgumentException("Lock key '" + key
-					+ "' must not contain '{' or '}': the Redis backend wraps keys in a hash tag");
-		}
-		return bytes("{" + key + "}");
-	}
-
-	private static byte[] fenceKey(String key) {
-		return bytes("{" + key + "}:fence");
-	}
-
-	private static byte[] ownerBytes(String owner) {
-		return bytes(checkOwner(owner));
-	}
-
-	private static String checkOwner(String owner) {
-		Assert.hasLength(owner, "Lock owner must not be empty");
-		if (owner.charAt(owner.length() - 1) == CONTENDED) {
-			throw new IllegalArgumentException("Lock owner '" + owner + "' must not end with '" + CONTENDED
-					+ "': the Redis backend appends it to a held lock's value when another client waits");
-		}
-		return owner;
-	}
-
-	private static long ttlMillis(Duration ttl) {
-		long millis = ttl.toMillis();
-		if (millis < 1) {
-			throw new IllegalArgumentException("Lock ttl must be at least 1ms, was " + ttl);
-		}
-		return millis;
-	}
-
-	private static byte[] bytes(String value) {
-		return value.getBytes(StandardCharsets.UTF_8);
-	}
-
-	private final class Dispatcher implements MessageListener {
-
-		@Override
-		public void onMessage(Message message, byte @Nullable [] pattern) {
-			String key = new String(message.getBody(), StandardCharsets.UTF_8);
-			for (Consumer<String> listener : RedisLockBackend.this.listeners) {
-				try {
-					listener.accept(key);
-				}
-				catch (RuntimeException ex) {
-					logger.warn("Release listener failed for lock '" + key + "'", ex);
-				}
-			}
-		}
-
+		this.subscription.close();
 	}
 
 	/**
-	 * The backend with its non-blocking ability, on a Lettuce factory's shared connection: see
-	 * {@link RedisLockBackend#of}.
+	 * How many replicas must acknowledge an acquisition before it counts, and how long to wait
+	 * for them: after the acquire script, the backend sends {@code WAIT replicas timeout} on the
+	 * connection that wrote the lock. If fewer replicas acknowledged it in time, it releases the
+	 * lock and fails with {@link LockBackendException} (fail closed): a failover to a replica
+	 * that never received the lock then cannot let a second holder in. Renewals and releases are
+	 * not awaited. Not on Redis Cluster, where the connection that wrote the lock is not the
+	 * application's to send {@code WAIT} on.
+	 * @param replicas replicas that must acknowledge; 0 waits for none
+	 * @param timeout how long {@code WAIT} waits; at least 1 ms when replicas are awaited, and
+	 * below the connection factory's command timeout
 	 */
-	static final class NonBlocking extends RedisLockBackend implements AsyncLockBackend {
+	public record ReplicaAcks(int replicas, Duration timeout) {
 
-		private final LettuceScripts scripts;
+		/** Waits for no replica. */
+		public static final ReplicaAcks NONE = new ReplicaAcks(0, Duration.ZERO);
 
-		NonBlocking(RedisConnectionFactory connectionFactory, String channel, LettuceScripts scripts) {
-			super(connectionFactory, channel);
-			this.scripts = scripts;
-		}
-
-		/** Blocking calls, too, go straight to the shared Lettuce connection. */
-		@Override
-		<T> T eval(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args) {
-			return this.scripts.eval(script, type, keys, args);
-		}
-
-		/**
-		 * {@link #tryAcquire} in one round trip without blocking; the stage completes on a Lettuce
-		 * I/O thread, or fails with {@link LockBackendException} on a Redis error or after the
-		 * factory's command timeout.
-		 */
-		@Override
-		public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
-			return acquireAsync(this.scripts, key, owner, ttl);
-		}
-
-		/**
-		 * {@link #release} in one round trip without blocking; failures as for
-		 * {@link #tryAcquireAsync}.
-		 */
-		@Override
-		public CompletionStage<Boolean> releaseAsync(String key, String owner) {
-			return releaseAsync(this.scripts, key, owner);
+		public ReplicaAcks {
+			Assert.notNull(timeout, "'timeout' must not be null");
+			if (replicas < 0) {
+				throw new IllegalArgumentException("Replicas to acknowledge must be 0 or more, was " + replicas);
+			}
+			if (replicas > 0 && timeout.toMillis() < 1) {
+				throw new IllegalArgumentException("Replica acknowledgement timeout must be at least 1ms, was " + timeout);
+			}
 		}
 
 	}

@@ -3,7 +3,9 @@ package dev.holdfast.scheduling;
 import java.lang.reflect.Method;
 import java.time.DateTimeException;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.ZoneId;
+import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,7 +31,9 @@ import dev.holdfast.SingleInstanceScheduled;
  * @param name the job name, the name of its lock
  * @param description {@code ClassName.method}, for messages
  * @param cron the cron expression, or {@code null} for fixed-rate and fixed-delay jobs
- * @param zone the time zone of the cron expression
+ * @param zone the time zone of the cron expression: the annotation's, else
+ * {@code holdfast.scheduling.zone}, else UTC when that is the JVM's default (the job refuses to
+ * start otherwise); UTC for fixed-rate and fixed-delay jobs, whose ticks ignore zones
  * @param fixedRate the fixed rate, or {@code null}
  * @param fixedDelay the fixed delay, or {@code null}
  * @param initialDelay delay before the first fixed-rate or fixed-delay run
@@ -48,10 +52,11 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 	 * @param resolver resolves {@code ${...}} placeholders
 	 * @param defaultAtMost {@code holdfast.scheduling.lock-at-most-for}
 	 * @param defaultAtLeast {@code holdfast.scheduling.lock-at-least-for}
+	 * @param defaultZone {@code holdfast.scheduling.zone}, or {@code null} when not set
 	 * @throws LockConfigurationException naming the method and attribute at fault
 	 */
 	static JobDefinition of(SingleInstanceScheduled annotation, Method method, UnaryOperator<String> resolver,
-			Duration defaultAtMost, Duration defaultAtLeast) {
+			Duration defaultAtMost, Duration defaultAtLeast, @Nullable ZoneId defaultZone) {
 		String description = method.getDeclaringClass().getName() + "." + method.getName();
 		if (method.getParameterCount() != 0) {
 			throw invalid(description, "has parameters; a @SingleInstanceScheduled method takes none",
@@ -89,7 +94,7 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 					triggers.isEmpty() ? "sets none of cron, fixedRate and fixedDelay" : "sets " + triggers,
 					"Set exactly one of cron, fixedRate and fixedDelay on @SingleInstanceScheduled.");
 		}
-		ZoneId zone = TimeZone.getDefault().toZoneId();
+		ZoneId zone = ZoneOffset.UTC;
 		if (!cron.isEmpty()) {
 			if (initialDelay != null) {
 				throw invalid(description, "sets initialDelay together with cron",
@@ -113,6 +118,12 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 							"Set zone to a time zone ID such as 'Europe/Paris' or 'UTC'.");
 				}
 			}
+			else if (defaultZone != null) {
+				zone = defaultZone;
+			}
+			else if (!DISABLED.equals(cron)) {
+				zone = jvmZoneIfUtc(description);
+			}
 		}
 		else if (!zoneText.isEmpty()) {
 			throw invalid(description, "sets zone without cron", "Remove zone: it applies to cron jobs only.");
@@ -130,6 +141,22 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 		}
 		return new JobDefinition(name, description, StringUtils.hasLength(cron) ? cron : null, zone, fixedRate,
 				fixedDelay, (initialDelay != null) ? initialDelay : Duration.ZERO, atMost, atLeast);
+	}
+
+	/**
+	 * The JVM's default zone when it is UTC (or an alias of it, a fixed offset of zero): then every
+	 * instance that runs the job without a zone must be on UTC too, or refuse to start as this one
+	 * would. Any other default zone would make instances in different zones run different ticks.
+	 */
+	private static ZoneId jvmZoneIfUtc(String description) {
+		ZoneId jvm = TimeZone.getDefault().toZoneId();
+		if (jvm.getRules().isFixedOffset() && jvm.getRules().getOffset(Instant.EPOCH).getTotalSeconds() == 0) {
+			return ZoneOffset.UTC;
+		}
+		throw invalid(description, "has a cron expression without a time zone, and this JVM's default time zone is "
+				+ jvm.getId() + ": instances whose default zones differ would run its ticks at different times",
+				"Set holdfast.scheduling.zone to the zone every instance should use (for example '" + jvm.getId()
+						+ "' to keep this JVM's local time, or 'UTC'), or set zone on the annotation.");
 	}
 
 	boolean disabled() {

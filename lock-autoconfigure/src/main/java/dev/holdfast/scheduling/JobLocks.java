@@ -1,43 +1,32 @@
 package dev.holdfast.scheduling;
 
-import java.security.SecureRandom;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Base64;
-import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Supplier;
 
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.scheduling.TaskScheduler;
 
-import dev.holdfast.LockBackendException;
-import dev.holdfast.core.DefaultLockTemplate;
-import dev.holdfast.core.LockListener;
-import dev.holdfast.spi.AcquireResult;
-import dev.holdfast.spi.HeldLock;
-import dev.holdfast.spi.LeaseRenewal;
+import dev.holdfast.Lease;
+import dev.holdfast.LockListener;
+import dev.holdfast.LockOptions;
+import dev.holdfast.core.EngineLease;
+import dev.holdfast.core.LockEngine;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
+import dev.holdfast.spi.TickClaims.TickClaim;
 
 /**
- * The backend operations of scheduled jobs. Jobs talk to the {@link LockBackend} directly rather
- * than through the lock template, because their locks deliberately outlive the run that took
- * them (tick claims until after the next tick, job locks for {@code lockAtLeastFor}): such locks
- * must not stay registered as held leases in this process, where they would be renewed, offered
- * for reentrancy and accumulate one entry per tick. While a run holds its job lock, the lock is
- * {@linkplain DefaultLockTemplate#listHeld listed} with the template's leases, so that the
- * {@code locks} endpoint shows it, and the method reads it from {@link dev.holdfast.LockContext}
- * as a {@link JobLease}.
+ * What scheduled jobs use of the engine and the backend. A job's lock is a lease of the lock
+ * template, taken in one attempt and never renewed (so that {@code lockAtMostFor} frees the lock of
+ * a hung run), which may outlive its run: {@linkplain EngineLease#forget forgotten} with a
+ * time to live of {@code lockAtLeastFor} (or {@code fixedDelay}) instead of released. Ticks are
+ * claimed on the backend's {@link TickClaims} when it has them, else as leases of their own.
  */
 final class JobLocks {
 
-	private static final Log logger = LogFactory.getLog(JobLocks.class);
-
-	private final DefaultLockTemplate template;
+	private final LockEngine template;
 
 	private final LockBackend backend;
 
@@ -45,22 +34,25 @@ final class JobLocks {
 
 	private final TaskScheduler scheduler;
 
-	private final String instance;
+	private final TickClock tickClock;
 
-	private final AtomicLong counter = new AtomicLong();
+	private final Duration tolerance;
 
 	/**
-	 * @param template the template whose backend, keys and list of held leases jobs use
-	 * @param scheduler runs the deferred release of backends that cannot shorten a lock
+	 * @param template the engine whose backend, keys, owner tokens and leases jobs use
+	 * @param listener told of skipped ticks
+	 * @param scheduler runs the jobs; its clock is the instance's, and it releases kept locks
+	 * later on backends that cannot set a lock's time to live
+	 * @param tolerance {@code holdfast.scheduling.clock-tolerance}
 	 */
-	JobLocks(DefaultLockTemplate template, LockListener listener, TaskScheduler scheduler) {
+	JobLocks(LockEngine template, LockListener listener, TaskScheduler scheduler, TickClock tickClock,
+			Duration tolerance) {
 		this.template = template;
 		this.backend = template.backend();
 		this.listener = listener;
 		this.scheduler = scheduler;
-		byte[] random = new byte[12];
-		new SecureRandom().nextBytes(random);
-		this.instance = "job." + Base64.getUrlEncoder().withoutPadding().encodeToString(random);
+		this.tickClock = tickClock;
+		this.tolerance = tolerance;
 	}
 
 	String backendName() {
@@ -71,139 +63,76 @@ final class JobLocks {
 		return this.listener;
 	}
 
-	String keyFor(String name, @Nullable Object key) {
-		return this.template.keyFor(name, key);
+	LockEngine template() {
+		return this.template;
 	}
 
-	/**
-	 * One attempt to take {@code key} for {@code ttl}, never renewed.
-	 * @return the lock, or {@code null} if another owner holds it
-	 * @throws LockBackendException if the backend failed
-	 */
-	@Nullable Held tryAcquire(String name, String key, Duration ttl) {
-		String owner = this.instance + "." + Long.toString(this.counter.incrementAndGet(), 36);
-		long start = System.nanoTime();
-		AcquireResult result = call(name, "acquire lock '" + key + "'", start,
-				() -> this.backend.tryAcquire(key, owner, ttl));
-		if (!result.acquired()) {
-			return null;
-		}
-		return new Held(name, key, owner, result.fencingToken(), start, start + ttl.toNanos(), validUntil(start, ttl));
+	TickClock tickClock() {
+		return this.tickClock;
 	}
 
-	/**
-	 * Until when a lock taken or extended for {@code ttl} by a request sent at {@code startNanos}
-	 * is held for sure, allowing for the backend's clock drift; {@link System#nanoTime()}.
-	 */
-	long validUntil(long startNanos, Duration ttl) {
-		return startNanos + ttl.toNanos() - this.backend.clockDriftAllowance(ttl).toNanos();
+	/** The instance's clock: the scheduler's, which decides when ticks fire here. */
+	Clock clock() {
+		return this.scheduler.getClock();
 	}
 
-	/** This JVM's wall clock, the template's, for display. */
-	Instant now() {
-		return this.template.settings().clock().instant();
-	}
-
-	/** Whether the backend records tick claims in one entry per job ({@link TickClaims}). */
+	/** Whether the backend decides ticks by its clock and keeps one record per job ({@link TickClaims}). */
 	boolean claimsTicks() {
 		return this.backend instanceof TickClaims;
 	}
 
 	/**
+	 * The tolerance of the claim of a tick followed by the next one after {@code gap}:
+	 * {@code holdfast.scheduling.clock-tolerance}, at most a quarter of the gap, so that a claim
+	 * accepted for one tick is always nearer to it than to any other.
+	 */
+	Duration toleranceFor(Duration gap) {
+		Duration quarter = gap.dividedBy(4);
+		return (quarter.compareTo(this.tolerance) < 0) ? quarter : this.tolerance;
+	}
+
+	/**
 	 * Claims {@code tick} of job {@code name} on a backend that {@link #claimsTicks()}.
-	 * @return whether this instance claimed the tick
-	 * @throws LockBackendException if the backend failed
+	 * @throws dev.holdfast.LockBackendException if the backend failed
 	 */
-	boolean claimTick(String name, Instant tick, Duration ttl) {
-		TickClaims claims = (TickClaims) this.backend;
-		String key = keyFor(name, null);
-		return call(name, "claim tick " + tick + " of lock '" + key + "'", System.nanoTime(),
-				() -> claims.claimTick(key, tick, ttl));
+	TickClaim claimTick(String name, Instant tick, Duration tolerance, Duration ttl) {
+		return ((TickClaims) this.backend).claimTick(this.template.keyFor(name, null), tick, tolerance, ttl);
 	}
 
 	/**
-	 * Lists {@code lease} with the template's held leases until the returned action runs.
+	 * One attempt to take the lock {@code name} (with {@code key}) for {@code ttl}, never renewed.
+	 * @return the lease, or {@code null} if another owner holds the lock
+	 * @throws dev.holdfast.LockBackendException if the backend failed
 	 */
-	Runnable list(JobLease lease) {
-		return this.template.listHeld(lease::info);
-	}
-
-	private <T> T call(String name, String operation, long start, Supplier<T> call) {
-		try {
-			return call.get();
-		}
-		catch (RuntimeException ex) {
-			String message = "The " + this.backend.name() + " backend failed to " + operation + ": " + ex.getMessage();
-			LockBackendException failure = (ex instanceof LockBackendException backendFailure) ? backendFailure
-					: new LockBackendException(message, ex);
-			this.listener.failed(name, this.backend.name(), Duration.ofNanos(System.nanoTime() - start), failure);
-			throw failure;
-		}
-	}
-
-	/** Releases {@code lock} with an owner check; a failure is logged, the lock then expires. */
-	void release(Held lock) {
-		try {
-			this.backend.release(lock.key(), lock.owner());
-		}
-		catch (RuntimeException ex) {
-			logger.warn("Holdfast could not release lock '" + lock.key() + "'; it expires on the backend by itself", ex);
-		}
+	@Nullable EngineLease tryAcquire(String name, @Nullable Object key, Duration ttl) {
+		return this.template.acquireEngineLease(name, key,
+				LockOptions.defaults().waitTime(Duration.ZERO).leaseTime(ttl).renew(false));
 	}
 
 	/**
-	 * Keeps {@code lock} for {@code remaining} from now and then lets it go: by setting its time
-	 * to live where the backend can, otherwise by releasing it later from the scheduler.
+	 * Lets the lock of {@code lease} go {@code keep} from now: by setting its time to live and
+	 * forgetting it where the backend can, else by releasing it later from the scheduler. The
+	 * lease is detached from the calling thread at once.
 	 */
-	void keepFor(Held lock, Duration remaining) {
-		if (this.backend instanceof LeaseRenewal) {
-			try {
-				if (!renew(lock, remaining)) {
-					logger.debug("Holdfast job lock '" + lock.key() + "' had expired before lockAtLeastFor was applied");
-				}
+	void keepFor(EngineLease lease, Duration keep) {
+		EngineLease.detach(lease);
+		if (!(this.backend instanceof dev.holdfast.spi.LeaseRenewal)) {
+			this.scheduler.schedule(lease::close, clock().instant().plus(keep));
+			return;
+		}
+		try {
+			if (lease.extend(keep)) {
+				lease.forget();
 			}
-			catch (RuntimeException ex) {
-				logger.warn("Holdfast could not shorten job lock '" + lock.key()
-						+ "' to lockAtLeastFor; it expires after lockAtMostFor", ex);
+			else {
+				lease.close();
 			}
 		}
-		else {
-			this.scheduler.schedule(() -> release(lock), this.scheduler.getClock().instant().plus(remaining));
+		catch (RuntimeException ex) {
+			// The lock expires after lockAtMostFor; a release now would end it before keep.
+			lease.forget();
+			throw ex;
 		}
-	}
-
-	/**
-	 * Sets the time to live of {@code lock} to {@code ttl} from now, if its owner still holds it.
-	 * @return whether the lock was still held and now lives for {@code ttl}
-	 * @throws UnsupportedOperationException if the backend cannot set a lock's time to live
-	 * @throws LockBackendException if the backend failed
-	 */
-	boolean renew(Held lock, Duration ttl) {
-		if (!(this.backend instanceof LeaseRenewal renewal)) {
-			throw new UnsupportedOperationException("The " + this.backend.name() + " backend cannot extend leases");
-		}
-		return call(lock.name(), "extend lock '" + lock.key() + "'", System.nanoTime(),
-				() -> renewal.renew(List.of(new HeldLock(lock.key(), lock.owner(), ttl))).contains(lock.key()));
-	}
-
-	/**
-	 * A lock a job took.
-	 *
-	 * @param name the job name
-	 * @param key the backend key
-	 * @param owner the owner token of this acquisition
-	 * @param fencingToken the backend's fencing token
-	 * @param acquiredNanos start of the acquiring request, {@link System#nanoTime()}
-	 * @param expiresNanos when the lock expires on the backend at the latest, {@link System#nanoTime()}
-	 * @param validUntilNanos until when it is held for sure, allowing for clock drift
-	 */
-	record Held(String name, String key, String owner, long fencingToken, long acquiredNanos, long expiresNanos,
-			long validUntilNanos) {
-
-		boolean expired(long nowNanos) {
-			return nowNanos - this.expiresNanos >= 0;
-		}
-
 	}
 
 }

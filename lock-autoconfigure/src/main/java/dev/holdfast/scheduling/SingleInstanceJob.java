@@ -5,7 +5,6 @@ import java.lang.reflect.Method;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.concurrent.ConcurrentLinkedDeque;
 
 import io.micrometer.observation.Observation;
 import org.apache.commons.logging.Log;
@@ -14,39 +13,46 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.util.ReflectionUtils;
 
+import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockContext;
-import dev.holdfast.core.LockListener.LockObservation;
+import dev.holdfast.core.EngineLease;
+import dev.holdfast.core.ThreadBindings;
+import dev.holdfast.spi.TickClaims.TickClaim;
 
 /**
  * One {@code @SingleInstanceScheduled} method, as the task the scheduler runs. Each run:
  * <ol>
- * <li>cron jobs only: claims the tick's nominal fire time, in one attempt, until one period
- * after the next tick. A backend with {@link dev.holdfast.spi.TickClaims} records the last
- * claimed tick of the job in one entry that only moves forward; on others the claim is a lock
- * named after the job and the tick, never released, which expires by itself;</li>
- * <li>takes the job lock in one attempt, for {@code lockAtMostFor} without renewal, and lists it
- * with the lock template's held leases while the method runs;</li>
- * <li>invokes the method with the job lock's {@link JobLease} bound to {@link LockContext},
- * logging what the method throws;</li>
- * <li>releases the job lock, or keeps it until {@code lockAtLeastFor} after the start; a run that
- * ended after its lease expired is logged at WARN and counted as a lost lease.</li>
+ * <li>cron and fixed-rate jobs: claims the tick's nominal fire time, in one attempt. A backend
+ * with {@link dev.holdfast.spi.TickClaims} accepts the claim only if the tick is due by its own
+ * clock, within the tolerance, and not claimed before (one record per job that only moves
+ * forward); on others the claim is a lock named after the job and the tick, which expires by
+ * itself one period after the next tick;</li>
+ * <li>takes the job lock, a lease of the lock template, in one attempt, for {@code lockAtMostFor}
+ * without renewal;</li>
+ * <li>invokes the method with a hold of that lease bound to {@link LockContext}, logging what the
+ * method throws;</li>
+ * <li>releases the job lock, or keeps it on the backend until {@code lockAtLeastFor} after the
+ * start (fixed-delay jobs: for {@code fixedDelay} after the end, at least); a run that ended after
+ * its lease expired marks the lease lost (WARN, lost-lease counter).</li>
  * </ol>
- * A lock held elsewhere skips the run (DEBUG, {@code tickSkipped}): a tick claimed elsewhere, or
- * a job lock that is busy (a run in progress, or kept for {@code lockAtLeastFor}); so a claimed
- * tick that finds the job lock busy runs nowhere: runs never overlap. A backend failure skips the
- * run with a WARN. Once {@link JobRuns} is closed (the context is stopping), runs end at once,
- * before any backend call, and without a word.
+ * A tick this instance does not run is counted with its {@link SkipReason}: DEBUG when it ran
+ * elsewhere, INFO or WARN for a drop. Once {@link JobRuns} is closed (the context is stopping),
+ * runs end at once, before any backend call, and without a word.
  */
 final class SingleInstanceJob implements Runnable {
 
 	private static final Log logger = LogFactory.getLog(SingleInstanceJob.class);
 
-	/** Claims of ticks this instance won, kept to delete them once expired; bounded. */
-	private static final int MAX_CLAIMS = 8;
+	/** Below this, lockAtLeastFor is already over: release rather than keep. */
+	private static final Duration MIN_KEEP = Duration.ofMillis(10);
 
-	/** Below this, lockAtLeastFor is already over: release rather than shorten. */
-	private static final long MIN_KEEP_NANOS = 10_000_000L;
+	/**
+	 * Shortest life of a tick record: a claim is only accepted within the tolerance of its tick,
+	 * so the record only needs to outlive that; it lives longer so that instances of earlier
+	 * versions, which claim without the backend's clock, still find it (rolling upgrade).
+	 */
+	private static final Duration MIN_RECORD_TTL = Duration.ofHours(1);
 
 	private final JobDefinition definition;
 
@@ -54,17 +60,13 @@ final class SingleInstanceJob implements Runnable {
 
 	private final Method method;
 
-	private final @Nullable TickCronTrigger trigger;
+	private final @Nullable TickTrigger trigger;
 
 	private final JobRuns runs;
 
-	private final ConcurrentLinkedDeque<JobLocks.Held> claims = new ConcurrentLinkedDeque<>();
-
 	private volatile @Nullable JobLocks locks;
 
-	private volatile Clock clock = Clock.systemUTC();
-
-	SingleInstanceJob(JobDefinition definition, Object target, Method method, @Nullable TickCronTrigger trigger,
+	SingleInstanceJob(JobDefinition definition, Object target, Method method, @Nullable TickTrigger trigger,
 			JobRuns runs) {
 		this.definition = definition;
 		this.target = target;
@@ -74,17 +76,16 @@ final class SingleInstanceJob implements Runnable {
 		ReflectionUtils.makeAccessible(method);
 	}
 
-	/** Connects the job to the backend and to the clock of the scheduler that runs it. */
-	void bind(JobLocks locks, Clock clock) {
+	/** Connects the job to the engine and the backend. */
+	void bind(JobLocks locks) {
 		this.locks = locks;
-		this.clock = clock;
 	}
 
 	JobDefinition definition() {
 		return this.definition;
 	}
 
-	@Nullable TickCronTrigger trigger() {
+	@Nullable TickTrigger trigger() {
 		return this.trigger;
 	}
 
@@ -109,107 +110,124 @@ final class SingleInstanceJob implements Runnable {
 
 	private void run(JobLocks locks, @Nullable Instant tick) {
 		String name = this.definition.name();
-		long startNanos = System.nanoTime();
 		if (this.trigger != null) {
 			if (tick == null) {
 				logger.warn("Holdfast skipped a run of job '" + name + "': its scheduled fire time is unknown");
 				return;
 			}
-			deleteExpiredClaims(locks, startNanos);
+			SkipReason refused;
 			try {
-				if (!claim(locks, this.trigger, tick)) {
-					skipped(locks, tick, "another instance claimed this tick, or this run started too late for it");
-					return;
-				}
+				refused = claim(locks, this.trigger, tick);
 			}
 			catch (LockBackendException ex) {
-				backendFailed(tick, ex);
+				backendFailed(locks, tick, ex);
+				return;
+			}
+			if (refused != null) {
+				skipped(locks, tick, refused, null);
 				return;
 			}
 		}
-		String key = locks.keyFor(name, null);
-		LockObservation observation = locks.listener().acquiring(name, key, locks.backendName());
-		JobLocks.Held jobLock;
+		long startNanos = System.nanoTime();
+		EngineLease lease;
 		try {
-			jobLock = locks.tryAcquire(name, key, this.definition.lockAtMostFor());
+			lease = locks.tryAcquire(name, null, this.definition.lockAtMostFor());
 		}
 		catch (LockBackendException ex) {
-			observation.failed(ex);
-			backendFailed(tick, ex);
+			backendFailed(locks, tick, ex);
 			return;
 		}
-		Duration waited = Duration.ofNanos(System.nanoTime() - startNanos);
-		if (jobLock == null) {
-			observation.notAcquired();
-			locks.listener().notAcquired(name, locks.backendName(), waited);
-			skipped(locks, tick, "the job's lock is held by another run (or kept for lockAtLeastFor)");
+		if (lease == null) {
+			// A tick that this instance claimed runs nowhere; without ticks (fixed delay) the job
+			// runs, or waits out its delay, elsewhere.
+			skipped(locks, tick, (tick != null) ? SkipReason.JOB_BUSY : SkipReason.RAN_ELSEWHERE,
+					"the job's lock is held by another run (or kept for lockAtLeastFor)");
 			return;
 		}
-		observation.acquired(jobLock.fencingToken());
-		locks.listener().acquired(name, locks.backendName(), waited);
-		JobLease lease = new JobLease(locks, jobLock);
-		Runnable unlist = locks.list(lease);
-		try (LockContext.Scope scope = LockContext.bind(lease); Observation.Scope held = observation.openScope()) {
+		Lease view = EngineLease.newHold(lease);
+		try (ThreadBindings.Binding scope = ThreadBindings.bind(view);
+				Observation.Scope held = lease.observation().openScope()) {
 			if (tick != null) {
-				ScheduledTick.run(tick, this::invoke);
+				ThreadBindings.runAtTick(tick, this::invoke);
 			}
 			else {
 				invoke();
 			}
 		}
 		finally {
-			try {
-				finish(locks, lease, observation);
-			}
-			finally {
-				unlist.run();
-			}
+			view.close();
+			finish(locks, lease, startNanos);
 		}
 	}
 
 	/**
-	 * Claims {@code tick} until one period after the next tick by this instance's clock: a
-	 * claim that lives past the next tick is harmless, since every tick has its own claim (or
-	 * the job's record of claims only moves forward), and it keeps the tick from running on
-	 * instances whose clocks are late by up to half a period (with margin). A run that starts
-	 * half a period after the next tick or later is too late to claim its tick and is skipped.
+	 * Claims {@code tick}; the backend decides with its clock if it keeps tick records.
+	 * @return why the tick does not run here, or {@code null} if this instance claimed it
 	 */
-	private boolean claim(JobLocks locks, TickCronTrigger trigger, Instant tick) {
-		Instant next = trigger.nextTick(tick);
-		Duration period = (next != null) ? Duration.between(tick, next) : Duration.ofHours(1);
-		Instant end = ((next != null) ? next : tick).plus(period);
-		Duration ttl = Duration.between(this.clock.instant(), end);
-		if (ttl.compareTo(period.dividedBy(2)) <= 0) {
-			// Started half a period after the next tick or later (a stalled instance): the claims
-			// of others may be gone, so the tick may have run already. Never run it this late.
-			return false;
+	private @Nullable SkipReason claim(JobLocks locks, TickTrigger trigger, Instant tick) {
+		Duration gap = trigger.gapAfter(tick);
+		if (!locks.claimsTicks()) {
+			return claimAsLock(locks, tick, gap);
 		}
 		String name = this.definition.name();
-		if (locks.claimsTicks()) {
-			return locks.claimTick(name, tick, ttl);
+		Duration tolerance = locks.toleranceFor(gap);
+		Duration twoGaps = gap.multipliedBy(2);
+		Duration ttl = (twoGaps.compareTo(MIN_RECORD_TTL) > 0) ? twoGaps : MIN_RECORD_TTL;
+		Clock clock = locks.clock();
+		Instant sent = clock.instant();
+		TickClaim claim = locks.claimTick(name, tick, tolerance, ttl);
+		Instant received = clock.instant();
+		// The backend's time lies within the round trip: the offset is known to half of it. A
+		// slow round trip (a first connection, a loaded host) makes a late claim, not a clock off.
+		Duration halfTrip = Duration.between(sent, received).dividedBy(2);
+		Duration offset = Duration.between(claim.backendTime(), sent.plus(halfTrip));
+		TickClock tickClock = locks.tickClock();
+		tickClock.measured(offset);
+		if (claim.outcome() == TickClaim.Outcome.NOT_DUE && offset.abs().minus(halfTrip).compareTo(tolerance) > 0) {
+			tickClock.refused(name, offset, tolerance, locks.backendName());
+			return SkipReason.CLOCK_OFF;
 		}
-		JobLocks.Held claim = locks.tryAcquire(name, locks.keyFor(name, "tick-" + tick.toEpochMilli()), ttl);
-		if (claim == null) {
-			return false;
-		}
-		this.claims.addLast(claim);
-		while (this.claims.size() > MAX_CLAIMS) {
-			this.claims.pollFirst();
-		}
-		return true;
+		tickClock.agreed(name, offset, locks.backendName());
+		return switch (claim.outcome()) {
+			case CLAIMED -> null;
+			case TAKEN -> SkipReason.RAN_ELSEWHERE;
+			case NO_QUORUM -> SkipReason.NO_QUORUM;
+			case NOT_DUE -> {
+				if (logger.isInfoEnabled()) {
+					logger.info("Holdfast skipped " + describe(tick) + ": this run claimed it "
+							+ Duration.between(tick, claim.backendTime()).toMillis()
+							+ " ms after the tick by the " + locks.backendName()
+							+ " backend's clock, beyond the tolerance of " + tolerance.toMillis()
+							+ " ms (the scheduler was late: a long previous run, a pause, a loaded host)");
+				}
+				yield SkipReason.LATE;
+			}
+		};
 	}
 
 	/**
-	 * Releases the claims of past ticks once they expired, for backends that keep expired locks
-	 * as rows (jdbc) and clean up released ones; backends with {@code TickClaims} have none.
+	 * Claims {@code tick} as a lock of its own, on a backend without tick records, until one
+	 * period after the next tick by this instance's clock: it keeps the tick from running on
+	 * instances whose clocks are late by up to a period. A run that starts half a period after
+	 * the next tick or later is too late to claim its tick and is skipped.
 	 */
-	private void deleteExpiredClaims(JobLocks locks, long nowNanos) {
-		JobLocks.Held oldest;
-		while ((oldest = this.claims.peekFirst()) != null && oldest.expired(nowNanos)) {
-			if (this.claims.remove(oldest)) {
-				locks.release(oldest);
+	private @Nullable SkipReason claimAsLock(JobLocks locks, Instant tick, Duration gap) {
+		Instant end = tick.plus(gap).plus(gap);
+		Duration ttl = Duration.between(locks.clock().instant(), end);
+		if (ttl.compareTo(gap.dividedBy(2)) <= 0) {
+			if (logger.isInfoEnabled()) {
+				logger.info("Holdfast skipped " + describe(tick) + ": this run started more than one and a half "
+						+ "periods after its tick by this instance's clock");
 			}
+			return SkipReason.LATE;
 		}
+		EngineLease claim = locks.tryAcquire(this.definition.name(), "tick-" + tick.toEpochMilli(), ttl);
+		if (claim == null) {
+			return SkipReason.RAN_ELSEWHERE;
+		}
+		// Never released: the claim expires by itself.
+		claim.forget();
+		return null;
 	}
 
 	private void invoke() {
@@ -228,46 +246,57 @@ final class SingleInstanceJob implements Runnable {
 		}
 	}
 
-	private void finish(JobLocks locks, JobLease lease, LockObservation observation) {
-		JobLocks.Held jobLock = lease.lock();
-		boolean outlived = lease.outlived();
-		if (outlived) {
-			logger.warn("Holdfast job '" + this.definition.name() + "' ran for "
-					+ Duration.ofNanos(System.nanoTime() - jobLock.acquiredNanos()).toMillis()
-					+ " ms, past the validity of its lock (lockAtMostFor " + this.definition.lockAtMostFor()
-					+ "): another instance may have started it meanwhile. Raise lockAtMostFor, or call "
-					+ "LockContext.requireLease().extend(...) in long runs.");
-			locks.listener().leaseLost(this.definition.name(), locks.backendName());
+	/**
+	 * Ends the run's hold of the job lock: marks it lost if the run outlived it, then releases it,
+	 * or keeps it for what remains of {@code lockAtLeastFor} (fixed-delay jobs: at least
+	 * {@code fixedDelay} from now).
+	 */
+	private void finish(JobLocks locks, EngineLease lease, long startNanos) {
+		Duration ran = Duration.ofNanos(System.nanoTime() - startNanos);
+		if (!lease.isValid()) {
+			lease.markLost("job '" + this.definition.name() + "' ran for " + ran.toMillis()
+						+ " ms, past the validity of its lock (lockAtMostFor " + this.definition.lockAtMostFor()
+						+ "): another instance may have started it meanwhile. Raise lockAtMostFor, or call "
+						+ "LockContext.requireLease().extend(...) in long runs");
+			lease.close();
+			return;
 		}
-		lease.close();
-		long remaining = this.definition.lockAtLeastFor().toNanos() - (System.nanoTime() - jobLock.acquiredNanos());
-		if (remaining >= MIN_KEEP_NANOS) {
-			locks.keepFor(jobLock, Duration.ofNanos(remaining));
+		Duration keep = this.definition.lockAtLeastFor().minus(ran);
+		Duration delay = this.definition.fixedDelay();
+		if (delay != null && delay.compareTo(keep) > 0) {
+			keep = delay;
 		}
-		else {
-			locks.release(jobLock);
+		if (keep.compareTo(MIN_KEEP) < 0) {
+			lease.close();
+			return;
 		}
-		if (outlived) {
-			observation.lost();
+		try {
+			locks.keepFor(lease, keep);
 		}
-		else {
-			observation.released();
+		catch (RuntimeException ex) {
+			logger.warn("Holdfast could not keep the lock of job '" + this.definition.name() + "' for " + keep
+					+ "; it expires after lockAtMostFor", ex);
 		}
-		locks.listener()
-			.released(this.definition.name(), locks.backendName(),
-					Duration.ofNanos(System.nanoTime() - jobLock.acquiredNanos()));
 	}
 
-	private void skipped(JobLocks locks, @Nullable Instant tick, String reason) {
+	private void skipped(JobLocks locks, @Nullable Instant tick, SkipReason reason, @Nullable String detail) {
 		if (logger.isDebugEnabled()) {
-			logger.debug("Holdfast skipped " + describe(tick) + ": " + reason);
+			logger.debug("Holdfast skipped " + describe(tick) + ": " + reason.tag()
+					+ ((detail != null) ? ": " + detail : ""));
 		}
-		locks.listener().tickSkipped(this.definition.name(), locks.backendName());
+		if (reason == SkipReason.JOB_BUSY || reason == SkipReason.NO_QUORUM) {
+			logger.info("Holdfast dropped " + describe(tick) + ": " + ((reason == SkipReason.JOB_BUSY)
+					? "this instance claimed it, but " + detail + "; the tick runs on no instance"
+					: "claims of this tick split the " + locks.backendName()
+							+ " nodes and this one won no quorum; it ran elsewhere only if another claim won one"));
+		}
+		locks.listener().tickSkipped(this.definition.name(), locks.backendName(), reason.tag());
 	}
 
-	private void backendFailed(@Nullable Instant tick, LockBackendException ex) {
+	private void backendFailed(JobLocks locks, @Nullable Instant tick, LockBackendException ex) {
 		logger.warn("Holdfast skipped " + describe(tick) + " because the lock backend failed; the job did not run: "
 				+ ex.getMessage());
+		locks.listener().tickSkipped(this.definition.name(), locks.backendName(), SkipReason.BACKEND_FAILED.tag());
 	}
 
 	private String describe(@Nullable Instant tick) {

@@ -3,6 +3,7 @@ package dev.holdfast.scheduling;
 import java.lang.reflect.Method;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -42,17 +43,17 @@ import org.springframework.scheduling.concurrent.ConcurrentTaskScheduler;
 import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
 import org.springframework.scheduling.config.CronTask;
 import org.springframework.scheduling.config.FixedDelayTask;
-import org.springframework.scheduling.config.FixedRateTask;
 import org.springframework.scheduling.config.ScheduledTask;
 import org.springframework.scheduling.config.ScheduledTaskHolder;
 import org.springframework.scheduling.config.ScheduledTaskRegistrar;
+import org.springframework.scheduling.config.TriggerTask;
 import org.springframework.util.StringValueResolver;
 
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockListener;
 import dev.holdfast.SingleInstanceScheduled;
-import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.CompositeLockListener;
-import dev.holdfast.core.LockListener;
+import dev.holdfast.core.LockEngine;
 
 /**
  * Finds {@link SingleInstanceScheduled} methods on beans and schedules them, once the context is
@@ -102,6 +103,8 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	private final List<SingleInstanceJob> pending = Collections.synchronizedList(new ArrayList<>());
 
 	private final JobRuns runs = new JobRuns();
+
+	private final TickClock tickClock = new TickClock();
 
 	private @Nullable BeanFactory beanFactory;
 
@@ -167,7 +170,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		for (Map.Entry<Method, SingleInstanceScheduled> entry : new LinkedHashMap<>(methods).entrySet()) {
 			Method method = entry.getKey();
 			JobDefinition definition = JobDefinition.of(entry.getValue(), method, this::resolve,
-					defaults.lockAtMostFor(), defaults.lockAtLeastFor());
+					defaults.lockAtMostFor(), defaults.lockAtLeastFor(), defaults.zone());
 			String previous = this.names.putIfAbsent(definition.name(), definition.description());
 			if (previous != null && !previous.equals(definition.description())) {
 				throw new LockConfigurationException("@SingleInstanceScheduled methods " + previous + " and "
@@ -179,13 +182,14 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 				continue;
 			}
 			Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
-			TickCronTrigger trigger = (definition.cron() != null)
-					? new TickCronTrigger(definition.cron(), definition.zone()) : null;
+			TickTrigger trigger = (definition.cron() != null) ? new TickCronTrigger(definition.cron(), definition.zone())
+					: (definition.fixedRate() != null)
+							? new FixedRateTrigger(definition.fixedRate(), definition.initialDelay()) : null;
 			SingleInstanceJob job = new SingleInstanceJob(definition, bean, invocable, trigger, this.runs);
 			JobLocks current = this.locks;
 			if (current != null) {
 				// a bean created after the context was refreshed (lazy): schedule it at once
-				job.bind(current, this.registrar.getScheduler().getClock());
+				job.bind(current);
 				schedule(job, true);
 			}
 			else {
@@ -212,20 +216,30 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		if (factory == null) {
 			throw new IllegalStateException("No BeanFactory set");
 		}
-		DefaultLockTemplate template = factory.getBeanProvider(DefaultLockTemplate.class).getIfUnique();
+		LockEngine template = factory.getBeanProvider(LockEngine.class).getIfUnique();
 		if (template == null) {
 			throw new LockConfigurationException(
-					"@SingleInstanceScheduled jobs need the Holdfast lock template, but there is no single "
-							+ "DefaultLockTemplate bean",
-					"Keep Holdfast's auto-configuration enabled, or define exactly one DefaultLockTemplate bean.");
+					"@SingleInstanceScheduled jobs need Holdfast's lock engine, but there is no single LockEngine "
+							+ "bean: Holdfast's own backs off when the application defines a LockTemplate bean",
+					"Keep Holdfast's auto-configuration enabled and define no LockTemplate bean of your own (or "
+							+ "define a DefaultLockTemplate), or disable the jobs with "
+							+ "holdfast.scheduling.enabled=false.");
 		}
 		TaskScheduler scheduler = scheduler(factory);
 		this.registrar.setTaskScheduler(scheduler);
 		List<LockListener> listeners = factory.getBeanProvider(LockListener.class).orderedStream().toList();
-		JobLocks locks = new JobLocks(template, CompositeLockListener.of(listeners), scheduler);
+		JobLocks locks = new JobLocks(template, CompositeLockListener.of(listeners), scheduler, this.tickClock,
+				defaults().clockTolerance());
 		for (SingleInstanceJob job : jobs) {
-			job.bind(locks, scheduler.getClock());
+			job.bind(locks);
 			schedule(job, false);
+		}
+		if (!locks.claimsTicks() && jobs.stream().anyMatch((job) -> job.trigger() != null)) {
+			logger.warn("The " + template.backend().name() + " lock backend keeps no tick records (it does not "
+					+ "implement TickClaims): which tick of a cron or fixed-rate @SingleInstanceScheduled job is due "
+					+ "is decided by each instance's clock. A tick runs once while the instances' clocks differ by "
+					+ "less than half its period; beyond that it can run twice, or early. Keep the clocks "
+					+ "synchronised (NTP), or use a backend with tick records (redis, redlock, jdbc, zookeeper, memory).");
 		}
 		this.registrar.afterPropertiesSet();
 		this.locks = locks;
@@ -247,12 +261,12 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			}
 		}
 		else if (definition.fixedRate() != null) {
-			FixedRateTask task = new FixedRateTask(job, definition.fixedRate(), definition.initialDelay());
+			TriggerTask task = new TriggerTask(job, triggerOf(job, definition));
 			if (now) {
-				this.registrar.scheduleFixedRateTask(task);
+				this.registrar.scheduleTriggerTask(task);
 			}
 			else {
-				this.registrar.addFixedRateTask(task);
+				this.registrar.addTriggerTask(task);
 			}
 		}
 		else if (definition.fixedDelay() != null) {
@@ -266,10 +280,10 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		}
 	}
 
-	private static TickCronTrigger triggerOf(SingleInstanceJob job, JobDefinition definition) {
-		TickCronTrigger trigger = job.trigger();
+	private static TickTrigger triggerOf(SingleInstanceJob job, JobDefinition definition) {
+		TickTrigger trigger = job.trigger();
 		if (trigger == null) {
-			throw new IllegalStateException("Cron job " + definition.description() + " has no trigger");
+			throw new IllegalStateException("Job " + definition.description() + " has no trigger");
 		}
 		return trigger;
 	}
@@ -318,6 +332,14 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		StringValueResolver current = this.resolver;
 		String resolved = (current != null) ? current.resolveStringValue(value) : value;
 		return (resolved != null) ? resolved : "";
+	}
+
+	/**
+	 * How far this instance's clock is from the lock backend's, as the claims of ticks measure
+	 * it, and which jobs run no ticks here because of it.
+	 */
+	public TickClock tickClock() {
+		return this.tickClock;
 	}
 
 	/** The tasks this post-processor scheduled. */
@@ -377,18 +399,32 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	}
 
 	/**
-	 * Defaults of the lock durations of jobs.
+	 * Defaults of jobs.
 	 *
 	 * @param lockAtMostFor default of {@link SingleInstanceScheduled#lockAtMostFor()}
 	 * @param lockAtLeastFor default of {@link SingleInstanceScheduled#lockAtLeastFor()}
+	 * @param zone default of {@link SingleInstanceScheduled#zone()}, or {@code null}
+	 * @param clockTolerance how far from a tick the backend's clock may be when it is claimed, at
+	 * most a quarter of the time to the next tick
 	 */
-	public record Defaults(Duration lockAtMostFor, Duration lockAtLeastFor) {
+	public record Defaults(Duration lockAtMostFor, Duration lockAtLeastFor, @Nullable ZoneId zone,
+			Duration clockTolerance) {
+
+		/** Defaults with no zone and a clock tolerance of one second. */
+		public Defaults(Duration lockAtMostFor, Duration lockAtLeastFor) {
+			this(lockAtMostFor, lockAtLeastFor, null, Duration.ofSeconds(1));
+		}
 
 		/**
-		 * @throws LockConfigurationException if a duration is not positive (lockAtMostFor),
-		 * negative (lockAtLeastFor), or lockAtLeastFor exceeds lockAtMostFor
+		 * @throws LockConfigurationException if a duration is not positive (lockAtMostFor,
+		 * clockTolerance), negative (lockAtLeastFor), or lockAtLeastFor exceeds lockAtMostFor
 		 */
 		public Defaults {
+			if (clockTolerance.isNegative() || clockTolerance.isZero()) {
+				throw new LockConfigurationException(
+						"holdfast.scheduling.clock-tolerance must be positive, was " + clockTolerance,
+						"Set holdfast.scheduling.clock-tolerance to a positive duration such as 1s.");
+			}
 			if (lockAtMostFor.isNegative() || lockAtMostFor.isZero()) {
 				throw new LockConfigurationException(
 						"holdfast.scheduling.lock-at-most-for must be positive, was " + lockAtMostFor,

@@ -3,7 +3,6 @@ package dev.holdfast.scheduling;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZonedDateTime;
-import java.util.concurrent.ConcurrentLinkedDeque;
 
 import org.jspecify.annotations.Nullable;
 
@@ -12,20 +11,16 @@ import org.springframework.scheduling.support.CronExpression;
 import org.springframework.scheduling.support.CronTrigger;
 
 /**
- * A {@link CronTrigger} that remembers the nominal fire times it hands to the scheduler, so that
- * the task can learn which tick it runs for. The scheduler asks for the next time only after the
- * previous run was started, so runs take the times in the order they were given. At most
- * {@value #MAX_PENDING} times are remembered.
+ * The ticks of a cron expression in one zone: a {@link CronTrigger}, so that Spring lists the
+ * job as a cron task, that remembers the ticks it hands out ({@link TickTrigger}).
  */
-final class TickCronTrigger extends CronTrigger {
-
-	private static final int MAX_PENDING = 8;
+final class TickCronTrigger extends CronTrigger implements TickTrigger {
 
 	private final CronExpression expression;
 
 	private final ZoneId zone;
 
-	private final ConcurrentLinkedDeque<Instant> pending = new ConcurrentLinkedDeque<>();
+	private final Pending pending = new Pending();
 
 	TickCronTrigger(String expression, ZoneId zone) {
 		super(expression, zone);
@@ -35,23 +30,16 @@ final class TickCronTrigger extends CronTrigger {
 
 	@Override
 	public @Nullable Instant nextExecution(TriggerContext triggerContext) {
-		Instant next = super.nextExecution(triggerContext);
-		if (next != null) {
-			this.pending.addLast(next);
-			while (this.pending.size() > MAX_PENDING) {
-				this.pending.pollFirst();
-			}
-		}
-		return next;
+		return this.pending.handOut(super.nextExecution(triggerContext));
 	}
 
-	/** The nominal fire time of the run that starts now, or {@code null} if unknown. */
-	@Nullable Instant takeTick() {
-		return this.pending.pollFirst();
+	@Override
+	public @Nullable Instant takeTick() {
+		return this.pending.take();
 	}
 
-	/** The tick after {@code tick}, or {@code null} if the expression has no further tick. */
-	@Nullable Instant nextTick(Instant tick) {
+	@Override
+	public @Nullable Instant nextTick(Instant tick) {
 		ZonedDateTime next = this.expression.next(tick.atZone(this.zone));
 		return (next != null) ? next.toInstant() : null;
 	}

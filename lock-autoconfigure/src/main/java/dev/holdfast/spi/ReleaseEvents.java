@@ -18,4 +18,14 @@ public interface ReleaseEvents {
 	 */
 	AutoCloseable subscribe(Consumer<String> listener);
 
+	/**
+	 * Whether deliveries to subscribers have started: {@code false} while a subscription opened
+	 * in the background does not listen yet, or after it was lost until it listens again. Lets
+	 * the engine tell when it is ready at startup; a backend whose deliveries start when
+	 * {@link #subscribe} returns keeps the default.
+	 */
+	default boolean isListening() {
+		return true;
+	}
+
 }

@@ -4,25 +4,61 @@ import java.time.Duration;
 import java.time.Instant;
 
 /**
- * A backend that records which tick of a scheduled job was claimed last, in one entry per job.
- * Optional: without it, the scheduler claims every tick as a lock of its own, which costs one
- * lock (and, where the backend keeps one, one fencing counter) per tick until it expires.
+ * A backend that decides which tick of a scheduled job runs, by its own clock, and records the
+ * last claimed tick of the job in one entry. Optional: without it, the scheduler claims every tick
+ * as a lock of its own, and which tick is due is decided by each instance's clock.
  */
 public interface TickClaims {
 
 	/**
-	 * Claims {@code tick} of the job whose lock is at {@code key}, unless that tick or a later one
-	 * was claimed already: the last claimed tick is stored beside the lock, at a key that no lock
-	 * can use, and only ever moves forward, in one atomic step. The record expires {@code ttl}
-	 * after a successful claim; a failed claim changes nothing.
+	 * Claims {@code tick} of the job whose lock is at {@code key}, in one atomic step, if both:
+	 * <ul>
+	 * <li>the tick is due by the backend's own clock: {@code |now - tick| <= tolerance};</li>
+	 * <li>no claim of that tick or a later one is recorded: the last claimed tick is stored
+	 * beside the lock, at a key that no lock can use, and only ever moves forward.</li>
+	 * </ul>
+	 * A successful claim records the tick, and the record lives {@code ttl} from then; a refused
+	 * claim changes nothing. A claim that is not due is refused whatever the record holds.
 	 * @param key the job's lock key
 	 * @param tick the nominal fire time of the tick, in milliseconds
-	 * @param ttl how long the record of this claim lives
-	 * @return whether this call claimed the tick; for one tick, at most one call in the cluster
-	 * gets {@code true} while the record lives
+	 * @param tolerance how far from the tick the backend's clock may be
+	 * @param ttl how long the record of a successful claim lives, longer than {@code 2 × tolerance}
+	 * @return the outcome, with the backend's time when it decided; for one tick, at most one call
+	 * in the cluster is {@link TickClaim.Outcome#CLAIMED}
 	 * @throws dev.holdfast.LockBackendException when the backend cannot be reached; the claim may
 	 * or may not have been recorded then
 	 */
-	boolean claimTick(String key, Instant tick, Duration ttl);
+	TickClaim claimTick(String key, Instant tick, Duration tolerance, Duration ttl);
+
+	/**
+	 * The answer to a claim.
+	 *
+	 * @param outcome what the backend decided
+	 * @param backendTime the backend's clock when it decided, to the millisecond (for Redlock, the
+	 * median of the nodes that answered)
+	 */
+	record TickClaim(Outcome outcome, Instant backendTime) {
+
+		/** What the backend decided about a claim. */
+		public enum Outcome {
+
+			/** The tick was due and not claimed before: the caller runs it. */
+			CLAIMED,
+
+			/** The tick was due but this tick or a later one was already claimed. */
+			TAKEN,
+
+			/** By the backend's clock the tick is not due: too early or too late. */
+			NOT_DUE,
+
+			/**
+			 * Redlock only: this claim won some nodes but no quorum, because claims of the same
+			 * tick split the nodes; the tick ran elsewhere if another claim won a quorum, else nowhere.
+			 */
+			NO_QUORUM
+
+		}
+
+	}
 
 }

@@ -39,7 +39,7 @@ import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.autoconfigure.HoldfastActuatorAutoConfiguration;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
 import dev.holdfast.core.DefaultLockTemplate;
-import dev.holdfast.testsupport.RedisServer;
+import dev.holdfast.test.server.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -334,7 +334,7 @@ class LockObservationTests {
 			this.registry = registry;
 		}
 
-		@SingleInstanceScheduled(name = "nightly", fixedRate = "10m")
+		@SingleInstanceScheduled(name = "nightly", fixedDelay = "10m")
 		void report() {
 			Observation.createNotStarted("report.query", this.registry).observe(() -> {
 			});

@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
@@ -44,9 +45,9 @@ class LocksEndpointTests {
 			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
 			assertThat(job.running.await(10, TimeUnit.SECONDS)).isTrue();
 			try (Lease other = template.acquire("report", null, LockOptions.defaults())) {
-				assertThat(endpoint.locks().leases()).extracting(LeaseDescriptor::name)
+				assertThat(endpoint.locks(SecurityContext.NONE).leases()).extracting(LeaseDescriptor::name)
 					.containsExactly("nightly-export", "report");
-				LeaseDescriptor jobLock = endpoint.locks().leases().get(0);
+				LeaseDescriptor jobLock = endpoint.locks(SecurityContext.NONE).leases().get(0);
 				assertThat(jobLock.key()).isEqualTo("holdfast:nightly-export");
 				assertThat(jobLock.fencingToken()).isPositive()
 					.as("the token the backend gave the job lock")
@@ -57,7 +58,7 @@ class LocksEndpointTests {
 					.isBetween(Duration.ofSeconds(59), Duration.ofSeconds(60));
 			}
 			job.finish.countDown();
-			await().atMost(Duration.ofSeconds(5)).until(() -> endpoint.locks().leases().isEmpty());
+			await().atMost(Duration.ofSeconds(5)).until(() -> endpoint.locks(SecurityContext.NONE).leases().isEmpty());
 		});
 	}
 

@@ -77,7 +77,8 @@ class DistributedLockInterceptorTests {
 	void heldLockThrowsByDefault() {
 		try (Lease held = this.other.acquire("orders", "9", LockOptions.defaults())) {
 			assertThatExceptionOfType(LockNotAcquiredException.class).isThrownBy(() -> this.service.fulfil(new Order("9")))
-				.withMessageContaining("holdfast:orders:9");
+				.withMessageContaining("holdfast:orders:******")
+				.satisfies((ex) -> assertThat(ex.getLockKey()).isEqualTo("holdfast:orders:9"));
 		}
 	}
 
@@ -119,7 +120,110 @@ class DistributedLockInterceptorTests {
 		assertThat(LockContext.currentLease()).isEmpty();
 	}
 
+	@Test
+	void keyThatRendersAsAnIdentityStringFailsTheCall() {
+		assertThatIllegalArgumentException().isThrownBy(() -> this.service.entity(new Entity("3")))
+			.withMessageContaining("Service.entity")
+			.withMessageContaining("\"#entity\"")
+			.withMessageContaining(Entity.class.getName())
+			.withMessageContaining("key = \"#entity.id\"");
+		assertThat(this.target.calls).as("the method did not run").isEmpty();
+	}
+
+	@Test
+	void templateRefusesIdentityKeysToo() {
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> this.template.tryAcquire("orders", new Entity("9"), LockOptions.defaults()))
+			.withMessageContaining("'orders'")
+			.withMessageContaining(Entity.class.getName());
+		assertThatIllegalArgumentException().isThrownBy(
+				() -> this.template.executeLocked("orders", new Entity("9"), LockOptions.defaults(), () -> "ran"));
+		assertThat(this.template.tryAcquireAsync("orders", new Entity("9"), LockOptions.defaults()))
+			.isCompletedExceptionally();
+	}
+
+	@Test
+	void lambdasArraysAndProxiesAreJudgedByWhatTheyRender() {
+		Runnable lambda = () -> {
+		};
+		assertThatIllegalArgumentException().isThrownBy(() -> this.service.entity(lambda))
+			.withMessageContaining("Service.entity");
+		assertThatIllegalArgumentException().isThrownBy(() -> this.service.all("a", new Entity("4")))
+			.withMessageContaining("#root.args");
+		assertThatIllegalArgumentException().isThrownBy(() -> this.service.entity(java.util.List.of(new Entity("5"))));
+		// a class proxy and an interface proxy of an entity both render the entity's identity string
+		ProxyFactory classProxy = new ProxyFactory(new Entity("6"));
+		classProxy.setProxyTargetClass(true);
+		assertThatIllegalArgumentException().isThrownBy(() -> this.service.entity(classProxy.getProxy()));
+		ProxyFactory interfaceProxy = new ProxyFactory(new Entity("7"));
+		interfaceProxy.addInterface(Runnable.class);
+		assertThatIllegalArgumentException().isThrownBy(() -> this.service.entity(interfaceProxy.getProxy()));
+		assertThat(this.target.calls).isEmpty();
+	}
+
+	@Test
+	void valuesWithTheirOwnStringAreKeys() {
+		assertThat(this.service.entity(new Order("8"))).isEqualTo("holdfast:entities:Order%5Bid=8%5D");
+		assertThat(this.service.entity(OnLocked.SKIP)).isEqualTo("holdfast:entities:SKIP");
+		assertThat(this.service.entity(java.util.List.of("a", 1))).isEqualTo("holdfast:entities:%5Ba,%201%5D");
+		assertThat(this.service.entity(new int[] { 1, 2 })).isEqualTo("holdfast:entities:%7B1,%202%7D");
+	}
+
+	@Test
+	void selfInvocationIsNamedWhenTheLeaseIsMissing() {
+		assertThatExceptionOfType(IllegalStateException.class).isThrownBy(this.service::callsItself)
+			.withMessageContaining(Service.class.getName() + ".locked")
+			.withMessageContaining("self-invocation")
+			.withMessageContaining("WITHOUT the lock");
+		assertThatExceptionOfType(IllegalStateException.class).isThrownBy(LockContext::requireLease)
+			.withMessageContaining("@DistributedLock")
+			.withMessageContaining("this.method()");
+		assertThatExceptionOfType(IllegalStateException.class)
+			.isThrownBy(() -> dev.holdfast.ReactiveLockContext.requireLease().block())
+			.withMessageContaining("self-invocation");
+	}
+
+	@Test
+	void proxyWithoutATargetIsLocked() {
+		ProxyFactory factory = new ProxyFactory();
+		factory.addInterface(Repository.class);
+		LockOperationSource operations = new LockOperationSource(null);
+		factory.addAdvisor(new DistributedLockAdvisor(operations,
+				new DistributedLockInterceptor(new LockAspectSupport(operations, this.template, null)), 0));
+		// the advice that implements the interface, as in repository proxies: there is no target
+		factory.addAdvice((org.aopalliance.intercept.MethodInterceptor) (invocation) -> LockContext.requireLease()
+			.key());
+		Repository repository = (Repository) factory.getProxy();
+		assertThat(repository.save("10")).isEqualTo("holdfast:repository:10");
+		assertThat(this.other.tryAcquire("repository", "10", LockOptions.defaults())).as("released after return")
+			.isPresent()
+			.get()
+			.satisfies(Lease::close);
+	}
+
+	interface Repository {
+
+		@DistributedLock(name = "repository", key = "#p0")
+		String save(String id);
+
+	}
+
 	record Order(String id) {
+	}
+
+	/** An entity whose toString() is Object's. */
+	static class Entity {
+
+		final String id;
+
+		Entity(String id) {
+			this.id = id;
+		}
+
+		public String getId() {
+			return this.id;
+		}
+
 	}
 
 	static class Service {
@@ -164,6 +268,27 @@ class DistributedLockInterceptorTests {
 		public CompletionStage<String> skippedFuture() {
 			this.calls.add("future");
 			return CompletableFuture.completedFuture("ran");
+		}
+
+		@DistributedLock(name = "entities", key = "#entity")
+		public String entity(Object entity) {
+			this.calls.add("entity");
+			return LockContext.requireLease().key();
+		}
+
+		@DistributedLock(name = "all", key = "#root.args")
+		public String all(String first, Object second) {
+			this.calls.add("all");
+			return LockContext.requireLease().key();
+		}
+
+		public String callsItself() {
+			return locked();
+		}
+
+		@DistributedLock(name = "locked")
+		public String locked() {
+			return LockContext.requireLease().key();
 		}
 
 		@DistributedLock(name = "token", leaseTime = "10s")

@@ -84,6 +84,14 @@ class LockOperationSourceTests {
 	}
 
 	@Test
+	void leaseTimeUnderOneMillisecondIsRejected() {
+		// before: 500us was positive and accepted; backends count milliseconds and stored 0
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("microLease"))
+			.withMessageContaining("leaseTime '500us'")
+			.withMessageContaining("at least 1ms");
+	}
+
+	@Test
 	void skipOnPrimitiveReturnIsRejected() {
 		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("skipPrimitive"))
 			.withMessageContaining("SKIP")
@@ -95,6 +103,35 @@ class LockOperationSourceTests {
 		assertThat(operation("plain")).isSameAs(operation("plain"));
 	}
 
+	@Test
+	void keyOfAParameterWhoseTypeRendersAnIdentityStringFailsAtStartup() {
+		assertThatExceptionOfType(LockConfigurationException.class)
+			.isThrownBy(() -> operation("identityByName", Entity.class))
+			.withMessageContaining(Subject.class.getName() + ".identityByName")
+			.withMessageContaining("key = \"#entity\"")
+			.withMessageContaining(Entity.class.getTypeName())
+			.satisfies((ex) -> assertThat(ex.getAction()).contains("key = \"#entity.id\""));
+		assertThatExceptionOfType(LockConfigurationException.class)
+			.isThrownBy(() -> operation("identityByPosition", String.class, Entity[].class))
+			.withMessageContaining("key = \"#p1\"");
+	}
+
+	@Test
+	void parametersWhoseClassDecidesAtTheCallAreAccepted() {
+		assertThat(operation("anyObject", Object.class)).isNotNull();
+		assertThat(operation("anInterface", Runnable.class)).isNotNull();
+		assertThat(operation("anAbstractClass", AbstractEntity.class)).isNotNull();
+		assertThat(operation("aPropertyOfTheEntity", Entity.class)).isNotNull();
+	}
+
+	@Test
+	void placeholderInAKeyFailsInsteadOfBecomingCode() {
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("keyPlaceholder"))
+			.withMessageContaining("${lock.name}")
+			.withMessageContaining("not resolved in key")
+			.satisfies((ex) -> assertThat(ex.getAction()).contains("name"));
+	}
+
 	private LockOperation operation(String name, Class<?>... types) {
 		Method method = ReflectionUtils.findMethod(Subject.class, name, types);
 		assertThat(method).as(name).isNotNull();
@@ -104,6 +141,18 @@ class LockOperationSourceTests {
 	@Retention(RetentionPolicy.RUNTIME)
 	@DistributedLock(name = "composed-lock", waitTime = "1s")
 	@interface ComposedLock {
+
+	}
+
+	static class Entity {
+
+		public String getId() {
+			return "1";
+		}
+
+	}
+
+	abstract static class AbstractEntity {
 
 	}
 
@@ -141,9 +190,41 @@ class LockOperationSourceTests {
 		public void zeroLease() {
 		}
 
+		@DistributedLock(leaseTime = "500us")
+		public void microLease() {
+		}
+
 		@DistributedLock(onLocked = OnLocked.SKIP)
 		public int skipPrimitive() {
 			return 1;
+		}
+
+		@DistributedLock(key = "#entity")
+		public void identityByName(Entity entity) {
+		}
+
+		@DistributedLock(key = "#p1")
+		public void identityByPosition(String name, Entity[] entities) {
+		}
+
+		@DistributedLock(key = "#any")
+		public void anyObject(Object any) {
+		}
+
+		@DistributedLock(key = "#task")
+		public void anInterface(Runnable task) {
+		}
+
+		@DistributedLock(key = "#base")
+		public void anAbstractClass(AbstractEntity base) {
+		}
+
+		@DistributedLock(key = "#entity.id")
+		public void aPropertyOfTheEntity(Entity entity) {
+		}
+
+		@DistributedLock(key = "'${lock.name}' + #root.methodName")
+		public void keyPlaceholder() {
 		}
 
 	}

@@ -11,6 +11,7 @@ import io.micrometer.observation.ObservationRegistry;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.health.contributor.Health;
@@ -22,16 +23,17 @@ import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LockListener.LockObservation;
 import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.actuate.LockBackendHealthIndicator;
 import dev.holdfast.actuate.LockMetricsListener;
 import dev.holdfast.actuate.LockObservationListener;
-import dev.holdfast.actuate.LocksEndpoint;
 import dev.holdfast.actuate.LocksEndpoint.LeaseDescriptor;
+import dev.holdfast.actuate.LocksEndpoint;
 import dev.holdfast.core.DefaultLockTemplate;
-import dev.holdfast.core.LockListener.LockObservation;
+import dev.holdfast.core.EngineLease;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -70,9 +72,9 @@ class HoldfastActuatorAutoConfigurationTests {
 	void skippedTicksAndLostLeasesAreCounted() {
 		SimpleMeterRegistry registry = new SimpleMeterRegistry();
 		LockMetricsListener listener = new LockMetricsListener(registry);
-		listener.tickSkipped("report", "memory");
+		listener.tickSkipped("report", "memory", "ran-elsewhere");
 		listener.leaseLost("report", "memory");
-		assertThat(registry.get(LockMetricsListener.SKIPPED).tags("name", "report", "backend", "memory").counter()
+		assertThat(registry.get(LockMetricsListener.SKIPPED).tags("name", "report", "backend", "memory", "reason", "ran-elsewhere").counter()
 			.count()).isEqualTo(1);
 		assertThat(registry.get(LockMetricsListener.LOST).tags("name", "report", "backend", "memory").counter()
 			.count()).isEqualTo(1);
@@ -124,7 +126,7 @@ class HoldfastActuatorAutoConfigurationTests {
 				assertThat(context.getBean(LockMetricsListener.class).recordsTimers()).isFalse();
 				DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
 				try (Lease lease = template.acquire(this.name, "customer-42", LockOptions.defaults())) {
-					assertThat(DefaultLockTemplate.observation(lease).hold().isNoop()).isFalse();
+					assertThat(EngineLease.observationOf(lease).hold().isNoop()).isFalse();
 				}
 				MeterRegistry registry = context.getBean(MeterRegistry.class);
 				assertThat(registry.find(LockMetricsListener.ACQUIRE).timers()).singleElement()
@@ -153,7 +155,7 @@ class HoldfastActuatorAutoConfigurationTests {
 			assertThat(context).hasNotFailed().doesNotHaveBean(LockObservationListener.class);
 			try (Lease lease = context.getBean(DefaultLockTemplate.class)
 				.acquire(this.name, null, LockOptions.defaults())) {
-				assertThat(DefaultLockTemplate.observation(lease)).isSameAs(LockObservation.NONE);
+				assertThat(EngineLease.observationOf(lease)).isSameAs(LockObservation.NONE);
 			}
 		});
 	}
@@ -173,7 +175,7 @@ class HoldfastActuatorAutoConfigurationTests {
 			assertThat(context).hasSingleBean(LockObservationListener.class);
 			try (Lease lease = context.getBean(DefaultLockTemplate.class)
 				.acquire(this.name, null, LockOptions.defaults())) {
-				assertThat(DefaultLockTemplate.observation(lease)).isSameAs(LockObservation.NONE);
+				assertThat(EngineLease.observationOf(lease)).isSameAs(LockObservation.NONE);
 			}
 		});
 	}
@@ -197,21 +199,74 @@ class HoldfastActuatorAutoConfigurationTests {
 		this.runner.withPropertyValues("management.endpoints.web.exposure.include=locks").run((context) -> {
 			LocksEndpoint endpoint = context.getBean(LocksEndpoint.class);
 			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
-			assertThat(endpoint.locks().leases()).isEmpty();
+			assertThat(endpoint.locks(SecurityContext.NONE).leases()).isEmpty();
 			try (Lease lease = template.acquire(this.name, 7, LockOptions.defaults())) {
-				LocksEndpoint.LocksDescriptor locks = endpoint.locks();
+				LocksEndpoint.LocksDescriptor locks = endpoint.locks(SecurityContext.NONE);
 				assertThat(locks.backend()).isEqualTo("memory");
 				assertThat(locks.leases()).singleElement().satisfies((held) -> {
 					assertThat(held.name()).isEqualTo(this.name);
-					assertThat(held.key()).isEqualTo(lease.key());
+					assertThat(held.key()).as("key part masked by default").isEqualTo("holdfast:" + this.name + ":******");
 					assertThat(held.fencingToken()).isEqualTo(lease.fencingToken());
 					assertThat(held.acquired()).isEqualTo(lease.acquiredAt());
 					assertThat(held.expires()).isAfter(held.acquired());
 					assertThat(held.valid()).isTrue();
 				});
 			}
-			assertThat(endpoint.locks().leases()).extracting(LeaseDescriptor::key).isEmpty();
+			assertThat(endpoint.locks(SecurityContext.NONE).leases()).extracting(LeaseDescriptor::key).isEmpty();
 		});
+	}
+
+	@Test
+	void locksEndpointShowsKeyValuesOnlyAsShowValuesAllows() {
+		SecurityContext operator = securityContext("OPERATOR");
+		SecurityContext other = securityContext("USER");
+		this.runner.withPropertyValues("management.endpoints.web.exposure.include=locks").run((context) -> {
+			try (Lease lease = context.getBean(DefaultLockTemplate.class).acquire(this.name, "alice@example.com",
+					LockOptions.defaults())) {
+				LocksEndpoint endpoint = context.getBean(LocksEndpoint.class);
+				assertThat(endpoint.locks(operator).leases()).extracting(LeaseDescriptor::key)
+					.containsExactly("holdfast:" + this.name + ":******");
+			}
+		});
+		this.runner.withPropertyValues("management.endpoints.web.exposure.include=locks",
+				"management.endpoint.locks.show-values=always").run((context) -> {
+			try (Lease lease = context.getBean(DefaultLockTemplate.class).acquire(this.name, "alice@example.com",
+					LockOptions.defaults())) {
+				LocksEndpoint endpoint = context.getBean(LocksEndpoint.class);
+				assertThat(endpoint.locks(SecurityContext.NONE).leases()).extracting(LeaseDescriptor::key)
+					.containsExactly(lease.key());
+			}
+		});
+		this.runner.withPropertyValues("management.endpoints.web.exposure.include=locks",
+				"management.endpoint.locks.show-values=when-authorized", "management.endpoint.locks.roles=OPERATOR")
+			.run((context) -> {
+				try (Lease lease = context.getBean(DefaultLockTemplate.class).acquire(this.name, "alice@example.com",
+						LockOptions.defaults())) {
+					LocksEndpoint endpoint = context.getBean(LocksEndpoint.class);
+					assertThat(endpoint.locks(operator).leases()).extracting(LeaseDescriptor::key)
+						.containsExactly(lease.key());
+					assertThat(endpoint.locks(other).leases()).extracting(LeaseDescriptor::key)
+						.containsExactly("holdfast:" + this.name + ":******");
+					assertThat(endpoint.locks(SecurityContext.NONE).leases()).extracting(LeaseDescriptor::key)
+						.containsExactly("holdfast:" + this.name + ":******");
+				}
+			});
+	}
+
+	private static SecurityContext securityContext(String role) {
+		return new SecurityContext() {
+
+			@Override
+			public java.security.Principal getPrincipal() {
+				return () -> "someone";
+			}
+
+			@Override
+			public boolean isUserInRole(String candidate) {
+				return role.equals(candidate);
+			}
+
+		};
 	}
 
 	@Test

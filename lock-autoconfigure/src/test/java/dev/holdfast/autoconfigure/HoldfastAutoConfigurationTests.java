@@ -82,11 +82,54 @@ class HoldfastAutoConfigurationTests {
 	}
 
 	@Test
+	void userLockTemplateReplacesHoldfastsAndAnnotatedMethodsLockThroughIt() {
+		this.runner.withPropertyValues("holdfast.backend=memory")
+			.withUserConfiguration(UserLockTemplate.class)
+			.withBean(GoodService.class)
+			.run((context) -> {
+				assertThat(context).hasSingleBean(LockTemplate.class)
+					.doesNotHaveBean(DefaultLockTemplate.class)
+					.doesNotHaveBean(GracefulLockShutdown.class);
+				RecordingLockTemplate template = context.getBean(RecordingLockTemplate.class);
+				GoodService service = context.getBean(GoodService.class);
+				java.util.concurrent.ExecutorService otherThread = java.util.concurrent.Executors
+					.newSingleThreadExecutor();
+				try {
+					assertThat(service.run(() -> otherThread
+						.submit(() -> template.tryAcquire("good", 1, LockOptions.defaults()).isEmpty())
+						.get())).as("the lock was held while the method ran").isTrue();
+				}
+				finally {
+					otherThread.shutdownNow();
+				}
+				assertThat(template.acquired).contains("good");
+				assertThat(template.tryAcquire("good", 1, LockOptions.defaults())).isPresent()
+					.get()
+					.satisfies(Lease::close);
+			});
+	}
+
+	@Test
+	void scheduledJobsWithAUserLockTemplateFailAtStartupNamingTheFix() {
+		this.runner.withPropertyValues("holdfast.backend=memory")
+			.withUserConfiguration(UserLockTemplate.class)
+			.withBean(ScheduledService.class)
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				LockConfigurationException ex = findCause(context.getStartupFailure(),
+						LockConfigurationException.class);
+				assertThat(ex.getMessage()).contains("LockTemplate bean");
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis.getAction()).contains("holdfast.scheduling.enabled=false");
+			});
+	}
+
+	@Test
 	void unknownBackendFailsNamingTheValidOnes() {
-		this.runner.withPropertyValues("holdfast.backend=zookeeper").run((context) -> {
+		this.runner.withPropertyValues("holdfast.backend=etcd").run((context) -> {
 			assertThat(context).hasFailed();
 			assertThat(context.getStartupFailure()).hasStackTraceContaining("holdfast.backend")
-				.hasStackTraceContaining("zookeeper");
+				.hasStackTraceContaining("etcd");
 		});
 	}
 
@@ -182,6 +225,72 @@ class HoldfastAutoConfigurationTests {
 		DefaultLockTemplate myTemplate() {
 			return new DefaultLockTemplate(new InMemoryLockBackend(),
 					dev.holdfast.core.LockSettings.defaults().withKeyPrefix("mine:"));
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UserLockTemplate {
+
+		@Bean(destroyMethod = "close")
+		RecordingLockTemplate myLockTemplate() {
+			return new RecordingLockTemplate(new DefaultLockTemplate(new InMemoryLockBackend(),
+					dev.holdfast.core.LockSettings.defaults().withKeyPrefix("mine:")));
+		}
+
+	}
+
+	/** An application's own LockTemplate: not Holdfast's engine, and it records what it acquires. */
+	static class RecordingLockTemplate implements LockTemplate, AutoCloseable {
+
+		final java.util.List<String> acquired = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+		private final DefaultLockTemplate delegate;
+
+		RecordingLockTemplate(DefaultLockTemplate delegate) {
+			this.delegate = delegate;
+		}
+
+		@Override
+		public <T extends @org.jspecify.annotations.Nullable Object, E extends Exception> T executeLocked(String name,
+				@org.jspecify.annotations.Nullable Object key, LockOptions options, LockedAction<T, E> action)
+				throws E {
+			this.acquired.add(name);
+			return this.delegate.executeLocked(name, key, options, action);
+		}
+
+		@Override
+		public <T, E extends Exception> java.util.Optional<T> tryExecuteLocked(String name,
+				@org.jspecify.annotations.Nullable Object key, LockOptions options, LockedAction<T, E> action)
+				throws E {
+			this.acquired.add(name);
+			return this.delegate.tryExecuteLocked(name, key, options, action);
+		}
+
+		@Override
+		public java.util.Optional<Lease> tryAcquire(String name, @org.jspecify.annotations.Nullable Object key,
+				LockOptions options) {
+			this.acquired.add(name);
+			return this.delegate.tryAcquire(name, key, options);
+		}
+
+		@Override
+		public Lease acquire(String name, @org.jspecify.annotations.Nullable Object key, LockOptions options) {
+			this.acquired.add(name);
+			return this.delegate.acquire(name, key, options);
+		}
+
+		@Override
+		public void close() {
+			this.delegate.close();
+		}
+
+	}
+
+	static class ScheduledService {
+
+		@dev.holdfast.SingleInstanceScheduled(fixedRate = "1h")
+		public void job() {
 		}
 
 	}

@@ -14,8 +14,11 @@ import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.convert.DurationStyle;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
+
+import dev.holdfast.core.LockSettings;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatException;
@@ -29,7 +32,8 @@ class HoldfastFailureAnalysisTests {
 
 	@ParameterizedTest
 	@CsvSource(delimiter = '|', textBlock = """
-			holdfast.backend=zookeeper  | Property: holdfast.backend      | REDLOCK
+			holdfast.backend=etcd       | Property: holdfast.backend      | ZOOKEEPER
+			holdfast.backend=zookeeper  | no CuratorFramework bean       | holdfast.zookeeper.connect-string
 			holdfast.key-prefix={app}   | '{app}'                        | holdfast.key-prefix
 			holdfast.lease-time=soon    | Property: holdfast.lease-time  | Update your application's configuration
 			holdfast.max-key-length=0   | holdfast.max-key-length must   | Correct the holdfast.* property
@@ -60,10 +64,39 @@ class HoldfastFailureAnalysisTests {
 			DocumentContext metadata = JsonPath.parse(json);
 			assertThat(metadata.read("$.properties[*].name", String[].class)).contains("holdfast.backend",
 					"holdfast.lease-time", "holdfast.wait-time", "holdfast.key-prefix", "holdfast.aop.order",
-					"holdfast.redlock.nodes", "management.health.holdfast.enabled", "management.endpoint.locks.access");
+					"holdfast.redlock.nodes", "holdfast.zookeeper.connect-string", "management.health.holdfast.enabled", "management.endpoint.locks.access");
 			assertThat(metadata.read("$.hints[?(@.name == 'holdfast.backend')].values[*].value", String[].class))
-				.containsExactlyInAnyOrder("redis", "redlock", "jdbc", "memory");
+				.containsExactlyInAnyOrder("redis", "redlock", "zookeeper", "jdbc", "memory");
 		}
+	}
+
+	@Test
+	void configurationMetadataShowsTheEngineDefaults() throws IOException {
+		try (InputStream json = getClass().getResourceAsStream("/META-INF/spring-configuration-metadata.json")) {
+			DocumentContext metadata = JsonPath.parse(json);
+			LockSettings defaults = LockSettings.defaults();
+			assertThat(defaultOf(metadata, "holdfast.key-prefix")).isEqualTo(defaults.keyPrefix());
+			assertThat(DurationStyle.detectAndParse(defaultOf(metadata, "holdfast.wait-time")))
+				.isEqualTo(defaults.waitTime());
+			assertThat(DurationStyle.detectAndParse(defaultOf(metadata, "holdfast.lease-time")))
+				.isEqualTo(defaults.leaseTime());
+			assertThat(DurationStyle.detectAndParse(defaultOf(metadata, "holdfast.poll-interval")))
+				.isEqualTo(defaults.pollInterval());
+			assertThat(defaultOf(metadata, "holdfast.max-key-length"))
+				.isEqualTo(String.valueOf(defaults.maxKeyLength()));
+		}
+		HoldfastProperties properties = new HoldfastProperties();
+		assertThat(LockSettings.defaults().withKeyPrefix(properties.getKeyPrefix())
+			.withWaitTime(properties.getWaitTime())
+			.withLeaseTime(properties.getLeaseTime())
+			.withPollInterval(properties.getPollInterval())
+			.withMaxKeyLength(properties.getMaxKeyLength())).isEqualTo(LockSettings.defaults());
+	}
+
+	private static String defaultOf(DocumentContext metadata, String name) {
+		Object[] values = metadata.read("$.properties[?(@.name == '" + name + "')].defaultValue", Object[].class);
+		assertThat(values).as("default of " + name + " in the IDE metadata").hasSize(1);
+		return String.valueOf(values[0]);
 	}
 
 	@SpringBootConfiguration

@@ -84,6 +84,76 @@ class JdbcBackendAutoConfigurationTests {
 	}
 
 	@Test
+	void customTableIsCreatedByTheShippedScriptWithInitializeSchemaAlways() {
+		// before: the shipped script created holdfast_lock, and the table check then failed with an
+		// action that suggested initialize-schema=always, the setting already in force
+		this.runner
+			.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.table-name=orders_locks",
+					"holdfast.jdbc.initialize-schema=always")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+				try (Lease lease = template.acquire("job", null, LockOptions.defaults())) {
+					JdbcTemplate jdbc = new JdbcTemplate(context.getBean(DataSource.class));
+					assertThat(jdbc.queryForObject("SELECT fence FROM orders_locks WHERE lock_key = ?", Long.class,
+							lease.key())).isEqualTo(lease.fencingToken());
+					assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES"
+							+ " WHERE LOWER(TABLE_NAME) = 'holdfast_lock'", Integer.class)).isZero();
+				}
+			});
+	}
+
+	@Test
+	void missingCustomTableNamesTheTableToPutInTheScript() {
+		this.runner
+			.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.table-name=orders_locks",
+					"holdfast.jdbc.initialize-schema=never")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis).isNotNull();
+				assertThat(analysis.getAction()).contains("with holdfast_lock replaced by orders_locks");
+			});
+	}
+
+	@Test
+	void maxKeyLengthLongerThanTheKeyColumnFailsAtStartup() {
+		// before: the context started, and every lock whose key was longer than 255 characters
+		// failed at the call with the database's "value too long"
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.max-key-length=400")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis).isNotNull();
+				assertThat(analysis.getDescription()).contains("holdfast.max-key-length is 400")
+					.contains("at most 255 characters");
+				assertThat(analysis.getAction()).contains("holdfast.max-key-length to at most 255");
+			});
+	}
+
+	@Test
+	void maxKeyLengthWithinTheKeyColumnStarts() {
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.max-key-length=255")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(JdbcLockBackend.class).keyColumnLength()).isEqualTo(255);
+			});
+	}
+
+	@Test
+	void leaseTimeUnderOneMillisecondFailsAtStartup() {
+		// before: 500us passed as positive; the jdbc backend then stored a time to live of 0 ms, a
+		// lock that expired as it was taken
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.lease-time=500us")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis).isNotNull();
+				assertThat(analysis.getDescription()).contains("holdfast.lease-time must be at least 1ms");
+			});
+	}
+
+	@Test
 	void badTableNameFailsAtStartupNamingTheProperty() {
 		this.runner
 			.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.table-name=locks; DROP TABLE users")

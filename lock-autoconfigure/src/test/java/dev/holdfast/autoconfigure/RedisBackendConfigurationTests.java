@@ -7,6 +7,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import redis.clients.jedis.Jedis;
+
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
 import org.springframework.boot.diagnostics.FailureAnalysis;
@@ -25,7 +27,7 @@ import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.redis.RedisLockBackend;
 import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.LockBackend;
-import dev.holdfast.testsupport.RedisServer;
+import dev.holdfast.test.server.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -104,6 +106,46 @@ class RedisBackendConfigurationTests {
 	}
 
 	@Test
+	void replicasToAckReachTheBackend() {
+		withRedis().withPropertyValues("holdfast.redis.replicas-to-ack=1", "holdfast.redis.replica-ack-timeout=250ms")
+			.run((context) -> assertThat(context.getBean(RedisLockBackend.class).replicaAcks())
+				.isEqualTo(new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(250))));
+		withRedis().run((context) -> assertThat(context.getBean(RedisLockBackend.class).replicaAcks())
+			.isEqualTo(RedisLockBackend.ReplicaAcks.NONE));
+	}
+
+	@Test
+	void negativeReplicasToAckFailWithTheActionToTake() {
+		assertFailsNaming(withRedis().withPropertyValues("holdfast.redis.replicas-to-ack=-1"),
+				"holdfast.redis.replicas-to-ack is -1", "holdfast.redis.replicas-to-ack to 0");
+	}
+
+	@Test
+	void replicaAckTimeoutNotBelowTheCommandTimeoutFailsWithTheActionToTake() {
+		assertFailsNaming(
+				withRedis().withPropertyValues("holdfast.redis.replicas-to-ack=1",
+						"holdfast.redis.replica-ack-timeout=1s"),
+				"is not below the Redis command timeout (1000ms)", "Lower holdfast.redis.replica-ack-timeout");
+	}
+
+	@Test
+	void replicasToAckOnRedisClusterFailWithTheActionToTake() {
+		assertFailsNaming(
+				this.runner.withPropertyValues("spring.data.redis.cluster.nodes=127.0.0.1:" + server.port(),
+						"holdfast.redis.replicas-to-ack=1", "holdfast.redis.replica-ack-timeout=100ms"),
+				"Redis Cluster", "Set holdfast.redis.replicas-to-ack to 0");
+	}
+
+	private static void assertFailsNaming(ApplicationContextRunner runner, String description, String action) {
+		runner.run((context) -> {
+			assertThat(context).hasFailed();
+			FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+			assertThat(analysis.getDescription()).contains(description);
+			assertThat(analysis.getAction()).contains(action);
+		});
+	}
+
+	@Test
 	void backsOffWhenTheUserDefinesALockBackend() {
 		withRedis().withUserConfiguration(UserBackendConfiguration.class)
 			.run((context) -> assertThat(context).hasSingleBean(LockBackend.class)
@@ -114,7 +156,7 @@ class RedisBackendConfigurationTests {
 
 	@Test
 	void backsOffWithoutSpringDataRedis() {
-		this.runner.withClassLoader(new FilteredClassLoader(RedisConnectionFactory.class))
+		this.runner.withClassLoader(new FilteredClassLoader(RedisConnectionFactory.class, Jedis.class))
 			.run((context) -> assertThat(context).hasNotFailed()
 				.doesNotHaveBean(RedisLockBackend.class)
 				.hasSingleBean(InMemoryLockBackend.class));

@@ -18,7 +18,7 @@ import dev.holdfast.LockTemplate;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.redlock.RedlockLockBackend;
 import dev.holdfast.spi.LockBackend;
-import dev.holdfast.testsupport.RedisServer;
+import dev.holdfast.test.server.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -10,9 +10,10 @@ import io.micrometer.observation.ObservationRegistry;
 import org.junit.jupiter.api.Test;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LockListener.LockObservation;
+import dev.holdfast.LockListener;
 import dev.holdfast.LockOptions;
 import dev.holdfast.actuate.LockObservationListener;
-import dev.holdfast.core.LockListener.LockObservation;
 import dev.holdfast.memory.InMemoryLockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -27,6 +28,24 @@ class CompositeLockListenerTests {
 	}
 
 	@Test
+	void aThrowingListenerDoesNotKeepTheNextOnesFromBeingCalled() {
+		java.util.concurrent.atomic.AtomicInteger released = new java.util.concurrent.atomic.AtomicInteger();
+		LockListener listener = CompositeLockListener.of(List.of(new LockListener() {
+			@Override
+			public void released(String name, String backend, java.time.Duration held) {
+				throw new IllegalStateException("listener failure");
+			}
+		}, new LockListener() {
+			@Override
+			public void released(String name, String backend, java.time.Duration held) {
+				released.incrementAndGet();
+			}
+		}));
+		listener.released("orders", "memory", java.time.Duration.ZERO);
+		assertThat(released).hasValue(1);
+	}
+
+	@Test
 	void everyObservingListenerSeesTheAcquisitionAndTheHold() {
 		Stopped first = new Stopped();
 		Stopped second = new Stopped();
@@ -36,9 +55,9 @@ class CompositeLockListenerTests {
 		try (DefaultLockTemplate template = new DefaultLockTemplate(new InMemoryLockBackend(), LockSettings.defaults(),
 				listener)) {
 			try (Lease lease = template.acquire("orders", 1, LockOptions.defaults());
-					Observation.Scope scope = DefaultLockTemplate.observation(lease).openScope()) {
+					Observation.Scope scope = EngineLease.observationOf(lease).openScope()) {
 				assertThat(first.registry().getCurrentObservation())
-					.isSameAs(DefaultLockTemplate.observation(lease).hold());
+					.isSameAs(EngineLease.observationOf(lease).hold());
 			}
 		}
 		assertThat(first.names).containsExactly("holdfast.lock.acquire", "holdfast.lock.held");

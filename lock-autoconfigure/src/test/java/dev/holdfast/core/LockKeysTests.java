@@ -20,6 +20,17 @@ class LockKeysTests {
 	}
 
 	@Test
+	void maskHidesTheKeyPartAndKeepsTheName() {
+		assertThat(LockKeys.mask(this.keys.encode("orders", "alice@example.com"), "holdfast:"))
+			.isEqualTo("holdfast:orders:******");
+		assertThat(LockKeys.mask(this.keys.encode("orders", null), "holdfast:")).isEqualTo("holdfast:orders");
+		String shortened = this.keys.encode("orders", "x".repeat(500));
+		assertThat(LockKeys.mask(shortened, "holdfast:")).isEqualTo("holdfast:orders#******");
+		assertThat(LockKeys.mask(new LockKeys("app:locks:", 200).encode("a/b", 7), "app:locks:"))
+			.isEqualTo("app:locks:a/b:******");
+	}
+
+	@Test
 	void separatorsInNamesAndKeysCannotMakeTwoPairsMeet() {
 		List<String[]> pairs = List.of(new String[] { "a:b", "c" }, new String[] { "a", "b:c" },
 				new String[] { "a:b:c", null }, new String[] { "a", "b%3Ac" }, new String[] { "a%3Ab", "c" },
@@ -50,6 +61,20 @@ class LockKeysTests {
 	@Test
 	void arraysAreRenderedElementByElement() {
 		assertThat(this.keys.encode("n", new Object[] { 1, "a" })).isEqualTo("holdfast:n:%7B1,%20a%7D");
+	}
+
+	@Test
+	void keysThatRenderAsIdentityStringsAreRejected() {
+		Runnable lambda = () -> {
+		};
+		assertThatIllegalArgumentException().isThrownBy(() -> this.keys.encode("orders", new Object()))
+			.withMessageContaining("'orders'")
+			.withMessageContaining("java.lang.Object")
+			.withMessageContaining("identity string");
+		assertThatIllegalArgumentException().isThrownBy(() -> this.keys.encode("orders", lambda));
+		assertThatIllegalArgumentException().isThrownBy(() -> this.keys.encode("orders", List.of(new Object())));
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> this.keys.encode("orders", new Object[] { "a", new Object() }));
 	}
 
 	@Test

@@ -39,7 +39,7 @@ class GenericSqlJdbcBackendTests extends AbstractJdbcBackendTests {
 	@Override
 	protected JdbcLockBackend newBackend(DataSource dataSource, String table) {
 		JdbcLockBackend backend = super.newBackend(dataSource, table);
-		backend.useDialect(new JdbcLockDialect.Generic(backend.getTableName(), backend.queryTimeoutSeconds(), "h2"));
+		backend.useDialect(new GenericSqlDialect(backend.getTableName(), backend.queryTimeoutSeconds(), "h2"));
 		return backend;
 	}
 

@@ -33,8 +33,8 @@ class JdbcLockBackendClockTests {
 	void backendClassesReadNoJvmClock() throws Exception {
 		List<String> classes = packageClasses();
 		assertThat(classes).as("classes of the package").contains("JdbcLockBackend.class", "JdbcLockDialect.class",
-				"JdbcLockDialect$PostgreSql.class", "JdbcLockDialect$MySql.class", "JdbcLockDialect$H2.class",
-				"JdbcLockDialect$Generic.class");
+				"SqlClockDialect.class", "PostgreSqlDialect.class", "MySqlDialect.class", "H2Dialect.class",
+				"GenericSqlDialect.class");
 		List<String> clockCalls = new ArrayList<>();
 		for (String file : classes) {
 			clockCalls.addAll(clockCalls(file));

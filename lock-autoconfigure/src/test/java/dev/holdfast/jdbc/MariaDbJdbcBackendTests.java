@@ -5,7 +5,7 @@ import org.junit.jupiter.api.BeforeAll;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
-import dev.holdfast.testsupport.MariaDbServer;
+import dev.holdfast.test.server.MariaDbServer;
 
 /**
  * {@link JdbcLockBackend} on a real MariaDB server.

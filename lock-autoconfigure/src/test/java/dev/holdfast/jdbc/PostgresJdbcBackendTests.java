@@ -5,7 +5,7 @@ import org.junit.jupiter.api.BeforeAll;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
-import dev.holdfast.testsupport.PostgresServer;
+import dev.holdfast.test.server.PostgresServer;
 
 /**
  * {@link JdbcLockBackend} on a real PostgreSQL server.

@@ -10,11 +10,12 @@ import org.junit.jupiter.api.Test;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
-import dev.holdfast.testsupport.PostgresServer;
+import dev.holdfast.test.server.PostgresServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 /**
  * A PostgreSQL server of its own, restarted while clients use it.
@@ -59,6 +60,40 @@ class PostgresRestartJdbcBackendTests {
 		// release now, and the lock is free for another
 		eventually(() -> backend.release(key, owner));
 		assertThat(backend.tryAcquire(key, UUID.randomUUID().toString(), Duration.ofSeconds(10)).acquired()).isTrue();
+	}
+
+	/**
+	 * The health check, the startup table check and the first call's dialect detection are
+	 * bounded like lock statements. Before: they ran without the network timeout, and on a
+	 * database stopped with SIGSTOP the statement timeout's cancel request never completed, so
+	 * they hung.
+	 */
+	@Test
+	void healthAndTableChecksFailWithinTheQueryTimeoutOnASilentDatabase() {
+		JdbcLockBackend warm = new JdbcLockBackend(dataSource, JdbcLockBackend.DEFAULT_TABLE_NAME,
+				Duration.ofSeconds(1));
+		JdbcLockBackend fresh = new JdbcLockBackend(dataSource, JdbcLockBackend.DEFAULT_TABLE_NAME,
+				Duration.ofSeconds(1));
+		warm.checkTable();
+		// the pool now hands out the connection it just used without validating it
+		server.pause();
+		try {
+			assertTimeoutPreemptively(Duration.ofSeconds(20), () -> {
+				long start = System.nanoTime();
+				assertThatExceptionOfType(LockBackendException.class).isThrownBy(fresh::checkHealth);
+				assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+				start = System.nanoTime();
+				assertThatExceptionOfType(LockBackendException.class).isThrownBy(warm::checkHealth);
+				assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+				start = System.nanoTime();
+				assertThatExceptionOfType(LockBackendException.class).isThrownBy(warm::checkTable);
+				assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+			});
+		}
+		finally {
+			server.resume();
+		}
+		assertThat(eventually(warm::checkHealth).up()).isTrue();
 	}
 
 	private static <T> T eventually(java.util.function.Supplier<T> call) {

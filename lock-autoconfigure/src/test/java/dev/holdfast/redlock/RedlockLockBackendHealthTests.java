@@ -14,7 +14,7 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 import dev.holdfast.autoconfigure.HoldfastActuatorAutoConfiguration;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
-import dev.holdfast.testsupport.RedisServer;
+import dev.holdfast.test.server.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

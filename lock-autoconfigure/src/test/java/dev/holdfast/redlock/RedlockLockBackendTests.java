@@ -24,31 +24,35 @@ import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 
+import dev.holdfast.spi.TickClaims.TickClaim;
 import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.DefaultLockTemplate;
-import dev.holdfast.core.LockBackendContractTests;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
-import dev.holdfast.spi.LockBackend;
-import dev.holdfast.testsupport.RedisServer;
+import dev.holdfast.test.server.RedisServer;
 
+import static dev.holdfast.spi.TickClaims.TickClaim.Outcome.CLAIMED;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * The contract and Redlock's own promises, on five real redis-server processes shared by the
- * class. Tests that stop nodes bring them back before they end.
+ * Redlock's own promises, on five real redis-server processes shared by the class. Tests that
+ * stop nodes bring them back before they end. The shared contract runs in holdfast-test's
+ * {@code RedlockContractTests}.
  */
-class RedlockLockBackendTests extends LockBackendContractTests {
+class RedlockLockBackendTests {
 
 	private static final Duration NODE_TIMEOUT = Duration.ofMillis(500);
 
 	private static final Duration TTL = Duration.ofSeconds(10);
+
+	/** A tolerance under which any tick is due: these tests are about the record. */
+	private static final Duration ANY_TIME = Duration.ofDays(36500);
 
 	private static final List<RedisServer> servers = new ArrayList<>();
 
@@ -85,11 +89,6 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 			server.resume();
 		}
 		this.opened.forEach(RedlockLockBackend::close);
-	}
-
-	@Override
-	protected LockBackend newBackend() {
-		return connect(servers.stream().map(RedisServer::uri).toList());
 	}
 
 	private RedlockLockBackend backend() {
@@ -307,16 +306,61 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 		RedlockLockBackend second = backend();
 		String key = key();
 		Instant tick = Instant.parse("2030-01-01T00:00:00Z");
-		assertThat(first.claimTick(key, tick, TTL)).isTrue();
-		assertThat(second.claimTick(key, tick, TTL)).as("the same tick again").isFalse();
-		assertThat(second.claimTick(key, tick.minusSeconds(1), TTL)).as("an earlier tick").isFalse();
-		assertThat(second.claimTick(key, tick.plusSeconds(1), TTL)).as("the next tick").isTrue();
+		assertThat(first.claimTick(key, tick, ANY_TIME, TTL).outcome() == CLAIMED).isTrue();
+		assertThat(second.claimTick(key, tick, ANY_TIME, TTL).outcome() == CLAIMED).as("the same tick again").isFalse();
+		assertThat(second.claimTick(key, tick.minusSeconds(1), ANY_TIME, TTL).outcome() == CLAIMED).as("an earlier tick").isFalse();
+		assertThat(second.claimTick(key, tick.plusSeconds(1), ANY_TIME, TTL).outcome() == CLAIMED).as("the next tick").isTrue();
 		for (int node = 0; node < 5; node++) {
-			assertThat(get(node, key + "{tick}")).as("record on node %d", node)
-				.isEqualTo(Long.toString(tick.plusSeconds(1).toEpochMilli()));
+			int n = node;
+			// the claim returns once a quorum answered; the other nodes' answers may still come
+			await().atMost(Duration.ofSeconds(2))
+				.untilAsserted(() -> assertThat(get(n, key + "{tick}")).as("record on node %d", n)
+					.isEqualTo(Long.toString(tick.plusSeconds(1).toEpochMilli())));
 			assertThat(get(node, key)).as("no lock on node %d", node).isNull();
 			assertThat(get(node, key + "{fence}")).as("no fencing counter on node %d", node).isNull();
 		}
+	}
+
+	@Test
+	void aTickIsClaimedOnlyWhileItIsDueByTheNodesClocks() {
+		RedlockLockBackend backend = backend();
+		String key = key();
+		Instant now = Instant.now().truncatedTo(java.time.temporal.ChronoUnit.MILLIS);
+		Duration tolerance = Duration.ofSeconds(2);
+		TickClaim early = backend.claimTick(key, now.plusSeconds(10), tolerance, TTL);
+		assertThat(early.outcome()).isEqualTo(TickClaim.Outcome.NOT_DUE);
+		assertThat(Duration.between(now, early.backendTime()).abs()).as("median of the nodes' times")
+			.isLessThan(Duration.ofSeconds(1));
+		assertThat(backend.claimTick(key, now.minusSeconds(10), tolerance, TTL).outcome())
+			.isEqualTo(TickClaim.Outcome.NOT_DUE);
+		for (int node = 0; node < 5; node++) {
+			assertThat(get(node, key + "{tick}")).as("a claim that was not due wrote nothing on node %d", node)
+				.isNull();
+		}
+		assertThat(backend.claimTick(key, now, tolerance, TTL).outcome()).isEqualTo(TickClaim.Outcome.CLAIMED);
+		assertThat(backend().claimTick(key, now, tolerance, TTL).outcome()).isEqualTo(TickClaim.Outcome.TAKEN);
+	}
+
+	@Test
+	void aClaimThatWinsSomeNodesButNoQuorumSaysSo() {
+		RedlockLockBackend backend = backend();
+		String key = key();
+		Instant now = Instant.now();
+		// another claimer took this tick on three nodes: this one can win two at most
+		for (int node = 0; node < 3; node++) {
+			raw.get(node).getBucket(key + "{tick}", StringCodec.INSTANCE).set(Long.toString(now.toEpochMilli()), TTL);
+		}
+		assertThat(backend.claimTick(key, now, Duration.ofSeconds(2), TTL).outcome())
+			.isIn(TickClaim.Outcome.NO_QUORUM, TickClaim.Outcome.TAKEN);
+		for (int node = 3; node < 5; node++) {
+			raw.get(node).getBucket(key + "{tick}", StringCodec.INSTANCE).delete();
+		}
+		for (int node = 0; node < 2; node++) {
+			raw.get(node).getBucket(key + "{tick}", StringCodec.INSTANCE).delete();
+		}
+		// now only node 2 holds the tick: this claim wins four nodes, a quorum
+		assertThat(backend.claimTick(key, now, Duration.ofSeconds(2), TTL).outcome())
+			.isEqualTo(TickClaim.Outcome.CLAIMED);
 	}
 
 	@Test
@@ -330,7 +374,7 @@ class RedlockLockBackendTests extends LockBackendContractTests {
 		Instant start = Instant.parse("2030-01-01T00:00:00Z");
 		int rounds = 100;
 		boolean[][] won = race(first, second, rounds,
-				(backend, i) -> backend.claimTick(key, start.plusSeconds(i), TTL));
+				(backend, i) -> backend.claimTick(key, start.plusSeconds(i), ANY_TIME, TTL).outcome() == CLAIMED);
 		int unclaimed = 0;
 		for (int i = 0; i < rounds; i++) {
 			assertThat(won[0][i] && won[1][i]).as("both clients won tick %d", i).isFalse();

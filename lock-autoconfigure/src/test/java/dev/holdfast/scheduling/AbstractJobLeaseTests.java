@@ -78,8 +78,10 @@ abstract class AbstractJobLeaseTests {
 			assertThat(run.expired.await(20, TimeUnit.SECONDS)).as("the lease turned invalid").isTrue();
 			Lease lease = run.lease;
 			assertThat(run.validAtStart).isTrue();
+			// acquiredAt() is when the engine registered the lease, after the acquiring round trip
+			// (slow on a loaded host); validity counts from when that request was sent.
 			assertThat(Duration.between(lease.acquiredAt(), run.invalidAt)).as("time until isValid() turned false")
-				.isBetween(Duration.ofMillis(450), Duration.ofMillis(3000));
+				.isBetween(Duration.ofMillis(250), Duration.ofMillis(3000));
 			assertThat(Duration.between(lease.acquiredAt(), lease.expiresAt())).as("lockAtMostFor less drift")
 				.isBetween(Duration.ofMillis(400), Duration.ofMillis(500));
 			LockBackend backend = context.getBean(LockBackend.class);
@@ -88,7 +90,7 @@ abstract class AbstractJobLeaseTests {
 				.until(() -> backend.tryAcquire(lease.key(), "probe", Duration.ofMillis(200)).acquired());
 			run.finish.countDown();
 			await().atMost(Duration.ofSeconds(5))
-				.until(() -> output.toString().contains("Holdfast job '" + this.jobName + "' ran for"));
+				.until(() -> output.toString().contains("because job '" + this.jobName + "' ran for"));
 			assertThat(output).contains("past the validity of its lock (lockAtMostFor PT0.5S)");
 		});
 	}
@@ -106,10 +108,10 @@ abstract class AbstractJobLeaseTests {
 				.as("another owner, after lockAtMostFor, while the extended run goes on")
 				.isFalse();
 			run.finish.countDown();
-			await().atMost(Duration.ofSeconds(5))
-				.alias("the job lock once the run is over")
-				.until(() -> backend.tryAcquire(key, "probe", Duration.ofMillis(200)).acquired());
-			assertThat(run.lease.isValid()).as("after the run").isFalse();
+			await().atMost(Duration.ofSeconds(5)).alias("the run is over").until(() -> !run.lease.isValid());
+			assertThat(backend.tryAcquire(key, "probe", Duration.ofMillis(200)).acquired())
+				.as("the job lock, kept for fixedDelay (1h) after the run")
+				.isFalse();
 			assertThat(output).doesNotContain("past the validity of its lock");
 		});
 	}

@@ -28,6 +28,11 @@ class JdbcSingleInstanceClusterTests extends AbstractSingleInstanceClusterTests 
 		return "jdbc";
 	}
 
+	@Override
+	protected String label() {
+		return "jdbc (H2)";
+	}
+
 	@Configuration(proxyBeanMethods = false)
 	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, HoldfastAutoConfiguration.class })
 	static class AutoConfig {

@@ -19,8 +19,8 @@ import org.springframework.jdbc.core.JdbcTemplate;
 
 import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
-import dev.holdfast.testsupport.MariaDbServer;
-import dev.holdfast.testsupport.PostgresServer;
+import dev.holdfast.test.server.MariaDbServer;
+import dev.holdfast.test.server.PostgresServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;

@@ -14,4 +14,14 @@ class LocksOnlySingleInstanceClusterTests extends MemorySingleInstanceClusterTes
 		return new LocksOnlyBackend(memory);
 	}
 
+	@Override
+	protected String label() {
+		return "locks only (third party, on memory)";
+	}
+
+	@Override
+	protected boolean judgesTicksByItsClock() {
+		return false;
+	}
+
 }

@@ -2,7 +2,7 @@ package dev.holdfast.scheduling;
 
 import org.springframework.boot.builder.SpringApplicationBuilder;
 
-import dev.holdfast.testsupport.MariaDbServer;
+import dev.holdfast.test.server.MariaDbServer;
 
 /**
  * Three instances on one real MariaDB server, each with its own connection pool.
@@ -20,6 +20,11 @@ class MariaDbSingleInstanceClusterTests extends AbstractSingleInstanceClusterTes
 	@Override
 	protected String expectedBackend() {
 		return "jdbc";
+	}
+
+	@Override
+	protected String label() {
+		return "jdbc (MariaDB)";
 	}
 
 }

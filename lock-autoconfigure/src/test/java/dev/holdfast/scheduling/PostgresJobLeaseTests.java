@@ -5,7 +5,7 @@ import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
-import dev.holdfast.testsupport.PostgresServer;
+import dev.holdfast.test.server.PostgresServer;
 
 /**
  * Job leases on the jdbc backend, one real PostgreSQL server, each context with its own

@@ -2,7 +2,7 @@ package dev.holdfast.scheduling;
 
 import org.springframework.boot.builder.SpringApplicationBuilder;
 
-import dev.holdfast.testsupport.PostgresServer;
+import dev.holdfast.test.server.PostgresServer;
 
 /**
  * Three instances on one real PostgreSQL server, each with its own connection pool.
@@ -20,6 +20,11 @@ class PostgresSingleInstanceClusterTests extends AbstractSingleInstanceClusterTe
 	@Override
 	protected String expectedBackend() {
 		return "jdbc";
+	}
+
+	@Override
+	protected String label() {
+		return "jdbc (PostgreSQL)";
 	}
 
 }

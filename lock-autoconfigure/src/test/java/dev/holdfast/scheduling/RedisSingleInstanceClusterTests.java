@@ -9,7 +9,7 @@ import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfigurat
 import org.springframework.context.annotation.Configuration;
 
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
-import dev.holdfast.testsupport.RedisServer;
+import dev.holdfast.test.server.RedisServer;
 
 /**
  * Three instances on one real redis-server, each with its own connection factory.

@@ -23,9 +23,10 @@ import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 
+import dev.holdfast.ScheduledTick;
 import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
-import dev.holdfast.testsupport.RedisServer;
+import dev.holdfast.test.server.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;

@@ -11,7 +11,7 @@ import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
-import dev.holdfast.testsupport.RedisServer;
+import dev.holdfast.test.server.RedisServer;
 
 /**
  * Job leases on three real redis-servers as Redlock nodes, each context with its own clients.

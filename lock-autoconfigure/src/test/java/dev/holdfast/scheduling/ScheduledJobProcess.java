@@ -16,6 +16,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
 
+import dev.holdfast.ScheduledTick;
 import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
 

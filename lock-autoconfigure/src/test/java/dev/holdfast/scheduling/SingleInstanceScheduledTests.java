@@ -34,11 +34,12 @@ import org.springframework.scheduling.annotation.Scheduled;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockContext;
+import dev.holdfast.LockListener;
+import dev.holdfast.ScheduledTick;
 import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.actuate.LockMetricsListener;
 import dev.holdfast.autoconfigure.HoldfastActuatorAutoConfiguration;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
-import dev.holdfast.core.LockListener;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.LockBackend;
@@ -159,7 +160,14 @@ class SingleInstanceScheduledTests {
 						.isGreaterThan(ran.get(i - 1).token());
 				}
 				assertThat(output).contains("Holdfast skipped job 'busy-job' at tick ")
-					.contains(": the job's lock is held by another run (or kept for lockAtLeastFor)");
+					.contains(": the job's lock is held by another run (or kept for lockAtLeastFor)")
+					.contains("INFO")
+					.contains("Holdfast dropped job 'busy-job' at tick ")
+					.contains("this instance claimed it, but the job's lock is held by another run (or kept for "
+							+ "lockAtLeastFor); the tick runs on no instance");
+				assertThat(skipped(first, "job-busy") + skipped(second, "job-busy"))
+					.as("holdfast.scheduled.skipped{reason=job-busy} on both instances")
+					.isGreaterThanOrEqualTo(1);
 				assertThat(skipped(first) + skipped(second)).as("holdfast.scheduled.skipped on both instances")
 					.isGreaterThanOrEqualTo(2);
 			}));
@@ -170,11 +178,78 @@ class SingleInstanceScheduledTests {
 	}
 
 	private static double skipped(ApplicationContext context) {
-		Counter counter = context.getBean(MeterRegistry.class)
+		return context.getBean(MeterRegistry.class)
 			.find(LockMetricsListener.SKIPPED)
 			.tags("name", "busy-job", "backend", "memory")
+			.counters()
+			.stream()
+			.mapToDouble(Counter::count)
+			.sum();
+	}
+
+	private static double skipped(ApplicationContext context, String reason) {
+		Counter counter = context.getBean(MeterRegistry.class)
+			.find(LockMetricsListener.SKIPPED)
+			.tags("name", "busy-job", "backend", "memory", "reason", reason)
 			.counter();
 		return (counter != null) ? counter.count() : 0;
+	}
+
+	@Test
+	void holdfastSchedulingZoneIsTheZoneOfCronJobsThatSetNoneAndTheAnnotationWins() {
+		this.runner.withPropertyValues("holdfast.scheduling.zone=Asia/Kolkata")
+			.withUserConfiguration(ZonedJobs.class)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(nextTicks(context)).containsExactlyInAnyOrder(next("Asia/Kolkata"), next("America/New_York"));
+			});
+	}
+
+	@Test
+	void anInvalidHoldfastSchedulingZoneFailsAtStartup() {
+		this.runner.withPropertyValues("holdfast.scheduling.zone=Mars/Olympus")
+			.withUserConfiguration(ZonedJobs.class)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.rootCause()
+				.hasMessageContaining("holdfast.scheduling.zone 'Mars/Olympus' is not a time zone"));
+	}
+
+	@Test
+	void aBackendWithoutTickRecordsWarnsAtStartupThatInstanceClocksDecide(CapturedOutput output) {
+		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
+			.withBean("sharedBackend", LockBackend.class, () -> new LocksOnlyBackend(this.backend))
+			.withUserConfiguration(CronJob.class)
+			.run((context) -> assertThat(output).contains("The memory lock backend keeps no tick records (it does "
+					+ "not implement TickClaims): which tick of a cron or fixed-rate @SingleInstanceScheduled job is "
+					+ "due is decided by each instance's clock"));
+		assertThat(output).containsOnlyOnce("keeps no tick records");
+	}
+
+	private static java.util.List<Long> nextTicks(ApplicationContext context) {
+		return context.getBean(SingleInstanceScheduledBeanPostProcessor.class)
+			.getScheduledTasks()
+			.stream()
+			.map((task) -> Math.round(task.nextExecution().toEpochMilli() / 1000.0) * 1000)
+			.toList();
+	}
+
+	private static long next(String zone) {
+		java.time.ZonedDateTime now = java.time.ZonedDateTime.now(java.time.ZoneId.of(zone));
+		java.time.ZonedDateTime next = now.withHour(2).withMinute(30).withSecond(0).withNano(0);
+		return (next.isAfter(now) ? next : next.plusDays(1)).toInstant().toEpochMilli();
+	}
+
+	static class ZonedJobs {
+
+		@SingleInstanceScheduled(cron = "0 30 2 * * *", name = "zone-from-property")
+		void fromProperty() {
+		}
+
+		@SingleInstanceScheduled(cron = "0 30 2 * * *", name = "zone-from-annotation", zone = "America/New_York")
+		void fromAnnotation() {
+		}
+
 	}
 
 	@Test
@@ -212,7 +287,8 @@ class SingleInstanceScheduledTests {
 			.withUserConfiguration(QuickJob.class)
 			.run((context) -> {
 				Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> output.toString().contains(
-						"Holdfast skipped job 'quick-job' because the lock backend failed; the job did not run"));
+						"because the lock backend failed; the job did not run"));
+				assertThat(output).contains("Holdfast skipped job 'quick-job' at tick ");
 				assertThat(context.getBean(QuickJob.class).started.getCount()).isOne();
 				assertThat(output).contains("WARN");
 			});
@@ -376,7 +452,7 @@ class SingleInstanceScheduledTests {
 		final AtomicInteger skipped = new AtomicInteger();
 
 		@Override
-		public void tickSkipped(String name, String backend) {
+		public void tickSkipped(String name, String backend, String reason) {
 			if (name.equals("at-least-job")) {
 				this.skipped.incrementAndGet();
 			}

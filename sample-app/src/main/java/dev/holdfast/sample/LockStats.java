@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.springframework.stereotype.Component;
 
-import dev.holdfast.core.LockListener;
+import dev.holdfast.LockListener;
 
 /**
  * Counts what this instance's locks did, per lock name: acquisitions, how many of them had to
@@ -39,7 +39,7 @@ public class LockStats implements LockListener {
 	}
 
 	@Override
-	public void tickSkipped(String name, String backend) {
+	public void tickSkipped(String name, String backend, String reason) {
 		counters(name).skipped.incrementAndGet();
 	}
 

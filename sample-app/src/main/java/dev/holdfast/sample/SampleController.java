@@ -14,10 +14,10 @@ import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
+import dev.holdfast.HeldLeases;
+import dev.holdfast.LeaseInfo;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockNotAcquiredException;
-import dev.holdfast.core.DefaultLockTemplate;
-import dev.holdfast.core.LeaseInfo;
 
 /**
  * The sample's HTTP interface: reserve stock, read stock, runs per tick of the scheduled job,
@@ -36,13 +36,13 @@ public class SampleController {
 
 	private final JobRuns jobRuns;
 
-	private final DefaultLockTemplate locks;
+	private final HeldLeases locks;
 
 	private final LockStats stats;
 
 	private final SampleProperties properties;
 
-	public SampleController(InventoryService inventory, JobRuns jobRuns, DefaultLockTemplate locks, LockStats stats,
+	public SampleController(InventoryService inventory, JobRuns jobRuns, HeldLeases locks, LockStats stats,
 			SampleProperties properties) {
 		this.inventory = inventory;
 		this.jobRuns = jobRuns;
@@ -90,7 +90,7 @@ public class SampleController {
 		List<LeaseInfo> held = this.locks.heldLeases();
 		Map<String, Object> result = new LinkedHashMap<>();
 		result.put("instance", this.properties.getInstanceId());
-		result.put("backend", this.locks.backend().name());
+		result.put("backend", this.locks.backendName());
 		result.put("leases", held);
 		return result;
 	}
@@ -102,7 +102,7 @@ public class SampleController {
 	public Map<String, Object> stats() {
 		Map<String, Object> result = new LinkedHashMap<>();
 		result.put("instance", this.properties.getInstanceId());
-		result.put("backend", this.locks.backend().name());
+		result.put("backend", this.locks.backendName());
 		result.put("locks", this.stats.snapshot());
 		return result;
 	}

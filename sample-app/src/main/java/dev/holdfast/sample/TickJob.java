@@ -4,8 +4,8 @@ import java.time.Instant;
 
 import org.springframework.stereotype.Component;
 
+import dev.holdfast.ScheduledTick;
 import dev.holdfast.SingleInstanceScheduled;
-import dev.holdfast.scheduling.ScheduledTick;
 
 /**
  * A job that must run once per tick across all instances: each run records one row with the

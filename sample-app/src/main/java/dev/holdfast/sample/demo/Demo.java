@@ -28,6 +28,7 @@ import tools.jackson.databind.JsonNode;
 
 import org.springframework.scheduling.support.CronExpression;
 
+import dev.holdfast.sample.EmbeddedZooKeeper;
 import dev.holdfast.sample.SampleApplication;
 import dev.holdfast.sample.SampleController;
 import dev.holdfast.sample.TickJob;
@@ -60,6 +61,8 @@ public final class Demo {
 	private final List<Instance> instances = new CopyOnWriteArrayList<>();
 
 	private final List<RedisNode> redisNodes = new CopyOnWriteArrayList<>();
+
+	private final AtomicReference<EmbeddedZooKeeper> zooKeeper = new AtomicReference<>();
 
 	private final HttpClient http = HttpClient.newBuilder()
 		.version(HttpClient.Version.HTTP_1_1)
@@ -167,6 +170,17 @@ public final class Demo {
 				say("Started redis-server %s for Redlock (log: %s)", node.address(), node.log());
 			}
 		}
+		if ("zookeeper".equals(this.options.profile())) {
+			// a server in this JVM on a free port, so that every instance is a client like the others
+			quietZooKeeperServerLogs();
+			Path data = workDir.resolve("zookeeper");
+			deleteRecursively(data);
+			EmbeddedZooKeeper server = EmbeddedZooKeeper.startUnlessRunning(freePort(), data);
+			this.zooKeeper.set(server);
+			args.add("--sample.zookeeper.embedded=false");
+			args.add("--sample.zookeeper.connect-string=" + server.connectString());
+			say("Started an embedded ZooKeeper server on %s", server.connectString());
+		}
 		if (this.options.freshDatabase()) {
 			Path db = workDir.resolve("db");
 			deleteRecursively(db);
@@ -197,6 +211,13 @@ public final class Demo {
 		for (Instance instance : this.instances.subList(1, this.instances.size())) {
 			instance.awaitReady(this.options.startupTimeout());
 			say("  %s ready on port %d", instance.id(), instance.port());
+		}
+	}
+
+	/** The embedded server logs every connection at INFO; the demo's output is its progress. */
+	private static void quietZooKeeperServerLogs() {
+		if (org.slf4j.LoggerFactory.getLogger("org.apache.zookeeper") instanceof ch.qos.logback.classic.Logger logger) {
+			logger.setLevel(ch.qos.logback.classic.Level.WARN);
 		}
 	}
 
@@ -415,6 +436,11 @@ public final class Demo {
 		if (!this.redisNodes.isEmpty()) {
 			say("Stopped %d redis-servers", this.redisNodes.size());
 			this.redisNodes.clear();
+		}
+		EmbeddedZooKeeper server = this.zooKeeper.getAndSet(null);
+		if (server != null) {
+			server.close();
+			say("Stopped the embedded ZooKeeper server");
 		}
 	}
 

@@ -25,13 +25,14 @@ public record DemoOptions(int instances, int requests, int concurrency, int stoc
 		String profile, String backend, Path workDir, Duration startupTimeout) {
 
 	/** The profiles the sample application defines. */
-	static final List<String> PROFILES = List.of("redis", "redlock", "postgres");
+	static final List<String> PROFILES = List.of("redis", "redlock", "zookeeper", "postgres");
 
-	static final List<String> BACKENDS = List.of("jdbc", "redis", "redlock", "memory");
+	static final List<String> BACKENDS = List.of("jdbc", "redis", "redlock", "zookeeper", "memory");
 
 	static final String USAGE = """
 			Usage: Demo [--instances=3] [--requests=600] [--concurrency=12] [--stock=250] [--skus=apple,pear]
-			            [--ticks=5] [--profile=redis|redlock|postgres] [--backend=jdbc|redis|redlock|memory]
+			            [--ticks=5] [--profile=redis|redlock|zookeeper|postgres]
+			            [--backend=jdbc|redis|redlock|zookeeper|memory]
 			            [--work-dir=target/holdfast-demo] [--startup-timeout=180s]
 			Starts the instances of the sample application as separate JVMs sharing one database, sends
 			concurrent reservations to all of them, watches the single-instance job for some ticks and

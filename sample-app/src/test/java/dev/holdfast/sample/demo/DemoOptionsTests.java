@@ -37,7 +37,7 @@ class DemoOptionsTests {
 		assertThatIllegalArgumentException().isThrownBy(() -> DemoOptions.parse("--requests=-1"))
 			.withMessage("--requests must be a whole number from 1 to 1000000, was '-1'");
 		assertThatIllegalArgumentException().isThrownBy(() -> DemoOptions.parse("--profile=mongo"))
-			.withMessage("--profile must be one of [redis, redlock, postgres], was 'mongo'");
+			.withMessage("--profile must be one of [redis, redlock, zookeeper, postgres], was 'mongo'");
 		assertThatIllegalArgumentException().isThrownBy(() -> DemoOptions.parse("--skus=a;drop"))
 			.withMessageStartingWith("--skus must be a comma-separated list");
 		assertThatIllegalArgumentException().isThrownBy(() -> DemoOptions.parse("--speed=3"))

@@ -1,0 +1,519 @@
+package dev.holdfast.test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LeaseInfo;
+import dev.holdfast.LockBackendException;
+import dev.holdfast.LockInterruptedException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.LeaseRenewal;
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.ReleaseEvents;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The contract every backend passes, as a JUnit 5 class that a backend's test extends. A subclass
+ * supplies independent clients of one shared backend server ({@link #newBackend()}): two
+ * templates built here behave like two processes of a cluster. A backend that implements
+ * {@link dev.holdfast.spi.TickClaims} also implements {@link TickClaimsContractTests}.
+ */
+public abstract class LockBackendContractTests {
+
+	private final List<DefaultLockTemplate> templates = new ArrayList<>();
+
+	private final List<LockBackend> backends = new ArrayList<>();
+
+	/**
+	 * A new client of the shared backend server, independent of every other one returned (its
+	 * own connections, subscriptions and state), as if it ran in another process.
+	 */
+	protected abstract LockBackend newBackend();
+
+	/**
+	 * A lock template, as an application gets it, on a {@linkplain #newBackend() new client}:
+	 * another process of the cluster. It is closed after the test.
+	 */
+	protected LockTemplate newTemplate() {
+		return newEngine(settings());
+	}
+
+	private LockSettings settings() {
+		return LockSettings.defaults().withPollInterval(Duration.ofMillis(200));
+	}
+
+	private DefaultLockTemplate newEngine(LockSettings settings) {
+		return newEngine(trackBackend(newBackend()), settings);
+	}
+
+	private DefaultLockTemplate newEngine(LockBackend backend, LockSettings settings) {
+		DefaultLockTemplate template = new DefaultLockTemplate(backend, settings);
+		this.templates.add(template);
+		return template;
+	}
+
+	/** Registers a backend made outside {@link #newTemplate()} to be closed after the test. */
+	protected <B extends LockBackend> B trackBackend(B backend) {
+		this.backends.add(backend);
+		return backend;
+	}
+
+	@AfterEach
+	void closeTemplates() throws Exception {
+		for (DefaultLockTemplate template : this.templates) {
+			template.close();
+		}
+		for (LockBackend backend : this.backends) {
+			if (backend instanceof AutoCloseable closeable) {
+				closeable.close();
+			}
+		}
+	}
+
+	/**
+	 * The executor on which tests run concurrent callers; subclasses may run them on other kinds
+	 * of threads (virtual threads).
+	 */
+	protected ExecutorService newExecutor(int threads) {
+		return Executors.newFixedThreadPool(threads);
+	}
+
+	/** An unstarted thread for a concurrent caller; see {@link #newExecutor(int)}. */
+	protected Thread newThread(Runnable task) {
+		return new Thread(task);
+	}
+
+	protected static String uniqueName() {
+		return "contract-" + UUID.randomUUID();
+	}
+
+	/**
+	 * How long a test waits for a lock that should be free. One attempt is not enough for every
+	 * backend: a Redlock attempt can miss its quorum on a loaded machine and is retried.
+	 */
+	protected static final Duration FREE_LOCK_WAIT = Duration.ofSeconds(5);
+
+	private static LockOptions free() {
+		return waitFor(FREE_LOCK_WAIT);
+	}
+
+	private static LockOptions waitFor(Duration wait) {
+		return LockOptions.defaults().waitTime(wait);
+	}
+
+	@Test
+	void twoClientsNeverHoldTheLockAtOnce() throws Exception {
+		LockTemplate first = newTemplate();
+		LockTemplate second = newTemplate();
+		String name = uniqueName();
+		int threadsPerClient = 4;
+		int rounds = 15;
+		int[] counter = { 0 };
+		AtomicInteger inside = new AtomicInteger();
+		AtomicInteger overlaps = new AtomicInteger();
+		ExecutorService pool = newExecutor(threadsPerClient * 2);
+		try {
+			List<Future<?>> futures = new ArrayList<>();
+			for (LockTemplate template : List.of(first, second)) {
+				for (int t = 0; t < threadsPerClient; t++) {
+					futures.add(pool.submit(() -> {
+						for (int i = 0; i < rounds; i++) {
+							template.executeLocked(name, null, waitFor(Duration.ofSeconds(30)), () -> {
+								if (inside.incrementAndGet() > 1) {
+									overlaps.incrementAndGet();
+								}
+								int read = counter[0];
+								Thread.sleep(1);
+								counter[0] = read + 1;
+								inside.decrementAndGet();
+								return null;
+							});
+						}
+						return null;
+					}));
+				}
+			}
+			for (Future<?> future : futures) {
+				future.get(120, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			pool.shutdownNow();
+		}
+		assertThat(overlaps.get()).as("holders that overlapped").isZero();
+		assertThat(counter[0]).as("read-sleep-write increments (lost updates show as fewer)")
+			.isEqualTo(2 * threadsPerClient * rounds);
+	}
+
+	@Test
+	void differentKeysAreIndependentLocks() {
+		LockTemplate first = newTemplate();
+		LockTemplate second = newTemplate();
+		String name = uniqueName();
+		try (Lease a = first.acquire(name, "a", free())) {
+			assertThat(second.tryAcquire(name, "a", waitFor(Duration.ZERO))).isEmpty();
+			try (Lease b = second.acquire(name, "b", free())) {
+				assertThat(b.key()).isNotEqualTo(a.key());
+			}
+			try (Lease other = second.acquire(name + "-other", null, free())) {
+				assertThat(other.isValid()).isTrue();
+			}
+		}
+	}
+
+	@Test
+	void keysWithAnyCharactersAreDistinctLocks() {
+		LockTemplate first = newTemplate();
+		LockTemplate second = newTemplate();
+		String name = uniqueName();
+		try (Lease colon = first.acquire(name, "a:b", free());
+				Lease braces = first.acquire(name, "{x} \u00e9\u20ac\n", free())) {
+			assertThat(second.tryAcquire(name + ":a", "b", free())).isPresent()
+				.get()
+				.satisfies(Lease::close);
+			assertThat(second.tryAcquire(name, "a:b", waitFor(Duration.ZERO))).isEmpty();
+			assertThat(second.tryAcquire(name, "{x} \u00e9\u20ac\n", waitFor(Duration.ZERO))).isEmpty();
+			String longKey = "k".repeat(5000);
+			try (Lease hashed = second.acquire(name, longKey, free())) {
+				assertThat(hashed.key().length()).isLessThanOrEqualTo(settings().maxKeyLength());
+				assertThat(first.tryAcquire(name, longKey, waitFor(Duration.ZERO))).isEmpty();
+				assertThat(first.tryAcquire(name, longKey + "x", free())).isPresent()
+					.get()
+					.satisfies(Lease::close);
+			}
+		}
+	}
+
+	@Test
+	void anotherClientRelocksRightAfterRelease() {
+		LockTemplate first = newTemplate();
+		LockTemplate second = newTemplate();
+		String name = uniqueName();
+		for (int i = 0; i < 10; i++) {
+			first.acquire(name, null, free()).close();
+			second.acquire(name, null, free()).close();
+		}
+	}
+
+	@Test
+	void expiredLeaseCanBeTakenOver() throws Exception {
+		LockTemplate first = newTemplate();
+		LockTemplate second = newTemplate();
+		String name = uniqueName();
+		Lease expiring = first.acquire(name, null,
+				LockOptions.defaults().leaseTime(Duration.ofMillis(400)).renew(false).waitTime(FREE_LOCK_WAIT));
+		assertThat(second.tryAcquire(name, null, waitFor(Duration.ZERO))).isEmpty();
+		long start = System.nanoTime();
+		try (Lease taker = second.acquire(name, null, waitFor(Duration.ofSeconds(5)))) {
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
+			assertThat(taker.fencingToken()).isGreaterThan(expiring.fencingToken());
+			assertThat(expiring.isValid()).isFalse();
+			expiring.close();
+			assertThat(first.tryAcquire(name, null, waitFor(Duration.ZERO))).as("the old owner's release must not free it")
+				.isEmpty();
+		}
+	}
+
+	@Test
+	void releaseByAnotherOwnerIsIgnored() {
+		LockBackend backend = trackBackend(newBackend());
+		LockBackend other = trackBackend(newBackend());
+		String key = "holdfast:" + uniqueName();
+		AcquireResult result = backend.tryAcquire(key, "owner-1", Duration.ofSeconds(10));
+		assertThat(result.acquired()).isTrue();
+		assertThat(other.release(key, "owner-2")).isFalse();
+		assertThat(other.tryAcquire(key, "owner-2", Duration.ofSeconds(10)).acquired()).isFalse();
+		if (other instanceof LeaseRenewal renewal) {
+			assertThat(renewal.renew(List.of(new HeldLock(key, "owner-2", Duration.ofSeconds(10))))).isEmpty();
+		}
+		assertThat(backend.release(key, "owner-1")).isTrue();
+		assertThat(backend.release(key, "owner-1")).as("a second release finds nothing").isFalse();
+	}
+
+	@Test
+	void heldLockReportsHolderRemainingTimeWithinItsTtl() {
+		LockBackend backend = trackBackend(newBackend());
+		String key = "holdfast:" + uniqueName();
+		assertThat(backend.tryAcquire(key, "owner-1", Duration.ofSeconds(10)).acquired()).isTrue();
+		AcquireResult held = backend.tryAcquire(key, "owner-2", Duration.ofSeconds(10));
+		assertThat(held.acquired()).isFalse();
+		assertThat(held.holderRemainingMillis()).isLessThanOrEqualTo(10_000);
+		backend.release(key, "owner-1");
+	}
+
+	@Test
+	void renewalKeepsTheLockPastItsTtl() throws Exception {
+		LockTemplate first = newTemplate();
+		LockTemplate second = newTemplate();
+		String name = uniqueName();
+		try (Lease lease = first.acquire(name, null,
+				LockOptions.defaults().leaseTime(Duration.ofMillis(600)).waitTime(FREE_LOCK_WAIT))) {
+			assertThat(second.tryAcquire(name, null, waitFor(Duration.ofMillis(1800))))
+				.as("another client trying for three TTLs").isEmpty();
+			assertThat(lease.isValid()).isTrue();
+		}
+		assertThat(second.tryAcquire(name, null, free())).isPresent().get().satisfies(Lease::close);
+	}
+
+	@Test
+	void leaseCanBeExtended() throws Exception {
+		LockTemplate first = newTemplate();
+		LockTemplate second = newTemplate();
+		String name = uniqueName();
+		try (Lease lease = first.acquire(name, null,
+				LockOptions.defaults().leaseTime(Duration.ofMillis(500)).renew(false).waitTime(FREE_LOCK_WAIT))) {
+			assertThat(lease.extend(Duration.ofSeconds(5))).isTrue();
+			assertThat(second.tryAcquire(name, null, waitFor(Duration.ofMillis(900))))
+				.as("another client trying past the original TTL").isEmpty();
+			assertThat(lease.isValid()).isTrue();
+		}
+	}
+
+	@Test
+	void lostLeaseIsDetected() throws Exception {
+		FlakyRenewals flaky = new FlakyRenewals(newBackend());
+		trackBackend(flaky.delegate);
+		DefaultLockTemplate first = newEngine(flaky, settings());
+		LockTemplate second = newTemplate();
+		String name = uniqueName();
+		Lease lease = first.acquire(name, null,
+				LockOptions.defaults().leaseTime(Duration.ofMillis(500)).waitTime(FREE_LOCK_WAIT));
+		flaky.failing.set(true);
+		try (Lease taker = second.acquire(name, null, waitFor(Duration.ofSeconds(5)))) {
+			assertThat(lease.isValid()).as("a lease past its validity is not valid").isFalse();
+			flaky.failing.set(false);
+			await().atMost(Duration.ofSeconds(5))
+				.until(() -> first.heldLeases().stream().noneMatch(LeaseInfo::valid));
+			assertThat(lease.isValid()).isFalse();
+			assertThat(taker.isValid()).isTrue();
+			assertThat(lease.extend(Duration.ofSeconds(5))).as("a lost lease cannot be extended").isFalse();
+			lease.close();
+			assertThat(taker.isValid()).isTrue();
+			assertThat(first.tryAcquire(name, null, waitFor(Duration.ZERO))).isEmpty();
+		}
+	}
+
+	@Test
+	void waiterWakesPromptlyAfterRelease() throws Exception {
+		boolean notifying = newBackendSupportsReleaseEvents();
+		Duration poll = notifying ? Duration.ofSeconds(3) : Duration.ofMillis(200);
+		LockTemplate first = newEngine(settings().withPollInterval(poll));
+		LockTemplate second = newEngine(settings().withPollInterval(poll));
+		String name = uniqueName();
+		Lease held = first.acquire(name, null, free());
+		AtomicReference<Long> acquiredAt = new AtomicReference<>();
+		CountDownLatch started = new CountDownLatch(1);
+		Thread waiter = newThread(() -> {
+			started.countDown();
+			try (Lease lease = second.acquire(name, null, waitFor(Duration.ofSeconds(20)))) {
+				acquiredAt.set(System.nanoTime());
+			}
+		});
+		waiter.start();
+		started.await();
+		awaitParked(waiter);
+		assertThat(acquiredAt.get()).isNull();
+		long releasedAt = System.nanoTime();
+		held.close();
+		waiter.join(15_000);
+		assertThat(acquiredAt.get()).isNotNull();
+		Duration wake = Duration.ofNanos(acquiredAt.get() - releasedAt);
+		assertThat(wake).as("wake-up after release, polling every %s", poll)
+			.isLessThan(notifying ? Duration.ofMillis(1500) : poll.plusSeconds(1));
+	}
+
+	/**
+	 * Waits until {@code thread} has stayed parked for 100 ms: waiting for the lock, not inside a
+	 * backend round trip (which takes well under a millisecond on loopback).
+	 */
+	private static void awaitParked(Thread thread) {
+		await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(5))
+			.until(() -> thread.getState() == Thread.State.WAITING || thread.getState() == Thread.State.TIMED_WAITING);
+	}
+
+	private boolean newBackendSupportsReleaseEvents() {
+		return trackBackend(newBackend()) instanceof ReleaseEvents;
+	}
+
+	@Test
+	void waiterGivesUpAfterItsWaitTime() {
+		LockTemplate first = newTemplate();
+		LockTemplate second = newTemplate();
+		String name = uniqueName();
+		try (Lease held = first.acquire(name, null, free())) {
+			long start = System.nanoTime();
+			Optional<Lease> lease = second.tryAcquire(name, null, waitFor(Duration.ofMillis(400)));
+			Duration waited = Duration.ofNanos(System.nanoTime() - start);
+			assertThat(lease).isEmpty();
+			assertThat(waited).isBetween(Duration.ofMillis(390), Duration.ofSeconds(3));
+		}
+	}
+
+	@Test
+	void interruptedWaiterStopsAndLeavesNoLease() throws Exception {
+		LockTemplate first = newTemplate();
+		DefaultLockTemplate second = newEngine(settings());
+		String name = uniqueName();
+		Lease held = first.acquire(name, null, free());
+		AtomicReference<Throwable> failure = new AtomicReference<>();
+		AtomicBoolean flagKept = new AtomicBoolean();
+		CountDownLatch started = new CountDownLatch(1);
+		Thread waiter = newThread(() -> {
+			started.countDown();
+			try {
+				second.acquire(name, null, waitFor(Duration.ofSeconds(30))).close();
+			}
+			catch (RuntimeException ex) {
+				failure.set(ex);
+				flagKept.set(Thread.currentThread().isInterrupted());
+			}
+		});
+		waiter.start();
+		started.await();
+		awaitParked(waiter);
+		long interruptedAt = System.nanoTime();
+		waiter.interrupt();
+		waiter.join(5000);
+		assertThat(Duration.ofNanos(System.nanoTime() - interruptedAt)).isLessThan(Duration.ofSeconds(2));
+		assertThat(failure.get()).isInstanceOf(LockInterruptedException.class);
+		assertThat(flagKept).isTrue();
+		held.close();
+		assertThat(second.heldLeases()).isEmpty();
+		LockTemplate third = newTemplate();
+		assertThat(third.tryAcquire(name, null, free())).isPresent().get().satisfies(Lease::close);
+	}
+
+	@Test
+	void fencingTokensStrictlyIncreaseAcrossHolders() throws Exception {
+		LockTemplate first = newTemplate();
+		LockTemplate second = newTemplate();
+		String name = uniqueName();
+		long last = Long.MIN_VALUE;
+		for (int i = 0; i < 20; i++) {
+			LockTemplate template = (i % 2 == 0) ? first : second;
+			try (Lease lease = template.acquire(name, "k", free())) {
+				assertThat(lease.fencingToken()).isGreaterThan(last);
+				last = lease.fencingToken();
+			}
+		}
+		Lease expiring = first.acquire(name, "k",
+				LockOptions.defaults().leaseTime(Duration.ofMillis(200)).renew(false).waitTime(FREE_LOCK_WAIT));
+		// the acquisition waits for the expiry
+		try (Lease next = second.acquire(name, "k", free())) {
+			assertThat(next.fencingToken()).isGreaterThan(expiring.fencingToken()).isGreaterThan(last);
+		}
+		expiring.close();
+	}
+
+	@Test
+	void sameThreadReentersWithoutDeadlock() {
+		LockTemplate first = newTemplate();
+		LockTemplate second = newTemplate();
+		String name = uniqueName();
+		try (Lease outer = first.acquire(name, null, free())) {
+			try (Lease inner = first.acquire(name, null, free())) {
+				assertThat(inner.fencingToken()).isEqualTo(outer.fencingToken());
+			}
+			assertThat(outer.isValid()).isTrue();
+			assertThat(second.tryAcquire(name, null, waitFor(Duration.ZERO))).as("still held after the inner release")
+				.isEmpty();
+		}
+		assertThat(second.tryAcquire(name, null, free())).isPresent().get().satisfies(Lease::close);
+	}
+
+	@Test
+	void otherThreadOfTheSameProcessWaits() throws Exception {
+		LockTemplate template = newTemplate();
+		String name = uniqueName();
+		try (Lease held = template.acquire(name, null, free())) {
+			ExecutorService pool = newExecutor(1);
+			try {
+				assertThat(pool.submit(() -> template.tryAcquire(name, null, waitFor(Duration.ZERO))).get()).isEmpty();
+			}
+			finally {
+				pool.shutdownNow();
+			}
+		}
+	}
+
+	@Test
+	void manyLeasesAreRenewedTogether() throws Exception {
+		LockTemplate template = newTemplate();
+		LockTemplate other = newTemplate();
+		String name = uniqueName();
+		List<Lease> leases = new ArrayList<>();
+		for (int i = 0; i < 200; i++) {
+			leases.add(template.acquire(name, i,
+					LockOptions.defaults().leaseTime(Duration.ofMillis(900)).waitTime(FREE_LOCK_WAIT)));
+		}
+		assertThat(other.tryAcquire(name, 0, waitFor(Duration.ofSeconds(2))))
+			.as("another client trying for two TTLs").isEmpty();
+		for (int i = 0; i < 200; i += 37) {
+			assertThat(other.tryAcquire(name, i, waitFor(Duration.ZERO))).isEmpty();
+		}
+		assertThat(leases).allMatch(Lease::isValid);
+		leases.forEach(Lease::close);
+	}
+
+	/** A backend whose renewals fail, as if the network dropped them, while {@link #failing} is set. */
+	static final class FlakyRenewals implements LockBackend, LeaseRenewal {
+
+		final LockBackend delegate;
+
+		final AtomicBoolean failing = new AtomicBoolean();
+
+		FlakyRenewals(LockBackend delegate) {
+			this.delegate = delegate;
+		}
+
+		@Override
+		public String name() {
+			return this.delegate.name();
+		}
+
+		@Override
+		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+			return this.delegate.tryAcquire(key, owner, ttl);
+		}
+
+		@Override
+		public boolean release(String key, String owner) {
+			return this.delegate.release(key, owner);
+		}
+
+		@Override
+		public Set<String> renew(Collection<HeldLock> locks) {
+			if (this.failing.get()) {
+				throw new LockBackendException("renewal dropped by the test", null);
+			}
+			return ((LeaseRenewal) this.delegate).renew(locks);
+		}
+
+	}
+
+}

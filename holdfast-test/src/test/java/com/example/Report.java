@@ -1,0 +1,5 @@
+package com.example;
+
+/** An application's report. */
+public record Report(String content) {
+}

@@ -1,0 +1,49 @@
+package dev.holdfast.jdbc;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariDataSource;
+
+import org.springframework.core.io.ClassPathResource;
+import org.springframework.jdbc.datasource.init.ResourceDatabasePopulator;
+
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.TickClaims;
+import dev.holdfast.test.LockBackendContractTests;
+import dev.holdfast.test.TickClaimsContractTests;
+
+/**
+ * The contracts of locks and tick claims on {@link JdbcLockBackend}; a subclass per database
+ * names the shared server. Every client has a connection pool of its own, as another process.
+ */
+abstract class JdbcContractTests extends LockBackendContractTests implements TickClaimsContractTests {
+
+	/** A new, independent connection pool on the shared server, whose schema exists. */
+	protected abstract HikariDataSource newDataSource();
+
+	@Override
+	protected LockBackend newBackend() {
+		return new PooledJdbcLockBackend(newDataSource());
+	}
+
+	@Override
+	public TickClaims newClaimsClient() {
+		return trackBackend(new PooledJdbcLockBackend(newDataSource()));
+	}
+
+	static void createSchema(DataSource dataSource, String platform) {
+		new ResourceDatabasePopulator(new ClassPathResource("dev/holdfast/jdbc/schema-" + platform + ".sql"))
+			.execute(dataSource);
+	}
+
+	static HikariDataSource h2(String url) {
+		HikariDataSource dataSource = new HikariDataSource();
+		dataSource.setJdbcUrl(url);
+		dataSource.setUsername("sa");
+		dataSource.setMaximumPoolSize(4);
+		dataSource.setMinimumIdle(0);
+		dataSource.setConnectionTimeout(2000);
+		return dataSource;
+	}
+
+}

@@ -1,0 +1,25 @@
+package dev.holdfast.jdbc;
+
+import com.zaxxer.hikari.HikariDataSource;
+import org.junit.jupiter.api.BeforeAll;
+
+import dev.holdfast.test.server.MariaDbServer;
+
+/**
+ * The contracts on a real MariaDB server.
+ */
+class MariaDbJdbcContractTests extends JdbcContractTests {
+
+	@BeforeAll
+	static void createSchema() {
+		try (HikariDataSource dataSource = MariaDbServer.shared().newDataSource()) {
+			createSchema(dataSource, "mariadb");
+		}
+	}
+
+	@Override
+	protected HikariDataSource newDataSource() {
+		return MariaDbServer.shared().newDataSource();
+	}
+
+}

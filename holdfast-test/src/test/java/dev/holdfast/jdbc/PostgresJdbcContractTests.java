@@ -1,0 +1,25 @@
+package dev.holdfast.jdbc;
+
+import com.zaxxer.hikari.HikariDataSource;
+import org.junit.jupiter.api.BeforeAll;
+
+import dev.holdfast.test.server.PostgresServer;
+
+/**
+ * The contracts on a real PostgreSQL server.
+ */
+class PostgresJdbcContractTests extends JdbcContractTests {
+
+	@BeforeAll
+	static void createSchema() {
+		try (HikariDataSource dataSource = PostgresServer.shared().newDataSource()) {
+			createSchema(dataSource, "postgresql");
+		}
+	}
+
+	@Override
+	protected HikariDataSource newDataSource() {
+		return PostgresServer.shared().newDataSource();
+	}
+
+}

@@ -1,0 +1,41 @@
+package dev.holdfast.redis;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
+
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.test.LockBackendContractTests;
+import dev.holdfast.test.server.RedisServer;
+
+/** The backend contract on a standalone Redis through Jedis connection factories. */
+class JedisRedisContractTests extends LockBackendContractTests {
+
+	private static RedisServer server;
+
+	private static final List<JedisConnectionFactory> factories = new ArrayList<>();
+
+	@BeforeAll
+	static void startRedis() {
+		server = RedisServer.start();
+	}
+
+	@AfterAll
+	static void stopRedis() {
+		factories.forEach(JedisConnectionFactory::destroy);
+		factories.clear();
+		server.close();
+	}
+
+	@Override
+	protected LockBackend newBackend() {
+		JedisConnectionFactory factory = RedisTestClients.jedisConnectionFactory(server);
+		factories.add(factory);
+		return RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
+	}
+
+}

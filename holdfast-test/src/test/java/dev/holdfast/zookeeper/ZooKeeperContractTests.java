@@ -1,0 +1,50 @@
+package dev.holdfast.zookeeper;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.TickClaims;
+import dev.holdfast.test.LockBackendContractTests;
+import dev.holdfast.test.TickClaimsContractTests;
+import dev.holdfast.test.server.ZooKeeperServer;
+
+/**
+ * The backend and tick-claim contracts on one ZooKeeper server. Every backend has its own
+ * Curator client (its own session), as another process would.
+ */
+class ZooKeeperContractTests extends LockBackendContractTests implements TickClaimsContractTests {
+
+	private static ZooKeeperServer server;
+
+	/** Tick-claim clients, which the lock contract does not track: closed with the class. */
+	private static final List<ZooKeeperLockBackend> claimClients = new ArrayList<>();
+
+	@BeforeAll
+	static void startServer() {
+		server = ZooKeeperServer.start();
+	}
+
+	@AfterAll
+	static void stopServer() {
+		claimClients.forEach(ZooKeeperLockBackend::close);
+		claimClients.clear();
+		server.close();
+	}
+
+	@Override
+	protected LockBackend newBackend() {
+		return ZooKeeperTestClients.backend(server);
+	}
+
+	@Override
+	public TickClaims newClaimsClient() {
+		ZooKeeperLockBackend client = ZooKeeperTestClients.backend(server);
+		claimClients.add(client);
+		return client;
+	}
+
+}

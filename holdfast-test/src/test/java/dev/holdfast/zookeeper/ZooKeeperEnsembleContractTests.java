@@ -1,0 +1,33 @@
+package dev.holdfast.zookeeper;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.test.LockBackendContractTests;
+import dev.holdfast.test.server.ZooKeeperServer;
+
+/**
+ * The backend contract on a three-server ensemble: each client connects to any of the servers,
+ * so that holders and waiters talk to different servers and reads may come from followers.
+ */
+class ZooKeeperEnsembleContractTests extends LockBackendContractTests {
+
+	private static ZooKeeperServer ensemble;
+
+	@BeforeAll
+	static void startEnsemble() {
+		ensemble = ZooKeeperServer.startEnsemble(3);
+	}
+
+	@AfterAll
+	static void stopEnsemble() {
+		ensemble.close();
+	}
+
+	@Override
+	protected LockBackend newBackend() {
+		return ZooKeeperTestClients.backend(ensemble);
+	}
+
+}

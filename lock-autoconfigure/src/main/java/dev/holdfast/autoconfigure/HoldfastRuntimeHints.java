@@ -1,0 +1,34 @@
+package dev.holdfast.autoconfigure;
+
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.aot.hint.MemberCategory;
+import org.springframework.aot.hint.RuntimeHints;
+import org.springframework.aot.hint.RuntimeHintsRegistrar;
+
+import dev.holdfast.LeaseInfo;
+import dev.holdfast.actuate.LocksEndpoint;
+import dev.holdfast.aop.LockExpressionRoot;
+
+/**
+ * What Holdfast reads at run time that an ahead-of-time compiled application (a GraalVM native
+ * image) must keep: the jdbc schema scripts and the Lua scripts, which are classpath resources;
+ * the SpEL root object of {@code @DistributedLock} keys, whose getters expressions call
+ * reflectively; and the records that the {@code locks} endpoint serialises to JSON.
+ */
+class HoldfastRuntimeHints implements RuntimeHintsRegistrar {
+
+	@Override
+	public void registerHints(RuntimeHints hints, @Nullable ClassLoader classLoader) {
+		hints.resources().registerPattern("dev/holdfast/jdbc/schema-*.sql");
+		hints.resources().registerPattern("dev/holdfast/lua/*.lua");
+		hints.reflection()
+			.registerType(LockExpressionRoot.class, MemberCategory.INVOKE_PUBLIC_METHODS)
+			.registerType(LeaseInfo.class, MemberCategory.INVOKE_PUBLIC_METHODS, MemberCategory.ACCESS_DECLARED_FIELDS)
+			.registerType(LocksEndpoint.LocksDescriptor.class, MemberCategory.INVOKE_PUBLIC_METHODS,
+					MemberCategory.ACCESS_DECLARED_FIELDS)
+			.registerType(LocksEndpoint.LeaseDescriptor.class, MemberCategory.INVOKE_PUBLIC_METHODS,
+					MemberCategory.ACCESS_DECLARED_FIELDS);
+	}
+
+}

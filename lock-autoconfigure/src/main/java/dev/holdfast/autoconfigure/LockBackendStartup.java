@@ -1,0 +1,172 @@
+package dev.holdfast.autoconfigure;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.context.SmartLifecycle;
+import org.springframework.core.NestedExceptionUtils;
+
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.spi.BackendHealth;
+import dev.holdfast.spi.LockBackend;
+
+/**
+ * Gets the lock backend ready when the application context starts, so that the first
+ * acquisition does not pay for opening connections and the release subscription:
+ * <ul>
+ * <li>logs one INFO line naming the backend and why it was chosen;</li>
+ * <li>opens the template's release subscription (in the background, as the backend does it);</li>
+ * <li>probes the backend once ({@link BackendHealth#checkHealth()}, bounded by the backend's
+ * own timeout), which also opens its connections; when it does not answer, logs a WARN naming
+ * the settings to check, or, with {@code holdfast.fail-fast=true}, fails the context.</li>
+ * </ul>
+ * Without fail-fast the probe runs on a thread of its own, and the start waits for it and for
+ * the subscription at most {@link #READY_WAIT}: a healthy backend is ready by then, an unreachable
+ * one delays the start no longer, and its WARN follows when the probe gives up. Runs once per
+ * context, after the connection factories start and before the web server does; when the context
+ * stops, it closes the release subscription before the connection factories stop.
+ */
+final class LockBackendStartup implements SmartLifecycle {
+
+	/** After connection factories (phase 0), before the web server starts (DEFAULT_PHASE - 2048). */
+	static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 4096;
+
+	/** How long a start without fail-fast waits for the probe and the subscription. */
+	static final Duration READY_WAIT = Duration.ofSeconds(2);
+
+	private static final Log logger = LogFactory.getLog(LockBackendStartup.class);
+
+	private static final long POLL_MILLIS = 5;
+
+	private final DefaultLockTemplate template;
+
+	private final String choice;
+
+	private final boolean failFast;
+
+	private volatile boolean running;
+
+	private boolean started;
+
+	/**
+	 * @param choice why this backend was chosen, for the INFO line
+	 * @param failFast whether an unreachable backend fails the context
+	 */
+	LockBackendStartup(DefaultLockTemplate template, String choice, boolean failFast) {
+		this.template = template;
+		this.choice = choice;
+		this.failFast = failFast;
+	}
+
+	@Override
+	public void start() {
+		this.running = true;
+		if (this.started) {
+			this.template.prepare();
+			return;
+		}
+		this.started = true;
+		LockBackend backend = this.template.backend();
+		logger.info("Holdfast keeps locks in the " + backend.name() + " backend (" + this.choice + ")");
+		long deadline = System.nanoTime() + READY_WAIT.toNanos();
+		this.template.prepare();
+		if (this.failFast) {
+			String failure = probe(backend);
+			if (failure != null) {
+				throw new LockConfigurationException(
+						"Holdfast could not reach its " + backend.name() + " backend at startup: " + failure,
+						"Check " + settingsOf(backend) + ", or set holdfast.fail-fast=false to start anyway "
+								+ "(locks then fail with LockBackendException until the backend answers).");
+			}
+		}
+		else {
+			Thread prober = new Thread(() -> warnUnlessReachable(backend), "holdfast-startup-probe");
+			prober.setDaemon(true);
+			prober.start();
+			await(prober, deadline);
+		}
+		awaitSubscription(deadline);
+	}
+
+	private void warnUnlessReachable(LockBackend backend) {
+		String failure = probe(backend);
+		if (failure != null) {
+			logger.warn("Holdfast could not reach its " + backend.name() + " backend at startup: " + failure
+					+ ". Locks fail with LockBackendException until it answers. Check " + settingsOf(backend)
+					+ "; set holdfast.fail-fast=true to fail the startup instead.");
+		}
+	}
+
+	/** Checks the backend once; returns why it cannot serve locks, or null. */
+	private static @Nullable String probe(LockBackend backend) {
+		if (!(backend instanceof BackendHealth health)) {
+			return null;
+		}
+		try {
+			BackendHealth.Check check = health.checkHealth();
+			return check.up() ? null : "it answered but cannot serve locks " + check.details();
+		}
+		catch (RuntimeException ex) {
+			Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
+			return (cause != ex) ? ex.getMessage() + " (" + cause.getMessage() + ")" : ex.getMessage();
+		}
+	}
+
+	/** The settings a user checks when the backend does not answer. */
+	static String settingsOf(LockBackend backend) {
+		return switch (backend.name()) {
+			case "redis" -> "spring.data.redis.* (host and port, or url) and that Redis runs";
+			case "redlock" -> "holdfast.redlock.nodes and that the Redis nodes run";
+			case "jdbc" -> "spring.datasource.* (url, username, password) and that the database runs";
+			case "zookeeper" -> "holdfast.zookeeper.* (or your CuratorFramework bean) and that ZooKeeper runs";
+			default -> "the configuration of the " + backend.name() + " backend";
+		};
+	}
+
+	private static void await(Thread thread, long deadline) {
+		try {
+			thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+	private void awaitSubscription(long deadline) {
+		try {
+			// Polls: a one-off wait of at most READY_WAIT at startup.
+			while (!this.template.releaseEventsListening() && System.nanoTime() - deadline < 0) {
+				TimeUnit.MILLISECONDS.sleep(POLL_MILLIS);
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+	/**
+	 * Closes the template's release subscription before the connection factories stop (they stop
+	 * in a later phase): closed after them, the subscription's connection would be closed twice.
+	 */
+	@Override
+	public void stop() {
+		this.running = false;
+		this.template.closeReleaseEvents();
+	}
+
+	@Override
+	public boolean isRunning() {
+		return this.running;
+	}
+
+	@Override
+	public int getPhase() {
+		return PHASE;
+	}
+
+}

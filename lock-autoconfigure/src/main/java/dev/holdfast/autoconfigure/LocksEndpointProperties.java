@@ -1,0 +1,43 @@
+package dev.holdfast.autoconfigure;
+
+import java.util.HashSet;
+import java.util.Set;
+
+import org.springframework.boot.actuate.endpoint.Show;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * Configuration of the {@code locks} endpoint, shaped like Boot's {@code env} endpoint's.
+ */
+@ConfigurationProperties("management.endpoint.locks")
+public class LocksEndpointProperties {
+
+	/**
+	 * When to show the key part of lock keys, which comes from method arguments and may hold user
+	 * data. Otherwise the key reads '<prefix><name>:******'.
+	 */
+	private Show showValues = Show.NEVER;
+
+	/**
+	 * Roles used to determine whether a user is authorized to see the key part of lock keys.
+	 * When empty, all authenticated users are authorized.
+	 */
+	private Set<String> roles = new HashSet<>();
+
+	public Show getShowValues() {
+		return this.showValues;
+	}
+
+	public void setShowValues(Show showValues) {
+		this.showValues = showValues;
+	}
+
+	public Set<String> getRoles() {
+		return this.roles;
+	}
+
+	public void setRoles(Set<String> roles) {
+		this.roles = roles;
+	}
+
+}

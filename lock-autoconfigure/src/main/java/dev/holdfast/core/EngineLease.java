@@ -1,0 +1,72 @@
+package dev.holdfast.core;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockListener.LockObservation;
+
+/**
+ * A lease handed out by {@link DefaultLockTemplate}, with what the interceptor needs beyond
+ * {@link Lease}: the observation of its acquisition and hold, and the end of its reentrancy on
+ * the acquiring thread when it outlives the call that took it. Leases of any other
+ * {@link dev.holdfast.LockTemplate} are handled through the static methods, which then observe
+ * nothing and detach nothing.
+ */
+public interface EngineLease extends Lease {
+
+	/**
+	 * The observation of this lease's acquisition and hold, as the template's
+	 * {@link dev.holdfast.LockListener} returned it.
+	 */
+	LockObservation observation();
+
+	/**
+	 * Ends reentrancy of this lease on the thread that acquired it: for leases that outlive the
+	 * method that took them (a returned future or publisher). Later calls on that thread race for
+	 * the lock like any other.
+	 */
+	void detachFromThread();
+
+	/** The observation of {@code lease}: {@link LockObservation#NONE} unless it is an engine lease. */
+	static LockObservation observationOf(Lease lease) {
+		return (lease instanceof EngineLease engineLease) ? engineLease.observation() : LockObservation.NONE;
+	}
+
+	/**
+	 * Stops the engine tracking this lease without releasing its lock: the lock stays on the
+	 * backend until its time to live runs out (or was {@linkplain #extend set}), owned by nobody in
+	 * this process. The lease ends as if released (listeners and observations are told so) and is
+	 * listed no more. For locks that deliberately outlive the code that took them: a scheduled
+	 * job's lock kept for {@code lockAtLeastFor} or {@code fixedDelay}, or a claim of a tick.
+	 */
+	void forget();
+
+	/**
+	 * Marks this lease lost, as a failed renewal does: {@link #isValid()} turns false, a WARN names
+	 * the lock and {@code reason}, the observation ends {@code lost}, and listeners count a lost
+	 * lease. The lease still needs closing. For a holder that learns on its own that it ran past
+	 * its lease (a scheduled run that outlived {@code lockAtMostFor}).
+	 */
+	void markLost(String reason);
+
+	/**
+	 * Another hold of {@code lease} for the calling thread, as a reentrant acquisition would give
+	 * it, without a round trip and whether or not the lease is still valid: closing it ends only
+	 * this hold, and the lock stays with the other holds. For code that hands the lease to a method
+	 * that may close it (a scheduled job binds such a hold to {@link dev.holdfast.LockContext}).
+	 * Leases of other templates are returned as they are.
+	 */
+	static Lease newHold(Lease lease) {
+		if (lease instanceof LeaseHandle handle) {
+			handle.lease().enter();
+			return new LeaseHandle(handle.lease());
+		}
+		return lease;
+	}
+
+	/** {@link #detachFromThread()} for an engine lease; nothing for any other lease. */
+	static void detach(Lease lease) {
+		if (lease instanceof EngineLease engineLease) {
+			engineLease.detachFromThread();
+		}
+	}
+
+}

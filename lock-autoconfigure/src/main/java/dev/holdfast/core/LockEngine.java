@@ -1,0 +1,62 @@
+package dev.holdfast.core;
+
+import java.time.Clock;
+import java.util.function.Supplier;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.holdfast.HeldLeases;
+import dev.holdfast.Lease;
+import dev.holdfast.LeaseInfo;
+import dev.holdfast.LockOptions;
+import dev.holdfast.spi.LockBackend;
+
+/**
+ * Holdfast's lock engine as the scheduler and the operations support see it: its backend, its
+ * key encoding and wall clock, its list of held leases, and the leases of scheduled jobs (taken
+ * once, not renewed, forgotten rather than released when kept past their run).
+ * {@link DefaultLockTemplate} implements it.
+ */
+public interface LockEngine extends HeldLeases {
+
+	/** The backend the engine uses. */
+	LockBackend backend();
+
+	/** The backend key of a lock, {@code <prefix><name>[:<encoded key>]}. */
+	String keyFor(String name, @Nullable Object key);
+
+	/** The prefix of every backend key the engine makes. */
+	String keyPrefix();
+
+	/** The wall clock of {@code acquiredAt}/{@code expiresAt}, for display only. */
+	Clock clock();
+
+	/**
+	 * Lists a lock that this process took on the engine's backend without the engine (a
+	 * scheduled job's lock) among the {@link #heldLeases()}, until the returned action runs.
+	 * @param lock describes the lock each time the leases are listed
+	 * @return the action that removes the lock from the list
+	 */
+	Runnable listHeld(Supplier<LeaseInfo> lock);
+
+	/**
+	 * Acquires a lock with the engine's owner tokens, waiting, renewal and listing, or returns
+	 * {@code null} if it stayed held for the wait time. A scheduled job takes its lock so: one
+	 * attempt, not renewed.
+	 * @throws dev.holdfast.LockBackendException if the backend failed
+	 * @throws dev.holdfast.LockInterruptedException if the thread was interrupted while waiting
+	 */
+	@Nullable Lease acquireOrNull(String name, @Nullable Object key, LockOptions options);
+
+	/**
+	 * Acquires a lock that may outlive the code that took it, as {@link #acquireOrNull}: a
+	 * scheduled job's lock, which it may {@linkplain EngineLease#forget() forget} instead of
+	 * releasing, or {@linkplain EngineLease#markLost mark lost}.
+	 * @return the lease, or {@code null} if the lock stayed held for the wait time
+	 */
+	default @Nullable EngineLease acquireEngineLease(String name, @Nullable Object key, LockOptions options) {
+		Lease lease = acquireOrNull(name, key, options);
+		return (lease == null) ? null : (EngineLease) lease;
+	}
+
+}

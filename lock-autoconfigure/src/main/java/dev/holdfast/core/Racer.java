@@ -1,0 +1,253 @@
+package dev.holdfast.core;
+
+import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import dev.holdfast.LockListener.LockObservation;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.WaitQueue;
+
+/**
+ * The blocking acquisition path of a {@link DefaultLockTemplate}: threads of this process that
+ * want one key queue on a local fair gate, and only the one at its head races on the backend.
+ * Between attempts the racer waits for a release event (when the backend sends them, through the
+ * template's one subscription) or for a jittered pause that grows to the poll interval, never
+ * longer than the holder's remaining time to live nor the caller's remaining wait time. A backend
+ * with a {@link WaitQueue} of its own gets the whole wait in one call instead.
+ */
+final class Racer implements AutoCloseable {
+
+	private static final Log logger = LogFactory.getLog(DefaultLockTemplate.class);
+
+	private static final long MIN_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+
+	private final DefaultLockTemplate template;
+
+	private final LockBackend backend;
+
+	private final OwnerTokens owners;
+
+	private final long pollNanos;
+
+	/** The template's non-blocking waiters, woken by the same release events. */
+	private final @Nullable AsyncLockSupport async;
+
+	/** Local queues of threads that want a key, by key. */
+	private final ConcurrentHashMap<String, Gate> gates = new ConcurrentHashMap<>();
+
+	/** The racer waiting for a release event, by key. */
+	private final ConcurrentHashMap<String, Semaphore> waiters = new ConcurrentHashMap<>();
+
+	private final ReentrantLock subscribeLock = new ReentrantLock();
+
+	private volatile @Nullable AutoCloseable subscription;
+
+	private volatile long subscribeRetryAtNanos;
+
+	Racer(DefaultLockTemplate template, LockBackend backend, OwnerTokens owners, Duration pollInterval,
+			@Nullable AsyncLockSupport async) {
+		this.template = template;
+		this.backend = backend;
+		this.owners = owners;
+		this.pollNanos = pollInterval.toNanos();
+		this.async = async;
+	}
+
+	/**
+	 * Attempts until the lock is acquired or the deadline passes, as the gate's head.
+	 * @return the registered lease, or {@code null} if the lock stayed held until the deadline
+	 */
+	@Nullable HeldLease race(String name, String key, Duration ttl, boolean renew, long deadline,
+			LockObservation observation) throws InterruptedException {
+		if (this.backend instanceof WaitQueue queue) {
+			return queue(queue, name, key, ttl, renew, deadline, observation);
+		}
+		boolean notifying = this.backend instanceof ReleaseEvents;
+		long pollNanos = this.pollNanos;
+		long pause = notifying ? pollNanos : Math.min(MIN_PAUSE_NANOS, pollNanos);
+		Semaphore signal = null;
+		try {
+			while (true) {
+				if (Thread.interrupted()) {
+					throw new InterruptedException();
+				}
+				String owner = this.owners.next();
+				long attemptStart = System.nanoTime();
+				AcquireResult result;
+				try {
+					result = this.template.call(() -> this.backend.tryAcquire(key, owner, ttl), "acquire", key);
+				}
+				catch (RuntimeException ex) {
+					// A timeout or an interrupt does not tell whether the backend took the lock.
+					this.template.releaseUnknownOutcome(key, owner);
+					if (Thread.interrupted()) {
+						InterruptedException interrupted = new InterruptedException(
+								"Interrupted during the " + this.backend.name() + " backend's acquire call");
+						interrupted.initCause(ex);
+						throw interrupted;
+					}
+					throw ex;
+				}
+				if (result.acquired()) {
+					return this.template.register(name, key, owner, result.fencingToken(), ttl, renew, attemptStart,
+							observation);
+				}
+				long remaining = deadline - System.nanoTime();
+				if (remaining <= 0) {
+					return null;
+				}
+				if (notifying && signal == null && subscribed()) {
+					// Listen before the next attempt, so that a release between the two is not missed.
+					signal = new Semaphore(0);
+					this.waiters.put(key, signal);
+					continue;
+				}
+				long sleep = Math.min(remaining, jitter(pause));
+				if (result.holderRemainingMillis() >= 0) {
+					sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(result.holderRemainingMillis() + 1));
+				}
+				if (signal != null) {
+					if (signal.tryAcquire(sleep, TimeUnit.NANOSECONDS)) {
+						signal.drainPermits();
+					}
+				}
+				else {
+					TimeUnit.NANOSECONDS.sleep(sleep);
+				}
+				pause = Math.min(pause * 2, pollNanos);
+			}
+		}
+		finally {
+			if (signal != null) {
+				this.waiters.remove(key, signal);
+			}
+		}
+	}
+
+	/** The whole wait in the backend's own queue: one call, no retries. */
+	private @Nullable HeldLease queue(WaitQueue queue, String name, String key, Duration ttl, boolean renew,
+			long deadline, LockObservation observation) throws InterruptedException {
+		if (Thread.interrupted()) {
+			throw new InterruptedException();
+		}
+		String owner = this.owners.next();
+		Duration wait = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+		WaitQueue.Outcome outcome;
+		try {
+			outcome = queue.acquire(key, owner, ttl, wait);
+		}
+		catch (RuntimeException ex) {
+			throw this.template.backendFailure(ex, "acquire", key);
+		}
+		AcquireResult result = outcome.result();
+		if (!result.acquired()) {
+			return null;
+		}
+		return this.template.register(name, key, owner, result.fencingToken(), ttl, renew, outcome.confirmedNanos(),
+				observation);
+	}
+
+	/** Whether release events reach this template now; subscribes on first use. */
+	boolean subscribed() {
+		if (this.subscription != null) {
+			return true;
+		}
+		if (System.nanoTime() - this.subscribeRetryAtNanos < 0) {
+			return false;
+		}
+		this.subscribeLock.lock();
+		try {
+			if (this.subscription == null && !this.template.isClosed()) {
+				this.subscription = ((ReleaseEvents) this.backend).subscribe(this::onRelease);
+			}
+			return this.subscription != null;
+		}
+		catch (RuntimeException ex) {
+			this.subscribeRetryAtNanos = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+			logger.warn("Holdfast could not subscribe to release events of the " + this.backend.name()
+					+ " backend; waiters poll until it can", ex);
+			return false;
+		}
+		finally {
+			this.subscribeLock.unlock();
+		}
+	}
+
+	private void onRelease(String key) {
+		Semaphore signal = this.waiters.get(key);
+		if (signal != null) {
+			signal.release();
+		}
+		if (this.async != null) {
+			this.async.onRelease(key);
+		}
+	}
+
+	/** Joins the local queue of threads that want {@code key}. */
+	Gate enterGate(String key) {
+		return this.gates.compute(key, (k, gate) -> {
+			Gate result = (gate != null) ? gate : new Gate();
+			result.users++;
+			return result;
+		});
+	}
+
+	/** Leaves the gate of {@code key}; the last user removes it, so the map holds only keys in use. */
+	void leaveGate(String key) {
+		this.gates.computeIfPresent(key, (k, gate) -> (--gate.users == 0) ? null : gate);
+	}
+
+	/** Whether a release subscription is open (it may not listen yet). */
+	boolean hasSubscription() {
+		return this.subscription != null;
+	}
+
+	/**
+	 * Closes the release subscription; none opens once the template is closed, and a later
+	 * contended acquisition of an open template opens it again.
+	 */
+	@Override
+	public void close() {
+		AutoCloseable current;
+		this.subscribeLock.lock();
+		try {
+			current = this.subscription;
+			this.subscription = null;
+		}
+		finally {
+			this.subscribeLock.unlock();
+		}
+		if (current != null) {
+			try {
+				current.close();
+			}
+			catch (Exception ex) {
+				logger.debug("Could not close the release subscription", ex);
+			}
+		}
+	}
+
+	private static long jitter(long nanos) {
+		return nanos / 2 + ThreadLocalRandom.current().nextLong(nanos / 2 + 1);
+	}
+
+	/** Threads of this process that want one key; users is guarded by the map's compute. */
+	static final class Gate {
+
+		final Semaphore permit = new Semaphore(1, true);
+
+		int users;
+
+	}
+
+}

@@ -1,0 +1,134 @@
+package dev.holdfast.jdbc;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.TickClaims.TickClaim;
+
+/**
+ * PostgreSQL: acquisition, fencing token and the holder's remaining time in one statement;
+ * renewal of any number of locks in one statement over arrays.
+ */
+final class PostgreSqlDialect extends SqlClockDialect {
+
+	private static final String NOW = "(SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us)";
+
+	private final String acquireSql;
+
+	private final String renewSql;
+
+	private final String claimSql;
+
+	PostgreSqlDialect(String table, int queryTimeoutSeconds) {
+		super(table, queryTimeoutSeconds, NOW);
+		// A CTE with a volatile function is evaluated once: one "now" for the whole statement.
+		// The final SELECT reads the snapshot taken before the INSERT, i.e. the holder's row
+		// when the lock was held.
+		this.acquireSql = "WITH n AS " + NOW + ", a AS (INSERT INTO " + table
+				+ " AS l (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
+				+ " SELECT ?, ?, n.us, n.us + ?, n.us, ? FROM n ON CONFLICT (lock_key) DO UPDATE SET"
+				+ " owner_token = EXCLUDED.owner_token, fence = GREATEST(l.fence + 1, EXCLUDED.fence),"
+				+ " expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at, holder = EXCLUDED.holder"
+				+ " WHERE l.expires_at <= EXCLUDED.acquired_at RETURNING l.fence)"
+				+ " SELECT (SELECT fence FROM a), (SELECT h.expires_at - n.us FROM " + table
+				+ " h WHERE h.lock_key = ?) FROM n";
+		this.renewSql = "WITH n AS " + NOW + " UPDATE " + table + " AS l SET expires_at = n.us + v.ttl"
+				+ " FROM n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
+				+ " WHERE l.lock_key = v.k AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
+		// The conflict condition sees the latest committed record, under its row lock.
+		// The tick must be due by the database clock: otherwise the SELECT gives no row to insert.
+		this.claimSql = "WITH n AS " + NOW + ", c AS (INSERT INTO " + table
+				+ " AS l (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
+				+ " SELECT ?, '', ?, n.us + ?, n.us, ? FROM n WHERE abs(n.us - ?) <= ? ON CONFLICT (lock_key) DO UPDATE SET"
+				+ " fence = EXCLUDED.fence, expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at,"
+				+ " holder = EXCLUDED.holder WHERE l.fence < EXCLUDED.fence OR l.expires_at <= EXCLUDED.acquired_at"
+				+ " RETURNING 1) SELECT (SELECT count(*) FROM c), n.us FROM n";
+	}
+
+	/** One statement: the claim, and the database's time that judged it. */
+	@Override
+	TickClaim claimTick(Connection connection, String key, long tickMicros, long toleranceMicros, long ttlMicros,
+			String holder) throws SQLException {
+		try (PreparedStatement ps = prepare(connection, this.claimSql)) {
+			ps.setString(1, key);
+			ps.setLong(2, tickMicros);
+			ps.setLong(3, ttlMicros);
+			ps.setString(4, holder);
+			ps.setLong(5, tickMicros);
+			ps.setLong(6, toleranceMicros);
+			try (ResultSet rs = ps.executeQuery()) {
+				rs.next();
+				return answer(rs.getLong(1) > 0, rs.getLong(2), tickMicros, toleranceMicros);
+			}
+		}
+	}
+
+	@Override
+	String platform() {
+		return "postgresql";
+	}
+
+	@Override
+	AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
+			throws SQLException {
+		try (PreparedStatement ps = prepareAcquire(connection, this.acquireSql, key, owner, ttlMicros, holder)) {
+			ps.setString(5, key);
+			try (ResultSet rs = ps.executeQuery()) {
+				rs.next();
+				long fence = rs.getLong(1);
+				if (!rs.wasNull()) {
+					return AcquireResult.acquired(fence);
+				}
+				long remaining = rs.getLong(2);
+				return AcquireResult.held(rs.wasNull() ? -1 : remainingMillis(remaining));
+			}
+		}
+	}
+
+	@Override
+	Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
+		Set<String> renewed = new HashSet<>();
+		List<HeldLock> all = new ArrayList<>(locks);
+		for (int from = 0; from < all.size(); from += RENEW_CHUNK) {
+			List<HeldLock> chunk = all.subList(from, Math.min(all.size(), from + RENEW_CHUNK));
+			String[] keys = new String[chunk.size()];
+			String[] owners = new String[chunk.size()];
+			Long[] ttls = new Long[chunk.size()];
+			for (int i = 0; i < chunk.size(); i++) {
+				keys[i] = chunk.get(i).key();
+				owners[i] = chunk.get(i).owner();
+				ttls[i] = chunk.get(i).ttl().toMillis() * 1000;
+			}
+			Array keyArray = connection.createArrayOf("varchar", keys);
+			Array ownerArray = connection.createArrayOf("varchar", owners);
+			Array ttlArray = connection.createArrayOf("bigint", ttls);
+			try (PreparedStatement ps = prepare(connection, this.renewSql)) {
+				ps.setArray(1, keyArray);
+				ps.setArray(2, ownerArray);
+				ps.setArray(3, ttlArray);
+				try (ResultSet rs = ps.executeQuery()) {
+					while (rs.next()) {
+						renewed.add(rs.getString(1));
+					}
+				}
+			}
+			finally {
+				keyArray.free();
+				ownerArray.free();
+				ttlArray.free();
+			}
+		}
+		return renewed;
+	}
+
+}

@@ -1,0 +1,71 @@
+package dev.holdfast.redis;
+
+import java.time.Duration;
+import java.util.concurrent.CompletionStage;
+
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.connection.ReturnType;
+import org.springframework.data.redis.core.script.RedisScript;
+
+import dev.holdfast.LockBackendException;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AsyncLockBackend;
+
+/**
+ * The backend with its non-blocking ability, on a Lettuce factory's shared connection: see
+ * {@link RedisLockBackend#of}.
+ */
+final class NonBlockingRedisLockBackend extends RedisLockBackend implements AsyncLockBackend {
+
+	private final LettuceScripts scripts;
+
+	NonBlockingRedisLockBackend(RedisConnectionFactory connectionFactory, String channel, ReplicaAcks acks,
+			LettuceScripts scripts) {
+		super(connectionFactory, channel, acks);
+		this.scripts = scripts;
+	}
+
+	/** WAIT goes on the shared connection too, the one that wrote the lock. */
+	@Override
+	AcquireResult acquireAcknowledged(String key, String owner, byte[][] keys, byte[][] args) {
+		AcquireResult result;
+		long acknowledged;
+		try {
+			result = acquireResult(key, this.scripts.eval(RedisScripts.ACQUIRE, ReturnType.MULTI, keys, args));
+			if (!result.acquired()) {
+				return result;
+			}
+			acknowledged = this.scripts.waitForReplicas(replicaAcks());
+		}
+		catch (RuntimeException ex) {
+			throw RedisCalls.failure("acquire", key, ex);
+		}
+		return acknowledged(key, owner, result, acknowledged);
+	}
+
+	/** Blocking calls, too, go straight to the shared Lettuce connection. */
+	@Override
+	<T> T eval(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args) {
+		return this.scripts.eval(script, type, keys, args);
+	}
+
+	/**
+	 * {@link #tryAcquire} in one round trip without blocking; the stage completes on a Lettuce
+	 * I/O thread, or fails with {@link LockBackendException} on a Redis error or after the
+	 * factory's command timeout.
+	 */
+	@Override
+	public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
+		return acquireAsync(this.scripts, key, owner, ttl);
+	}
+
+	/**
+	 * {@link #release} in one round trip without blocking; failures as for
+	 * {@link #tryAcquireAsync}.
+	 */
+	@Override
+	public CompletionStage<Boolean> releaseAsync(String key, String owner) {
+		return releaseAsync(this.scripts, key, owner);
+	}
+
+}

@@ -1,0 +1,384 @@
+package dev.holdfast.zookeeper;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
+import org.apache.curator.utils.PathUtils;
+import org.apache.zookeeper.KeeperException;
+
+import dev.holdfast.LockBackendException;
+import dev.holdfast.LockInterruptedException;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.BackendHealth;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.LeaseRenewal;
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.SessionLeases;
+import dev.holdfast.spi.TickClaims;
+import dev.holdfast.spi.WaitQueue;
+
+/**
+ * Locks in a ZooKeeper ensemble, through Apache Curator's framework API: one ephemeral
+ * sequential node per acquisition under a per-key container node
+ * ({@code <base-path>/locks/<key>}); the node with the lowest sequence holds the lock.
+ * <ul>
+ * <li>Not reentrant (the engine above is), and bound to no thread: any thread may release or
+ * renew a lock by its owner token.</li>
+ * <li>Lifetime: a lock lives while the session that created its node lives (the server deletes
+ * ephemeral nodes when a session ends) <em>and</em> until its time to live, kept in the node's
+ * data, runs out past the node's last modification ({@code Stat.mtime}). Renewal rewrites the
+ * data, which moves {@code mtime}. Expiry is judged only by the ensemble's clock: a contender
+ * compares the holder's {@code mtime} plus its time to live with the time the ensemble stamped on
+ * its own newest write, and deletes an expired holder's node with a version check, so that a
+ * renewal that got there first wins.</li>
+ * <li>Waiting ({@link WaitQueue}): a waiter keeps its node in the queue and watches only the node
+ * just before it, so a release wakes one waiter. The waiter right behind the holder also wakes
+ * when the holder's time to live would run out, to judge it.</li>
+ * <li>One attempt ({@code waitTime} zero) is a create and a read of the children; a loser also
+ * reads the holder's node (the time to live and {@code mtime} that say how long it holds) and
+ * deletes its own node without waiting for the answer.</li>
+ * <li>A create whose outcome is unknown after a connection loss uses Curator's protected mode:
+ * the retry finds the node by its protected name, and a create that finally fails deletes it in
+ * the background, so no orphan node holds the lock.</li>
+ * <li>Fencing tokens are the lock node's {@code czxid}: zxids grow with every write across the
+ * ensemble, leader changes included, and a later holder's node was created after every earlier
+ * holder's node (it would have queued behind it otherwise), so its token is larger.</li>
+ * <li>Sessions ({@link SessionLeases}): while the connection is suspended (or read-only) no lock
+ * of this process counts as valid; when the session is lost every lock is reported lost; after
+ * the connection comes back with the same session, each held node is read again and the locks
+ * whose nodes are still ours are valid again.</li>
+ * <li>Tick claims: a persistent node per job, moved by compare-and-set ({@code setData} with the
+ * version read), with expiry judged by the ensemble's clock.</li>
+ * </ul>
+ * Local state is bounded by the locks this process holds.
+ */
+public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewal, SessionLeases, BackendHealth,
+		TickClaims, AutoCloseable {
+
+	private static final Log logger = LogFactory.getLog(ZooKeeperLockBackend.class);
+
+	/** The default base path under which Holdfast keeps its nodes. */
+	public static final String DEFAULT_BASE_PATH = "/holdfast";
+
+	private static final long SWEEP_EVERY_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+	private final CuratorFramework client;
+
+	private final boolean ownsClient;
+
+	private final String basePath;
+
+	private final long connectionTimeoutMillis;
+
+	private final ZooKeeperTickClaims ticks;
+
+	/** The lock nodes of this process, by owner token. */
+	private final ConcurrentHashMap<String, ZooKeeperHold> holds = new ConcurrentHashMap<>();
+
+	private final ZooKeeperLockQueue queue;
+
+	private final ZooKeeperSession session;
+
+	private final ZooKeeperHealth health;
+
+	private final AtomicLong nextSweepNanos = new AtomicLong(System.nanoTime() + SWEEP_EVERY_NANOS);
+
+	private ZooKeeperLockBackend(CuratorFramework client, String basePath, boolean ownsClient) {
+		if (client.getState() != CuratorFrameworkState.STARTED) {
+			throw new IllegalStateException("The CuratorFramework is " + client.getState()
+					+ ": start it before Holdfast uses it (CuratorFramework.start())");
+		}
+		PathUtils.validatePath(basePath);
+		this.client = client;
+		this.ownsClient = ownsClient;
+		this.basePath = basePath.equals("/") ? "" : basePath;
+		this.connectionTimeoutMillis = client.getZookeeperClient().getConnectionTimeoutMs();
+		this.ticks = new ZooKeeperTickClaims(this);
+		this.queue = new ZooKeeperLockQueue(this, this.holds);
+		this.session = new ZooKeeperSession(client, this.holds);
+		this.health = new ZooKeeperHealth(this, this.session, this.basePath, this.connectionTimeoutMillis);
+	}
+
+	/**
+	 * A backend on the application's started client, which it does not close.
+	 * @param client a started Curator client
+	 * @param basePath the node under which locks and tick records are kept, e.g.
+	 * {@value #DEFAULT_BASE_PATH}
+	 */
+	public static ZooKeeperLockBackend of(CuratorFramework client, String basePath) {
+		return new ZooKeeperLockBackend(client, basePath, false);
+	}
+
+	/**
+	 * A backend that owns {@code client}: it closes the client when it is closed.
+	 * @param client a started Curator client
+	 * @param basePath the node under which locks and tick records are kept
+	 */
+	public static ZooKeeperLockBackend owning(CuratorFramework client, String basePath) {
+		return new ZooKeeperLockBackend(client, basePath, true);
+	}
+
+	@Override
+	public String name() {
+		return "zookeeper";
+	}
+
+	@Override
+	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+		try {
+			return acquire(key, owner, ttl, Duration.ZERO).result();
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(key, ex);
+		}
+	}
+
+	@Override
+	public Outcome acquire(String key, String owner, Duration ttl, Duration maxWait) throws InterruptedException {
+		long attemptStart = System.nanoTime();
+		sweepForgottenHolds(attemptStart);
+		awaitConnected("acquire", key);
+		return this.queue.acquire(key, owner, ttl, maxWait, attemptStart);
+	}
+
+	@Override
+	public boolean release(String key, String owner) {
+		ZooKeeperHold hold = this.holds.get(owner);
+		if (hold == null || !hold.key.equals(key) || !this.holds.remove(owner, hold)) {
+			return false;
+		}
+		if (!this.client.getZookeeperClient().isConnected()) {
+			deleteInBackground(hold.path);
+			throw new LockBackendException("The zookeeper backend is not connected: lock '" + key
+					+ "' is released in the background once it is (" + this.session.state() + ")", null);
+		}
+		try {
+			this.client.delete().guaranteed().forPath(hold.path);
+			return true;
+		}
+		catch (KeeperException.NoNodeException ex) {
+			return false;
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(key, ex);
+		}
+		catch (Exception ex) {
+			throw failure("release", key, ex);
+		}
+	}
+
+	/**
+	 * Rewrites each held node's time to live, which moves its {@code mtime}: all requests are sent
+	 * at once and answered in one round trip. A node that is gone is not renewed.
+	 */
+	@Override
+	public Set<String> renew(Collection<HeldLock> locks) {
+		awaitConnectedUninterruptibly("renew", locks.isEmpty() ? "" : locks.iterator().next().key());
+		long start = System.nanoTime();
+		Map<HeldLock, CompletableFuture<Integer>> answers = new LinkedHashMap<>();
+		for (HeldLock lock : locks) {
+			ZooKeeperHold hold = this.holds.get(lock.owner());
+			if (hold == null || !hold.key.equals(lock.key())) {
+				continue;
+			}
+			CompletableFuture<Integer> answer = new CompletableFuture<>();
+			answers.put(lock, answer);
+			try {
+				this.client.setData()
+					.inBackground((client, event) -> answer.complete(event.getResultCode()))
+					.forPath(hold.path, ZooKeeperLockQueue.ttlData(lock.ttl()));
+			}
+			catch (Exception ex) {
+				answer.completeExceptionally(ex);
+			}
+		}
+		Set<String> renewed = new HashSet<>();
+		long deadline = start + TimeUnit.MILLISECONDS.toNanos(this.connectionTimeoutMillis);
+		for (Map.Entry<HeldLock, CompletableFuture<Integer>> entry : answers.entrySet()) {
+			HeldLock lock = entry.getKey();
+			int code = await(entry.getValue(), deadline, "renew", lock.key());
+			ZooKeeperHold hold = this.holds.get(lock.owner());
+			if (code == KeeperException.Code.OK.intValue()) {
+				if (hold != null) {
+					hold.confirmed(start, lock.ttl().toNanos());
+				}
+				renewed.add(lock.key());
+			}
+			else if (code == KeeperException.Code.NONODE.intValue()) {
+				this.holds.remove(lock.owner());
+			}
+			else {
+				throw new LockBackendException("The zookeeper backend failed to renew lock '" + lock.key() + "': "
+						+ KeeperException.Code.get(code), null);
+			}
+		}
+		return renewed;
+	}
+
+	@Override
+	public TickClaim claimTick(String key, Instant tick, Duration tolerance, Duration ttl) {
+		return this.ticks.claimTick(key, tick, tolerance, ttl);
+	}
+
+	@Override
+	public boolean suspended() {
+		return this.session.suspended();
+	}
+
+	@Override
+	public AutoCloseable onLost(LostListener listener) {
+		return this.session.onLost(listener);
+	}
+
+	/**
+	 * Up when the client is connected and the base path can be read within the connection
+	 * timeout. Details: the connect string, the connection state and the session id.
+	 */
+	@Override
+	public Check checkHealth() {
+		return this.health.check();
+	}
+
+	/** The base path under which this backend keeps its nodes. */
+	public String basePath() {
+		return this.basePath.isEmpty() ? "/" : this.basePath;
+	}
+
+	/** How many locks this process holds through this backend. */
+	public int size() {
+		return this.holds.size();
+	}
+
+	/** Stops listening to the connection; closes the client when this backend owns it. */
+	@Override
+	public void close() {
+		this.session.close();
+		if (this.ownsClient) {
+			this.client.close();
+		}
+	}
+
+	CuratorFramework client() {
+		return this.client;
+	}
+
+	String path(String child) {
+		return this.basePath + "/" + child;
+	}
+
+	/**
+	 * Deletes the nodes of locks this process took and forgot (a scheduled job's lock kept for
+	 * {@code lockAtLeastFor}), well after their time to live ran out.
+	 */
+	private void sweepForgottenHolds(long now) {
+		long next = this.nextSweepNanos.get();
+		if (now - next < 0 || !this.nextSweepNanos.compareAndSet(next, now + SWEEP_EVERY_NANOS)) {
+			return;
+		}
+		for (Map.Entry<String, ZooKeeperHold> entry : this.holds.entrySet()) {
+			ZooKeeperHold hold = entry.getValue();
+			if (hold.forgotten(now) && this.holds.remove(entry.getKey(), hold)) {
+				deleteInBackground(hold.path);
+			}
+		}
+	}
+
+	void deleteInBackground(String path) {
+		try {
+			this.client.delete().guaranteed().inBackground().forPath(path);
+		}
+		catch (Exception ex) {
+			logger.debug("Could not delete lock node " + path + "; it goes with the session", ex);
+		}
+	}
+
+	/** Waits for the connection at most the client's connection timeout, as one request would. */
+	void awaitConnected(String operation, String key) throws InterruptedException {
+		if (this.client.getZookeeperClient().isConnected()) {
+			return;
+		}
+		if (!this.client.blockUntilConnected((int) this.connectionTimeoutMillis, TimeUnit.MILLISECONDS)) {
+			throw new LockBackendException("The zookeeper backend could not " + operation + " lock '" + key
+					+ "': not connected to " + this.client.getZookeeperClient().getCurrentConnectionString()
+					+ " within " + this.connectionTimeoutMillis + " ms (" + this.session.state() + ")", null);
+		}
+	}
+
+	void awaitConnectedUninterruptibly(String operation, String key) {
+		try {
+			awaitConnected(operation, key);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(key, ex);
+		}
+	}
+
+	/** Runs one blocking Curator call; everything but interruption becomes a LockBackendException. */
+	<T> T call(String operation, String key, CuratorCall<T> call) throws InterruptedException {
+		try {
+			return call.run();
+		}
+		catch (InterruptedException ex) {
+			throw ex;
+		}
+		catch (LockBackendException ex) {
+			throw ex;
+		}
+		catch (Exception ex) {
+			throw failure(operation, key, ex);
+		}
+	}
+
+	LockBackendException failure(String operation, String key, Exception ex) {
+		return new LockBackendException(
+				"The zookeeper backend failed to " + operation + " lock '" + key + "': " + ex.getMessage(), ex);
+	}
+
+	int await(CompletableFuture<Integer> answer, long deadline, String operation, String key) {
+		try {
+			return answer.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(key, ex);
+		}
+		catch (ExecutionException ex) {
+			throw failure(operation, key, (ex.getCause() instanceof Exception cause) ? cause : ex);
+		}
+		catch (TimeoutException ex) {
+			throw new LockBackendException("The zookeeper backend failed to " + operation + " lock '" + key
+					+ "': no answer within " + this.connectionTimeoutMillis + " ms", ex);
+		}
+	}
+
+	static long saturatedAdd(long a, long b) {
+		long sum = a + b;
+		return (((a ^ sum) & (b ^ sum)) < 0) ? Long.MAX_VALUE : sum;
+	}
+
+	@FunctionalInterface
+	interface CuratorCall<T> {
+
+		T run() throws Exception;
+
+	}
+
+}

@@ -1,0 +1,138 @@
+package dev.holdfast.autoconfigure;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.time.Duration;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.context.LifecycleAutoConfiguration;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.redis.RedisLockBackend;
+import dev.holdfast.test.server.RedisServer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * What Holdfast does when the application context starts: one INFO line naming the backend and
+ * why, the backend probed and its release subscription opened before the context has started,
+ * and an unreachable backend reported (or, with {@code holdfast.fail-fast}, fatal).
+ */
+@ExtendWith(OutputCaptureExtension.class)
+class LockBackendStartupTests {
+
+	private static RedisServer server;
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(LifecycleAutoConfiguration.class, DataRedisAutoConfiguration.class,
+				HoldfastAutoConfiguration.class));
+
+	@BeforeAll
+	static void startRedis() {
+		server = RedisServer.start();
+	}
+
+	@AfterAll
+	static void stopRedis() {
+		server.close();
+	}
+
+	@Test
+	void startupNamesTheDetectedBackendAndWhy(CapturedOutput output) {
+		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
+			.run((context) -> assertThat(output).contains("Holdfast keeps locks in the redis backend "
+					+ "(holdfast.backend is unset and a RedisConnectionFactory bean exists)"));
+	}
+
+	@Test
+	void startupNamesAConfiguredOrApplicationDefinedBackend(CapturedOutput output) {
+		this.runner.withPropertyValues("holdfast.backend=memory")
+			.run((context) -> assertThat(output)
+				.contains("Holdfast keeps locks in the memory backend (holdfast.backend=memory)"));
+		this.runner.withBean("myLocks", InMemoryLockBackend.class, InMemoryLockBackend::new)
+			.run((context) -> assertThat(output).contains(
+					"Holdfast keeps locks in the memory backend (the application defines the LockBackend bean 'myLocks')"));
+	}
+
+	@Test
+	void releaseSubscriptionListensOnceTheContextHasStarted() {
+		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				// Before, the first contended acquisition opened it and missed the releases meanwhile.
+				assertThat(context.getBean(RedisLockBackend.class).isListening()).isTrue();
+			});
+	}
+
+	@Test
+	void closingTheContextClosesTheOpenedSubscriptionQuietly(CapturedOutput output) {
+		int[] logFrom = new int[1];
+		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
+			.run((context) -> {
+				RedisLockBackend backend = context.getBean(RedisLockBackend.class);
+				assertThat(backend.isListening()).isTrue();
+				logFrom[0] = output.length();
+				context.close();
+				// Closed before the connection factory stops, not twice after it.
+				assertThat(backend.isListening()).isFalse();
+			});
+		assertThat(output.toString().substring(logFrom[0])).doesNotContain("WARN").doesNotContain("ERROR");
+	}
+
+	@Test
+	void unreachableBackendAtStartupIsAWarningNamingTheSettingsToCheck(CapturedOutput output) {
+		this.runner.withPropertyValues("spring.data.redis.port=" + unusedPort(), "spring.data.redis.timeout=500ms")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				await().atMost(Duration.ofSeconds(10))
+					.until(() -> output.toString().contains("Holdfast could not reach its redis backend at startup"));
+				assertThat(output).contains("Check spring.data.redis.* (host and port, or url)")
+					.contains("holdfast.fail-fast=true");
+			});
+	}
+
+	@Test
+	void unreachableBackendFailsTheStartupWithFailFast() {
+		this.runner
+			.withPropertyValues("spring.data.redis.port=" + unusedPort(), "spring.data.redis.timeout=500ms",
+					"holdfast.fail-fast=true")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis).isNotNull();
+				assertThat(analysis.getDescription()).startsWith("Holdfast could not reach its redis backend at startup");
+				assertThat(analysis.getAction()).contains("spring.data.redis.*").contains("holdfast.fail-fast=false");
+				assertThat(analysis.getCause()).isInstanceOf(LockConfigurationException.class);
+			});
+	}
+
+	@Test
+	void reachableBackendStartsWithFailFast() {
+		this.runner
+			.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s",
+					"holdfast.fail-fast=true")
+			.run((context) -> assertThat(context).hasNotFailed());
+	}
+
+	private static int unusedPort() {
+		try (ServerSocket socket = new ServerSocket(0)) {
+			return socket.getLocalPort();
+		}
+		catch (IOException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+}

@@ -1,0 +1,328 @@
+package dev.holdfast.zookeeper;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.ZooKeeper;
+import org.h2.jdbcx.JdbcDataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockBackendException;
+import dev.holdfast.LockListener;
+import dev.holdfast.LockOptions;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.jdbc.JdbcFencingGuard;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.test.server.ZooKeeperServer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The ZooKeeper backend's own behaviour on one in-process server: sessions, suspensions,
+ * protected creates, expiry by the ensemble's clock, and its paths.
+ */
+class ZooKeeperLockBackendTests {
+
+	private static ZooKeeperServer server;
+
+	private static CuratorFramework observer;
+
+	private final List<AutoCloseable> closeables = new ArrayList<>();
+
+	@BeforeAll
+	static void startServer() throws Exception {
+		server = ZooKeeperServer.start();
+		observer = ZooKeeperClients.connect(server.connectString());
+	}
+
+	@AfterAll
+	static void stopServer() throws Exception {
+		observer.close();
+		server.close();
+	}
+
+	@AfterEach
+	void close() throws Exception {
+		for (int i = this.closeables.size() - 1; i >= 0; i--) {
+			this.closeables.get(i).close();
+		}
+	}
+
+	private <T extends AutoCloseable> T closing(T closeable) {
+		this.closeables.add(closeable);
+		return closeable;
+	}
+
+	private ZooKeeperLockBackend backend() {
+		return closing(ZooKeeperClients.backend(server.connectString()));
+	}
+
+	private DefaultLockTemplate template(ZooKeeperLockBackend backend, LockListener listener) {
+		return closing(new DefaultLockTemplate(backend, LockSettings.defaults(), listener));
+	}
+
+	private static String uniqueName() {
+		return "zk-" + UUID.randomUUID();
+	}
+
+	private static LockOptions waitFor(Duration wait) {
+		return LockOptions.defaults().waitTime(wait);
+	}
+
+	private static String parent(DefaultLockTemplate template, String name) {
+		return "/holdfast/locks/" + ZooKeeperPaths.encode(template.keyFor(name, null));
+	}
+
+	@Test
+	void expiredSessionLosesTheLeaseAndTheFencedWriteOfItsHolderIsRejected() throws Exception {
+		LostLeases lost = new LostLeases();
+		ZooKeeperLockBackend holderBackend = backend();
+		DefaultLockTemplate holder = template(holderBackend, lost);
+		DefaultLockTemplate other = template(backend(), LockListener.NONE);
+		JdbcTemplate jdbc = accountTable();
+		String name = uniqueName();
+		JdbcFencingGuard guard = new JdbcFencingGuard(jdbc, "account", "id", "fence");
+		Lease lease = holder.acquire(name, null, waitFor(Duration.ofSeconds(5)));
+		assertThat(guard.update("a", lease.fencingToken(), Map.of("balance", 10))).isTrue();
+
+		expireSession(holderBackend.client());
+
+		await().atMost(Duration.ofSeconds(10)).until(() -> lost.count.get() == 1);
+		assertThat(lease.isValid()).isFalse();
+		try (Lease next = other.acquire(name, null, waitFor(Duration.ofSeconds(10)))) {
+			assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
+			assertThat(guard.update("a", next.fencingToken(), Map.of("balance", 20))).isTrue();
+			assertThat(guard.update("a", lease.fencingToken(), Map.of("balance", 999)))
+				.as("the write of the holder whose session expired").isFalse();
+		}
+		assertThat(jdbc.queryForObject("SELECT balance FROM account WHERE id = 'a'", Integer.class)).isEqualTo(20);
+		lease.close();
+	}
+
+	@Test
+	void suspendedConnectionMakesLeasesInvalidAndTheyAreValidAgainAfterReconnecting() throws Exception {
+		LostLeases lost = new LostLeases();
+		ZooKeeperLockBackend backend = backend();
+		DefaultLockTemplate holder = template(backend, lost);
+		DefaultLockTemplate other = template(backend(), LockListener.NONE);
+		String name = uniqueName();
+		try (Lease lease = holder.acquire(name, null, waitFor(Duration.ofSeconds(5)))) {
+			server.stop(0);
+			try {
+				await().atMost(Duration.ofSeconds(5)).until(() -> !lease.isValid());
+				assertThat(backend.checkHealth().up()).isFalse();
+				assertThat(backend.checkHealth().details()).containsEntry("state", "SUSPENDED");
+			}
+			finally {
+				server.restart(0);
+			}
+			// same session: the node is still there and this lease's again
+			await().atMost(Duration.ofSeconds(20)).until(lease::isValid);
+			assertThat(lost.count).hasValue(0);
+			assertThat(backend.checkHealth().up()).isTrue();
+			assertThat(backend.checkHealth().details()).containsEntry("state", "RECONNECTED")
+				.containsEntry("connectString", server.connectString())
+				.containsKey("sessionId");
+			assertThat(other.tryAcquire(name, null, waitFor(Duration.ZERO))).isEmpty();
+		}
+		assertThat(other.tryAcquire(name, null, waitFor(Duration.ofSeconds(5)))).isPresent().get()
+			.satisfies(Lease::close);
+	}
+
+	@Test
+	void deletedLockNodeIsReportedLostAtTheNextRenewal() throws Exception {
+		LostLeases lost = new LostLeases();
+		DefaultLockTemplate holder = template(backend(), lost);
+		String name = uniqueName();
+		Lease lease = holder.acquire(name, null,
+				LockOptions.defaults().leaseTime(Duration.ofMillis(900)).waitTime(Duration.ofSeconds(5)));
+		String parent = parent(holder, name);
+		for (String child : observer.getChildren().forPath(parent)) {
+			observer.delete().forPath(parent + "/" + child);
+		}
+		await().atMost(Duration.ofSeconds(5)).until(() -> lost.count.get() == 1);
+		assertThat(lease.isValid()).isFalse();
+		lease.close();
+	}
+
+	@Test
+	void connectionLossDuringCreateLeavesNoOrphanNode() throws Exception {
+		DefaultLockTemplate warmup = template(backend(), LockListener.NONE);
+		String name = uniqueName();
+		// the parent exists, so that the create under test is one request
+		warmup.acquire(name, null, waitFor(Duration.ofSeconds(5))).close();
+		String key = warmup.keyFor(name, null);
+		String parent = parent(warmup, name);
+		BlackholeProxy proxy = closing(new BlackholeProxy(server.ports().get(0)));
+		CuratorFramework client = CuratorFrameworkFactory.builder()
+			.connectString(proxy.connectString())
+			.sessionTimeoutMs(6000)
+			.connectionTimeoutMs(2000)
+			.retryPolicy(new RetryNTimes(0, 0))
+			.build();
+		client.start();
+		assertThat(client.blockUntilConnected(10, TimeUnit.SECONDS)).isTrue();
+		ZooKeeperLockBackend backend = closing(ZooKeeperLockBackend.owning(client, "/holdfast"));
+		long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			proxy.dropAnswers(true);
+			Future<AcquireResult> attempt = pool.submit(() -> backend.tryAcquire(key, "owner", Duration.ofSeconds(30)));
+			// the create reached the server, its answer did not reach the client
+			await().atMost(Duration.ofSeconds(5)).until(() -> !observer.getChildren().forPath(parent).isEmpty());
+			proxy.dropAnswers(false);
+			proxy.cutConnections();
+			assertThatThrownBy(() -> attempt.get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+				.cause()
+				.isInstanceOf(LockBackendException.class);
+			await().atMost(Duration.ofSeconds(15)).until(() -> observer.getChildren().forPath(parent).isEmpty());
+			assertThat(client.getZookeeperClient().getZooKeeper().getSessionId())
+				.as("removed by the protected create's clean-up, not by a session expiry")
+				.isEqualTo(session);
+		}
+		finally {
+			pool.shutdownNow();
+		}
+	}
+
+	@Test
+	void unrenewedHoldIsTakenOverOnceItsTtlRanOutByTheEnsemblesClock() throws Exception {
+		ZooKeeperLockBackend hung = backend();
+		ZooKeeperLockBackend next = backend();
+		String key = "holdfast:" + uniqueName();
+		AcquireResult first = hung.tryAcquire(key, "hung", Duration.ofMillis(600));
+		assertThat(first.acquired()).isTrue();
+		AcquireResult refused = next.tryAcquire(key, "next", Duration.ofSeconds(10));
+		assertThat(refused.acquired()).isFalse();
+		assertThat(refused.holderRemainingMillis()).isBetween(0L, 600L);
+		// the hung holder's session is alive; only the time to live in its node ends the hold
+		AcquireResult taken = await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50))
+			.until(() -> next.tryAcquire(key, "next", Duration.ofSeconds(10)), AcquireResult::acquired);
+		assertThat(taken.fencingToken()).isGreaterThan(first.fencingToken());
+		assertThat(hung.release(key, "hung")).isFalse();
+		assertThat(next.release(key, "next")).isTrue();
+	}
+
+	@Test
+	void waitersQueueInOrderAndEachWatchesOnlyItsPredecessor() throws Exception {
+		DefaultLockTemplate holder = template(backend(), LockListener.NONE);
+		String name = uniqueName();
+		Lease held = holder.acquire(name, null, waitFor(Duration.ofSeconds(5)));
+		String parent = parent(holder, name);
+		int waiters = 4;
+		ExecutorService pool = Executors.newFixedThreadPool(waiters);
+		List<Long> tokens = new ArrayList<>();
+		AtomicInteger inside = new AtomicInteger();
+		try {
+			List<Future<?>> runs = new ArrayList<>();
+			for (int i = 0; i < waiters; i++) {
+				DefaultLockTemplate template = template(backend(), LockListener.NONE);
+				runs.add(pool.submit(() -> {
+					try (Lease lease = template.acquire(name, null, waitFor(Duration.ofSeconds(20)))) {
+						assertThat(inside.incrementAndGet()).isOne();
+						synchronized (tokens) {
+							tokens.add(lease.fencingToken());
+						}
+						inside.decrementAndGet();
+					}
+				}));
+			}
+			await().atMost(Duration.ofSeconds(10)).until(() -> observer.getChildren().forPath(parent).size() == 1 + waiters);
+			// one watch per waiter, each on another node: a release wakes one waiter
+			assertThat(watchesOn(parent)).containsOnly(1).hasSize(waiters);
+			held.close();
+			for (Future<?> run : runs) {
+				run.get(20, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			pool.shutdownNow();
+		}
+		assertThat(tokens).hasSize(waiters).isSorted().doesNotHaveDuplicates();
+		assertThat(tokens.get(0)).isGreaterThan(held.fencingToken());
+	}
+
+	@Test
+	void keysWithSlashesDotsAndPercentSignsMapToDistinctNodeNames() {
+		List<String> keys = List.of("a/b", "a%2Fb", ".", "..", "", "%", "a.b", "ä", "a b", "a:b@c-d_e");
+		List<String> names = keys.stream().map(ZooKeeperPaths::encode).toList();
+		assertThat(names).doesNotHaveDuplicates().allSatisfy((name) -> {
+			assertThat(name).doesNotContain("/").isNotIn(".", "..", "");
+		});
+		assertThat(ZooKeeperPaths.encode("holdfast:job.run")).isEqualTo("holdfast:job.run");
+	}
+
+	/** How many sessions watch each watched child of {@code parent}, by the wchp command. */
+	private static List<Integer> watchesOn(String parent) throws Exception {
+		List<Integer> watchers = new ArrayList<>();
+		boolean inParent = false;
+		for (String line : server.command(0, "wchp").split("\n")) {
+			if (line.startsWith("/")) {
+				inParent = line.startsWith(parent + "/");
+				if (inParent) {
+					watchers.add(0);
+				}
+			}
+			else if (inParent && !line.isBlank()) {
+				watchers.set(watchers.size() - 1, watchers.get(watchers.size() - 1) + 1);
+			}
+		}
+		return watchers;
+	}
+
+	private static void expireSession(CuratorFramework client) throws Exception {
+		ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
+		// Another handle on the same session closes it on the server, which deletes its nodes.
+		ZooKeeper twin = new ZooKeeper(server.connectString(), 10_000, (event) -> {
+		}, zk.getSessionId(), zk.getSessionPasswd());
+		try {
+			await().atMost(Duration.ofSeconds(5)).until(() -> twin.getState().isConnected());
+		}
+		finally {
+			twin.close();
+		}
+	}
+
+	private static JdbcTemplate accountTable() {
+		JdbcDataSource dataSource = new JdbcDataSource();
+		dataSource.setURL("jdbc:h2:mem:zk-guard-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1");
+		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
+		jdbc.execute("CREATE TABLE account (id VARCHAR(36) PRIMARY KEY, balance INT NOT NULL, fence BIGINT)");
+		jdbc.update("INSERT INTO account (id, balance) VALUES ('a', 0)");
+		return jdbc;
+	}
+
+	/** Counts lost leases. */
+	static final class LostLeases implements LockListener {
+
+		final AtomicInteger count = new AtomicInteger();
+
+		@Override
+		public void leaseLost(String name, String backend) {
+			this.count.incrementAndGet();
+		}
+
+	}
+
+}
