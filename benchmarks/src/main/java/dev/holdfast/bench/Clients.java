@@ -130,6 +130,15 @@ public final class Clients {
 			}
 
 			@Override
+			public Held tryLock(String key) {
+				String owner = owner();
+				if (redis.set(key, owner, args) == null) {
+					return null;
+				}
+				return () -> redis.evalsha(sha, ScriptOutputType.INTEGER, new String[] { key }, owner);
+			}
+
+			@Override
 			public void close() {
 				connection.close();
 				client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
@@ -172,6 +181,12 @@ public final class Clients {
 			}
 
 			@Override
+			public Held tryLock(String key) {
+				RLock lock = redisson.getLock(key);
+				return lock.tryLock() ? lock::unlock : null;
+			}
+
+			@Override
 			public void close() {
 				redisson.shutdown();
 			}
@@ -185,12 +200,23 @@ public final class Clients {
 
 	/** ShedLock: {@code lock(configuration)} and {@code unlock()}; it has no waiting and no renewal. */
 	static LockClient shedLock(LockProvider provider) {
-		return (key) -> {
-			Optional<SimpleLock> lock = provider.lock(new LockConfiguration(Instant.now(), key, LEASE, Duration.ZERO));
-			if (lock.isEmpty()) {
-				throw new IllegalStateException("shedlock did not acquire " + key);
+		return new LockClient() {
+
+			@Override
+			public void lockUnlock(String key) throws Exception {
+				Held held = tryLock(key);
+				if (held == null) {
+					throw new IllegalStateException("shedlock did not acquire " + key);
+				}
+				held.release();
 			}
-			lock.get().unlock();
+
+			@Override
+			public Held tryLock(String key) {
+				Optional<SimpleLock> lock = provider.lock(new LockConfiguration(Instant.now(), key, LEASE, Duration.ZERO));
+				return lock.<Held>map((held) -> held::unlock).orElse(null);
+			}
+
 		};
 	}
 
@@ -230,6 +256,12 @@ public final class Clients {
 					// keep waiting
 				}
 				return lock::unlock;
+			}
+
+			@Override
+			public Held tryLock(String key) {
+				Lock lock = registry.obtain(key);
+				return lock.tryLock() ? lock::unlock : null;
 			}
 
 			@Override
@@ -321,6 +353,12 @@ public final class Clients {
 				return () -> release(key, owner);
 			}
 
+			@Override
+			public Held tryLock(String key) throws Exception {
+				String owner = owner();
+				return tryAcquire(key, owner) ? () -> release(key, owner) : null;
+			}
+
 			private boolean tryAcquire(String key, String owner) throws Exception {
 				try (var connection = dataSource.getConnection(); var ps = connection.prepareStatement(acquire)) {
 					ps.setString(1, key);
@@ -356,6 +394,11 @@ public final class Clients {
 			@Override
 			public void lockUnlock(String key) throws Exception {
 				client.lockUnlock(key);
+			}
+
+			@Override
+			public Held tryLock(String key) throws Exception {
+				return client.tryLock(key);
 			}
 
 			@Override

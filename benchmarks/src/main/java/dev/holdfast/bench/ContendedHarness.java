@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
 
 import org.HdrHistogram.ConcurrentHistogram;
 import org.HdrHistogram.Histogram;
@@ -16,6 +17,12 @@ import org.HdrHistogram.Histogram;
  * {@code nanoTime}) from the moment a holder starts its release to the moment the next holder's
  * acquisition returns, and which instance the lock went to. A holder records the previous handoff
  * while it holds the lock, so the bookkeeping never races.
+ * <p>
+ * Two ways to want the lock: {@link Mode#WAIT}, each thread waits as the contender waits by
+ * default ({@link LockClient#lock}); {@link Mode#TRY_BUSY}, each thread calls a single attempt
+ * ({@link LockClient#tryLock}: {@code LockTemplate.tryAcquire} with wait time 0, the floor's one
+ * {@code SET NX PX}) in a loop, at once again after a failure, as code polling a lock does; the
+ * failed attempts are counted.
  */
 final class ContendedHarness {
 
@@ -23,11 +30,26 @@ final class ContendedHarness {
 
 	static final int THREADS_PER_INSTANCE = 4;
 
-	record Result(String contender, long handoffs, double seconds, double p50Micros, double p99Micros,
-			double crossShare, String error) {
+	enum Mode {
 
+		/** Every thread waits for the lock as the contender waits by default. */
+		WAIT,
+
+		/** Every thread retries a single attempt at once, without waiting in between. */
+		TRY_BUSY
+
+	}
+
+	record Result(String contender, Mode mode, long handoffs, long failedAttempts, double seconds, double p50Micros,
+			double p99Micros, double crossShare, String error) {
+
+		/** Handoffs (successful critical sections but the first) per second. */
 		double throughput() {
 			return this.handoffs / this.seconds;
+		}
+
+		double failedPerSecond() {
+			return this.failedAttempts / this.seconds;
 		}
 
 	}
@@ -36,17 +58,21 @@ final class ContendedHarness {
 	}
 
 	static Result run(String contender, Duration warmup, Duration measure) {
+		return run(contender, Mode.WAIT, warmup, measure);
+	}
+
+	static Result run(String contender, Mode mode, Duration warmup, Duration measure) {
 		List<LockClient> clients = new ArrayList<>();
 		try {
 			for (int i = 0; i < INSTANCES; i++) {
 				clients.add(Clients.create(contender));
 			}
 			String key = "contended-" + Long.toHexString(ThreadLocalRandom.current().nextLong());
-			round(clients, key, warmup);
-			return round(clients, key, measure).withName(contender);
+			round(clients, mode, key, warmup);
+			return round(clients, mode, key, measure).result(contender, mode);
 		}
 		catch (Throwable ex) {
-			return new Result(contender, 0, 1, Double.NaN, Double.NaN, Double.NaN, String.valueOf(ex));
+			return new Result(contender, mode, 0, 0, 1, Double.NaN, Double.NaN, Double.NaN, String.valueOf(ex));
 		}
 		finally {
 			for (LockClient client : clients) {
@@ -60,9 +86,10 @@ final class ContendedHarness {
 		}
 	}
 
-	private static Partial round(List<LockClient> clients, String key, Duration duration) throws Exception {
+	private static Partial round(List<LockClient> clients, Mode mode, String key, Duration duration) throws Exception {
 		Histogram handoffs = new ConcurrentHistogram(3);
 		AtomicLong cross = new AtomicLong();
+		LongAdder failed = new LongAdder();
 		AtomicLong lastReleaseNanos = new AtomicLong();
 		AtomicLong lastInstance = new AtomicLong(-1);
 		AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -76,7 +103,11 @@ final class ContendedHarness {
 				Thread thread = new Thread(() -> {
 					try {
 						while (System.nanoTime() < deadline && failure.get() == null) {
-							LockClient.Held held = client.lock(key);
+							LockClient.Held held = (mode == Mode.WAIT) ? client.lock(key) : client.tryLock(key);
+							if (held == null) {
+								failed.increment();
+								continue;
+							}
 							long acquired = System.nanoTime();
 							long released = lastReleaseNanos.get();
 							if (released != 0) {
@@ -105,14 +136,15 @@ final class ContendedHarness {
 		if (failure.get() != null) {
 			throw new IllegalStateException("contended run failed", failure.get());
 		}
-		return new Partial(handoffs, cross.get(), seconds);
+		return new Partial(handoffs, cross.get(), failed.sum(), seconds);
 	}
 
-	private record Partial(Histogram histogram, long cross, double seconds) {
+	private record Partial(Histogram histogram, long cross, long failed, double seconds) {
 
-		Result withName(String contender) {
+		Result result(String contender, Mode mode) {
 			long count = this.histogram.getTotalCount();
-			return new Result(contender, count, this.seconds, this.histogram.getValueAtPercentile(50) / 1000.0,
+			return new Result(contender, mode, count, this.failed, this.seconds,
+					this.histogram.getValueAtPercentile(50) / 1000.0,
 					this.histogram.getValueAtPercentile(99) / 1000.0, (count == 0) ? Double.NaN : (double) this.cross / count,
 					null);
 		}

@@ -66,6 +66,12 @@ final class HoldfastClients {
 			}
 
 			@Override
+			public Held tryLock(String key) {
+				// LockTemplate.tryAcquire with wait time 0: one attempt, as a caller polling a lock does
+				return template.tryAcquire(key, null, ONE_ATTEMPT).<Held>map((lease) -> lease::close).orElse(null);
+			}
+
+			@Override
 			public void close() throws Exception {
 				template.close();
 				onClose.close();

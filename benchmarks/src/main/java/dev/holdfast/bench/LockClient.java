@@ -15,6 +15,14 @@ public interface LockClient extends AutoCloseable {
 		throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot wait for a lock");
 	}
 
+	/**
+	 * One attempt to acquire {@code key} without waiting (the busy-{@code tryAcquire} scenario
+	 * retries it at once): what releases the lock, or {@code null} if it is held.
+	 */
+	default Held tryLock(String key) throws Exception {
+		throw new UnsupportedOperationException(getClass().getSimpleName() + " has no single attempt");
+	}
+
 	@Override
 	default void close() throws Exception {
 	}

@@ -34,7 +34,7 @@ import dev.holdfast.test.server.ZooKeeperServer;
  * ports) and PostgreSQL (embedded, or {@code -Dbench.pg=local}).
  * <p>
  * System properties: {@code bench.quick=true} (smoke run, a few seconds per benchmark),
- * {@code bench.only=redis,jdbc,redlock,zookeeper,annotation,contended,leases} (a subset),
+ * {@code bench.only=redis,jdbc,redlock,zookeeper,annotation,contended,trybusy,leases} (a subset),
  * {@code bench.threads=1,8}, {@code bench.prof=jfr} (a JMH profiler for every fork),
  * {@code bench.out=path} (where the Markdown table goes, besides standard output).
  */
@@ -54,10 +54,17 @@ public final class Main {
 			"redis-spring-integration", "jdbc-floor", "jdbc-holdfast", "jdbc-spring-integration", "zookeeper-floor",
 			"zookeeper-holdfast", "zookeeper-curator");
 
+	/** Contenders of the busy-{@code tryAcquire} scenario: every one that has a single attempt. */
+	static final List<String> TRY_BUSY = List.of("redis-floor", "redis-holdfast", "redis-shedlock", "redis-redisson",
+			"redis-spring-integration", "jdbc-floor", "jdbc-holdfast", "jdbc-shedlock", "zookeeper-floor",
+			"zookeeper-holdfast", "zookeeper-curator", "zookeeper-shedlock");
+
+	static final String ALL_GROUPS = "redis,jdbc,redlock,zookeeper,annotation,contended,trybusy,leases";
+
 	private final boolean quick = Boolean.getBoolean("bench.quick");
 
 	private final Set<String> only = new TreeSet<>(Arrays.asList(
-			System.getProperty("bench.only", "redis,jdbc,redlock,zookeeper,annotation,contended,leases").split(",")));
+			System.getProperty("bench.only", ALL_GROUPS).split(",")));
 
 	private final List<Integer> threads = Arrays.stream(System.getProperty("bench.threads", "1,8").split(","))
 		.map(String::trim)
@@ -77,6 +84,10 @@ public final class Main {
 
 	private final List<ContendedHarness.Result> contended = new ArrayList<>();
 
+	private final List<ContendedHarness.Result> tryBusy = new ArrayList<>();
+
+	private final Provenance provenance = new Provenance();
+
 	private final List<HeldLeasesHarness.Result> leases = new ArrayList<>();
 
 	private final List<String> notes = new ArrayList<>();
@@ -93,7 +104,7 @@ public final class Main {
 		Runtime.getRuntime().addShutdownHook(stopServers);
 		try {
 			RedisServer redis = null;
-			if (needs("redis", "contended", "leases", "redlock")) {
+			if (needs("redis", "contended", "trybusy", "leases", "redlock")) {
 				redis = RedisServer.start();
 				servers.add(redis);
 				this.jvmArgs.add("-Dbench.redis.port=" + redis.port());
@@ -109,7 +120,7 @@ public final class Main {
 				this.jvmArgs.add("-Dbench.redlock.ports=" + String.join(",", ports));
 				System.setProperty("bench.redlock.ports", String.join(",", ports));
 			}
-			if (needs("zookeeper", "contended")) {
+			if (needs("zookeeper", "contended", "trybusy")) {
 				// Like the Redis servers (no persistence), the server does not fsync its transaction log
 				// here: on this machine's disk an fsync per write would be all that is measured.
 				System.setProperty("zookeeper.forceSync", "no");
@@ -121,7 +132,7 @@ public final class Main {
 						+ " inside the runner's JVM (Curator's TestingServer, forceSync=no), Curator 5.9.0 clients.");
 			}
 			Postgres postgres = null;
-			if (needs("jdbc") || (needs("contended") && CONTENDED.stream().anyMatch((c) -> c.startsWith("jdbc")))) {
+			if (needs("jdbc", "contended", "trybusy")) {
 				postgres = startPostgres();
 				servers.add(postgres);
 				postgres.createTables();
@@ -132,52 +143,48 @@ public final class Main {
 				this.notes.add("Database: " + postgres.description());
 			}
 			if (needs("redis")) {
-				uncontended(REDIS);
+				uncontended("redis", REDIS);
 			}
 			if (needs("jdbc")) {
-				uncontended(JDBC);
+				uncontended("jdbc", JDBC);
 			}
 			if (needs("redlock")) {
-				uncontended(REDLOCK);
+				uncontended("redlock", REDLOCK);
 			}
 			if (needs("zookeeper")) {
-				uncontended(ZOOKEEPER);
+				uncontended("zookeeper", ZOOKEEPER);
 			}
 			if (needs("annotation")) {
+				this.provenance.start("annotation");
 				annotationOverhead();
 				log("annotation overhead in CPU time (this JVM)");
 				this.annotationCpu = CpuTimeProbe.run(this.quick);
 				log("  " + this.annotationCpu);
+				this.provenance.end("annotation");
 			}
 			if (needs("contended")) {
-				Duration warmup = Duration.ofSeconds(this.quick ? 1 : 3);
-				Duration measure = Duration.ofSeconds(this.quick ? 3 : 10);
-				for (String contender : CONTENDED) {
-					if ((contender.startsWith("jdbc") && postgres == null)
-							|| (contender.startsWith("redis") && redis == null)) {
-						continue;
-					}
-					log("contended: " + contender);
-					ContendedHarness.Result result = ContendedHarness.run(contender, warmup, measure);
-					log("  " + result);
-					this.contended.add(result);
-				}
+				contended("contended", CONTENDED, ContendedHarness.Mode.WAIT, this.contended);
+			}
+			if (needs("trybusy")) {
+				contended("trybusy", TRY_BUSY, ContendedHarness.Mode.TRY_BUSY, this.tryBusy);
 			}
 			if (needs("leases")) {
+				this.provenance.start("leases");
 				int count = this.quick ? 2_000 : 10_000;
 				Duration window = Duration.ofSeconds(this.quick ? 3 : 6);
 				log("held leases: holdfast");
 				this.leases.add(HeldLeasesHarness.holdfast(redis.port(), count, window));
 				log("held leases: redisson");
 				this.leases.add(HeldLeasesHarness.redisson(redis.port(), count, window));
+				this.provenance.end("leases");
 			}
 		}
 		finally {
 			stopAll(servers);
 			Runtime.getRuntime().removeShutdownHook(stopServers);
 		}
-		String report = new Report(this.quick, this.throughput, this.annotation, this.annotationCpu, this.contended, this.leases,
-				this.notes, Duration.ofNanos(System.nanoTime() - started))
+		String report = new Report(this.quick, this.throughput, this.annotation, this.annotationCpu, this.contended,
+				this.tryBusy, this.leases, this.notes, this.provenance, Duration.ofNanos(System.nanoTime() - started))
 			.render();
 		System.out.println();
 		System.out.println(report);
@@ -245,7 +252,27 @@ public final class Main {
 		return options;
 	}
 
-	private void uncontended(List<String> contenders) throws Exception {
+	private void contended(String section, List<String> contenders, ContendedHarness.Mode mode,
+			List<ContendedHarness.Result> results) {
+		Duration warmup = Duration.ofSeconds(this.quick ? 1 : 3);
+		Duration measure = Duration.ofSeconds(this.quick ? 3 : 10);
+		this.provenance.start(section);
+		for (String contender : contenders) {
+			if ((contender.startsWith("jdbc") && System.getProperty("bench.jdbc.url") == null)
+					|| (contender.startsWith("redis") && System.getProperty("bench.redis.port") == null)
+					|| (contender.startsWith("zookeeper") && System.getProperty("bench.zookeeper.connect") == null)) {
+				continue;
+			}
+			log(section + ": " + contender);
+			ContendedHarness.Result result = ContendedHarness.run(contender, mode, warmup, measure);
+			log("  " + result);
+			results.add(result);
+		}
+		this.provenance.end(section);
+	}
+
+	private void uncontended(String group, List<String> contenders) throws Exception {
+		this.provenance.start(group);
 		for (int threadCount : this.threads) {
 			log("uncontended, " + threadCount + " thread(s): " + contenders);
 			Collection<RunResult> results = new Runner(options().include(UncontendedBenchmark.class.getName() + ".lockUnlock")
@@ -259,6 +286,7 @@ public final class Main {
 							result.getPrimaryResult().getScoreError(), best(result, true), bytesPerOp(result) });
 			}
 		}
+		this.provenance.end(group);
 	}
 
 	private void annotationOverhead() throws Exception {

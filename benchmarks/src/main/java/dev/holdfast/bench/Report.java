@@ -18,24 +18,33 @@ final class Report {
 
 	private final List<ContendedHarness.Result> contended;
 
+	private final List<ContendedHarness.Result> tryBusy;
+
 	private final List<HeldLeasesHarness.Result> leases;
 
 	private final List<String> notes;
+
+	private final Provenance provenance;
+
+	private final String command = Provenance.command();
 
 	private final Duration took;
 
 	private final StringBuilder out = new StringBuilder();
 
 	Report(boolean quick, Map<String, Map<Integer, double[]>> throughput, Map<String, double[]> annotation,
-			Map<String, Double> annotationCpu, List<ContendedHarness.Result> contended, List<HeldLeasesHarness.Result> leases, List<String> notes,
-			Duration took) {
+			Map<String, Double> annotationCpu, List<ContendedHarness.Result> contended,
+			List<ContendedHarness.Result> tryBusy, List<HeldLeasesHarness.Result> leases, List<String> notes,
+			Provenance provenance, Duration took) {
 		this.quick = quick;
 		this.throughput = throughput;
 		this.annotation = annotation;
 		this.annotationCpu = annotationCpu;
 		this.contended = contended;
+		this.tryBusy = tryBusy;
 		this.leases = leases;
 		this.notes = notes;
+		this.provenance = provenance;
 		this.took = took;
 	}
 
@@ -48,6 +57,7 @@ final class Report {
 		line("- Mode: " + (this.quick ? "quick (1 warmup + 2 measurement iterations of 1 s, 1 fork)"
 				: "full (5 warmup + 5 measurement iterations of 1 s, 1 fork)") + "; run took "
 				+ this.took.toMinutes() + " min " + this.took.toSecondsPart() + " s");
+		line("- Command: `" + this.command + "`");
 		for (String note : this.notes) {
 			line("- " + note);
 		}
@@ -55,6 +65,7 @@ final class Report {
 		uncontended();
 		annotationOverhead();
 		contendedTable();
+		tryBusyTable();
 		leasesTable();
 		targets();
 		return this.out.toString();
@@ -93,6 +104,7 @@ final class Report {
 			line(row.toString());
 		}
 		line("");
+		provenance("redis", "jdbc", "redlock", "zookeeper");
 	}
 
 	private void annotationOverhead() {
@@ -118,6 +130,7 @@ final class Report {
 			cpuRow("name + SpEL key `#key`", "templateWithKey", "annotationWithKey");
 			line("");
 		}
+		provenance("annotation");
 	}
 
 	private void annotationRow(String label, String template, String annotated) {
@@ -163,6 +176,54 @@ final class Report {
 					(floor != null) ? ratio(result.p50Micros(), floor.p50Micros()) : "–", result.crossShare() * 100));
 		}
 		line("");
+		provenance("contended");
+	}
+
+	private void tryBusyTable() {
+		if (this.tryBusy.isEmpty()) {
+			return;
+		}
+		line("### One key, 2 client instances × 4 threads, busy `tryAcquire`");
+		line("");
+		line("Every thread calls a single attempt with wait time 0 (Holdfast: `LockTemplate.tryAcquire`; floor: one "
+				+ "`SET NX PX` / upsert / ephemeral create; peers: `tryLock()` / `lock(...)`) and calls it again at once when it "
+				+ "fails. Critical sections: successful attempts per second. Handoff and cross-instance as above.");
+		line("");
+		line("| contender | critical sections/s | × floor | failed attempts/s | p50 µs | p99 µs | p50 × floor | cross-instance |");
+		line("|---|---:|---:|---:|---:|---:|---:|---:|");
+		for (ContendedHarness.Result result : this.tryBusy) {
+			if (result.error() != null) {
+				line("| " + result.contender() + " | failed: " + result.error().replace('|', '/') + " | | | | | | |");
+				continue;
+			}
+			ContendedHarness.Result floor = find(this.tryBusy, floorOf(result.contender()));
+			line(String.format(Locale.ROOT, "| %s | %,.0f | %s | %,.0f | %,.0f | %,.0f | %s | %.0f %% |", result.contender(),
+					result.throughput(), (floor != null) ? ratio(result.throughput(), floor.throughput()) : "–",
+					result.failedPerSecond(), result.p50Micros(), result.p99Micros(),
+					(floor != null) ? ratio(result.p50Micros(), floor.p50Micros()) : "–", result.crossShare() * 100));
+		}
+		line("");
+		provenance("trybusy");
+	}
+
+	/** The command and the load average at the start and end of the sections a table shows. */
+	private void provenance(String... sections) {
+		StringBuilder load = new StringBuilder();
+		for (String section : sections) {
+			Provenance.Window window = this.provenance.window(section);
+			if (window == null) {
+				continue;
+			}
+			if (!load.isEmpty()) {
+				load.append("; ");
+			}
+			if (sections.length > 1) {
+				load.append(section).append(' ');
+			}
+			load.append(window.startLoad()).append(" at start, ").append(window.endLoad()).append(" at end");
+		}
+		line("Command: `" + this.command + "`. Load average (1/5/15 min): " + load + ".");
+		line("");
 	}
 
 	private void leasesTable() {
@@ -183,6 +244,7 @@ final class Report {
 					result.bytesPerLease()));
 		}
 		line("");
+		provenance("leases");
 	}
 
 	private void targets() {
@@ -223,6 +285,8 @@ final class Report {
 			line(String.format(Locale.ROOT, "| Annotation overhead ≤ 5 µs per call (SpEL key), CPU time | %.2f µs | %s |", micros,
 					(micros <= 5) ? "yes" : "**no**"));
 		}
+		line("");
+		line("From the tables above, same run.");
 		line("");
 	}
 
@@ -282,7 +346,11 @@ final class Report {
 	}
 
 	private ContendedHarness.Result find(String contender) {
-		for (ContendedHarness.Result result : this.contended) {
+		return find(this.contended, contender);
+	}
+
+	private static ContendedHarness.Result find(List<ContendedHarness.Result> results, String contender) {
+		for (ContendedHarness.Result result : results) {
 			if (result.contender().equals(contender) && result.error() == null) {
 				return result;
 			}

@@ -96,6 +96,18 @@ final class ZooKeeperClients {
 			}
 
 			@Override
+			public Held tryLock(String key) throws Exception {
+				String path = "/bench-floor/" + key;
+				try {
+					client.create().withMode(CreateMode.EPHEMERAL).forPath(path);
+					return () -> client.delete().forPath(path);
+				}
+				catch (KeeperException.NodeExistsException ex) {
+					return null;
+				}
+			}
+
+			@Override
 			public void close() {
 				client.close();
 			}
@@ -131,6 +143,12 @@ final class ZooKeeperClients {
 			}
 
 			@Override
+			public Held tryLock(String key) throws Exception {
+				InterProcessMutex mutex = new InterProcessMutex(client, "/bench-curator/" + key);
+				return mutex.acquire(0, TimeUnit.MILLISECONDS) ? mutex::release : null;
+			}
+
+			@Override
 			public void close() {
 				client.close();
 			}
@@ -151,6 +169,13 @@ final class ZooKeeperClients {
 					throw new IllegalStateException("shedlock did not acquire " + key);
 				}
 				lock.get().unlock();
+			}
+
+			@Override
+			public Held tryLock(String key) {
+				Optional<SimpleLock> lock = provider
+					.lock(new LockConfiguration(Instant.now(), key, Clients.LEASE, Duration.ZERO));
+				return lock.<Held>map((held) -> held::unlock).orElse(null);
 			}
 
 			@Override
