@@ -40,8 +40,13 @@ final class ContendedHarness {
 
 	}
 
+	/**
+	 * One run. {@code serverMicrosPerOp}: CPU of the contender's servers ({@link ServerCpu}) per
+	 * handoff; {@code clientMicrosPerOp}: CPU of this JVM (both client instances, GC, JIT; not the
+	 * ZooKeeper server that runs here) per handoff; NaN where unknown.
+	 */
 	record Result(String contender, Mode mode, long handoffs, long failedAttempts, double seconds, double p50Micros,
-			double p99Micros, double crossShare, String error) {
+			double p99Micros, double crossShare, double serverMicrosPerOp, double clientMicrosPerOp, String error) {
 
 		/** Handoffs (successful critical sections but the first) per second. */
 		double throughput() {
@@ -69,10 +74,18 @@ final class ContendedHarness {
 			}
 			String key = "contended-" + Long.toHexString(ThreadLocalRandom.current().nextLong());
 			round(clients, mode, key, warmup);
-			return round(clients, mode, key, measure).result(contender, mode);
+			long serverBefore = ServerCpu.nanos(contender);
+			long clientBefore = clientNanos(contender);
+			Partial partial = round(clients, mode, key, measure);
+			long serverAfter = ServerCpu.nanos(contender);
+			long clientAfter = clientNanos(contender);
+			long operations = partial.histogram().getTotalCount();
+			return partial.result(contender, mode, ServerCpu.microsPerOp(serverBefore, serverAfter, operations),
+					ServerCpu.microsPerOp(clientBefore, clientAfter, operations));
 		}
 		catch (Throwable ex) {
-			return new Result(contender, mode, 0, 0, 1, Double.NaN, Double.NaN, Double.NaN, String.valueOf(ex));
+			return new Result(contender, mode, 0, 0, 1, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN,
+					String.valueOf(ex));
 		}
 		finally {
 			for (LockClient client : clients) {
@@ -84,6 +97,11 @@ final class ContendedHarness {
 				}
 			}
 		}
+	}
+
+	private static long clientNanos(String contender) {
+		long process = ServerCpu.processNanos();
+		return (process < 0) ? -1 : process - ServerCpu.zooKeeperInThisJvm(contender);
 	}
 
 	private static Partial round(List<LockClient> clients, Mode mode, String key, Duration duration) throws Exception {
@@ -141,12 +159,12 @@ final class ContendedHarness {
 
 	private record Partial(Histogram histogram, long cross, long failed, double seconds) {
 
-		Result result(String contender, Mode mode) {
+		Result result(String contender, Mode mode, double serverMicrosPerOp, double clientMicrosPerOp) {
 			long count = this.histogram.getTotalCount();
 			return new Result(contender, mode, count, this.failed, this.seconds,
 					this.histogram.getValueAtPercentile(50) / 1000.0,
 					this.histogram.getValueAtPercentile(99) / 1000.0, (count == 0) ? Double.NaN : (double) this.cross / count,
-					null);
+					serverMicrosPerOp, clientMicrosPerOp, null);
 		}
 
 	}

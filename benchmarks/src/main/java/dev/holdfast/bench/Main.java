@@ -109,14 +109,18 @@ public final class Main {
 				servers.add(redis);
 				this.jvmArgs.add("-Dbench.redis.port=" + redis.port());
 				System.setProperty("bench.redis.port", Integer.toString(redis.port()));
+				cpuOf("redis", Long.toString(redis.pid()));
 			}
 			if (needs("redlock")) {
 				List<String> ports = new ArrayList<>();
+				List<String> pids = new ArrayList<>();
 				for (int i = 0; i < 5; i++) {
 					RedisServer node = RedisServer.start();
 					servers.add(node);
 					ports.add(Integer.toString(node.port()));
+					pids.add(Long.toString(node.pid()));
 				}
+				cpuOf("redlock", String.join(",", pids));
 				this.jvmArgs.add("-Dbench.redlock.ports=" + String.join(",", ports));
 				System.setProperty("bench.redlock.ports", String.join(",", ports));
 			}
@@ -128,6 +132,7 @@ public final class Main {
 				servers.add(zooKeeper);
 				this.jvmArgs.add("-Dbench.zookeeper.connect=" + zooKeeper.connectString());
 				System.setProperty("bench.zookeeper.connect", zooKeeper.connectString());
+				cpuOf("zookeeper", Long.toString(ProcessHandle.current().pid()));
 				this.notes.add("ZooKeeper: one standalone server " + org.apache.zookeeper.Version.getFullVersion()
 						+ " inside the runner's JVM (Curator's TestingServer, forceSync=no), Curator 5.9.0 clients.");
 			}
@@ -140,6 +145,12 @@ public final class Main {
 				this.jvmArgs.add("-Dbench.jdbc.user=" + postgres.user);
 				System.setProperty("bench.jdbc.url", postgres.url);
 				System.setProperty("bench.jdbc.user", postgres.user);
+				try {
+					cpuOf("pg", Long.toString(postgres.postmasterPid()));
+				}
+				catch (Exception ex) {
+					log("PostgreSQL's server processes not found, no server CPU for JDBC: " + ex);
+				}
 				this.notes.add("Database: " + postgres.description());
 			}
 			if (needs("redis")) {
@@ -192,6 +203,12 @@ public final class Main {
 				Files.isDirectory(Path.of("benchmarks", "target")) ? "benchmarks/target/results.md" : "results.md"));
 		Files.writeString(out, report);
 		log("table written to " + out.toAbsolutePath());
+	}
+
+	/** Names the server processes of a backend for {@link ServerCpu}, here and in the JMH forks. */
+	private void cpuOf(String backend, String pids) {
+		this.jvmArgs.add("-Dbench.cpu." + backend + "=" + pids);
+		System.setProperty("bench.cpu." + backend, pids);
 	}
 
 	private static synchronized void stopAll(List<AutoCloseable> servers) {

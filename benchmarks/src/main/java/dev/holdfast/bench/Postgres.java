@@ -41,6 +41,24 @@ final class Postgres implements AutoCloseable {
 		return (this.embedded != null) ? "embedded PostgreSQL (zonky), " + this.url : "local PostgreSQL, " + this.url;
 	}
 
+	/**
+	 * The postmaster's process id: the parent of the backend that serves a connection. Its
+	 * children are all of the server's processes ({@link ServerCpu}).
+	 */
+	long postmasterPid() throws Exception {
+		try (Connection connection = DriverManager.getConnection(this.url, this.user, "");
+				Statement statement = connection.createStatement();
+				var result = statement.executeQuery("SELECT pg_backend_pid()")) {
+			result.next();
+			long backend = result.getLong(1);
+			// asked while the connection is open: the backend exits with it
+			return ProcessHandle.of(backend)
+				.flatMap(ProcessHandle::parent)
+				.map(ProcessHandle::pid)
+				.orElseThrow(() -> new IllegalStateException("No parent process of PostgreSQL backend " + backend));
+		}
+	}
+
 	/** Drops and creates the tables of every JDBC contender. */
 	void createTables() throws Exception {
 		try (Connection connection = DriverManager.getConnection(this.url, this.user, "");

@@ -32,6 +32,11 @@ final class Report {
 
 	private final StringBuilder out = new StringBuilder();
 
+	private static final String CPU_NOTE = "Server µs/op: CPU time (user + system, /proc/<pid>/stat) of the "
+			+ "contender's servers during the measurement, per operation: the redis-server; all PostgreSQL processes; "
+			+ "the five Redlock redis-servers; the ZooKeeper server's threads. Client µs/op: CPU of the process that runs "
+			+ "the clients, per operation. Both in 10 ms ticks, summed over the measurement.";
+
 	Report(boolean quick, Map<String, Map<Integer, double[]>> throughput, Map<String, double[]> annotation,
 			Map<String, Double> annotationCpu, List<ContendedHarness.Result> contended,
 			List<ContendedHarness.Result> tryBusy, List<HeldLeasesHarness.Result> leases, List<String> notes,
@@ -162,18 +167,21 @@ final class Report {
 		line("Handoff: from the moment a holder starts its release to the moment the next holder's acquisition "
 				+ "returns, one clock. Cross-instance: share of handoffs that went to the other instance.");
 		line("");
-		line("| contender | handoffs/s | × floor | p50 µs | p99 µs | p50 × floor | cross-instance |");
-		line("|---|---:|---:|---:|---:|---:|---:|");
+		line(CPU_NOTE);
+		line("");
+		line("| contender | handoffs/s | × floor | p50 µs | p99 µs | p50 × floor | cross-instance | server µs/op | client µs/op |");
+		line("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
 		for (ContendedHarness.Result result : this.contended) {
 			if (result.error() != null) {
-				line("| " + result.contender() + " | failed: " + result.error().replace('|', '/') + " | | | | | |");
+				line("| " + result.contender() + " | failed: " + result.error().replace('|', '/') + " | | | | | | | |");
 				continue;
 			}
 			ContendedHarness.Result floor = contendedFloor(result.contender());
-			line(String.format(Locale.ROOT, "| %s | %,.0f | %s | %,.0f | %,.0f | %s | %.0f %% |", result.contender(),
+			line(String.format(Locale.ROOT, "| %s | %,.0f | %s | %,.0f | %,.0f | %s | %.0f %% | %s | %s |", result.contender(),
 					result.throughput(), (floor != null) ? ratio(result.throughput(), floor.throughput()) : "–",
 					result.p50Micros(), result.p99Micros(),
-					(floor != null) ? ratio(result.p50Micros(), floor.p50Micros()) : "–", result.crossShare() * 100));
+					(floor != null) ? ratio(result.p50Micros(), floor.p50Micros()) : "–", result.crossShare() * 100,
+					micros(result.serverMicrosPerOp()), micros(result.clientMicrosPerOp())));
 		}
 		line("");
 		provenance("contended");
@@ -189,18 +197,22 @@ final class Report {
 				+ "`SET NX PX` / upsert / ephemeral create; peers: `tryLock()` / `lock(...)`) and calls it again at once when it "
 				+ "fails. Critical sections: successful attempts per second. Handoff and cross-instance as above.");
 		line("");
-		line("| contender | critical sections/s | × floor | failed attempts/s | p50 µs | p99 µs | p50 × floor | cross-instance |");
-		line("|---|---:|---:|---:|---:|---:|---:|---:|");
+		line(CPU_NOTE + " Here an operation is a critical section; failed attempts add to its cost.");
+		line("");
+		line("| contender | critical sections/s | × floor | failed attempts/s | p50 µs | p99 µs | p50 × floor | cross-instance | server µs/op | client µs/op |");
+		line("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 		for (ContendedHarness.Result result : this.tryBusy) {
 			if (result.error() != null) {
-				line("| " + result.contender() + " | failed: " + result.error().replace('|', '/') + " | | | | | | |");
+				line("| " + result.contender() + " | failed: " + result.error().replace('|', '/') + " | | | | | | | | |");
 				continue;
 			}
 			ContendedHarness.Result floor = find(this.tryBusy, floorOf(result.contender()));
-			line(String.format(Locale.ROOT, "| %s | %,.0f | %s | %,.0f | %,.0f | %,.0f | %s | %.0f %% |", result.contender(),
-					result.throughput(), (floor != null) ? ratio(result.throughput(), floor.throughput()) : "–",
-					result.failedPerSecond(), result.p50Micros(), result.p99Micros(),
-					(floor != null) ? ratio(result.p50Micros(), floor.p50Micros()) : "–", result.crossShare() * 100));
+			line(String.format(Locale.ROOT, "| %s | %,.0f | %s | %,.0f | %,.0f | %,.0f | %s | %.0f %% | %s | %s |",
+					result.contender(), result.throughput(),
+					(floor != null) ? ratio(result.throughput(), floor.throughput()) : "–", result.failedPerSecond(),
+					result.p50Micros(), result.p99Micros(),
+					(floor != null) ? ratio(result.p50Micros(), floor.p50Micros()) : "–", result.crossShare() * 100,
+					micros(result.serverMicrosPerOp()), micros(result.clientMicrosPerOp())));
 		}
 		line("");
 		provenance("trybusy");
@@ -356,6 +368,13 @@ final class Report {
 			}
 		}
 		return null;
+	}
+
+	private static String micros(double value) {
+		if (Double.isNaN(value)) {
+			return "–";
+		}
+		return String.format(Locale.ROOT, (value < 10) ? "%.1f" : "%,.0f", value);
 	}
 
 	private static String ratio(double value, double floor) {
