@@ -73,7 +73,10 @@ public final class Main {
 
 	private final List<String> jvmArgs = new ArrayList<>(List.of("-Xms1g", "-Xmx1g"));
 
-	/** Throughput by contender, then by thread count: mean ops/s, error, best iteration, bytes/op. */
+	/**
+	 * Throughput by contender, then by thread count: mean ops/s, error, best iteration, bytes/op,
+	 * server and client CPU µs/op.
+	 */
 	private final Map<String, Map<Integer, double[]>> throughput = new LinkedHashMap<>();
 
 	/** Mean ns/op, best iteration ns/op, bytes/op, by benchmark method. */
@@ -292,7 +295,8 @@ public final class Main {
 		this.provenance.start(group);
 		for (int threadCount : this.threads) {
 			log("uncontended, " + threadCount + " thread(s): " + contenders);
-			Collection<RunResult> results = new Runner(options().include(UncontendedBenchmark.class.getName() + ".lockUnlock")
+			Collection<RunResult> results = new Runner(options().addProfiler(ServerCpuProfiler.class)
+				.include(UncontendedBenchmark.class.getName() + ".lockUnlock")
 				.param("contender", contenders.toArray(String[]::new))
 				.threads(threadCount)
 				.build()).run();
@@ -300,7 +304,8 @@ public final class Main {
 				String contender = result.getParams().getParam("contender");
 				this.throughput.computeIfAbsent(contender, (c) -> new LinkedHashMap<>())
 					.put(threadCount, new double[] { result.getPrimaryResult().getScore(),
-							result.getPrimaryResult().getScoreError(), best(result, true), bytesPerOp(result) });
+							result.getPrimaryResult().getScoreError(), best(result, true), bytesPerOp(result),
+							secondary(result, ServerCpuProfiler.SERVER), secondary(result, ServerCpuProfiler.CLIENT) });
 			}
 		}
 		this.provenance.end(group);
@@ -333,6 +338,11 @@ public final class Main {
 			}
 		}
 		return best;
+	}
+
+	private static double secondary(RunResult result, String label) {
+		Result<?> value = result.getSecondaryResults().get(label);
+		return (value != null) ? value.getScore() : Double.NaN;
 	}
 
 	/** Bytes allocated per operation (JMH's gc profiler): independent of the machine's load. */

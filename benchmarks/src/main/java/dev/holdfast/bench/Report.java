@@ -88,8 +88,11 @@ final class Report {
 		line("Mean of the measurement iterations, its ratio to the floor's mean, the ratio of the best "
 				+ "iterations (least disturbed by other load), and bytes allocated per operation.");
 		line("");
-		line("| contender | 1 thread, ops/s | × floor | best × floor | B/op | 8 threads, ops/s | × floor | best × floor | B/op |");
-		line("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+		line(CPU_NOTE + " Redlock's server: the five nodes. Client: the JMH fork's JVM.");
+		line("");
+		line("| contender | 1 thread, ops/s | × floor | best × floor | B/op | server µs/op | client µs/op "
+				+ "| 8 threads, ops/s | × floor | best × floor | B/op | server µs/op | client µs/op |");
+		line("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 		for (Map.Entry<String, Map<Integer, double[]>> entry : this.throughput.entrySet()) {
 			String contender = entry.getKey();
 			StringBuilder row = new StringBuilder("| " + contender + " |");
@@ -97,13 +100,15 @@ final class Report {
 				double[] score = entry.getValue().get(threads);
 				double[] floor = scores(floorOf(contender), threads);
 				if (score == null) {
-					row.append(" – | – | – | – |");
+					row.append(" – | – | – | – | – | – |");
 				}
 				else {
 					String error = Double.isNaN(score[1]) ? "" : String.format(Locale.ROOT, " ± %,.0f", score[1]);
-					row.append(String.format(Locale.ROOT, " %,.0f%s | %s | %s | %,.0f |", score[0], error,
+					row.append(String.format(Locale.ROOT, " %,.0f%s | %s | %s | %,.0f | %s | %s |", score[0], error,
 							ratio(score[0], (floor != null) ? floor[0] : Double.NaN),
-							ratio(score[2], (floor != null) ? floor[2] : Double.NaN), score[3]));
+							ratio(score[2], (floor != null) ? floor[2] : Double.NaN), score[3],
+							micros((score.length > 4) ? score[4] : Double.NaN),
+							micros((score.length > 5) ? score[5] : Double.NaN)));
 				}
 			}
 			line(row.toString());

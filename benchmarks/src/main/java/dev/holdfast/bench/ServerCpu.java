@@ -6,7 +6,9 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * CPU time the servers behind a contender spent, read from {@code /proc/<pid>/stat} (user + system
@@ -112,20 +114,42 @@ final class ServerCpu {
 	}
 
 	/**
-	 * The postmaster's own time and that of its children that exited (the kernel adds it once
-	 * they are reaped), plus the time of the children alive now.
+	 * The postmaster's own time and that of its children that exited (the kernel adds a child's
+	 * time to the parent's once it is reaped), plus the time of the children present now, zombies
+	 * included. A child reaped between reading the children and reading the postmaster would count
+	 * twice or not at all: the children are listed before and after, and the read is repeated
+	 * until both lists agree.
 	 */
 	private static long postgres(long postmaster) throws IOException {
-		long total = fields(Path.of("/proc", Long.toString(postmaster), "stat"), true);
-		for (ProcessHandle child : ProcessHandle.of(postmaster).map((p) -> p.children().toList()).orElse(List.of())) {
-			try {
-				total += fields(Path.of("/proc", Long.toString(child.pid()), "stat"), false);
+		Map<Long, Long> before = children(postmaster);
+		for (int attempt = 0;; attempt++) {
+			long own = fields(Path.of("/proc", Long.toString(postmaster), "stat"), true);
+			Map<Long, Long> after = children(postmaster);
+			if (after.keySet().equals(before.keySet()) || attempt == 10) {
+				return own + after.values().stream().mapToLong(Long::longValue).sum();
 			}
-			catch (IOException ex) {
-				// exited since it was listed: the postmaster's children time has it
+			before = after;
+		}
+	}
+
+	/** CPU nanoseconds by process id of every process whose parent is {@code parent}, from /proc. */
+	private static Map<Long, Long> children(long parent) throws IOException {
+		Map<Long, Long> children = new HashMap<>();
+		try (DirectoryStream<Path> processes = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+			for (Path process : processes) {
+				try {
+					String stat = Files.readString(process.resolve("stat"));
+					String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+					if (Long.parseLong(fields[1]) == parent) {
+						children.put(Long.parseLong(process.getFileName().toString()), ticks(stat, false) * NANOS_PER_TICK);
+					}
+				}
+				catch (IOException ex) {
+					// exited since it was listed
+				}
 			}
 		}
-		return total;
+		return children;
 	}
 
 	private static long zooKeeperThreads(long pid) throws IOException {
