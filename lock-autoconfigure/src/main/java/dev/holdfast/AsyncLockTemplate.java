@@ -37,8 +37,10 @@ public interface AsyncLockTemplate extends LockTemplate {
 
 	/**
 	 * Closes {@code lease} like {@link Lease#close()}, without blocking where the backend allows
-	 * it. The stage never completes exceptionally: a release that cannot reach the backend is
-	 * logged, and the lock expires after its time to live.
+	 * it. The stage completes when the backend answered the release (at once for a hold that was
+	 * not the last one), so this is also the way to wait for a release that {@code close()} would
+	 * send in the background. It never completes exceptionally: a release that cannot reach the
+	 * backend is logged and counted, and the lock expires after its time to live.
 	 */
 	CompletionStage<Void> releaseAsync(Lease lease);
 

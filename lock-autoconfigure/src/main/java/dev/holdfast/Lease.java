@@ -52,6 +52,12 @@ public interface Lease extends AutoCloseable {
 	/**
 	 * Releases the lock (or leaves a reentrant hold). Never throws: a release that cannot reach
 	 * the backend is logged, and the lock then expires after its time to live.
+	 * <p>
+	 * Where the backend can release without blocking (Redis on Lettuce) and
+	 * {@code holdfast.release-in-background} is on (the default), this returns once the release is
+	 * sent, before the backend answered; a later acquisition of the same lock from this
+	 * application still sees the release. To wait for the answer, use
+	 * {@link AsyncLockTemplate#releaseAsync(Lease)} instead.
 	 */
 	@Override
 	void close();

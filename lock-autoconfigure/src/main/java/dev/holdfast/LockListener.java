@@ -38,6 +38,15 @@ public interface LockListener {
 	default void released(String name, String backend, Duration held) {
 	}
 
+	/**
+	 * The release of a lease failed (the backend could not be reached or answered with an error):
+	 * the lock stays on the backend until its time to live runs out. Followed by
+	 * {@link #released}, since this process no longer holds it. A release sent in the background
+	 * reports here after {@code Lease.close()} returned.
+	 */
+	default void releaseFailed(String name, String backend, RuntimeException ex) {
+	}
+
 	/** A held lease could not be renewed and is no longer owned by this process. */
 	default void leaseLost(String name, String backend) {
 	}

@@ -17,6 +17,8 @@ import dev.holdfast.LockListener;
  * {@code acquired}, {@code not_acquired} or {@code failed};</li>
  * <li>{@value #HELD} (timer): how long leases were held, recorded at release;</li>
  * <li>{@value #LOST} (counter): leases lost because they could not be renewed;</li>
+ * <li>{@value #RELEASE_FAILED} (counter): releases that failed (the lock then expires on the
+ * backend after its time to live);</li>
  * <li>{@value #SKIPPED} (counter): scheduled ticks not run on this instance, tagged
  * {@code reason}: {@code ran-elsewhere} (normal) or the reason of a drop.</li>
  * </ul>
@@ -35,6 +37,9 @@ public class LockMetricsListener implements LockListener {
 
 	/** Counter of lost leases. */
 	public static final String LOST = "holdfast.lock.lost";
+
+	/** Counter of failed releases. */
+	public static final String RELEASE_FAILED = "holdfast.lock.release.failed";
 
 	/** Counter of skipped scheduled ticks. */
 	public static final String SKIPPED = "holdfast.scheduled.skipped";
@@ -96,6 +101,16 @@ public class LockMetricsListener implements LockListener {
 	public void leaseLost(String name, String backend) {
 		Counter.builder(LOST)
 			.description("Holdfast leases lost because they could not be renewed")
+			.tag("name", name)
+			.tag("backend", backend)
+			.register(this.registry)
+			.increment();
+	}
+
+	@Override
+	public void releaseFailed(String name, String backend, RuntimeException ex) {
+		Counter.builder(RELEASE_FAILED)
+			.description("Holdfast releases that failed; those locks expire on the backend after their time to live")
 			.tag("name", name)
 			.tag("backend", backend)
 			.register(this.registry)

@@ -11,7 +11,8 @@ import dev.holdfast.core.DefaultLockTemplate;
 
 /**
  * Shuts the lock template down gracefully. When the application context stops, new
- * acquisitions are refused, and the stop phase ends when every held lease has been released, or
+ * acquisitions are refused, and the stop phase ends when every held lease has been released and
+ * every release sent in the background has been answered by the backend, or
  * when Boot's {@code spring.lifecycle.timeout-per-shutdown-phase} runs out. The template's
  * {@code close()}, called when the context destroys it afterwards, stops renewals; a lease still
  * held then belongs to code that still runs, so it is marked lost (WARN,
@@ -58,11 +59,13 @@ final class GracefulLockShutdown implements SmartLifecycle {
 	public void stop(Runnable callback) {
 		stop();
 		int held = this.template.heldLeases().size();
-		if (held == 0) {
+		int releasing = this.template.releasesInFlight();
+		if (held == 0 && releasing == 0) {
 			callback.run();
 			return;
 		}
-		logger.info("Holdfast refuses new locks and waits for " + held + " held lock(s) to be released");
+		logger.info("Holdfast refuses new locks and waits for " + held + " held lock(s) to be released"
+				+ ((releasing > 0) ? " and " + releasing + " release(s) in flight to be answered" : ""));
 		Thread waiter = new Thread(() -> awaitReleased(callback), "holdfast-shutdown");
 		waiter.setDaemon(true);
 		waiter.start();
@@ -71,7 +74,7 @@ final class GracefulLockShutdown implements SmartLifecycle {
 	private void awaitReleased(Runnable callback) {
 		try {
 			// Polls: a one-off wait at shutdown, no reason to add release hooks to the engine.
-			while (!this.template.heldLeases().isEmpty()) {
+			while (!this.template.heldLeases().isEmpty() || this.template.releasesInFlight() > 0) {
 				TimeUnit.MILLISECONDS.sleep(POLL_MILLIS);
 			}
 			logger.info("Holdfast: all locks were released");

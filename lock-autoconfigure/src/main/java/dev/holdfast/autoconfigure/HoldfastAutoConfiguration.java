@@ -85,7 +85,8 @@ public final class HoldfastAutoConfiguration {
 				.withLeaseTime(properties.getLeaseTime())
 				.withPollInterval(properties.getPollInterval())
 				.withMaxKeyLength(properties.getMaxKeyLength())
-				.withKeyValuesShown(properties.isShowKeyValues());
+				.withKeyValuesShown(properties.isShowKeyValues())
+				.withReleaseInBackground(properties.isReleaseInBackground());
 		}
 		catch (IllegalArgumentException ex) {
 			String message = String.valueOf(ex.getMessage())

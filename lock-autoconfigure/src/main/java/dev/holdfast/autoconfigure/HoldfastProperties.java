@@ -64,6 +64,14 @@ public class HoldfastProperties {
 	 */
 	private boolean showKeyValues;
 
+	/**
+	 * Whether a lease's release is sent without waiting for the backend's answer, where the
+	 * backend can release without blocking (Redis on Lettuce): an annotated method or
+	 * Lease.close() returns before the release's round trip. A later acquisition of the same
+	 * lock from this application still sees the release; failed releases are logged and counted.
+	 */
+	private boolean releaseInBackground = true;
+
 	private final Aop aop = new Aop();
 
 	public @Nullable BackendType getBackend() {
@@ -128,6 +136,14 @@ public class HoldfastProperties {
 
 	public void setShowKeyValues(boolean showKeyValues) {
 		this.showKeyValues = showKeyValues;
+	}
+
+	public boolean isReleaseInBackground() {
+		return this.releaseInBackground;
+	}
+
+	public void setReleaseInBackground(boolean releaseInBackground) {
+		this.releaseInBackground = releaseInBackground;
 	}
 
 	public Aop getAop() {

@@ -63,28 +63,6 @@ final class AsyncLockSupport {
 		this.pollNanos = pollInterval.toNanos();
 	}
 
-	/** Releases {@code lease} without blocking, as {@link DefaultLockTemplate#releaseAsync(HeldLease)}. */
-	CompletionStage<Void> release(HeldLease lease) {
-		if (!this.template.unregister(lease)) {
-			return CompletableFuture.completedFuture(null);
-		}
-		CompletionStage<Boolean> answer;
-		try {
-			answer = this.backend.releaseAsync(lease.key(), lease.owner());
-		}
-		catch (RuntimeException ex) {
-			answer = CompletableFuture.failedFuture(ex);
-		}
-		return answer.handle((released, ex) -> {
-			if (ex != null) {
-				this.template.releaseFailed(lease, ex);
-			}
-			lease.observation().released();
-			this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
-			return null;
-		});
-	}
-
 	CompletableFuture<@Nullable Lease> tryAcquire(String name, String key, Duration wait, Duration ttl,
 			boolean renew) {
 		LockObservation observation = this.listener.acquiring(name, key, this.backend.name());
@@ -236,6 +214,16 @@ final class AsyncLockSupport {
 		}
 
 		private void retry(AcquireResult outcome, @Nullable Waiter current) {
+			CompletableFuture<Void> ownRelease = AsyncLockSupport.this.template.ownRelease(this.key);
+			if (ownRelease != null && !this.result.isDone()) {
+				// Found held while this process's own release of the key is in flight: not a
+				// contender, try again once the backend answered that release.
+				if (current != null) {
+					unqueue(current);
+				}
+				ownRelease.whenComplete((done, never) -> AsyncLockSupport.this.executor.execute(this::attempt));
+				return;
+			}
 			long remaining = this.deadline - System.nanoTime();
 			if (remaining <= 0 || this.result.isDone()) {
 				if (current != null) {

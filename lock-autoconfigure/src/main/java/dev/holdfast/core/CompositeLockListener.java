@@ -81,6 +81,11 @@ public final class CompositeLockListener implements LockListener {
 	}
 
 	@Override
+	public void releaseFailed(String name, String backend, RuntimeException ex) {
+		this.listeners.forEach((listener) -> listener.releaseFailed(name, backend, ex));
+	}
+
+	@Override
 	public void leaseLost(String name, String backend) {
 		this.listeners.forEach((listener) -> listener.leaseLost(name, backend));
 	}

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -88,6 +89,11 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 
 	private final UnknownOutcomeReleases unknownOutcomes;
 
+	private final LeaseReleases releases;
+
+	/** How long {@link #close()} waits for releases in flight. */
+	private static final Duration CLOSE_WAITS_FOR_RELEASES = Duration.ofSeconds(5);
+
 	/** Leases held by this template, by key: one per key at most. */
 	private final ConcurrentHashMap<String, HeldLease> held = new ConcurrentHashMap<>();
 
@@ -115,6 +121,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		this.sessions = (backend instanceof SessionLeases sessionLeases) ? sessionLeases : null;
 		this.lostSubscription = (this.sessions != null) ? this.sessions.onLost(this::lostOnBackend) : null;
 		this.unknownOutcomes = new UnknownOutcomeReleases(backend);
+		this.releases = new LeaseReleases(this, backend, settings.releaseInBackground(), this.listener, this.held);
 	}
 
 	@Override
@@ -173,6 +180,10 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	public List<LeaseInfo> heldLeases() {
 		List<LeaseInfo> leases = new ArrayList<>();
 		for (HeldLease lease : this.held.values()) {
+			if (lease.releasing() != null) {
+				// Released by its holder; only the backend's answer is outstanding.
+				continue;
+			}
 			leases.add(new LeaseInfo(lease.name(), lease.key(), lease.fencingToken(), lease.acquiredAt(),
 					lease.expiresAt(), lease.isValid()));
 		}
@@ -379,28 +390,38 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	}
 
 	void release(HeldLease lease, boolean onBackend) {
-		if (!unregister(lease)) {
-			return;
+		if (onBackend) {
+			this.releases.release(lease);
 		}
-		try {
-			if (onBackend) {
-				this.backend.release(lease.key(), lease.owner());
-			}
+		else {
+			this.releases.releaseNow(lease, false);
 		}
-		catch (RuntimeException ex) {
-			releaseFailed(lease, ex);
-		}
-		lease.observation().released();
-		this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
 	}
 
 	/** Like {@link #release(HeldLease, boolean)}, without blocking when the backend is non-blocking. */
 	CompletionStage<Void> releaseAsync(HeldLease lease) {
-		if (this.async == null) {
-			release(lease, true);
-			return CompletableFuture.completedFuture(null);
-		}
-		return this.async.release(lease);
+		return this.releases.releaseAsync(lease);
+	}
+
+	/**
+	 * After an attempt found {@code key} held: waits for this process's own release of it if one is
+	 * in flight ({@link LeaseReleases#awaitOwnRelease}); true when the caller should try again.
+	 */
+	boolean awaitOwnRelease(String key, Duration bound) throws InterruptedException {
+		return this.releases.awaitOwnRelease(key, bound);
+	}
+
+	/** This process's unanswered release of {@code key}, or {@code null}. */
+	@Nullable CompletableFuture<Void> ownRelease(String key) {
+		return this.releases.ownRelease(key);
+	}
+
+	/**
+	 * Releases sent in the background whose answer from the backend is outstanding; a graceful
+	 * shutdown waits for them as for held leases.
+	 */
+	public int releasesInFlight() {
+		return this.releases.inFlight();
 	}
 
 	/** Ends {@code lease}'s registration; {@code false} if it was released already. */
@@ -409,15 +430,23 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			return false;
 		}
 		this.held.remove(lease.key(), lease);
-		if (this.renewer != null) {
-			this.renewer.remove(lease);
-		}
+		stopRenewing(lease);
 		return true;
 	}
 
-	void releaseFailed(HeldLease lease, Throwable ex) {
+	void stopRenewing(HeldLease lease) {
+		if (this.renewer != null) {
+			this.renewer.remove(lease);
+		}
+	}
+
+	/** Logs a failed release at WARN; returns the failure as callers would see it (key masked). */
+	LockBackendException releaseFailed(HeldLease lease, Throwable ex) {
+		Throwable cause = (ex instanceof CompletionException && ex.getCause() != null) ? ex.getCause() : ex;
+		LockBackendException failure = backendFailure(cause, "release", lease.key());
 		logger.warn("Holdfast could not release lock '" + shownKey(lease.key()) + "'; it expires on the backend within "
-				+ lease.ttl(), backendFailure(ex, "release", lease.key()));
+				+ lease.ttl(), failure);
+		return failure;
 	}
 
 	void lost(HeldLease lease, String reason) {
@@ -469,7 +498,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	}
 
 	/**
-	 * Stops renewals and closes the release subscription; later acquisitions fail with
+	 * Waits (at most 5 s) for releases sent in the background to be answered, stops renewals and
+	 * closes the release subscription; later acquisitions fail with
 	 * {@link LockBackendException}. A lease still held at this point belongs to code that still
 	 * runs (a graceful shutdown waited for the others): it is marked lost (WARN, a lost-lease
 	 * event) and left to expire on the backend after its time to live, so that no other instance
@@ -479,10 +509,23 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	@Override
 	public void close() {
 		this.closed = true;
+		try {
+			if (!this.releases.awaitInFlight(CLOSE_WAITS_FOR_RELEASES)) {
+				logger.warn("Holdfast closes with " + this.releases.inFlight() + " release(s) not answered by the "
+						+ this.backend.name() + " backend after " + CLOSE_WAITS_FOR_RELEASES.toSeconds()
+						+ "s; those locks expire on the backend within their time to live");
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
 		if (this.renewer != null) {
 			this.renewer.shutdown();
 		}
 		for (HeldLease lease : new ArrayList<>(this.held.values())) {
+			if (lease.releasing() != null) {
+				continue;
+			}
 			lost(lease, "the application shut down while it was still in use "
 					+ "(spring.lifecycle.timeout-per-shutdown-phase ran out before its method returned); "
 					+ "it is no longer renewed and expires on the backend within " + lease.ttl());

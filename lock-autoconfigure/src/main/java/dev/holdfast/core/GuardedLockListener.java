@@ -94,6 +94,16 @@ final class GuardedLockListener implements LockListener {
 	}
 
 	@Override
+	public void releaseFailed(String name, String backend, RuntimeException ex) {
+		try {
+			this.delegate.releaseFailed(name, backend, ex);
+		}
+		catch (RuntimeException failure) {
+			failed("releaseFailed", failure);
+		}
+	}
+
+	@Override
 	public void leaseLost(String name, String backend) {
 		try {
 			this.delegate.leaseLost(name, backend);

@@ -2,6 +2,7 @@ package dev.holdfast.core;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
@@ -53,6 +54,12 @@ final class HeldLease {
 	private final ReentrantLock timeToLiveLock = new ReentrantLock();
 
 	private volatile @Nullable Thread thread;
+
+	/**
+	 * Set when the lease was released in the background and the backend has not answered yet:
+	 * completes once it answered (or the release failed and was reported).
+	 */
+	private volatile @Nullable CompletableFuture<Void> releasing;
 
 	private volatile Duration ttl;
 
@@ -148,6 +155,16 @@ final class HeldLease {
 
 	boolean markReleased() {
 		return this.state.getAndSet(State.RELEASED) != State.RELEASED;
+	}
+
+	/** The background release in flight ({@link #startReleasing}), or {@code null}. */
+	@Nullable CompletableFuture<Void> releasing() {
+		return this.releasing;
+	}
+
+	/** The lease was released (see {@link #markReleased()}) and its release is sent in the background. */
+	void startReleasing(CompletableFuture<Void> done) {
+		this.releasing = done;
 	}
 
 	boolean isActive() {

@@ -19,9 +19,13 @@ import dev.holdfast.LockOptions;
  * @param showKeyValues whether log lines and exception messages show lock keys as they are;
  * otherwise their key part, which comes from method arguments and may hold user data, is masked
  * ({@link LockKeys#mask})
+ * @param releaseInBackground whether {@code Lease.close()} sends the release and returns without
+ * waiting for the backend's answer, where the backend can release without blocking (Redis on
+ * Lettuce); the template still orders a later acquisition of the same key from this process
+ * after that release (see {@link DefaultLockTemplate})
  */
 public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTime, Duration pollInterval,
-		int maxKeyLength, Clock clock, boolean showKeyValues) {
+		int maxKeyLength, Clock clock, boolean showKeyValues, boolean releaseInBackground) {
 
 	/** Default prefix of every backend key: {@code holdfast:}. */
 	public static final String DEFAULT_KEY_PREFIX = "holdfast:";
@@ -38,6 +42,12 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 	/** Default longest backend key before it is hashed: 200 characters. */
 	public static final int DEFAULT_MAX_KEY_LENGTH = 200;
 
+	/** Settings with the release in the background on. */
+	public LockSettings(String keyPrefix, Duration waitTime, Duration leaseTime, Duration pollInterval,
+			int maxKeyLength, Clock clock, boolean showKeyValues) {
+		this(keyPrefix, waitTime, leaseTime, pollInterval, maxKeyLength, clock, showKeyValues, true);
+	}
+
 	public LockSettings {
 		Objects.requireNonNull(keyPrefix, "keyPrefix");
 		LockOptions.requireLeaseTime(leaseTime, "leaseTime");
@@ -52,46 +62,51 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 
 	/**
 	 * Prefix {@code holdfast:}, wait 0, lease 30s, poll 500ms, keys up to 200 characters, key
-	 * values masked in logs and messages.
+	 * values masked in logs and messages, releases in the background.
 	 */
 	public static LockSettings defaults() {
 		return new LockSettings(DEFAULT_KEY_PREFIX, DEFAULT_WAIT_TIME, DEFAULT_LEASE_TIME, DEFAULT_POLL_INTERVAL,
-				DEFAULT_MAX_KEY_LENGTH, Clock.systemUTC(), false);
+				DEFAULT_MAX_KEY_LENGTH, Clock.systemUTC(), false, true);
 	}
 
 	public LockSettings withKeyPrefix(String keyPrefix) {
 		return new LockSettings(keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock, this.showKeyValues);
+				this.clock, this.showKeyValues, this.releaseInBackground);
 	}
 
 	public LockSettings withWaitTime(Duration waitTime) {
 		return new LockSettings(this.keyPrefix, waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock, this.showKeyValues);
+				this.clock, this.showKeyValues, this.releaseInBackground);
 	}
 
 	public LockSettings withLeaseTime(Duration leaseTime) {
 		return new LockSettings(this.keyPrefix, this.waitTime, leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock, this.showKeyValues);
+				this.clock, this.showKeyValues, this.releaseInBackground);
 	}
 
 	public LockSettings withPollInterval(Duration pollInterval) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, pollInterval, this.maxKeyLength,
-				this.clock, this.showKeyValues);
+				this.clock, this.showKeyValues, this.releaseInBackground);
 	}
 
 	public LockSettings withMaxKeyLength(int maxKeyLength) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, maxKeyLength,
-				this.clock, this.showKeyValues);
+				this.clock, this.showKeyValues, this.releaseInBackground);
 	}
 
 	public LockSettings withClock(Clock clock) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				clock, this.showKeyValues);
+				clock, this.showKeyValues, this.releaseInBackground);
 	}
 
 	public LockSettings withKeyValuesShown(boolean showKeyValues) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock, showKeyValues);
+				this.clock, showKeyValues, this.releaseInBackground);
+	}
+
+	public LockSettings withReleaseInBackground(boolean releaseInBackground) {
+		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
+				this.clock, this.showKeyValues, releaseInBackground);
 	}
 
 	/**

@@ -102,6 +102,10 @@ final class Racer implements AutoCloseable {
 					return this.template.register(name, key, owner, result.fencingToken(), ttl, renew, attemptStart,
 							observation);
 				}
+				if (this.template.awaitOwnRelease(key, ttl)) {
+					// Found held while this process's own release of the key was in flight: answered now.
+					continue;
+				}
 				long remaining = deadline - System.nanoTime();
 				if (remaining <= 0) {
 					return null;

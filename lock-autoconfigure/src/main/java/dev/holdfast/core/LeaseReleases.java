@@ -1,0 +1,241 @@
+package dev.holdfast.core;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.holdfast.LockListener;
+import dev.holdfast.spi.AsyncLockBackend;
+import dev.holdfast.spi.LockBackend;
+
+/**
+ * How a {@link DefaultLockTemplate} gives its leases back to the backend.
+ * <p>
+ * <b>In the background</b> (an {@link AsyncLockBackend}, with
+ * {@link LockSettings#releaseInBackground()} on): the last {@code close()} of a lease sends the
+ * owner-checked release and returns without waiting for the answer. Until the backend answered,
+ * the lease stays in the template's map of held leases, marked as releasing (not valid, not
+ * renewed, not listed), so that this process knows the release is in flight:
+ * <ul>
+ * <li>an acquisition of the same key from this process that finds the lock held while that
+ * release is in flight waits for the release (bounded by the backend's network timeout, never
+ * longer than the lease's time to live) and tries again at once; on Redis it usually does not
+ * even find it held, because its request travels behind the release on the same connection;</li>
+ * <li>a release that fails is reported as a synchronous one is: WARN naming the (masked) key,
+ * {@link LockListener#releaseFailed}, and the lock expires on the backend after its time to
+ * live;</li>
+ * <li>at most {@value #MAX_IN_FLIGHT} releases are in flight per template: beyond that,
+ * {@code close()} waits for its own release's answer, as with the background off;</li>
+ * <li>a graceful shutdown and {@link DefaultLockTemplate#close()} wait for releases in
+ * flight.</li>
+ * </ul>
+ * No thread is involved: the backend's own I/O completes the release. Backends without a
+ * non-blocking release release on the caller's thread.
+ */
+final class LeaseReleases {
+
+	/** Releases in flight per template beyond which {@code close()} waits for its own. */
+	static final int MAX_IN_FLIGHT = 1024;
+
+	private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
+	private final DefaultLockTemplate template;
+
+	private final LockBackend backend;
+
+	private final @Nullable AsyncLockBackend async;
+
+	private final boolean background;
+
+	private final LockListener listener;
+
+	private final Map<String, HeldLease> held;
+
+	private final AtomicInteger inFlight = new AtomicInteger();
+
+	LeaseReleases(DefaultLockTemplate template, LockBackend backend, boolean background, LockListener listener,
+			Map<String, HeldLease> held) {
+		this.template = template;
+		this.backend = backend;
+		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? asyncBackend : null;
+		this.background = background && this.async != null;
+		this.listener = listener;
+		this.held = held;
+	}
+
+	/** Whether {@link #release} returns before the backend answered. */
+	boolean inBackground() {
+		return this.background;
+	}
+
+	/** The last hold of {@code lease} ended ({@code Lease.close()}). */
+	void release(HeldLease lease) {
+		if (!this.background) {
+			releaseNow(lease, true);
+			return;
+		}
+		CompletableFuture<Void> done = send(lease);
+		if (done != null && this.inFlight.get() > MAX_IN_FLIGHT) {
+			// Back-pressure: this caller waits for its own release, as without the background.
+			try {
+				done.get();
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			catch (ExecutionException ex) {
+				// Never: the future completes normally, failures are reported.
+			}
+		}
+	}
+
+	/**
+	 * Releases {@code lease} without blocking where the backend can; the stage completes when the
+	 * backend answered, normally also when the release failed (it was reported).
+	 */
+	CompletionStage<Void> releaseAsync(HeldLease lease) {
+		if (this.async == null) {
+			releaseNow(lease, true);
+			return DONE;
+		}
+		CompletableFuture<Void> done = send(lease);
+		return (done != null) ? done : DONE;
+	}
+
+	/** Releases {@code lease} on the calling thread; {@code onBackend} false only forgets it locally. */
+	void releaseNow(HeldLease lease, boolean onBackend) {
+		if (!this.template.unregister(lease)) {
+			return;
+		}
+		if (onBackend) {
+			try {
+				this.backend.release(lease.key(), lease.owner());
+			}
+			catch (RuntimeException ex) {
+				failed(lease, ex);
+			}
+		}
+		ended(lease);
+	}
+
+	/**
+	 * After an attempt found {@code key} held: if this process's own release of it is in flight,
+	 * waits for that release to be answered (interruptibly, at most {@code bound}).
+	 * @return whether a release of {@code key} was in flight and has been answered: the caller
+	 * should try again at once
+	 */
+	boolean awaitOwnRelease(String key, Duration bound) throws InterruptedException {
+		CompletableFuture<Void> done = ownRelease(key);
+		if (done == null) {
+			return false;
+		}
+		try {
+			done.get(bound.toNanos(), TimeUnit.NANOSECONDS);
+		}
+		catch (ExecutionException | TimeoutException ex) {
+			// Failures were reported by the release; a release that never answered is not waited for again.
+		}
+		return done.isDone();
+	}
+
+	/** This process's release of {@code key} that the backend has not answered yet, or {@code null}. */
+	@Nullable CompletableFuture<Void> ownRelease(String key) {
+		HeldLease lease = this.held.get(key);
+		CompletableFuture<Void> done = (lease != null) ? lease.releasing() : null;
+		return (done != null && !done.isDone()) ? done : null;
+	}
+
+	/** Releases sent and not answered yet. */
+	int inFlight() {
+		return this.inFlight.get();
+	}
+
+	/**
+	 * Waits until no release is in flight, at most {@code timeout}.
+	 * @return whether none is in flight any more
+	 */
+	boolean awaitInFlight(Duration timeout) throws InterruptedException {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		while (this.inFlight.get() > 0) {
+			CompletableFuture<Void> next = null;
+			for (HeldLease lease : this.held.values()) {
+				CompletableFuture<Void> done = lease.releasing();
+				if (done != null && !done.isDone()) {
+					next = done;
+					break;
+				}
+			}
+			long remaining = deadline - System.nanoTime();
+			if (remaining <= 0) {
+				return false;
+			}
+			try {
+				if (next != null) {
+					next.get(remaining, TimeUnit.NANOSECONDS);
+				}
+				else {
+					// Sent, not yet visible in the map (or answered, not yet counted down).
+					TimeUnit.MILLISECONDS.sleep(1);
+				}
+			}
+			catch (ExecutionException | TimeoutException ex) {
+				// Re-checked by the loop.
+			}
+		}
+		return true;
+	}
+
+	/** Sends the release of {@code lease}; {@code null} if it was released already. */
+	private @Nullable CompletableFuture<Void> send(HeldLease lease) {
+		AsyncLockBackend nonBlocking = this.async;
+		if (nonBlocking == null || !lease.markReleased()) {
+			return null;
+		}
+		CompletableFuture<Void> done = new CompletableFuture<>();
+		// Still in the map of held leases, marked as releasing, until the backend answered.
+		lease.startReleasing(done);
+		this.template.stopRenewing(lease);
+		this.inFlight.incrementAndGet();
+		CompletionStage<Boolean> answer;
+		try {
+			answer = nonBlocking.releaseAsync(lease.key(), lease.owner());
+		}
+		catch (RuntimeException ex) {
+			answer = CompletableFuture.failedFuture(ex);
+		}
+		answer.whenComplete((released, ex) -> answered(lease, ex, done));
+		return done;
+	}
+
+	private void answered(HeldLease lease, @Nullable Throwable ex, CompletableFuture<Void> done) {
+		try {
+			this.held.remove(lease.key(), lease);
+			if (ex != null) {
+				failed(lease, ex);
+			}
+			ended(lease);
+		}
+		finally {
+			this.inFlight.decrementAndGet();
+			done.complete(null);
+		}
+	}
+
+	private void failed(HeldLease lease, Throwable ex) {
+		RuntimeException failure = this.template.releaseFailed(lease, ex);
+		this.listener.releaseFailed(lease.name(), this.backend.name(), failure);
+	}
+
+	private void ended(HeldLease lease) {
+		lease.observation().released();
+		this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
+	}
+
+}

@@ -1,0 +1,150 @@
+package dev.holdfast.core;
+
+import java.time.Duration;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockOptions;
+import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AsyncLockBackend;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Releases sent in the background, over a backend whose releases are answered only when the
+ * test says so and whose requests are not ordered (as on a database, or independent connections):
+ * a later acquisition of the key from this process waits for its own release instead of finding
+ * the lock held. The Redis side (ordered requests, failures, shutdown) is in
+ * {@code RedisBackgroundReleaseTests}.
+ */
+class BackgroundReleaseTests {
+
+	private final HeldReleases backend = new HeldReleases();
+
+	private final DefaultLockTemplate template = new DefaultLockTemplate(this.backend, LockSettings.defaults());
+
+	private final String name = "background-" + UUID.randomUUID();
+
+	@AfterEach
+	void close() {
+		this.backend.answerAll();
+		this.template.close();
+	}
+
+	@Test
+	void closeReturnsBeforeTheBackendAnsweredAndReleaseAsyncCompletesWhenItHas() throws Exception {
+		Lease first = this.template.acquire(this.name, null, LockOptions.defaults());
+		first.close();
+		assertThat(this.template.releasesInFlight()).isEqualTo(1);
+		assertThat(this.template.heldLeases()).isEmpty();
+		Lease second = this.template.acquire(this.name, "other", LockOptions.defaults());
+		CompletionStage<Void> released = this.template.releaseAsync(second);
+		assertThat(released.toCompletableFuture()).isNotDone();
+		this.backend.answerAll();
+		released.toCompletableFuture().get(5, TimeUnit.SECONDS);
+		assertThat(this.template.releasesInFlight()).isZero();
+	}
+
+	@Test
+	void acquisitionThatFindsTheLockHeldByItsOwnReleaseInFlightWaitsForItInsteadOfFailing() throws Exception {
+		this.template.acquire(this.name, null, LockOptions.defaults()).close();
+		// Not ordered behind the release: the backend still holds the lock when this one asks.
+		CompletableFuture<Optional<Lease>> next = CompletableFuture
+			.supplyAsync(() -> this.template.tryAcquire(this.name, null, LockOptions.defaults()));
+		Thread.sleep(100);
+		assertThat(next).as("waits for the release in flight, not 'held'").isNotDone();
+		this.backend.answerAll();
+		Optional<Lease> lease = next.get(5, TimeUnit.SECONDS);
+		assertThat(lease).isPresent();
+		lease.get().close();
+	}
+
+	@Test
+	void nonBlockingAcquisitionThatFindsItsOwnReleaseInFlightTriesAgainWhenItIsAnswered() throws Exception {
+		this.template.acquire(this.name, null, LockOptions.defaults()).close();
+		CompletableFuture<Lease> next = this.template.tryAcquireAsync(this.name, null, LockOptions.defaults());
+		Thread.sleep(100);
+		assertThat(next).isNotDone();
+		this.backend.answerAll();
+		Lease lease = next.get(5, TimeUnit.SECONDS);
+		assertThat(lease).isNotNull();
+		lease.close();
+	}
+
+	@Test
+	void withTheBackgroundOffCloseWaitsForTheAnswer() throws Exception {
+		try (DefaultLockTemplate synchronous = new DefaultLockTemplate(this.backend,
+				LockSettings.defaults().withReleaseInBackground(false))) {
+			Lease lease = synchronous.acquire(this.name, null, LockOptions.defaults());
+			CompletableFuture<Void> closing = CompletableFuture.runAsync(lease::close);
+			Thread.sleep(100);
+			assertThat(closing).isNotDone();
+			this.backend.answerAll();
+			closing.get(5, TimeUnit.SECONDS);
+		}
+	}
+
+	@Test
+	void closingTheTemplateWaitsForReleasesInFlight() throws Exception {
+		this.template.acquire(this.name, null, LockOptions.defaults()).close();
+		CompletableFuture<Void> closing = CompletableFuture.runAsync(this.template::close);
+		Thread.sleep(100);
+		assertThat(closing).isNotDone();
+		this.backend.answerAll();
+		closing.get(5, TimeUnit.SECONDS);
+		assertThat(this.backend.delegate.size()).isZero();
+	}
+
+	/** Memory locks whose releases (blocking or not) run only when the test answers them. */
+	static final class HeldReleases implements AsyncLockBackend {
+
+		final InMemoryLockBackend delegate = new InMemoryLockBackend();
+
+		private final LinkedBlockingQueue<Runnable> pending = new LinkedBlockingQueue<>();
+
+		@Override
+		public String name() {
+			return "held-releases";
+		}
+
+		@Override
+		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+			return this.delegate.tryAcquire(key, owner, ttl);
+		}
+
+		@Override
+		public boolean release(String key, String owner) {
+			return releaseAsync(key, owner).toCompletableFuture().join();
+		}
+
+		@Override
+		public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
+			return this.delegate.tryAcquireAsync(key, owner, ttl);
+		}
+
+		@Override
+		public CompletionStage<Boolean> releaseAsync(String key, String owner) {
+			CompletableFuture<Boolean> answer = new CompletableFuture<>();
+			this.pending.add(() -> answer.complete(this.delegate.release(key, owner)));
+			return answer;
+		}
+
+		void answerAll() {
+			Runnable release;
+			while ((release = this.pending.poll()) != null) {
+				release.run();
+			}
+		}
+
+	}
+
+}
