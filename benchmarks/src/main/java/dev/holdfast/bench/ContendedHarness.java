@@ -30,6 +30,13 @@ final class ContendedHarness {
 
 	static final int THREADS_PER_INSTANCE = 4;
 
+	/**
+	 * {@code -Dbench.trybusy.yield=true}: in the busy-{@code tryAcquire} scenario a thread yields
+	 * its CPU after a failed attempt (a diagnosis: does a failure that costs no round trip starve
+	 * the holder of CPU?).
+	 */
+	private static final boolean YIELD_AFTER_FAILURE = Boolean.getBoolean("bench.trybusy.yield");
+
 	enum Mode {
 
 		/** Every thread waits for the lock as the contender waits by default. */
@@ -124,6 +131,9 @@ final class ContendedHarness {
 							LockClient.Held held = (mode == Mode.WAIT) ? client.lock(key) : client.tryLock(key);
 							if (held == null) {
 								failed.increment();
+								if (YIELD_AFTER_FAILURE) {
+									Thread.yield();
+								}
 								continue;
 							}
 							long acquired = System.nanoTime();

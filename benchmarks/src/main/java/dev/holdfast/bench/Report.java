@@ -305,6 +305,73 @@ final class Report {
 		line("");
 		line("From the tables above, same run.");
 		line("");
+		targets19();
+	}
+
+	/** Issue 19's goals that this run measures; a goal whose rows did not run is left out. */
+	private void targets19() {
+		StringBuilder rows = new StringBuilder();
+		for (String backend : new String[] { "redis", "jdbc", "zookeeper" }) {
+			ContendedHarness.Result holdfast = find(backend + "-holdfast");
+			ContendedHarness.Result floor = find(backend + "-floor");
+			if (holdfast != null) {
+				double share = holdfast.crossShare();
+				rows.append(String.format(Locale.ROOT, "| %s, one key, waiting: cross-instance share 40–60 %% | %.0f %% (floor %s) | %s |%n",
+						backend, share * 100, (floor != null) ? String.format(Locale.ROOT, "%.0f %%", floor.crossShare() * 100) : "–",
+						(share >= 0.4 && share <= 0.6) ? "yes" : "**no**"));
+				rows.append(row19(backend + ", one key, waiting: handoff p50 ≤ 1.2× floor",
+						(floor != null) ? holdfast.p50Micros() / floor.p50Micros() : Double.NaN, 1.2, false));
+			}
+			ContendedHarness.Result tryHoldfast = find(this.tryBusy, backend + "-holdfast");
+			ContendedHarness.Result tryFloor = find(this.tryBusy, backend + "-floor");
+			if (tryHoldfast != null && tryFloor != null) {
+				rows.append(row19(backend + ", one key, busy `tryAcquire`: ≥ 0.5× floor's critical sections/s",
+						tryHoldfast.throughput() / tryFloor.throughput(), 0.5, true));
+			}
+		}
+		for (int threads : new int[] { 1, 8 }) {
+			rows.append(row19("Redis, " + threads + " thread(s): ≥ " + ((threads == 1) ? "1.4" : "1.0") + "× floor (release off the caller's path)",
+					column("redis-holdfast", "redis-floor", threads, 0), (threads == 1) ? 1.4 : 1.0, true));
+			rows.append(row19("Redis, " + threads + " thread(s): B/op ≤ 1.2× floor",
+					column("redis-holdfast", "redis-floor", threads, 3), 1.2, false));
+			rows.append(row19("JDBC, " + threads + " thread(s): ≥ 0.9× floor", column("jdbc-holdfast", "jdbc-floor", threads, 0),
+					0.9, true));
+			rows.append(row19("JDBC, " + threads + " thread(s): server CPU per pair ≤ 1.1× floor",
+					column("jdbc-holdfast", "jdbc-floor", threads, 4), 1.1, false));
+			rows.append(row19("Redlock, " + threads + " thread(s): client CPU per pair ≤ 2× Holdfast on one node",
+					column("redlock-holdfast", "redis-holdfast", threads, 5), 2.0, false));
+			rows.append(row19("Redlock, " + threads + " thread(s): ≥ 3× Redisson RedLock",
+					column("redlock-holdfast", "redlock-redisson", threads, 0), 3.0, true));
+		}
+		if (rows.isEmpty()) {
+			return;
+		}
+		line("### Targets of issue 19");
+		line("");
+		line("| goal | measured | met |");
+		line("|---|---:|:---:|");
+		this.out.append(rows);
+		line("");
+		line("From the tables above, same run: ratios of means.");
+		line("");
+	}
+
+	private static String row19(String label, double value, double bound, boolean atLeast) {
+		if (Double.isNaN(value)) {
+			return "";
+		}
+		boolean met = atLeast ? value >= bound : value <= bound;
+		return String.format(Locale.ROOT, "| %s | %.2f× | %s |%n", label, value, met ? "yes" : "**no**");
+	}
+
+	/** Ratio of one column of the uncontended table (0 ops/s, 3 B/op, 4 server µs/op, 5 client µs/op). */
+	private double column(String contender, String reference, int threads, int index) {
+		double[] value = scores(contender, threads);
+		double[] base = scores(reference, threads);
+		if (value == null || base == null || value.length <= index || base.length <= index) {
+			return Double.NaN;
+		}
+		return divide(value[index], base[index]);
 	}
 
 	private void target(String label, double[] value, double bound, boolean atLeast) {
