@@ -29,7 +29,8 @@ final class ServerCpu {
 
 	/** Thread names (as the kernel keeps them: the first 15 characters) of a ZooKeeper 3.9 server. */
 	private static final List<String> ZOOKEEPER_THREADS = List.of("SyncThread", "ProcessThread", "CommitProc",
-			"NIOServerCxnFa", "NIOWorkerThread", "SessionTracker", "RequestThrottle", "ContainerManage");
+			"NIOServerCxnFa", "NIOWorkerThread", "SessionTracker", "RequestThrottle", "ContainerManage",
+			"ConnnectionExpi", "zkservermainrun");
 
 	private ServerCpu() {
 	}
