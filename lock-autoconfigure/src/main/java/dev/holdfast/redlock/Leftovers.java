@@ -7,8 +7,6 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
-import org.redisson.api.RScript.Mode;
-import org.redisson.api.RScript.ReturnType;
 
 import static dev.holdfast.redlock.RedlockScripts.isGranted;
 
@@ -83,10 +81,8 @@ final class Leftovers {
 			return;
 		}
 		long start = System.nanoTime();
-		Round release = Round.send(targets, (node) -> node.script()
-			.evalAsync(Mode.READ_WRITE, RedlockScripts.RELEASE, ReturnType.LONG, List.of(key), owner,
-					RedlockLockBackend.RELEASE_CHANNEL),
-				(r) -> false);
+		Round release = Round.send(targets, (node) -> node.connection()
+			.eval(RedlockScripts.RELEASE, 1, key, owner, RedlockLockBackend.RELEASE_CHANNEL), (r) -> false);
 		awaitOrAbandon(release, acquire, start + this.nodeTimeoutNanos, key, owner);
 	}
 
@@ -105,9 +101,7 @@ final class Leftovers {
 	/** Sends an owner-checked release to one node, without waiting for the answer. */
 	void sendRelease(Node node, String key, String owner) {
 		try {
-			node.script()
-				.evalAsync(Mode.READ_WRITE, RedlockScripts.RELEASE, ReturnType.LONG, List.of(key), owner,
-					RedlockLockBackend.RELEASE_CHANNEL);
+			node.connection().eval(RedlockScripts.RELEASE, 1, key, owner, RedlockLockBackend.RELEASE_CHANNEL);
 		}
 		catch (RuntimeException ex) {
 			logger.debug("Could not send release of '" + key + "' to " + node.name(), ex);

@@ -14,8 +14,6 @@ import java.util.function.Consumer;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
-import org.redisson.api.RScript.Mode;
-import org.redisson.api.RScript.ReturnType;
 import org.redisson.api.RedissonClient;
 
 import dev.holdfast.LockBackendException;
@@ -34,7 +32,8 @@ import static dev.holdfast.redlock.RedlockScripts.tokenOf;
 
 /**
  * A lock held on a majority of N independent Redis masters: the Redlock algorithm, on one
- * Redisson client per node.
+ * Redisson client per node; the scripts go over one pipelined connection per node made like that
+ * client's ({@link NodeConnection}).
  * <p>
  * <b>Acquisition.</b> One attempt sends an owner-checked set-if-absent with the time to live to
  * all N nodes at once, and waits at most the node timeout. The lock is acquired when a quorum of
@@ -135,7 +134,9 @@ public final class RedlockLockBackend
 	/**
 	 * Creates a backend over clients that the caller owns and closes.
 	 * @param clients one client per node, each connected to one independent Redis master
-	 * (single-server configuration); the quorum is {@code clients.size() / 2 + 1}
+	 * (single-server configuration); the quorum is {@code clients.size() / 2 + 1}. The backend
+	 * opens one more connection per node like the client's, and closes it on {@link #close()}
+	 * @throws IllegalArgumentException when a client is not a single-server Redisson client
 	 * @param settings the timing of the algorithm
 	 */
 	public RedlockLockBackend(List<RedissonClient> clients, RedlockSettings settings) {
@@ -223,12 +224,12 @@ public final class RedlockLockBackend
 					+ "clock drift allowance of " + Duration.ofNanos(driftNanos)
 					+ " (holdfast.redlock.drift-factor and holdfast.redlock.min-drift)");
 		}
-		List<Object> keys = List.of(key, key + FENCE_SUFFIX);
+		String fenceKey = key + FENCE_SUFFIX;
+		Long ttlMillis = ttl.toMillis();
 		long start = System.nanoTime();
 		Round round = Round.send(this.nodes.list(),
-				(node) -> node.script()
-					.evalAsync(Mode.READ_WRITE, RedlockScripts.ACQUIRE, ReturnType.LIST, keys, owner,
-							Long.toString(ttl.toMillis()), Long.toString(FENCE_RETENTION_MILLIS)),
+				(node) -> node.connection()
+					.eval(RedlockScripts.ACQUIRE, 2, key, fenceKey, owner, ttlMillis, FENCE_RETENTION_MILLIS),
 				this::acquireDecided);
 		if (!this.leftovers.awaitOrAbandon(round, round, start + this.nodeTimeoutNanos, key, owner)) {
 			return AcquireResult.held(0);
@@ -281,8 +282,7 @@ public final class RedlockLockBackend
 		this.leftovers.releaseLate(key, owner);
 		long start = System.nanoTime();
 		Round round = Round.send(this.nodes.list(),
-				(node) -> node.script()
-					.evalAsync(Mode.READ_WRITE, RedlockScripts.RELEASE, ReturnType.LONG, List.of(key), owner, RELEASE_CHANNEL),
+				(node) -> node.connection().eval(RedlockScripts.RELEASE, 1, key, owner, RELEASE_CHANNEL),
 				(r) -> r.count(RedlockScripts::isOne) >= this.quorum);
 		round.awaitOrFail(start + this.nodeTimeoutNanos, "releasing '" + key + "'");
 		if (round.count(RedlockScripts::isOne) >= this.quorum) {
@@ -306,22 +306,22 @@ public final class RedlockLockBackend
 		if (held.isEmpty()) {
 			return Set.of();
 		}
-		List<Object> keys = new ArrayList<>(held.size());
-		Object[] args = new Object[held.size() * 2];
-		for (int i = 0; i < held.size(); i++) {
+		int count = held.size();
+		Object[] params = new Object[1 + count * 3];
+		params[0] = count;
+		for (int i = 0; i < count; i++) {
 			HeldLock lock = held.get(i);
 			checkKey(lock.key());
 			checkOwner(lock.owner());
 			if (lock.ttl().toMillis() < 1) {
 				throw new IllegalArgumentException("Time to live of '" + lock.key() + "' must be at least 1ms");
 			}
-			keys.add(lock.key());
-			args[2 * i] = lock.owner();
-			args[2 * i + 1] = Long.toString(lock.ttl().toMillis());
+			params[1 + i] = lock.key();
+			params[1 + count + 2 * i] = lock.owner();
+			params[2 + count + 2 * i] = lock.ttl().toMillis();
 		}
 		long start = System.nanoTime();
-		Round round = Round.send(this.nodes.list(),
-				(node) -> node.script().evalAsync(Mode.READ_WRITE, RedlockScripts.RENEW, ReturnType.LIST, keys, args),
+		Round round = Round.send(this.nodes.list(), (node) -> node.connection().eval(RedlockScripts.RENEW, params),
 				(r) -> allRenewedOnQuorum(r, held.size()));
 		round.awaitOrFail(start + this.nodeTimeoutNanos, "renewing " + held.size() + " locks");
 		if (round.answered() < this.quorum) {
@@ -356,13 +356,12 @@ public final class RedlockLockBackend
 		if (ttl.toMillis() < 1) {
 			throw new IllegalArgumentException("Time to live of the tick claim of '" + key + "' must be at least 1ms");
 		}
-		List<Object> keys = List.of(key + TICK_SUFFIX);
+		String tickKey = key + TICK_SUFFIX;
 		long start = System.nanoTime();
 		Round round = Round.send(this.nodes.list(),
-				(node) -> node.script()
-					.evalAsync(Mode.READ_WRITE, RedlockScripts.CLAIM_TICK, ReturnType.LIST, keys,
-							Long.toString(tick.toEpochMilli()), Long.toString(tolerance.toMillis()),
-							Long.toString(ttl.toMillis())),
+				(node) -> node.connection()
+					.eval(RedlockScripts.CLAIM_TICK, 1, tickKey, tick.toEpochMilli(), tolerance.toMillis(),
+							ttl.toMillis()),
 				(r) -> r.count((reply) -> RedlockScripts.claimOutcome(reply) == 1) >= this.quorum
 						|| r.count((reply) -> RedlockScripts.claimOutcome(reply) != 1) + r.failed() > r.size()
 								- this.quorum);
@@ -440,7 +439,7 @@ public final class RedlockLockBackend
 		}
 	}
 
-	/** Shuts down the clients if this backend created them through {@link #connect}. */
+	/** Closes the scripts' connections, and shuts down the clients if this backend created them through {@link #connect}. */
 	@Override
 	public void close() {
 		this.nodes.close();
@@ -455,12 +454,10 @@ public final class RedlockLockBackend
 				granted.add(this.nodes.get(i));
 			}
 		}
-		List<Object> keys = List.of(key, key + FENCE_SUFFIX);
-		String tokenText = Long.toString(token);
+		String fenceKey = key + FENCE_SUFFIX;
 		Round round = Round.send(granted,
-				(node) -> node.script()
-					.evalAsync(Mode.READ_WRITE, RedlockScripts.FENCE, ReturnType.LONG, keys, owner, tokenText,
-							Long.toString(FENCE_RETENTION_MILLIS)),
+				(node) -> node.connection()
+					.eval(RedlockScripts.FENCE, 2, key, fenceKey, owner, token, FENCE_RETENTION_MILLIS),
 				(r) -> r.count(RedlockScripts::isOne) >= this.quorum
 						|| r.count((reply) -> !isOne(reply)) + r.failed() > granted.size() - this.quorum);
 		long deadline = Math.min(System.nanoTime() + this.nodeTimeoutNanos, validUntil);
@@ -469,15 +466,17 @@ public final class RedlockLockBackend
 	}
 
 	// The outcome of an acquire round is known once it is acquired (a quorum granted), certainly
-	// unreachable (too many failures for a quorum to answer) or certainly held (a quorum answered,
-	// and the nodes still pending cannot make up a quorum of grants).
+	// unreachable (too many failures for a quorum to answer) or held: a quorum answered, and the
+	// nodes still pending that are worth waiting for cannot make up a quorum of grants. A node
+	// that did not answer its last request in time is not waited for here: when contenders split
+	// the live nodes, waiting for a paused node would keep every contender's partial grants for a
+	// whole node timeout, and they would all retry at once and split again.
 	private boolean acquireDecided(Round round) {
 		int granted = round.count(RedlockScripts::isGranted);
 		int replied = round.answered();
 		int failed = round.failed();
-		int pending = round.size() - replied - failed;
 		return granted >= this.quorum || failed > this.nodes.size() - this.quorum
-				|| (replied >= this.quorum && granted + pending < this.quorum);
+				|| (replied >= this.quorum && granted + round.pendingResponsive() < this.quorum);
 	}
 
 	private boolean allRenewedOnQuorum(Round round, int lockCount) {

@@ -55,9 +55,16 @@ final class RedlockNodes implements AutoCloseable {
 		List<Node> nodes = new ArrayList<>(clients.size());
 		for (int i = 0; i < clients.size(); i++) {
 			RedissonClient client = clients.get(i);
-			nodes.add(new Node(names.get(i), client, client.getScript(StringCodec.INSTANCE)));
+			nodes.add(new Node(names.get(i), client, NodeConnection.of(client, settings.nodeTimeout().toMillis())));
 		}
 		this.nodes = List.copyOf(nodes);
+		// The connections open in parallel; wait for them (bounded by the connect timeout), so that
+		// the first requests do not spend their node timeout on connecting.
+		long connectTimeout = clients.stream().mapToLong(NodeConnection::connectTimeoutMillis).max().orElse(0);
+		long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(connectTimeout);
+		for (Node node : this.nodes) {
+			node.connection().awaitOpen(deadline);
+		}
 		this.quorum = nodes.size() / 2 + 1;
 		this.settings = settings;
 		this.nodeTimeoutNanos = settings.nodeTimeout().toNanos();
@@ -134,13 +141,9 @@ final class RedlockNodes implements AutoCloseable {
 	 */
 	int reachable() {
 		long start = System.nanoTime();
-		long timeoutMillis = this.settings.nodeTimeout().toMillis();
-		Round round = Round.send(this.nodes, (node) -> node.client()
-			.getRedisNodes(RedisNodes.SINGLE)
-			.getInstance()
-			.pingAsync(timeoutMillis, TimeUnit.MILLISECONDS), (r) -> false);
+		Round round = Round.send(this.nodes, (node) -> node.connection().ping(), (r) -> false);
 		round.awaitOrFail(start + this.nodeTimeoutNanos, "pinging the nodes");
-		return round.count(Boolean.TRUE::equals);
+		return round.count("PONG"::equals);
 	}
 
 	/** See {@link RedlockLockBackend#setupWarnings()}. */
@@ -202,9 +205,12 @@ final class RedlockNodes implements AutoCloseable {
 		return warnings;
 	}
 
-	/** Shuts down the clients if they were made by {@link #connect}. */
+	/** Closes the nodes' script connections, and shuts down the clients if they were made by {@link #connect}. */
 	@Override
 	public void close() {
+		for (Node node : this.nodes) {
+			node.connection().close();
+		}
 		if (this.onClose != null) {
 			this.onClose.run();
 		}

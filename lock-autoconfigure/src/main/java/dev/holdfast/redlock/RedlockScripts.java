@@ -3,10 +3,16 @@ package dev.holdfast.redlock;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HexFormat;
 import java.util.List;
 
+import org.redisson.client.protocol.RedisCommand;
+import org.redisson.client.protocol.RedisStrictCommand;
+import org.redisson.client.protocol.decoder.ObjectListReplayDecoder;
 import org.springframework.core.io.ClassPathResource;
 
 /**
@@ -16,7 +22,7 @@ final class RedlockScripts {
 
 	// KEYS: lock, counter. ARGV: owner, ttl ms, counter retention ms.
 	// Returns {1, candidate token} when granted, {0, pttl of the holder} when held.
-	static final String ACQUIRE = """
+	static final String ACQUIRE_TEXT = """
 			local holder = redis.call('get', KEYS[1])
 			if holder and holder ~= ARGV[1] then
 				return {0, redis.call('pttl', KEYS[1])}
@@ -31,7 +37,7 @@ final class RedlockScripts {
 
 	// KEYS: lock, counter. ARGV: owner, token, counter retention ms. Raises the counter to the
 	// token only while the owner still holds the lock on this node.
-	static final String FENCE = """
+	static final String FENCE_TEXT = """
 			if redis.call('get', KEYS[1]) ~= ARGV[1] then
 				return 0
 			end
@@ -43,7 +49,7 @@ final class RedlockScripts {
 			""";
 
 	// KEYS: lock. ARGV: owner, channel.
-	static final String RELEASE = """
+	static final String RELEASE_TEXT = """
 			if redis.call('get', KEYS[1]) == ARGV[1] then
 				redis.call('del', KEYS[1])
 				redis.call('publish', ARGV[2], KEYS[1] .. ' ' .. ARGV[1])
@@ -53,7 +59,7 @@ final class RedlockScripts {
 			""";
 
 	// KEYS: lock 1..n. ARGV: owner 1, ttl ms 1, ..., owner n, ttl ms n.
-	static final String RENEW = """
+	static final String RENEW_TEXT = """
 			local renewed = {}
 			for i, key in ipairs(KEYS) do
 				if redis.call('get', key) == ARGV[2 * i - 1] then
@@ -70,9 +76,46 @@ final class RedlockScripts {
 	 * The tick claim, shared with the redis backend: judged by the node's clock, the record only
 	 * moves forward; answers {outcome, node time in ms}.
 	 */
-	static final String CLAIM_TICK = load("dev/holdfast/lua/claim-tick.lua");
+	static final String CLAIM_TICK_TEXT = load("dev/holdfast/lua/claim-tick.lua");
+
+	static final Script<List<Object>> ACQUIRE = Script.list(ACQUIRE_TEXT);
+
+	static final Script<Long> FENCE = Script.number(FENCE_TEXT);
+
+	static final Script<Long> RELEASE = Script.number(RELEASE_TEXT);
+
+	static final Script<List<Object>> RENEW = Script.list(RENEW_TEXT);
+
+	static final Script<List<Object>> CLAIM_TICK = Script.list(CLAIM_TICK_TEXT);
 
 	private RedlockScripts() {
+	}
+
+	/**
+	 * A script, its SHA-1 digest for {@code EVALSHA}, and the commands that run it by digest and by
+	 * text, decoding the reply as a list or a number.
+	 */
+	record Script<R>(String text, String sha, RedisCommand<R> evalsha, RedisCommand<R> eval) {
+
+		static Script<List<Object>> list(String text) {
+			return new Script<>(text, sha1(text), new RedisCommand<>("EVALSHA", new ObjectListReplayDecoder<>()),
+					new RedisCommand<>("EVAL", new ObjectListReplayDecoder<>()));
+		}
+
+		static Script<Long> number(String text) {
+			return new Script<>(text, sha1(text), new RedisStrictCommand<>("EVALSHA"), new RedisStrictCommand<>("EVAL"));
+		}
+
+		private static String sha1(String text) {
+			try {
+				return HexFormat.of()
+					.formatHex(MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8)));
+			}
+			catch (NoSuchAlgorithmException ex) {
+				throw new IllegalStateException("SHA-1 is not available", ex);
+			}
+		}
+
 	}
 
 	/** Whether an acquire reply granted the lock. */

@@ -109,6 +109,9 @@ final class Round {
 			Object[] snapshot = new Object[this.results.length()];
 			for (int i = 0; i < snapshot.length; i++) {
 				snapshot[i] = this.results.get(i);
+				if (snapshot[i] == null && this.timedOut) {
+					this.nodes.get(i).connection().markUnresponsive();
+				}
 			}
 			this.frozen = snapshot;
 		}
@@ -163,6 +166,20 @@ final class Round {
 	void whenCompletes(int index, Consumer<Node> action) {
 		Node node = this.nodes.get(index);
 		this.calls.get(index).whenComplete((value, error) -> action.accept(node));
+	}
+
+	/**
+	 * The number of nodes that have not answered yet and are not {@linkplain NodeConnection#unresponsive()
+	 * unresponsive}: those whose answer is worth waiting for.
+	 */
+	int pendingResponsive() {
+		int count = 0;
+		for (int i = 0; i < this.results.length(); i++) {
+			if (result(i) == null && !this.nodes.get(i).connection().unresponsive()) {
+				count++;
+			}
+		}
+		return count;
 	}
 
 	/** The number of nodes that have not answered yet. */
@@ -276,7 +293,7 @@ final class Round {
 		return "unexpected answer " + result;
 	}
 
-	private static boolean isTimeout(Throwable failure) {
+	static boolean isTimeout(Throwable failure) {
 		return failure instanceof RedisTimeoutException || failure instanceof TimeoutException;
 	}
 
