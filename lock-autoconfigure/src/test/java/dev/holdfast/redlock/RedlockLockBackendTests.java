@@ -393,7 +393,9 @@ class RedlockLockBackendTests {
 			String key = keys.get(i % keys.size());
 			String owner = owner();
 			assertThat(backend.tryAcquire(key, owner, TTL).acquired()).as("cycle %d", i).isTrue();
-			assertThat(backend.release(key, owner)).isTrue();
+			// not asserted: on a loaded machine a quorum may answer the release after the node
+			// timeout (false), and what this test is about is what the nodes keep afterwards
+			backend.release(key, owner);
 		}
 		// releases sent to late nodes may still be in flight
 		await().atMost(NODE_TIMEOUT.multipliedBy(4)).untilAsserted(() -> {
