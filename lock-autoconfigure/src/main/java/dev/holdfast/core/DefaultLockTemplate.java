@@ -97,6 +97,13 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	/** Leases held by this template, by key: one per key at most. */
 	private final ConcurrentHashMap<String, HeldLease> held = new ConcurrentHashMap<>();
 
+	/**
+	 * Leases unregistered for a release on the caller's thread whose backend call has not returned
+	 * yet, by key: bounded by releases in flight. (A release in the background keeps its lease in
+	 * {@link #held} until answered.)
+	 */
+	private final ConcurrentHashMap<String, HeldLease> releasing = new ConcurrentHashMap<>();
+
 	/** Locks taken without this template but listed with its leases, while their holders run. */
 	private final Set<Supplier<LeaseInfo>> listed = ConcurrentHashMap.newKeySet();
 
@@ -288,13 +295,13 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		LockObservation observation = this.listener.acquiring(name, key, this.backend.name());
 		Racer.Gate gate = this.racer.enterGate(key);
 		try {
-			if (!gate.permit.tryAcquire(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-				observation.notAcquired();
-				this.listener.notAcquired(name, this.backend.name(), Duration.ofNanos(System.nanoTime() - start));
-				return null;
-			}
+			// Whoever cannot enter the gate in time (a try-once caller while a local peer races or
+			// waits) still makes its one attempt on the backend: failing locally would make a busy
+			// tryAcquire loop spin without ever asking the backend whether the lock is free.
+			boolean gated = gate.permit.tryAcquire(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
 			try {
-				HeldLease lease = this.racer.race(name, key, ttl, options.isRenew(), deadline, observation);
+				HeldLease lease = this.racer.race(name, key, ttl, options.isRenew(), gated ? deadline : System.nanoTime(),
+						observation);
 				Duration waited = Duration.ofNanos(System.nanoTime() - start);
 				if (lease == null) {
 					observation.notAcquired();
@@ -305,7 +312,9 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 				return new LeaseHandle(lease);
 			}
 			finally {
-				gate.permit.release();
+				if (gated) {
+					gate.permit.release();
+				}
 			}
 		}
 		catch (InterruptedException ex) {
@@ -424,11 +433,40 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		return this.releases.inFlight();
 	}
 
-	/** Ends {@code lease}'s registration; {@code false} if it was released already. */
+	/**
+	 * The backend release of an {@linkplain #unregister unregistered} lease has returned (or
+	 * failed, or was not sent): wakes this template's racer for its key, which does not race while
+	 * the key is held or being released here.
+	 */
+	void releasedLocally(HeldLease lease) {
+		this.releasing.remove(lease.key(), lease);
+		this.racer.onLocalRelease(lease.key());
+	}
+
+	/**
+	 * How long this template still holds {@code key} for sure, in nanoseconds, counting a release
+	 * in flight as held: {@code 0} when neither a valid lease nor a release of this template is.
+	 */
+	long localHoldNanos(String key) {
+		HeldLease lease = this.held.get(key);
+		if (lease != null && (lease.isValid() || ownRelease(key) != null)) {
+			return lease.untilExpiryNanos();
+		}
+		HeldLease released = this.releasing.get(key);
+		return (released != null) ? released.untilExpiryNanos() : 0;
+	}
+
+	/**
+	 * Ends {@code lease}'s registration before a release on the caller's thread; {@code false} if
+	 * it was released already. The caller then releases it on the backend (or not) and calls
+	 * {@link #releasedLocally}.
+	 */
 	boolean unregister(HeldLease lease) {
 		if (!lease.markReleased()) {
 			return false;
 		}
+		// Seen as held by this template's racers until released on the backend: see localHoldNanos.
+		this.releasing.put(lease.key(), lease);
 		this.held.remove(lease.key(), lease);
 		stopRenewing(lease);
 		return true;

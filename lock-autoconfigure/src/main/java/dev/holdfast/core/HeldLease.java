@@ -175,6 +175,11 @@ final class HeldLease {
 		return isActive() && System.nanoTime() - this.validUntilNanos < 0 && !this.template.backendSuspended();
 	}
 
+	/** How long until this lease stops counting as held for sure, in nanoseconds, whatever its state. */
+	long untilExpiryNanos() {
+		return Math.max(0, this.validUntilNanos - System.nanoTime());
+	}
+
 	/** When the next renewal is due: a third of the time to live after the last confirmation. */
 	long renewDueNanos() {
 		return this.confirmedNanos + this.ttl.toNanos() / 3;

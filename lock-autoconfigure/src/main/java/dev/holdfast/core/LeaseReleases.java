@@ -114,13 +114,16 @@ final class LeaseReleases {
 		if (!this.template.unregister(lease)) {
 			return;
 		}
-		if (onBackend) {
-			try {
+		try {
+			if (onBackend) {
 				this.backend.release(lease.key(), lease.owner());
 			}
-			catch (RuntimeException ex) {
-				failed(lease, ex);
-			}
+		}
+		catch (RuntimeException ex) {
+			failed(lease, ex);
+		}
+		finally {
+			this.template.releasedLocally(lease);
 		}
 		ended(lease);
 	}
@@ -217,6 +220,7 @@ final class LeaseReleases {
 	private void answered(HeldLease lease, @Nullable Throwable ex, CompletableFuture<Void> done) {
 		try {
 			this.held.remove(lease.key(), lease);
+			this.template.releasedLocally(lease);
 			if (ex != null) {
 				failed(lease, ex);
 			}

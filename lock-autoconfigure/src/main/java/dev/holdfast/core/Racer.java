@@ -76,10 +76,30 @@ final class Racer implements AutoCloseable {
 		long pollNanos = this.pollNanos;
 		long pause = notifying ? pollNanos : Math.min(MIN_PAUSE_NANOS, pollNanos);
 		Semaphore signal = null;
+		boolean listening = false;
 		try {
 			while (true) {
 				if (Thread.interrupted()) {
 					throw new InterruptedException();
+				}
+				long localHold = notifying ? this.template.localHoldNanos(key) : 0;
+				if (localHold > 0 && deadline - System.nanoTime() > 0) {
+					// Another thread of this process holds the key or is releasing it: an attempt now
+					// would fail, or land just behind that release and win before any other instance
+					// heard of it. Wait for the local release instead, so that this racer starts from
+					// the same release as the other instances' racers (they hear its announcement).
+					// Not on a polling backend: there the other instances' racers hear nothing, and a
+					// racer woken here would win every time.
+					if (signal == null) {
+						// Listen before looking again, so that a release between the two is not missed.
+						signal = listen(key);
+						continue;
+					}
+					long sleep = Math.min(Math.min(deadline - System.nanoTime(), localHold), pollNanos);
+					if (signal.tryAcquire(sleep, TimeUnit.NANOSECONDS)) {
+						signal.drainPermits();
+					}
+					continue;
 				}
 				String owner = this.owners.next();
 				long attemptStart = System.nanoTime();
@@ -110,10 +130,12 @@ final class Racer implements AutoCloseable {
 				if (remaining <= 0) {
 					return null;
 				}
-				if (notifying && signal == null && subscribed()) {
+				if (notifying && !listening && subscribed()) {
 					// Listen before the next attempt, so that a release between the two is not missed.
-					signal = new Semaphore(0);
-					this.waiters.put(key, signal);
+					listening = true;
+					if (signal == null) {
+						signal = listen(key);
+					}
 					continue;
 				}
 				long sleep = Math.min(remaining, jitter(pause));
@@ -184,6 +206,24 @@ final class Racer implements AutoCloseable {
 		}
 		finally {
 			this.subscribeLock.unlock();
+		}
+	}
+
+	private Semaphore listen(String key) {
+		Semaphore signal = new Semaphore(0);
+		this.waiters.put(key, signal);
+		return signal;
+	}
+
+	/**
+	 * A lease of this template on {@code key} was released (after the backend's release call
+	 * returned) or forgotten: wakes the racer that waits for it. Other instances learn of it from
+	 * the backend, if at all.
+	 */
+	void onLocalRelease(String key) {
+		Semaphore signal = this.waiters.get(key);
+		if (signal != null) {
+			signal.release();
 		}
 	}
 
