@@ -64,20 +64,25 @@ final class GracefulLockShutdown implements SmartLifecycle {
 			callback.run();
 			return;
 		}
-		logger.info("Holdfast refuses new locks and waits for " + held + " held lock(s) to be released"
-				+ ((releasing > 0) ? " and " + releasing + " release(s) in flight to be answered" : ""));
-		Thread waiter = new Thread(() -> awaitReleased(callback), "holdfast-shutdown");
+		// Releases in flight are answered within a round trip: waited for, not announced.
+		boolean announce = held > 0;
+		if (announce) {
+			logger.info("Holdfast refuses new locks and waits for " + held + " held lock(s) to be released");
+		}
+		Thread waiter = new Thread(() -> awaitReleased(callback, announce), "holdfast-shutdown");
 		waiter.setDaemon(true);
 		waiter.start();
 	}
 
-	private void awaitReleased(Runnable callback) {
+	private void awaitReleased(Runnable callback, boolean announce) {
 		try {
 			// Polls: a one-off wait at shutdown, no reason to add release hooks to the engine.
 			while (!this.template.heldLeases().isEmpty() || this.template.releasesInFlight() > 0) {
 				TimeUnit.MILLISECONDS.sleep(POLL_MILLIS);
 			}
-			logger.info("Holdfast: all locks were released");
+			if (announce) {
+				logger.info("Holdfast: all locks were released");
+			}
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
