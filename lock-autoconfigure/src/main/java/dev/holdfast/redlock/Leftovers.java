@@ -81,8 +81,9 @@ final class Leftovers {
 			return;
 		}
 		long start = System.nanoTime();
-		Round release = Round.send(targets, (node) -> node.connection()
-			.eval(RedlockScripts.RELEASE, 1, key, owner, RedlockLockBackend.RELEASE_CHANNEL), (r) -> false);
+		Object[] params = RedlockLockBackend.releaseParams(key, owner);
+		Round release = Round.send(targets, (node) -> node.connection().eval(RedlockScripts.RELEASE, params),
+				(r) -> false);
 		awaitOrAbandon(release, acquire, start + this.nodeTimeoutNanos, key, owner);
 	}
 
@@ -101,7 +102,7 @@ final class Leftovers {
 	/** Sends an owner-checked release to one node, without waiting for the answer. */
 	void sendRelease(Node node, String key, String owner) {
 		try {
-			node.connection().eval(RedlockScripts.RELEASE, 1, key, owner, RedlockLockBackend.RELEASE_CHANNEL);
+			node.connection().eval(RedlockScripts.RELEASE, RedlockLockBackend.releaseParams(key, owner));
 		}
 		catch (RuntimeException ex) {
 			logger.debug("Could not send release of '" + key + "' to " + node.name(), ex);

@@ -130,27 +130,36 @@ final class NodeConnection implements AutoCloseable {
 		Object[] args = new Object[params.length + 1];
 		args[0] = script.sha();
 		System.arraycopy(params, 0, args, 1, params.length);
-		CompletableFuture<R> reply = connection
-			.<R, R>async(this.timeoutMillis, StringCodec.INSTANCE, script.evalsha(), args)
-			.toCompletableFuture();
-		CompletableFuture<R> result = reply.exceptionallyCompose((error) -> {
-			if (!(unwrap(error) instanceof RedisNoScriptException)) {
-				return CompletableFuture.failedFuture(error);
-			}
-			Object[] withText = args.clone();
-			withText[0] = script.text();
-			return connection.<R, R>async(this.timeoutMillis, StringCodec.INSTANCE, script.eval(), withText)
-				.toCompletableFuture();
-		});
-		result.whenComplete((value, error) -> {
-			if (error == null) {
-				this.unresponsive = false;
-			}
-			else if (Round.isTimeout(unwrap(error))) {
+		CompletableFuture<R> result = new CompletableFuture<>();
+		connection.<R, R>async(this.timeoutMillis, StringCodec.INSTANCE, script.evalsha(), args)
+			.whenComplete((value, error) -> {
+				if (error == null) {
+					this.unresponsive = false;
+					result.complete(value);
+				}
+				else if (unwrap(error) instanceof RedisNoScriptException) {
+					args[0] = script.text();
+					connection.<R, R>async(this.timeoutMillis, StringCodec.INSTANCE, script.eval(), args)
+						.whenComplete((retried, again) -> complete(result, retried, again));
+				}
+				else {
+					complete(result, value, error);
+				}
+			});
+		return result;
+	}
+
+	private <R> void complete(CompletableFuture<R> result, @Nullable R value, @Nullable Throwable error) {
+		if (error == null) {
+			this.unresponsive = false;
+			result.complete(value);
+		}
+		else {
+			if (Round.isTimeout(unwrap(error))) {
 				this.unresponsive = true;
 			}
-		});
-		return result;
+			result.completeExceptionally(error);
+		}
 	}
 
 	/** Whether the last request timed out, or a caller gave up waiting for it, with no reply since. */

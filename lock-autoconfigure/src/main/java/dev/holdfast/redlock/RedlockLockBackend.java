@@ -25,6 +25,7 @@ import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.TickClaims;
 
+import static dev.holdfast.redlock.RedlockScripts.bytes;
 import static dev.holdfast.redlock.RedlockScripts.isGranted;
 import static dev.holdfast.redlock.RedlockScripts.isOne;
 import static dev.holdfast.redlock.RedlockScripts.renewedCounts;
@@ -120,6 +121,14 @@ public final class RedlockLockBackend
 	static final long FENCE_RETENTION_MILLIS = Duration.ofDays(1).toMillis();
 
 	private static final int MAX_KEY_LENGTH = 1024;
+
+	private static final byte[] ONE_KEY = bytes(1);
+
+	private static final byte[] TWO_KEYS = bytes(2);
+
+	private static final byte[] FENCE_RETENTION = bytes(FENCE_RETENTION_MILLIS);
+
+	private static final byte[] RELEASE_CHANNEL_BYTES = bytes(RELEASE_CHANNEL);
 
 	private final RedlockNodes nodes;
 
@@ -224,12 +233,10 @@ public final class RedlockLockBackend
 					+ "clock drift allowance of " + Duration.ofNanos(driftNanos)
 					+ " (holdfast.redlock.drift-factor and holdfast.redlock.min-drift)");
 		}
-		String fenceKey = key + FENCE_SUFFIX;
-		Long ttlMillis = ttl.toMillis();
+		Object[] params = { TWO_KEYS, bytes(key), bytes(key + FENCE_SUFFIX), bytes(owner), bytes(ttl.toMillis()),
+				FENCE_RETENTION };
 		long start = System.nanoTime();
-		Round round = Round.send(this.nodes.list(),
-				(node) -> node.connection()
-					.eval(RedlockScripts.ACQUIRE, 2, key, fenceKey, owner, ttlMillis, FENCE_RETENTION_MILLIS),
+		Round round = Round.send(this.nodes.list(), (node) -> node.connection().eval(RedlockScripts.ACQUIRE, params),
 				this::acquireDecided);
 		if (!this.leftovers.awaitOrAbandon(round, round, start + this.nodeTimeoutNanos, key, owner)) {
 			return AcquireResult.held(0);
@@ -281,8 +288,8 @@ public final class RedlockLockBackend
 		checkOwner(owner);
 		this.leftovers.releaseLate(key, owner);
 		long start = System.nanoTime();
-		Round round = Round.send(this.nodes.list(),
-				(node) -> node.connection().eval(RedlockScripts.RELEASE, 1, key, owner, RELEASE_CHANNEL),
+		Object[] params = releaseParams(key, owner);
+		Round round = Round.send(this.nodes.list(), (node) -> node.connection().eval(RedlockScripts.RELEASE, params),
 				(r) -> r.count(RedlockScripts::isOne) >= this.quorum);
 		round.awaitOrFail(start + this.nodeTimeoutNanos, "releasing '" + key + "'");
 		if (round.count(RedlockScripts::isOne) >= this.quorum) {
@@ -454,10 +461,9 @@ public final class RedlockLockBackend
 				granted.add(this.nodes.get(i));
 			}
 		}
-		String fenceKey = key + FENCE_SUFFIX;
-		Round round = Round.send(granted,
-				(node) -> node.connection()
-					.eval(RedlockScripts.FENCE, 2, key, fenceKey, owner, token, FENCE_RETENTION_MILLIS),
+		Object[] params = { TWO_KEYS, bytes(key), bytes(key + FENCE_SUFFIX), bytes(owner), bytes(token),
+				FENCE_RETENTION };
+		Round round = Round.send(granted, (node) -> node.connection().eval(RedlockScripts.FENCE, params),
 				(r) -> r.count(RedlockScripts::isOne) >= this.quorum
 						|| r.count((reply) -> !isOne(reply)) + r.failed() > granted.size() - this.quorum);
 		long deadline = Math.min(System.nanoTime() + this.nodeTimeoutNanos, validUntil);
@@ -486,6 +492,11 @@ public final class RedlockLockBackend
 			}
 		}
 		return true;
+	}
+
+	/** The parameters of {@link RedlockScripts#RELEASE}, encoded once for every node. */
+	static Object[] releaseParams(String key, String owner) {
+		return new Object[] { ONE_KEY, bytes(key), bytes(owner), RELEASE_CHANNEL_BYTES };
 	}
 
 	private static void checkKey(String key) {

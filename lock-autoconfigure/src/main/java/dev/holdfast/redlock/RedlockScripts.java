@@ -95,15 +95,17 @@ final class RedlockScripts {
 	 * A script, its SHA-1 digest for {@code EVALSHA}, and the commands that run it by digest and by
 	 * text, decoding the reply as a list or a number.
 	 */
-	record Script<R>(String text, String sha, RedisCommand<R> evalsha, RedisCommand<R> eval) {
+	record Script<R>(byte[] text, byte[] sha, RedisCommand<R> evalsha, RedisCommand<R> eval) {
 
 		static Script<List<Object>> list(String text) {
-			return new Script<>(text, sha1(text), new RedisCommand<>("EVALSHA", new ObjectListReplayDecoder<>()),
+			return new Script<>(bytes(text), bytes(sha1(text)),
+					new RedisCommand<>("EVALSHA", new ObjectListReplayDecoder<>()),
 					new RedisCommand<>("EVAL", new ObjectListReplayDecoder<>()));
 		}
 
 		static Script<Long> number(String text) {
-			return new Script<>(text, sha1(text), new RedisStrictCommand<>("EVALSHA"), new RedisStrictCommand<>("EVAL"));
+			return new Script<>(bytes(text), bytes(sha1(text)), new RedisStrictCommand<>("EVALSHA"),
+					new RedisStrictCommand<>("EVAL"));
 		}
 
 		private static String sha1(String text) {
@@ -116,6 +118,20 @@ final class RedlockScripts {
 			}
 		}
 
+	}
+
+	/**
+	 * A script argument as UTF-8 bytes. Redisson's encoder wraps a {@code byte[]} as it is, but
+	 * copies every other argument into a new direct buffer: arguments shared by the requests of a
+	 * round are encoded once, here.
+	 */
+	static byte[] bytes(String text) {
+		return text.getBytes(StandardCharsets.UTF_8);
+	}
+
+	/** A number argument as bytes (see {@link #bytes(String)}). */
+	static byte[] bytes(long number) {
+		return bytes(Long.toString(number));
 	}
 
 	/** Whether an acquire reply granted the lock. */
