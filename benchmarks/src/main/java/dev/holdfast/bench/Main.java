@@ -35,6 +35,7 @@ import dev.holdfast.test.server.ZooKeeperServer;
  * <p>
  * System properties: {@code bench.quick=true} (smoke run, a few seconds per benchmark),
  * {@code bench.only=redis,jdbc,redlock,zookeeper,annotation,contended,trybusy,leases} (a subset),
+ * {@code bench.contenders=redis-floor,redis-holdfast} (only these contenders, or ids beginning so),
  * {@code bench.threads=1,8}, {@code bench.prof=jfr} (a JMH profiler for every fork),
  * {@code bench.out=path} (where the Markdown table goes, besides standard output).
  */
@@ -272,12 +273,25 @@ public final class Main {
 		return options;
 	}
 
+	/**
+	 * The contenders that {@code -Dbench.contenders} names (ids or their beginnings, such as
+	 * {@code redis-floor,redis-holdfast} or {@code jdbc}); all of them if it is not set.
+	 */
+	private List<String> selected(List<String> contenders) {
+		String names = System.getProperty("bench.contenders", "");
+		if (names.isBlank()) {
+			return contenders;
+		}
+		List<String> prefixes = Arrays.stream(names.split(",")).map(String::trim).filter((n) -> !n.isEmpty()).toList();
+		return contenders.stream().filter((c) -> prefixes.stream().anyMatch(c::startsWith)).toList();
+	}
+
 	private void contended(String section, List<String> contenders, ContendedHarness.Mode mode,
 			List<ContendedHarness.Result> results) {
 		Duration warmup = Duration.ofSeconds(this.quick ? 1 : 3);
 		Duration measure = Duration.ofSeconds(this.quick ? 3 : 10);
 		this.provenance.start(section);
-		for (String contender : contenders) {
+		for (String contender : selected(contenders)) {
 			if ((contender.startsWith("jdbc") && System.getProperty("bench.jdbc.url") == null)
 					|| (contender.startsWith("redis") && System.getProperty("bench.redis.port") == null)
 					|| (contender.startsWith("zookeeper") && System.getProperty("bench.zookeeper.connect") == null)) {
@@ -291,7 +305,11 @@ public final class Main {
 		this.provenance.end(section);
 	}
 
-	private void uncontended(String group, List<String> contenders) throws Exception {
+	private void uncontended(String group, List<String> all) throws Exception {
+		List<String> contenders = selected(all);
+		if (contenders.isEmpty()) {
+			return;
+		}
 		this.provenance.start(group);
 		for (int threadCount : this.threads) {
 			log("uncontended, " + threadCount + " thread(s): " + contenders);
