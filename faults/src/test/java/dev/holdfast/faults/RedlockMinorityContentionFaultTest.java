@@ -1,7 +1,10 @@
 package dev.holdfast.faults;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 
 import org.junit.jupiter.api.Tag;
@@ -47,12 +50,49 @@ class RedlockMinorityContentionFaultTest {
 	private void staysAvailable(Checker.Report report) {
 		this.matrix.mutualExclusionHolds(report);
 		long bound = NODE_TIMEOUT_MS + HANDOFF_MS;
-		this.matrix.note(String.format(Locale.ROOT, "%s: longest gap between grants %.0f ms (bound %d ms)",
-				report.name(), report.longestGapMs(), bound));
-		this.matrix.softly.assertThat(report.longestGapMs())
+		double gap = longestGapDuringFaultMs(report);
+		this.matrix.note(String.format(Locale.ROOT,
+				"%s: longest time without a grant during the fault %.0f ms (bound %d ms); whole run %.0f ms",
+				report.name(), gap, bound, report.longestGapMs()));
+		this.matrix.softly.assertThat(gap)
 			.as(report.name() + ": a minority fault stops the contended lock for at most one node timeout "
 					+ "plus one handoff")
 			.isLessThan(bound);
+	}
+
+	/**
+	 * The longest stretch between FAULT and HEAL without a grant, counted from the last grant before
+	 * the fault: the clients' start-up on a loaded machine (cold JVMs, requests timing out) is not
+	 * what this run measures.
+	 */
+	private static double longestGapDuringFaultMs(Checker.Report report) {
+		List<Checker.Event> events;
+		try {
+			events = Checker.read(FaultSuite.reportDir().resolve(report.name()));
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException(ex);
+		}
+		long from = events.stream().filter((e) -> e.type().equals("FAULT")).mapToLong(Checker.Event::nanos).min()
+			.orElseThrow();
+		long to = events.stream().filter((e) -> e.type().equals("HEAL")).mapToLong(Checker.Event::nanos).max()
+			.orElseThrow();
+		List<Long> grants = events.stream().filter((e) -> e.type().equals("ACQ")).map(Checker.Event::nanos).sorted()
+			.toList();
+		long previous = from;
+		long longest = 0;
+		for (long grant : grants) {
+			if (grant <= from) {
+				previous = grant;
+				continue;
+			}
+			longest = Math.max(longest, Math.min(grant, to) - previous);
+			previous = grant;
+			if (grant >= to) {
+				return longest / 1e6;
+			}
+		}
+		return Math.max(longest, to - previous) / 1e6;
 	}
 
 	/** Once a client has just taken the lock, stops node {@code index} for {@code pauseMs}. */

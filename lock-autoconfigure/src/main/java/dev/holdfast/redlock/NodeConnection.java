@@ -61,7 +61,7 @@ final class NodeConnection implements AutoCloseable {
 
 	/**
 	 * A connection made like those of {@code client}, which must be a single-server Redisson
-	 * client; the connection is opened on the first request.
+	 * client; it starts opening at once, without waiting.
 	 * @throws IllegalArgumentException when the client is not a single-server Redisson client
 	 */
 	static NodeConnection of(RedissonClient client, long timeoutMillis) {

@@ -53,9 +53,15 @@ final class RedlockNodes implements AutoCloseable {
 			throw new IllegalArgumentException("Redlock needs at least one node");
 		}
 		List<Node> nodes = new ArrayList<>(clients.size());
-		for (int i = 0; i < clients.size(); i++) {
-			RedissonClient client = clients.get(i);
-			nodes.add(new Node(names.get(i), client, NodeConnection.of(client, settings.nodeTimeout().toMillis())));
+		try {
+			for (int i = 0; i < clients.size(); i++) {
+				RedissonClient client = clients.get(i);
+				nodes.add(new Node(names.get(i), client, NodeConnection.of(client, settings.nodeTimeout().toMillis())));
+			}
+		}
+		catch (RuntimeException ex) {
+			nodes.forEach((node) -> node.connection().close());
+			throw ex;
 		}
 		this.nodes = List.copyOf(nodes);
 		// The connections open in parallel; wait for them (bounded by the connect timeout), so that
