@@ -43,8 +43,9 @@ import dev.holdfast.spi.TickClaims;
  * compared inside SQL from the database's current time, as microseconds since the Unix epoch,
  * so the time zones and clocks of the JVMs do not matter; the JVM sends durations only.</li>
  * <li><b>Statements</b>: acquisition is one statement that takes the row only if it is absent or
- * expired (PostgreSQL and H2; MySQL and MariaDB add a second autocommit statement that reads
- * the fencing token, because neither returns the row of an upsert). Release is one
+ * expired (PostgreSQL and H2, plus a read of the holder's remaining time when the lock is held;
+ * MySQL and MariaDB add a second autocommit statement that reads the fencing token, because
+ * neither returns the row of an upsert). Release is one
  * owner-checked {@code UPDATE} that expires the row in place: it clears the owner and sets the
  * expiry to the database's current time, and keeps the fencing token. Renewal updates all due
  * leases, owner-checked, in one statement on PostgreSQL and in one {@code UPDATE} plus one
@@ -333,7 +334,8 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 
 	/**
 	 * Takes the lock if its row is absent or expired on the database clock, in one statement.
-	 * When held, reports the holder's remaining time as measured by the database.
+	 * When held, reports the holder's remaining time as measured by the database (on PostgreSQL
+	 * and H2 with a second statement).
 	 */
 	@Override
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
@@ -462,7 +464,7 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 				if (!autoCommit) {
 					connection.setAutoCommit(true);
 				}
-				JdbcLockDialect dialect = dialect(connection);
+				JdbcLockDialect dialect = dialect(connection, networkTimeout >= 0);
 				if (this.switchIsolation) {
 					isolation = connection.getTransactionIsolation();
 					if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
@@ -522,11 +524,16 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 		return this.queryTimeoutSeconds;
 	}
 
-	private JdbcLockDialect dialect(Connection connection) throws SQLException {
+	/** The dialect in use, detected on the first call; for tests. */
+	@Nullable JdbcLockDialect currentDialect() {
+		return this.dialect;
+	}
+
+	private JdbcLockDialect dialect(Connection connection, boolean networkTimeouts) throws SQLException {
 		JdbcLockDialect dialect = this.dialect;
 		if (dialect == null) {
 			// racing threads may both detect; they find the same answer
-			dialect = JdbcLockDialect.detect(connection, this.tableName, this.queryTimeoutSeconds);
+			dialect = JdbcLockDialect.detect(connection, this.tableName, this.queryTimeoutSeconds, networkTimeouts);
 			this.switchIsolation = JdbcConnections.switchesIsolation(dialect, connection.getTransactionIsolation());
 			this.dialect = dialect;
 		}

@@ -194,21 +194,39 @@ abstract class JdbcLockDialect {
 		}
 	}
 
+	/**
+	 * Prepares {@code sql} with the statement timeout, if this dialect has one: 0 means that the
+	 * connection's network timeout alone bounds the statement.
+	 */
 	protected PreparedStatement prepare(Connection connection, String sql) throws SQLException {
 		PreparedStatement ps = connection.prepareStatement(sql);
-		ps.setQueryTimeout(this.queryTimeoutSeconds);
+		if (this.queryTimeoutSeconds > 0) {
+			ps.setQueryTimeout(this.queryTimeoutSeconds);
+		}
 		return ps;
+	}
+
+	/** The statement timeout in seconds, 0 for none; for tests. */
+	int queryTimeoutSeconds() {
+		return this.queryTimeoutSeconds;
 	}
 
 	static long remainingMillis(long remainingMicros) {
 		return Math.max(0, (remainingMicros + 999) / 1000);
 	}
 
-	/** Picks the dialect for the database behind {@code connection}. */
-	static JdbcLockDialect detect(Connection connection, String table, int queryTimeoutSeconds) throws SQLException {
+	/**
+	 * Picks the dialect for the database behind {@code connection}. {@code networkTimeouts}: whether
+	 * its driver accepted a network timeout. The PostgreSQL driver then sets no statement timeout:
+	 * the network timeout fires first and closes the connection, so the statement timeout would
+	 * never act, yet each statement with one schedules and cancels a task on the driver's shared
+	 * cancellation timer, whose thread is woken every time.
+	 */
+	static JdbcLockDialect detect(Connection connection, String table, int queryTimeoutSeconds,
+			boolean networkTimeouts) throws SQLException {
 		String product = connection.getMetaData().getDatabaseProductName().toLowerCase(Locale.ROOT);
 		if (product.contains("postgresql")) {
-			return new PostgreSqlDialect(table, queryTimeoutSeconds);
+			return new PostgreSqlDialect(table, networkTimeouts ? 0 : queryTimeoutSeconds);
 		}
 		if (product.contains("mariadb")) {
 			return new MySqlDialect(table, queryTimeoutSeconds, "mariadb");
