@@ -229,7 +229,10 @@ final class Racer implements AutoCloseable {
 
 	private void onRelease(String key) {
 		Semaphore signal = this.waiters.get(key);
-		if (signal != null) {
+		// The announcement of this process's own release does not wake its racer: the release's
+		// answer does (onLocalRelease). Woken by whichever came first of two, the local racer
+		// would start ahead of the other instances' racers, which hear only the announcement.
+		if (signal != null && this.template.localHoldNanos(key) == 0) {
 			signal.release();
 		}
 		if (this.async != null) {

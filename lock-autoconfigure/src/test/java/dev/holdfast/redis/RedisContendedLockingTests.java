@@ -118,7 +118,8 @@ class RedisContendedLockingTests {
 		for (DefaultLockTemplate instance : instances) {
 			instance.prepare();
 		}
-		await().atMost(Duration.ofSeconds(10))
+		// The first subscription of a cold JVM can take seconds on a loaded machine.
+		await().atMost(Duration.ofSeconds(60))
 			.until(() -> instances.stream().allMatch(DefaultLockTemplate::releaseEventsListening));
 		int handoffs = 400;
 		AtomicInteger acquisitions = new AtomicInteger();
