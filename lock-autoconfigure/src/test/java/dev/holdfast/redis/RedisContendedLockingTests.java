@@ -83,7 +83,7 @@ class RedisContendedLockingTests {
 	}
 
 	@Test
-	void tryAcquireReachesTheBackendWhileALocalPeerWaitsForTheLock() {
+	void tryAcquireReachesTheBackendWhileALocalPeerWaitsForTheLock() throws Exception {
 		DefaultLockTemplate instance = newTemplate();
 		DefaultLockTemplate other = newTemplate();
 		Lease remote = other.acquire(this.name, null, ONCE);
@@ -94,6 +94,8 @@ class RedisContendedLockingTests {
 		assertThat(once).as("a try-once caller asks the backend, whatever its local peer does").isPresent();
 		assertThat(waiting).isNotDone();
 		once.get().close();
+		// The waiter wakes on the local release and takes the lock.
+		waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS).close();
 		remote.close();
 	}
 
@@ -157,9 +159,12 @@ class RedisContendedLockingTests {
 		}
 		assertThat(failure.get()).isNull();
 		double share = (double) cross.get() / (acquisitions.get() - 1);
-		// Generous bounds: what is counted is the property, not a figure of a loaded machine.
-		// Before the racer waited for its own instance's release: 13 %. Strict turns would give 100 %.
-		assertThat(share).as("share of handoffs to the other instance").isBetween(0.3, 0.9);
+		// Generous bounds: what is counted is the property, not a figure of a loaded machine. A guard
+		// against one instance starving, not a proof of the racer's change: before it, 13 % (two runs
+		// with the release on the caller's thread), but once above 20 % with the release in the
+		// background; after it, 30-72 %. The mechanism is tested by
+		// aWaiterWaitsForItsOwnInstancesReleaseInsteadOfRacingAndWakesOnIt. Strict turns give 100 %.
+		assertThat(share).as("share of handoffs to the other instance").isBetween(0.2, 0.9);
 	}
 
 	/** Acquires the lock on another thread, once that thread waits for it (parked, no round trip). */
