@@ -31,6 +31,9 @@ final class Racer implements AutoCloseable {
 
 	private static final long MIN_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
+	/** The longest pause between attempts while release events are not delivered yet. */
+	private static final long NOT_LISTENING_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
 	private final DefaultLockTemplate template;
 
 	private final LockBackend backend;
@@ -141,6 +144,11 @@ final class Racer implements AutoCloseable {
 				long sleep = Math.min(remaining, jitter(pause));
 				if (result.holderRemainingMillis() >= 0) {
 					sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(result.holderRemainingMillis() + 1));
+				}
+				if (notifying && !((ReleaseEvents) this.backend).isListening()) {
+					// The subscription opens in the background (or is being reopened): a release now
+					// is announced to nobody, so look again soon rather than after the slow poll.
+					sleep = Math.min(sleep, jitter(NOT_LISTENING_PAUSE_NANOS));
 				}
 				if (signal != null) {
 					if (signal.tryAcquire(sleep, TimeUnit.NANOSECONDS)) {
