@@ -1,10 +1,10 @@
 package dev.holdfast.core;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.jspecify.annotations.Nullable;
@@ -40,18 +40,40 @@ final class HeldLease {
 
 	private final LockObservation observation;
 
-	private final AtomicInteger holds = new AtomicInteger(1);
+	// Plain volatile fields updated through VarHandles: no Atomic* object per lease.
+	private static final VarHandle HOLDS;
+
+	private static final VarHandle THREAD_HOLDS;
+
+	private static final VarHandle STATE;
+
+	private static final VarHandle TIME_TO_LIVE_LOCK;
+
+	static {
+		try {
+			MethodHandles.Lookup lookup = MethodHandles.lookup();
+			HOLDS = lookup.findVarHandle(HeldLease.class, "holds", int.class);
+			THREAD_HOLDS = lookup.findVarHandle(HeldLease.class, "threadHolds", int.class);
+			STATE = lookup.findVarHandle(HeldLease.class, "state", State.class);
+			TIME_TO_LIVE_LOCK = lookup.findVarHandle(HeldLease.class, "timeToLiveLock", ReentrantLock.class);
+		}
+		catch (ReflectiveOperationException ex) {
+			throw new ExceptionInInitializerError(ex);
+		}
+	}
+
+	private volatile int holds = 1;
 
 	/** Holds that are bound to {@link #thread}; reentrancy ends when the last one leaves. */
-	private final AtomicInteger threadHolds = new AtomicInteger(1);
+	private volatile int threadHolds = 1;
 
-	private final AtomicReference<State> state = new AtomicReference<>(State.ACTIVE);
+	private volatile State state = State.ACTIVE;
 
 	/**
 	 * Held while a renewal or an extend of this lease is in flight: two such requests must never
 	 * overlap, or the backend may apply the older one last while the lease believes the newer.
 	 */
-	private final ReentrantLock timeToLiveLock = new ReentrantLock();
+	private volatile @Nullable ReentrantLock timeToLiveLock;
 
 	private volatile @Nullable Thread thread;
 
@@ -91,7 +113,16 @@ final class HeldLease {
 	 * confirms with what it sent.
 	 */
 	ReentrantLock timeToLiveLock() {
-		return this.timeToLiveLock;
+		ReentrantLock lock = this.timeToLiveLock;
+		if (lock == null) {
+			// Created on first use: most leases are released before their first renewal.
+			ReentrantLock created = new ReentrantLock();
+			lock = (ReentrantLock) TIME_TO_LIVE_LOCK.compareAndExchange(this, null, created);
+			if (lock == null) {
+				lock = created;
+			}
+		}
+		return lock;
 	}
 
 	/**
@@ -108,12 +139,12 @@ final class HeldLease {
 
 	boolean enterReentrant() {
 		while (true) {
-			int current = this.holds.get();
+			int current = this.holds;
 			if (current <= 0 || !isValid()) {
 				return false;
 			}
-			if (this.holds.compareAndSet(current, current + 1)) {
-				this.threadHolds.incrementAndGet();
+			if (HOLDS.compareAndSet(this, current, current + 1)) {
+				THREAD_HOLDS.getAndAdd(this, 1);
 				return true;
 			}
 		}
@@ -121,13 +152,13 @@ final class HeldLease {
 
 	/** One more hold on the holding thread, valid or not; the lease must still be held. */
 	void enter() {
-		this.holds.incrementAndGet();
-		this.threadHolds.incrementAndGet();
+		HOLDS.getAndAdd(this, 1);
+		THREAD_HOLDS.getAndAdd(this, 1);
 	}
 
 	/** Leaves one hold; true when it was the last one. */
 	boolean exit() {
-		return this.holds.decrementAndGet() == 0;
+		return (int) HOLDS.getAndAdd(this, -1) == 1;
 	}
 
 	boolean isHeldBy(Thread candidate) {
@@ -144,17 +175,17 @@ final class HeldLease {
 	 * left, the acquiring thread no longer reenters, even if detached holds still keep the lock.
 	 */
 	void leaveThread() {
-		if (this.threadHolds.decrementAndGet() <= 0) {
+		if ((int) THREAD_HOLDS.getAndAdd(this, -1) <= 1) {
 			this.thread = null;
 		}
 	}
 
 	boolean markLost() {
-		return this.state.compareAndSet(State.ACTIVE, State.LOST);
+		return STATE.compareAndSet(this, State.ACTIVE, State.LOST);
 	}
 
 	boolean markReleased() {
-		return this.state.getAndSet(State.RELEASED) != State.RELEASED;
+		return (State) STATE.getAndSet(this, State.RELEASED) != State.RELEASED;
 	}
 
 	/** The background release in flight ({@link #startReleasing}), or {@code null}. */
@@ -168,7 +199,7 @@ final class HeldLease {
 	}
 
 	boolean isActive() {
-		return this.state.get() == State.ACTIVE;
+		return this.state == State.ACTIVE;
 	}
 
 	boolean isValid() {
@@ -231,7 +262,7 @@ final class HeldLease {
 
 	@Override
 	public String toString() {
-		return "Lease[" + this.key + ", token " + this.fencingToken + ", " + this.state.get() + "]";
+		return "Lease[" + this.key + ", token " + this.fencingToken + ", " + this.state + "]";
 	}
 
 }

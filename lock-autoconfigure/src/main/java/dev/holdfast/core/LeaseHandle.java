@@ -1,10 +1,11 @@
 package dev.holdfast.core;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.holdfast.LockListener.LockObservation;
 
@@ -22,8 +23,19 @@ final class LeaseHandle implements EngineLease {
 
 	private static final int CLOSED = 2;
 
+	private static final VarHandle STATE;
+
+	static {
+		try {
+			STATE = MethodHandles.lookup().findVarHandle(LeaseHandle.class, "state", int.class);
+		}
+		catch (ReflectiveOperationException ex) {
+			throw new ExceptionInInitializerError(ex);
+		}
+	}
+
 	/** BOUND to the acquiring thread, DETACHED from it (outlives its call), or CLOSED. */
-	private final AtomicInteger state = new AtomicInteger(BOUND);
+	private volatile int state = BOUND;
 
 	LeaseHandle(HeldLease lease) {
 		this.lease = lease;
@@ -55,12 +67,12 @@ final class LeaseHandle implements EngineLease {
 
 	@Override
 	public boolean isValid() {
-		return this.state.get() != CLOSED && this.lease.isValid();
+		return this.state != CLOSED && this.lease.isValid();
 	}
 
 	@Override
 	public boolean extend(Duration ttl) {
-		if (this.state.get() == CLOSED) {
+		if (this.state == CLOSED) {
 			return false;
 		}
 		return this.lease.template().extend(this.lease, ttl);
@@ -74,7 +86,7 @@ final class LeaseHandle implements EngineLease {
 	/** This hold outlives the call that took it: the acquiring thread stops reentering with it. */
 	@Override
 	public void detachFromThread() {
-		if (this.state.compareAndSet(BOUND, DETACHED)) {
+		if (STATE.compareAndSet(this, BOUND, DETACHED)) {
 			this.lease.leaveThread();
 		}
 	}
@@ -105,7 +117,7 @@ final class LeaseHandle implements EngineLease {
 
 	/** Leaves this hold, once; true when it was the lease's last hold. */
 	private boolean leave() {
-		int previous = this.state.getAndSet(CLOSED);
+		int previous = (int) STATE.getAndSet(this, CLOSED);
 		if (previous == CLOSED) {
 			return false;
 		}

@@ -61,6 +61,17 @@ public final class LockKeys {
 		if (name.isEmpty()) {
 			throw new IllegalArgumentException("Lock name must not be empty");
 		}
+		if ((key == null || key instanceof String) && isPlain(name)) {
+			// The usual case, in one string and no builder: nothing to escape, nothing to shorten.
+			String value = (String) key;
+			if (value == null && this.prefix.length() + name.length() <= this.maxLength) {
+				return this.prefix + name;
+			}
+			if (value != null && isPlain(value)
+					&& this.prefix.length() + name.length() + 1 + value.length() <= this.maxLength) {
+				return this.prefix + name + ':' + value;
+			}
+		}
 		StringBuilder out = new StringBuilder(this.prefix.length() + name.length() + 16).append(this.prefix);
 		escape(name, out);
 		int nameEnd = out.length();
@@ -129,6 +140,15 @@ public final class LockKeys {
 				}
 			}
 		}
+	}
+
+	private static boolean isPlain(String value) {
+		for (int i = 0; i < value.length(); i++) {
+			if (!isPlain(value.charAt(i))) {
+				return false;
+			}
+		}
+		return true;
 	}
 
 	private static boolean isPlain(char c) {

@@ -22,7 +22,8 @@ final class OwnerTokens {
 	}
 
 	String next() {
-		return this.instance + "." + Long.toString(this.counter.incrementAndGet(), 36);
+		// One concatenation, no intermediate string for the counter.
+		return this.instance + '.' + this.counter.incrementAndGet();
 	}
 
 }

@@ -8,6 +8,8 @@ import java.util.function.Predicate;
 import io.lettuce.core.LettuceFutures;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import org.jspecify.annotations.Nullable;
 
@@ -35,6 +37,12 @@ final class LettuceScripts {
 	// factory may have replaced it); Lettuce reconnects it by itself after Redis restarts.
 	private volatile @Nullable RedisClusterAsyncCommands<byte[], byte[]> commands;
 
+	/**
+	 * Whether Lettuce itself fails the shared connection's commands after a timeout (its
+	 * {@code TimeoutOptions}, on by default since Lettuce 6.1), read from the connection.
+	 */
+	private volatile boolean commandsTimeOut;
+
 	private LettuceScripts(LettuceConnectionFactory factory, Predicate<@Nullable Throwable> isNoScript) {
 		this.factory = factory;
 		this.isNoScript = isNoScript;
@@ -51,46 +59,45 @@ final class LettuceScripts {
 
 	/**
 	 * Runs the script by SHA, sending it again on NOSCRIPT, without blocking: the returned future
-	 * completes on a Lettuce I/O thread, or with a {@link java.util.concurrent.TimeoutException}
-	 * after the factory's command timeout.
+	 * completes on a Lettuce I/O thread, or with a timeout after the factory's command timeout.
+	 * When the shared connection exists (every call but the first, or the first after a failure),
+	 * the command is written to it before this method returns, so a command sent afterwards on
+	 * the connection runs after it in Redis.
 	 */
 	<T> CompletableFuture<T> evalAsync(RedisScript<?> script, ReturnType type, byte[][] keys, byte[]... args) {
-		CompletableFuture<T> result = new CompletableFuture<>();
 		RedisClusterAsyncCommands<byte[], byte[]> current = this.commands;
-		// Only the first call, or the first after a failure, may have to wait for the factory
-		// (which connects if its shared connection does not exist yet): never on the caller's thread.
-		CompletableFuture<RedisClusterAsyncCommands<byte[], byte[]>> ready = (current != null)
-				? CompletableFuture.completedFuture(current) : CompletableFuture.supplyAsync(this::commands);
-		ready.whenComplete((commands, connectFailure) -> {
-			if (connectFailure != null) {
-				result.completeExceptionally(unwrap(connectFailure));
-				return;
+		CompletableFuture<T> result;
+		if (current != null) {
+			result = send(current, script, type, keys, args);
+		}
+		else {
+			// Only the first call, or the first after a failure, may have to wait for the factory
+			// (which connects if its shared connection does not exist yet): never on the caller's thread.
+			result = CompletableFuture.supplyAsync(this::commands)
+				.thenCompose((commands) -> send(commands, script, type, keys, args));
+		}
+		// Lettuce times commands out itself when its client options say so (spring-data-redis's
+		// default): one timer less per call then.
+		return this.commandsTimeOut ? result : result.orTimeout(this.factory.getTimeout(), TimeUnit.MILLISECONDS);
+	}
+
+	private <T> CompletableFuture<T> send(RedisClusterAsyncCommands<byte[], byte[]> commands, RedisScript<?> script,
+			ReturnType type, byte[][] keys, byte[][] args) {
+		ScriptOutputType outputType = outputType(type);
+		RedisFuture<T> first = commands.evalsha(script.getSha1(), outputType, keys, args);
+		// One stage on the reply; the fallbacks allocate only when they are needed.
+		return first.toCompletableFuture().exceptionallyCompose((ex) -> {
+			if (!this.isNoScript.test(ex)) {
+				forget(commands);
+				return CompletableFuture.failedFuture(ex);
 			}
-			ScriptOutputType outputType = outputType(type);
-			RedisFuture<T> first = commands.evalsha(script.getSha1(), outputType, keys, args);
-			first.whenComplete((reply, ex) -> {
-				if (ex == null) {
-					result.complete(reply);
-				}
-				else if (this.isNoScript.test(ex)) {
-					// Redis lost its script cache (restart, SCRIPT FLUSH): EVAL caches it again.
-					commands.<T>eval(source(script), outputType, keys, args).whenComplete((again, failure) -> {
-						if (failure == null) {
-							result.complete(again);
-						}
-						else {
-							forget(commands);
-							result.completeExceptionally(failure);
-						}
-					});
-				}
-				else {
+			// Redis lost its script cache (restart, SCRIPT FLUSH): EVAL caches it again.
+			return commands.<T>eval(source(script), outputType, keys, args).toCompletableFuture().whenComplete((again, failure) -> {
+				if (failure != null) {
 					forget(commands);
-					result.completeExceptionally(ex);
 				}
 			});
 		});
-		return result.orTimeout(this.factory.getTimeout(), TimeUnit.MILLISECONDS);
 	}
 
 	/**
@@ -173,9 +180,18 @@ final class LettuceScripts {
 			try (RedisConnection connection = this.factory.getConnection()) {
 				current = ((LettuceConnection) connection).getNativeConnection();
 			}
+			this.commandsTimeOut = timesOut(current);
 			this.commands = current;
 		}
 		return current;
+	}
+
+	private static boolean timesOut(RedisClusterAsyncCommands<byte[], byte[]> commands) {
+		if (!(commands instanceof RedisAsyncCommands<byte[], byte[]> standalone)) {
+			return false;
+		}
+		TimeoutOptions timeouts = standalone.getStatefulConnection().getOptions().getTimeoutOptions();
+		return timeouts.isTimeoutCommands() && (timeouts.isApplyConnectionTimeout() || timeouts.getSource() != null);
 	}
 
 	private void forget(RedisClusterAsyncCommands<byte[], byte[]> failed) {

@@ -31,7 +31,7 @@ final class NonBlockingRedisLockBackend extends RedisLockBackend implements Asyn
 		AcquireResult result;
 		long acknowledged;
 		try {
-			result = acquireResult(key, this.scripts.eval(RedisScripts.ACQUIRE, ReturnType.MULTI, keys, args));
+			result = acquireResult(key, this.scripts.eval(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args));
 			if (!result.acquired()) {
 				return result;
 			}

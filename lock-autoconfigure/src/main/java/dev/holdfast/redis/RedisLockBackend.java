@@ -103,7 +103,7 @@ public class RedisLockBackend
 	public static final String DEFAULT_CHANNEL = "holdfast:released";
 
 	/** How long a fencing counter lives after the last acquisition of its lock. */
-	static final Duration FENCE_TTL = Duration.ofHours(24);
+	static final long FENCE_TTL_MILLIS = 24 * 60 * 60 * 1000L;
 
 	/** Tokens stay below 2^53: Lua numbers are doubles. */
 	static final long MAX_TOKEN = 1L << 53;
@@ -116,8 +116,6 @@ public class RedisLockBackend
 
 	private static final boolean LETTUCE_PRESENT = ClassUtils.isPresent("io.lettuce.core.RedisClient",
 			RedisLockBackend.class.getClassLoader());
-
-	private static final byte[] FENCE_TTL_MILLIS = bytes(Long.toString(FENCE_TTL.toMillis()));
 
 	private final RedisConnectionFactory connectionFactory;
 
@@ -230,9 +228,9 @@ public class RedisLockBackend
 		if (this.acks.replicas() > 0) {
 			return acquireAcknowledged(key, owner, keys, args);
 		}
-		List<?> reply;
+		Object reply;
 		try {
-			reply = eval(RedisScripts.ACQUIRE, ReturnType.MULTI, keys, args);
+			reply = eval(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("acquire", key, ex);
@@ -253,7 +251,7 @@ public class RedisLockBackend
 				throw new LockBackendException("Redis acquire of lock '" + key + "': replicas cannot be awaited on "
 						+ "Redis Cluster (holdfast.redis.replicas-to-ack must be 0 there)", null);
 			}
-			result = acquireResult(key, evalSha(connection, RedisScripts.ACQUIRE, ReturnType.MULTI, keys, args));
+			result = acquireResult(key, evalSha(connection, RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args));
 			if (!result.acquired()) {
 				return result;
 			}
@@ -310,7 +308,7 @@ public class RedisLockBackend
 			byte[][] keys = acquireKeys(key);
 			byte[][] args = acquireArguments(owner, ttl);
 			CompletableFuture<AcquireResult> result = complete(
-					scripts.<List<?>>evalAsync(RedisScripts.ACQUIRE, ReturnType.MULTI, keys, args), "acquire", key,
+					scripts.<Long>evalAsync(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args), "acquire", key,
 					(reply) -> acquireResult(key, reply));
 			if (this.acks.replicas() == 0) {
 				return result;
@@ -349,8 +347,10 @@ public class RedisLockBackend
 		try {
 			byte[][] keys = { lockKey(key) };
 			byte[][] args = releaseArguments(key, owner);
-			return complete(scripts.evalAsync(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args), "release", key,
-					RedisLockBackend::released);
+			// Two stages on Lettuce's reply, no more: the failure is translated only when there is one.
+			return scripts.<Long>evalAsync(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args)
+				.exceptionallyCompose((ex) -> CompletableFuture.failedFuture(failure("release", key, ex)))
+				.thenApply(RedisLockBackend::released);
 		}
 		catch (RuntimeException ex) {
 			return CompletableFuture.failedFuture(ex);
@@ -379,30 +379,44 @@ public class RedisLockBackend
 		return new byte[][] { lockKey(key), fenceKey(key) };
 	}
 
-	private static byte[][] acquireArguments(String owner, Duration ttl) {
-		return new byte[][] { ownerBytes(owner), bytes(Long.toString(ttlMillis(ttl))), FENCE_TTL_MILLIS };
+	private byte[][] acquireArguments(String owner, Duration ttl) {
+		return new byte[][] { ownerBytes(owner), ttlBytes(ttlMillis(ttl)) };
+	}
+
+	/** The last time to live sent, encoded: applications use one or a few. */
+	private volatile TtlBytes lastTtl = new TtlBytes(-1, new byte[0]);
+
+	private byte[] ttlBytes(long millis) {
+		TtlBytes last = this.lastTtl;
+		if (last.millis() != millis) {
+			last = new TtlBytes(millis, bytes(Long.toString(millis)));
+			this.lastTtl = last;
+		}
+		return last.bytes();
+	}
+
+	private record TtlBytes(long millis, byte[] bytes) {
 	}
 
 	private byte[][] releaseArguments(String key, String owner) {
-		return new byte[][] { ownerBytes(owner), this.channelBytes, bytes(key) };
+		return new byte[][] { ownerBytes(owner), this.channelBytes };
 	}
 
-	static AcquireResult acquireResult(String key, @Nullable List<?> reply) {
-		if (reply == null || reply.size() != 2 || !(reply.get(0) instanceof Number status)
-				|| !(reply.get(1) instanceof Number value)) {
+	/** The acquire script's answer: see {@link RedisScripts#ACQUIRE}. */
+	static AcquireResult acquireResult(String key, @Nullable Object reply) {
+		if (!(reply instanceof Number number)) {
 			throw new LockBackendException("Redis acquire of lock '" + key + "' gave an unexpected reply: " + reply,
 					null);
 		}
-		if (status.longValue() == 1) {
-			long token = value.longValue();
-			if (token <= 0 || token >= MAX_TOKEN) {
+		long value = number.longValue();
+		if (value > 0) {
+			if (value >= MAX_TOKEN) {
 				throw new LockBackendException(
-						"Redis acquire of lock '" + key + "' gave fencing token " + token + ", outside 1..2^53", null);
+						"Redis acquire of lock '" + key + "' gave fencing token " + value + ", outside 1..2^53", null);
 			}
-			return AcquireResult.acquired(token);
+			return AcquireResult.acquired(value);
 		}
-		long remaining = value.longValue();
-		return AcquireResult.held((remaining >= 0) ? remaining : -1);
+		return AcquireResult.held((value == 0) ? -1 : -1 - value);
 	}
 
 	/**

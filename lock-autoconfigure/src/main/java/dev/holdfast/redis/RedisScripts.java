@@ -16,8 +16,9 @@ final class RedisScripts {
 
 	// A failed attempt marks the lock as contended in the lock's own value, so the mark lives,
 	// is renewed and is deleted with the lock, and needs no key of its own.
-	@SuppressWarnings("rawtypes")
-	static final RedisScript<List> ACQUIRE = RedisScript.of("""
+	// One integer answers (no array for the client to decode): the fencing token (> 0) when
+	// acquired; when held, -1 - the holder's PTTL, or 0 when the holder has no expiry.
+	static final RedisScript<Long> ACQUIRE = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
 			if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 				local time = redis.call('TIME')
@@ -28,15 +29,18 @@ final class RedisScripts {
 					redis.call('DEL', KEYS[1])
 					return redis.error_reply('fencing counter ' .. KEYS[2] .. ' reached 2^53')
 				end
-				redis.call('SET', KEYS[2], string.format('%d', token), 'PX', ARGV[3])
-				return {1, token}
+				redis.call('SET', KEYS[2], string.format('%d', token), 'PX', FENCE_TTL_MILLIS)
+				return token
 			end
 			local holder = redis.call('GET', KEYS[1])
 			if holder and string.sub(holder, -1) ~= '*' then redis.call('APPEND', KEYS[1], '*') end
-			return {0, redis.call('PTTL', KEYS[1])}
-			""", List.class);
+			local remaining = redis.call('PTTL', KEYS[1])
+			if remaining < 0 then return 0 end
+			return -1 - remaining
+			""".replace("FENCE_TTL_MILLIS", Long.toString(RedisLockBackend.FENCE_TTL_MILLIS)), Long.class);
 
 	// Only a contended lock (see ACQUIRE) publishes its release: no pub/sub traffic otherwise.
+	// The message is the lock's key without its hash tag braces.
 	static final RedisScript<Long> RELEASE = RedisScript.of("""
 			local holder = redis.call('GET', KEYS[1])
 			if holder == ARGV[1] then
@@ -45,7 +49,7 @@ final class RedisScripts {
 			end
 			if holder == ARGV[1] .. '*' then
 				redis.call('DEL', KEYS[1])
-				redis.call('PUBLISH', ARGV[2], ARGV[3])
+				redis.call('PUBLISH', ARGV[2], string.sub(KEYS[1], 2, -2))
 				return 1
 			end
 			return 0
