@@ -57,6 +57,7 @@ public final class Clients {
 		return switch (id) {
 			case "redis-floor" -> lettuceFloor(redisPort());
 			case "redis-holdfast" -> HoldfastClients.redisTemplate(connectionFactory(redisPort()));
+			case "redis-holdfast-sync-release" -> HoldfastClients.redisTemplateSyncRelease(connectionFactory(redisPort()));
 			case "redis-holdfast-annotation" -> HoldfastClients.redisAnnotation(connectionFactory(redisPort()));
 			case "redis-redisson" -> redisson(redissonClient(redisPort()));
 			case "redis-shedlock" -> shedLock(shedLockRedis(connectionFactory(redisPort())));

@@ -43,6 +43,17 @@ final class HoldfastClients {
 		});
 	}
 
+	/** {@link #redisTemplate} with {@code holdfast.release-in-background=false}: close() waits for Redis. */
+	static LockClient redisTemplateSyncRelease(LettuceConnectionFactory factory) {
+		RedisLockBackend backend = RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
+		DefaultLockTemplate template = new DefaultLockTemplate(backend,
+				LockSettings.defaults().withKeyPrefix("").withReleaseInBackground(false));
+		return templateClient(template, () -> {
+			backend.close();
+			factory.destroy();
+		});
+	}
+
 	static LockClient redisAnnotation(LettuceConnectionFactory factory) {
 		RedisLockBackend backend = RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
 		return annotationClient(template(backend), () -> {

@@ -41,7 +41,8 @@ import dev.holdfast.test.server.ZooKeeperServer;
  */
 public final class Main {
 
-	static final List<String> REDIS = List.of("redis-floor", "redis-holdfast", "redis-holdfast-annotation",
+	static final List<String> REDIS = List.of("redis-floor", "redis-holdfast", "redis-holdfast-sync-release",
+			"redis-holdfast-annotation",
 			"redis-redisson", "redis-shedlock", "redis-spring-integration");
 
 	static final List<String> JDBC = List.of("jdbc-floor", "jdbc-holdfast", "jdbc-shedlock", "jdbc-spring-integration");
