@@ -51,7 +51,10 @@ class PostgresRestartJdbcBackendTests {
 			long start = System.nanoTime();
 			assertThatExceptionOfType(LockBackendException.class)
 				.isThrownBy(() -> backend.release(key, owner));
-			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+			// bounded, not hanging: the pool's own check of the borrowed connection (up to its 2 s
+			// connection timeout) plus the 1 s network timeout, with room for a loaded machine
+			// (5.017 s was seen at load average 20)
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(8));
 		}
 		finally {
 			server.resume();
@@ -81,13 +84,22 @@ class PostgresRestartJdbcBackendTests {
 			assertTimeoutPreemptively(Duration.ofSeconds(20), () -> {
 				long start = System.nanoTime();
 				assertThatExceptionOfType(LockBackendException.class).isThrownBy(fresh::checkHealth);
-				assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+				// bounded, not hanging: the pool's own check of the borrowed connection (up to its 2 s
+			// connection timeout) plus the 1 s network timeout, with room for a loaded machine
+			// (5.017 s was seen at load average 20)
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(8));
 				start = System.nanoTime();
 				assertThatExceptionOfType(LockBackendException.class).isThrownBy(warm::checkHealth);
-				assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+				// bounded, not hanging: the pool's own check of the borrowed connection (up to its 2 s
+			// connection timeout) plus the 1 s network timeout, with room for a loaded machine
+			// (5.017 s was seen at load average 20)
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(8));
 				start = System.nanoTime();
 				assertThatExceptionOfType(LockBackendException.class).isThrownBy(warm::checkTable);
-				assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+				// bounded, not hanging: the pool's own check of the borrowed connection (up to its 2 s
+			// connection timeout) plus the 1 s network timeout, with room for a loaded machine
+			// (5.017 s was seen at load average 20)
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(8));
 			});
 		}
 		finally {
