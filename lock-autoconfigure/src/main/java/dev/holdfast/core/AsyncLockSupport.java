@@ -145,6 +145,9 @@ final class AsyncLockSupport {
 		/** Confined to the current attempt: attempts never overlap. */
 		long pause;
 
+		/** Whether a retry after this process's own release came after the deadline (confined, like pause). */
+		boolean retriedOwnRelease;
+
 		volatile @Nullable Waiter waiter;
 
 		Acquisition(String name, String key, Duration ttl, boolean renew, long deadline, LockObservation observation) {
@@ -214,10 +217,13 @@ final class AsyncLockSupport {
 		}
 
 		private void retry(AcquireResult outcome, @Nullable Waiter current) {
-			CompletableFuture<Void> ownRelease = AsyncLockSupport.this.template.ownRelease(this.key);
+			CompletableFuture<Void> ownRelease = this.retriedOwnRelease ? null
+					: AsyncLockSupport.this.template.ownRelease(this.key);
 			if (ownRelease != null && !this.result.isDone()) {
 				// Found held while this process's own release of the key is in flight: not a
-				// contender, try again once the backend answered that release.
+				// contender, try again once the backend answered that release (or the released
+				// lease expired). Once more after the deadline, then no more.
+				this.retriedOwnRelease = this.deadline - System.nanoTime() <= 0;
 				if (current != null) {
 					unqueue(current);
 				}

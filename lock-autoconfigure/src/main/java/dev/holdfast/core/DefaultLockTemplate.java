@@ -414,10 +414,10 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 
 	/**
 	 * After an attempt found {@code key} held: waits for this process's own release of it if one is
-	 * in flight ({@link LeaseReleases#awaitOwnRelease}); true when the caller should try again.
+	 * in flight ({@link LeaseReleases#awaitOwnRelease}); true when the caller may try again.
 	 */
-	boolean awaitOwnRelease(String key, Duration bound) throws InterruptedException {
-		return this.releases.awaitOwnRelease(key, bound);
+	boolean awaitOwnRelease(String key) throws InterruptedException {
+		return this.releases.awaitOwnRelease(key);
 	}
 
 	/** This process's unanswered release of {@code key}, or {@code null}. */
@@ -449,7 +449,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	 */
 	long localHoldNanos(String key) {
 		HeldLease lease = this.held.get(key);
-		if (lease != null && (lease.isValid() || ownRelease(key) != null)) {
+		if (lease != null && (lease.isValid() || this.releases.releasing(key) == lease)) {
 			return lease.untilExpiryNanos();
 		}
 		HeldLease released = this.releasing.get(key);

@@ -130,29 +130,45 @@ final class LeaseReleases {
 
 	/**
 	 * After an attempt found {@code key} held: if this process's own release of it is in flight,
-	 * waits for that release to be answered (interruptibly, at most {@code bound}).
-	 * @return whether a release of {@code key} was in flight and has been answered: the caller
-	 * should try again at once
+	 * waits (interruptibly) until that release is answered or the released lease would have
+	 * expired on the backend anyway, whichever comes first.
+	 * @return whether a release of {@code key} was in flight: the caller may try again at once
 	 */
-	boolean awaitOwnRelease(String key, Duration bound) throws InterruptedException {
+	boolean awaitOwnRelease(String key) throws InterruptedException {
 		CompletableFuture<Void> done = ownRelease(key);
 		if (done == null) {
 			return false;
 		}
 		try {
-			done.get(bound.toNanos(), TimeUnit.NANOSECONDS);
+			done.get();
 		}
-		catch (ExecutionException | TimeoutException ex) {
-			// Failures were reported by the release; a release that never answered is not waited for again.
+		catch (ExecutionException ex) {
+			// Failures were reported by the release.
 		}
-		return done.isDone();
+		return true;
 	}
 
-	/** This process's release of {@code key} that the backend has not answered yet, or {@code null}. */
+	/**
+	 * This process's release of {@code key} that the backend has not answered yet, as a stage that
+	 * completes when it is answered or when the released lease would have expired on the backend
+	 * anyway (a release that is never answered is not waited for longer than that); {@code null}
+	 * if there is none, or that lease has expired.
+	 */
 	@Nullable CompletableFuture<Void> ownRelease(String key) {
+		HeldLease lease = releasing(key);
+		long left = (lease != null) ? lease.untilExpiryNanos() : 0;
+		if (left <= 0) {
+			return null;
+		}
+		CompletableFuture<Void> done = lease.releasing();
+		return (done != null) ? done.copy().completeOnTimeout(null, left, TimeUnit.NANOSECONDS) : null;
+	}
+
+	/** The lease of {@code key} whose release the backend has not answered yet, or {@code null}. */
+	@Nullable HeldLease releasing(String key) {
 		HeldLease lease = this.held.get(key);
 		CompletableFuture<Void> done = (lease != null) ? lease.releasing() : null;
-		return (done != null && !done.isDone()) ? done : null;
+		return (done != null && !done.isDone()) ? lease : null;
 	}
 
 	/** Releases sent and not answered yet. */
@@ -210,7 +226,8 @@ final class LeaseReleases {
 		try {
 			answer = nonBlocking.releaseAsync(lease.key(), lease.owner());
 		}
-		catch (RuntimeException ex) {
+		catch (Throwable ex) {
+			// Whatever it was, the lease must not stay "releasing" with its stage never completed.
 			answer = CompletableFuture.failedFuture(ex);
 		}
 		answer.whenComplete((released, ex) -> answered(lease, ex, done));

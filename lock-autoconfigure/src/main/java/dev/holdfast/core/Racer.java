@@ -34,6 +34,12 @@ final class Racer implements AutoCloseable {
 	/** The longest pause between attempts while release events are not delivered yet. */
 	private static final long NOT_LISTENING_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
+	/**
+	 * For how long after the subscription was opened the short pause applies: a subscription
+	 * that never listens (no pub/sub allowed) must not make every waiter poll at 20 Hz for ever.
+	 */
+	private static final long NOT_LISTENING_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(10);
+
 	private final DefaultLockTemplate template;
 
 	private final LockBackend backend;
@@ -56,6 +62,8 @@ final class Racer implements AutoCloseable {
 	private volatile @Nullable AutoCloseable subscription;
 
 	private volatile long subscribeRetryAtNanos;
+
+	private volatile long subscribedAtNanos;
 
 	Racer(DefaultLockTemplate template, LockBackend backend, OwnerTokens owners, Duration pollInterval,
 			@Nullable AsyncLockSupport async) {
@@ -80,6 +88,7 @@ final class Racer implements AutoCloseable {
 		long pause = notifying ? pollNanos : Math.min(MIN_PAUSE_NANOS, pollNanos);
 		Semaphore signal = null;
 		boolean listening = false;
+		boolean retriedOwnRelease = false;
 		try {
 			while (true) {
 				if (Thread.interrupted()) {
@@ -125,8 +134,10 @@ final class Racer implements AutoCloseable {
 					return this.template.register(name, key, owner, result.fencingToken(), ttl, renew, attemptStart,
 							observation);
 				}
-				if (this.template.awaitOwnRelease(key, ttl)) {
-					// Found held while this process's own release of the key was in flight: answered now.
+				if (!retriedOwnRelease && this.template.awaitOwnRelease(key)) {
+					// Found held while this process's own release of the key was in flight: answered
+					// now (or that lease has expired). Once more after the deadline, then no more.
+					retriedOwnRelease = deadline - System.nanoTime() <= 0;
 					continue;
 				}
 				long remaining = deadline - System.nanoTime();
@@ -145,9 +156,10 @@ final class Racer implements AutoCloseable {
 				if (result.holderRemainingMillis() >= 0) {
 					sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(result.holderRemainingMillis() + 1));
 				}
-				if (notifying && !((ReleaseEvents) this.backend).isListening()) {
-					// The subscription opens in the background (or is being reopened): a release now
-					// is announced to nobody, so look again soon rather than after the slow poll.
+				if (notifying && System.nanoTime() - this.subscribedAtNanos < NOT_LISTENING_WINDOW_NANOS
+						&& !((ReleaseEvents) this.backend).isListening()) {
+					// The subscription opens in the background: a release now is announced to
+					// nobody, so look again soon rather than after the slow poll.
 					sleep = Math.min(sleep, jitter(NOT_LISTENING_PAUSE_NANOS));
 				}
 				if (signal != null) {
@@ -203,6 +215,7 @@ final class Racer implements AutoCloseable {
 		try {
 			if (this.subscription == null && !this.template.isClosed()) {
 				this.subscription = ((ReleaseEvents) this.backend).subscribe(this::onRelease);
+				this.subscribedAtNanos = System.nanoTime();
 			}
 			return this.subscription != null;
 		}
