@@ -97,13 +97,6 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	/** Leases held by this template, by key: one per key at most. */
 	private final ConcurrentHashMap<String, HeldLease> held = new ConcurrentHashMap<>();
 
-	/**
-	 * Leases unregistered for a release on the caller's thread whose backend call has not returned
-	 * yet, by key: bounded by releases in flight. (A release in the background keeps its lease in
-	 * {@link #held} until answered.)
-	 */
-	private final ConcurrentHashMap<String, HeldLease> releasing = new ConcurrentHashMap<>();
-
 	/** Locks taken without this template but listed with its leases, while their holders run. */
 	private final Set<Supplier<LeaseInfo>> listed = ConcurrentHashMap.newKeySet();
 
@@ -187,7 +180,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	public List<LeaseInfo> heldLeases() {
 		List<LeaseInfo> leases = new ArrayList<>();
 		for (HeldLease lease : this.held.values()) {
-			if (lease.releasing() != null) {
+			if (lease.isReleased()) {
 				// Released by its holder; only the backend's answer is outstanding.
 				continue;
 			}
@@ -434,42 +427,21 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	}
 
 	/**
-	 * The backend release of an {@linkplain #unregister unregistered} lease has returned (or
-	 * failed, or was not sent): wakes this template's racer for its key, which does not race while
-	 * the key is held or being released here.
+	 * The backend answered the release of {@code lease} (or it failed, or was not sent): wakes this
+	 * template's racer for its key, which does not race while the key is held or being released here.
 	 */
 	void releasedLocally(HeldLease lease) {
-		this.releasing.remove(lease.key(), lease);
 		this.racer.onLocalRelease(lease.key());
 	}
 
 	/**
 	 * How long this template still holds {@code key} for sure, in nanoseconds, counting a release
 	 * in flight as held: {@code 0} when neither a valid lease nor a release of this template is.
+	 * A released lease leaves the map of held leases when the backend answered its release.
 	 */
 	long localHoldNanos(String key) {
 		HeldLease lease = this.held.get(key);
-		if (lease != null && (lease.isValid() || this.releases.releasing(key) == lease)) {
-			return lease.untilExpiryNanos();
-		}
-		HeldLease released = this.releasing.get(key);
-		return (released != null) ? released.untilExpiryNanos() : 0;
-	}
-
-	/**
-	 * Ends {@code lease}'s registration before a release on the caller's thread; {@code false} if
-	 * it was released already. The caller then releases it on the backend (or not) and calls
-	 * {@link #releasedLocally}.
-	 */
-	boolean unregister(HeldLease lease) {
-		if (!lease.markReleased()) {
-			return false;
-		}
-		// Seen as held by this template's racers until released on the backend: see localHoldNanos.
-		this.releasing.put(lease.key(), lease);
-		this.held.remove(lease.key(), lease);
-		stopRenewing(lease);
-		return true;
+		return (lease != null && (lease.isValid() || lease.isReleased())) ? lease.untilExpiryNanos() : 0;
 	}
 
 	void stopRenewing(HeldLease lease) {
@@ -561,7 +533,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			this.renewer.shutdown();
 		}
 		for (HeldLease lease : new ArrayList<>(this.held.values())) {
-			if (lease.releasing() != null) {
+			if (lease.isReleased()) {
 				continue;
 			}
 			lost(lease, "the application shut down while it was still in use "

@@ -188,18 +188,23 @@ final class HeldLease {
 		return (State) STATE.getAndSet(this, State.RELEASED) != State.RELEASED;
 	}
 
-	/** The background release in flight ({@link #startReleasing}), or {@code null}. */
+	/** The release in flight or answered ({@link #startReleasing}), or {@code null}. */
 	@Nullable CompletableFuture<Void> releasing() {
 		return this.releasing;
 	}
 
-	/** The lease was released (see {@link #markReleased()}) and its release is sent in the background. */
+	/** The lease was released (see {@link #markReleased()}) and its release is being sent. */
 	void startReleasing(CompletableFuture<Void> done) {
 		this.releasing = done;
 	}
 
 	boolean isActive() {
 		return this.state == State.ACTIVE;
+	}
+
+	/** Whether its holder released it (the backend may not have answered yet). */
+	boolean isReleased() {
+		return this.state == State.RELEASED;
 	}
 
 	boolean isValid() {

@@ -25,8 +25,8 @@ import dev.holdfast.spi.LockBackend;
  * renewed, not listed), so that this process knows the release is in flight:
  * <ul>
  * <li>an acquisition of the same key from this process that finds the lock held while that
- * release is in flight waits for the release (bounded by the backend's network timeout, never
- * longer than the lease's time to live) and tries again at once; on Redis it usually does not
+ * release is in flight waits for the release (never past the released lease's expiry) and
+ * tries again at once; on Redis it usually does not
  * even find it held, because its request travels behind the release on the same connection;</li>
  * <li>a release that fails is reported as a synchronous one is: WARN naming the (masked) key,
  * {@link LockListener#releaseFailed}, and the lock expires on the backend after its time to
@@ -37,7 +37,8 @@ import dev.holdfast.spi.LockBackend;
  * flight.</li>
  * </ul>
  * No thread is involved: the backend's own I/O completes the release. Backends without a
- * non-blocking release release on the caller's thread.
+ * non-blocking release release on the caller's thread, and their lease is marked as releasing
+ * in the same way until the call returns.
  */
 final class LeaseReleases {
 
@@ -109,23 +110,31 @@ final class LeaseReleases {
 		return (done != null) ? done : DONE;
 	}
 
-	/** Releases {@code lease} on the calling thread; {@code onBackend} false only forgets it locally. */
+	/**
+	 * Releases {@code lease} on the calling thread; {@code onBackend} false only forgets it locally.
+	 * Until the backend answered, the lease stays in the map of held leases marked as releasing,
+	 * as a release in the background does: one rule for "this process still holds the key".
+	 */
 	void releaseNow(HeldLease lease, boolean onBackend) {
-		if (!this.template.unregister(lease)) {
+		if (!lease.markReleased()) {
 			return;
 		}
+		CompletableFuture<Void> done = new CompletableFuture<>();
+		lease.startReleasing(done);
+		this.template.stopRenewing(lease);
+		this.inFlight.incrementAndGet();
+		RuntimeException failure = null;
 		try {
 			if (onBackend) {
 				this.backend.release(lease.key(), lease.owner());
 			}
 		}
 		catch (RuntimeException ex) {
-			failed(lease, ex);
+			failure = ex;
 		}
 		finally {
-			this.template.releasedLocally(lease);
+			answered(lease, failure, done);
 		}
-		ended(lease);
 	}
 
 	/**
