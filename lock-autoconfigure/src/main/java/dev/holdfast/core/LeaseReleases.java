@@ -161,9 +161,15 @@ final class LeaseReleases {
 	 * This process's release of {@code key} that the backend has not answered yet, as a stage that
 	 * completes when it is answered or when the released lease would have expired on the backend
 	 * anyway (a release that is never answered is not waited for longer than that); {@code null}
-	 * if there is none, or that lease has expired.
+	 * if there is none, or that lease has expired. Only on a backend with a non-blocking release:
+	 * there an acquisition is ordered behind the release it waits for. On the others (JDBC), a
+	 * waiter woken by its own process's release would win nearly every handoff, because the other
+	 * instances' waiters hear nothing and poll: it backs off like them instead.
 	 */
 	@Nullable CompletableFuture<Void> ownRelease(String key) {
+		if (this.async == null) {
+			return null;
+		}
 		HeldLease lease = releasing(key);
 		long left = (lease != null) ? lease.untilExpiryNanos() : 0;
 		if (left <= 0) {
