@@ -7,6 +7,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -18,6 +19,7 @@ import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AsyncLockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Releases sent in the background, over a backend whose releases are answered only when the
@@ -60,7 +62,8 @@ class BackgroundReleaseTests {
 		// Not ordered behind the release: the backend still holds the lock when this one asks.
 		CompletableFuture<Optional<Lease>> next = CompletableFuture
 			.supplyAsync(() -> this.template.tryAcquire(this.name, null, LockOptions.defaults()));
-		Thread.sleep(100);
+		// its attempt found the lock held by the unanswered release
+		await().atMost(Duration.ofSeconds(5)).until(() -> this.backend.attempts.get() >= 2);
 		assertThat(next).as("waits for the release in flight, not 'held'").isNotDone();
 		this.backend.answerAll();
 		Optional<Lease> lease = next.get(5, TimeUnit.SECONDS);
@@ -72,7 +75,7 @@ class BackgroundReleaseTests {
 	void nonBlockingAcquisitionThatFindsItsOwnReleaseInFlightTriesAgainWhenItIsAnswered() throws Exception {
 		this.template.acquire(this.name, null, LockOptions.defaults()).close();
 		CompletableFuture<Lease> next = this.template.tryAcquireAsync(this.name, null, LockOptions.defaults());
-		Thread.sleep(100);
+		await().atMost(Duration.ofSeconds(5)).until(() -> this.backend.attempts.get() >= 2);
 		assertThat(next).isNotDone();
 		this.backend.answerAll();
 		Lease lease = next.get(5, TimeUnit.SECONDS);
@@ -86,7 +89,8 @@ class BackgroundReleaseTests {
 				LockSettings.defaults().withReleaseInBackground(false))) {
 			Lease lease = synchronous.acquire(this.name, null, LockOptions.defaults());
 			CompletableFuture<Void> closing = CompletableFuture.runAsync(lease::close);
-			Thread.sleep(100);
+			// the release is sent and close() waits for its answer
+			await().atMost(Duration.ofSeconds(5)).until(() -> !this.backend.pending.isEmpty());
 			assertThat(closing).isNotDone();
 			this.backend.answerAll();
 			closing.get(5, TimeUnit.SECONDS);
@@ -97,7 +101,8 @@ class BackgroundReleaseTests {
 	void closingTheTemplateWaitsForReleasesInFlight() throws Exception {
 		this.template.acquire(this.name, null, LockOptions.defaults()).close();
 		CompletableFuture<Void> closing = CompletableFuture.runAsync(this.template::close);
-		Thread.sleep(100);
+		// close() has begun (it refuses new locks first) and waits for the release in flight
+		await().atMost(Duration.ofSeconds(5)).until(this.template::isClosed);
 		assertThat(closing).isNotDone();
 		this.backend.answerAll();
 		closing.get(5, TimeUnit.SECONDS);
@@ -109,7 +114,10 @@ class BackgroundReleaseTests {
 
 		final InMemoryLockBackend delegate = new InMemoryLockBackend();
 
-		private final LinkedBlockingQueue<Runnable> pending = new LinkedBlockingQueue<>();
+		final LinkedBlockingQueue<Runnable> pending = new LinkedBlockingQueue<>();
+
+		/** Acquisition attempts, blocking and non-blocking. */
+		final AtomicInteger attempts = new AtomicInteger();
 
 		@Override
 		public String name() {
@@ -118,6 +126,7 @@ class BackgroundReleaseTests {
 
 		@Override
 		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+			this.attempts.incrementAndGet();
 			return this.delegate.tryAcquire(key, owner, ttl);
 		}
 
@@ -128,6 +137,7 @@ class BackgroundReleaseTests {
 
 		@Override
 		public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
+			this.attempts.incrementAndGet();
 			return this.delegate.tryAcquireAsync(key, owner, ttl);
 		}
 

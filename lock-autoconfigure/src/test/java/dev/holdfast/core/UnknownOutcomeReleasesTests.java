@@ -75,7 +75,7 @@ class UnknownOutcomeReleasesTests {
 
 			@Override
 			public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
-				throw new UnsupportedOperationException();
+				throw new AssertionError("UnknownOutcomeReleases must only release, never acquire");
 			}
 
 			@Override
