@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.test.InstanceSpec;
 import org.apache.curator.test.TestingCluster;
 import org.apache.curator.test.TestingServer;
+import org.apache.zookeeper.util.ServiceUtils;
 
 /**
  * A real ZooKeeper server, or an ensemble of several, running in this JVM on free loopback
@@ -67,6 +68,12 @@ public final class ZooKeeperServer implements AutoCloseable {
 
 	private static void enableFourLetterWords() {
 		System.setProperty("zookeeper.4lw.commands.whitelist", "*");
+		// A restarted ensemble member can find its election port still bound for a moment; after
+		// its default 3 failed binds ZooKeeper calls System.exit(14), which killed a whole test
+		// fork in CI. Retry longer, and never exit the test JVM: a server that cannot start
+		// fails its test instead.
+		System.setProperty("zookeeper.electionPortBindRetry", "20");
+		ServiceUtils.setSystemExitProcedure(ServiceUtils.LOG_ONLY);
 	}
 
 	/** The connect string of every server, as a client takes it: {@code 127.0.0.1:port,...}. */
