@@ -65,7 +65,7 @@ public final class LockKeys {
 			// The usual case, in one string and no builder: nothing to escape, nothing to shorten.
 			String value = (String) key;
 			if (value == null && this.prefix.length() + name.length() <= this.maxLength) {
-				return this.prefix + name;
+				return this.prefix.isEmpty() ? name : this.prefix + name;
 			}
 			if (value != null && isPlain(value)
 					&& this.prefix.length() + name.length() + 1 + value.length() <= this.maxLength) {

@@ -101,17 +101,42 @@ final class RedisCalls {
 	}
 
 	static byte[] lockKey(String key) {
-		Assert.hasLength(key, "Lock key must not be empty");
-		if (key.indexOf('{') >= 0 || key.indexOf('}') >= 0) {
-			throw new IllegalArgumentException("Lock key '" + key
-					+ "' must not contain '{' or '}': the Redis backend wraps keys in a hash tag");
-		}
-		return bytes("{" + key + "}");
+		return hashTagged(key, "}");
 	}
 
 
 	static byte[] fenceKey(String key) {
-		return bytes("{" + key + "}:fence");
+		return hashTagged(key, "}:fence");
+	}
+
+	/**
+	 * {@code "{" + key + suffix} in UTF-8; an ASCII key (the usual case) is copied straight into
+	 * the one array, without the concatenated string and its encoding.
+	 */
+	private static byte[] hashTagged(String key, String suffix) {
+		Assert.hasLength(key, "Lock key must not be empty");
+		int length = key.length();
+		boolean ascii = true;
+		for (int i = 0; i < length; i++) {
+			char c = key.charAt(i);
+			if (c == '{' || c == '}') {
+				throw new IllegalArgumentException("Lock key '" + key
+						+ "' must not contain '{' or '}': the Redis backend wraps keys in a hash tag");
+			}
+			ascii &= c < 0x80;
+		}
+		if (!ascii) {
+			return bytes("{" + key + suffix);
+		}
+		byte[] tagged = new byte[1 + length + suffix.length()];
+		tagged[0] = '{';
+		for (int i = 0; i < length; i++) {
+			tagged[1 + i] = (byte) key.charAt(i);
+		}
+		for (int i = 0; i < suffix.length(); i++) {
+			tagged[1 + length + i] = (byte) suffix.charAt(i);
+		}
+		return tagged;
 	}
 
 

@@ -105,6 +105,18 @@ class RedisLockBackendTests {
 	}
 
 	@Test
+	void asciiAndNonAsciiKeysAreStoredUnderTheirHashTaggedUtf8Names() {
+		RedisLockBackend backend = newBackend(server);
+		for (String key : new String[] { randomKey(), randomKey() + ":Zürich-東京" }) {
+			assertThat(backend.tryAcquire(key, "owner-1", TTL).acquired()).isTrue();
+			assertThat(raw(server).opsForValue().get("{" + key + "}")).isEqualTo("owner-1");
+			assertThat(raw(server).hasKey("{" + key + "}:fence")).isTrue();
+			assertThat(backend.release(key, "owner-1")).isTrue();
+			assertThat(raw(server).hasKey("{" + key + "}")).isFalse();
+		}
+	}
+
+	@Test
 	void theSameOwnerCannotAcquireTwice() {
 		RedisLockBackend backend = newBackend(server);
 		String key = randomKey();
