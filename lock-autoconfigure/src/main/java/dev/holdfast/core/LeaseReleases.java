@@ -1,5 +1,7 @@
 package dev.holdfast.core;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -8,6 +10,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 
 import org.jspecify.annotations.Nullable;
 
@@ -232,21 +235,55 @@ final class LeaseReleases {
 		if (nonBlocking == null || !lease.markReleased()) {
 			return null;
 		}
-		CompletableFuture<Void> done = new CompletableFuture<>();
+		Release done = new Release(lease);
 		// Still in the map of held leases, marked as releasing, until the backend answered.
 		lease.startReleasing(done);
 		this.template.stopRenewing(lease);
 		this.inFlight.incrementAndGet();
-		CompletionStage<Boolean> answer;
 		try {
-			answer = nonBlocking.releaseAsync(lease.key(), lease.owner());
+			nonBlocking.releaseAsync(lease.key(), lease.owner(), done);
 		}
 		catch (Throwable ex) {
 			// Whatever it was, the lease must not stay "releasing" with its stage never completed.
-			answer = CompletableFuture.failedFuture(ex);
+			done.accept(null, ex);
 		}
-		answer.whenComplete((released, ex) -> answered(lease, ex, done));
 		return done;
+	}
+
+	/**
+	 * A release sent in the background: the backend's callback, and the stage that completes
+	 * once the backend answered. One object per release, on top of the backend's own.
+	 */
+	private final class Release extends CompletableFuture<Void>
+			implements BiConsumer<@Nullable Boolean, @Nullable Throwable> {
+
+		private static final VarHandle ANSWERED;
+
+		static {
+			try {
+				ANSWERED = MethodHandles.lookup().findVarHandle(Release.class, "answered", boolean.class);
+			}
+			catch (ReflectiveOperationException ex) {
+				throw new ExceptionInInitializerError(ex);
+			}
+		}
+
+		private final HeldLease lease;
+
+		private volatile boolean answered;
+
+		Release(HeldLease lease) {
+			this.lease = lease;
+		}
+
+		@Override
+		public void accept(@Nullable Boolean released, @Nullable Throwable ex) {
+			// Once, even if a backend both answered and threw.
+			if (ANSWERED.compareAndSet(this, false, true)) {
+				answered(this.lease, ex, this);
+			}
+		}
+
 	}
 
 	private void answered(HeldLease lease, @Nullable Throwable ex, CompletableFuture<Void> done) {

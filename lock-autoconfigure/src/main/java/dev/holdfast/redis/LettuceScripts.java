@@ -3,6 +3,8 @@ package dev.holdfast.redis;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+import java.util.function.Function;
 import java.util.function.Predicate;
 
 import io.lettuce.core.LettuceFutures;
@@ -98,6 +100,118 @@ final class LettuceScripts {
 				}
 			});
 		});
+	}
+
+	/**
+	 * {@link #evalAsync(RedisScript, ReturnType, byte[][], byte[]...)} that hands the reply,
+	 * converted, or the failure, translated to a {@code LockBackendException}, to {@code whenDone}
+	 * (once, on a Lettuce I/O thread or the caller's). Where the shared connection exists and
+	 * Lettuce times its commands out (the usual case), this is one stage on Lettuce's reply, with
+	 * no future of its own: the release after every locked call takes this path.
+	 */
+	<T, R> void evalAsync(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args,
+			Function<@Nullable T, R> convert, String operation, String key,
+			BiConsumer<? super @Nullable R, ? super @Nullable Throwable> whenDone) {
+		RedisClusterAsyncCommands<byte[], byte[]> current = this.commands;
+		ScriptCall<T, R> call = new ScriptCall<>(script, outputType(type), keys, args, convert, operation, key,
+				whenDone);
+		if (current == null || !this.commandsTimeOut) {
+			this.<T>evalAsync(script, type, keys, args).whenComplete(call::answer);
+			return;
+		}
+		call.send(current);
+	}
+
+	/** One script call in flight: the reply's only stage, and the NOSCRIPT retry where needed. */
+	private final class ScriptCall<T, R> implements BiConsumer<@Nullable T, @Nullable Throwable> {
+
+		private final RedisScript<?> script;
+
+		private final ScriptOutputType outputType;
+
+		private final byte[][] keys;
+
+		private final byte[][] args;
+
+		private final Function<@Nullable T, R> convert;
+
+		private final String operation;
+
+		private final String key;
+
+		private final BiConsumer<? super @Nullable R, ? super @Nullable Throwable> whenDone;
+
+		private @Nullable RedisClusterAsyncCommands<byte[], byte[]> commands;
+
+		private boolean sentInFull;
+
+		ScriptCall(RedisScript<?> script, ScriptOutputType outputType, byte[][] keys, byte[][] args,
+				Function<@Nullable T, R> convert, String operation, String key,
+				BiConsumer<? super @Nullable R, ? super @Nullable Throwable> whenDone) {
+			this.script = script;
+			this.outputType = outputType;
+			this.keys = keys;
+			this.args = args;
+			this.convert = convert;
+			this.operation = operation;
+			this.key = key;
+			this.whenDone = whenDone;
+		}
+
+		void send(RedisClusterAsyncCommands<byte[], byte[]> commands) {
+			this.commands = commands;
+			RedisFuture<T> reply;
+			try {
+				reply = commands.evalsha(this.script.getSha1(), this.outputType, this.keys, this.args);
+			}
+			catch (RuntimeException ex) {
+				accept(null, ex);
+				return;
+			}
+			reply.whenComplete(this);
+		}
+
+		@Override
+		public void accept(@Nullable T value, @Nullable Throwable ex) {
+			RedisClusterAsyncCommands<byte[], byte[]> sentOn = this.commands;
+			if (ex != null && sentOn != null) {
+				if (!this.sentInFull && LettuceScripts.this.isNoScript.test(ex)) {
+					// Redis lost its script cache (restart, SCRIPT FLUSH): EVAL caches it again.
+					this.sentInFull = true;
+					RedisFuture<T> again;
+					try {
+						again = sentOn.eval(source(this.script), this.outputType, this.keys, this.args);
+					}
+					catch (RuntimeException failure) {
+						accept(null, failure);
+						return;
+					}
+					again.whenComplete(this);
+					return;
+				}
+				forget(sentOn);
+			}
+			answer(value, ex);
+		}
+
+		/** Converts the reply or translates the failure, and hands it on. */
+		void answer(@Nullable T value, @Nullable Throwable ex) {
+			R result = null;
+			Throwable failure = null;
+			if (ex != null) {
+				failure = RedisCalls.failure(this.operation, this.key, ex);
+			}
+			else {
+				try {
+					result = this.convert.apply(value);
+				}
+				catch (RuntimeException conversionFailure) {
+					failure = RedisCalls.failure(this.operation, this.key, conversionFailure);
+				}
+			}
+			this.whenDone.accept(result, failure);
+		}
+
 	}
 
 	/**

@@ -2,6 +2,9 @@ package dev.holdfast.redis;
 
 import java.time.Duration;
 import java.util.concurrent.CompletionStage;
+import java.util.function.BiConsumer;
+
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.ReturnType;
@@ -66,6 +69,13 @@ final class NonBlockingRedisLockBackend extends RedisLockBackend implements Asyn
 	@Override
 	public CompletionStage<Boolean> releaseAsync(String key, String owner) {
 		return releaseAsync(this.scripts, key, owner);
+	}
+
+	/** One callback on Lettuce's reply, no stage of its own. */
+	@Override
+	public void releaseAsync(String key, String owner,
+			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
+		releaseAsync(this.scripts, key, owner, whenAnswered);
 	}
 
 }

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
@@ -355,6 +356,23 @@ public class RedisLockBackend
 		catch (RuntimeException ex) {
 			return CompletableFuture.failedFuture(ex);
 		}
+	}
+
+	/** {@link #releaseAsync(LettuceScripts, String, String)} with the outcome handed to {@code whenAnswered}. */
+	final void releaseAsync(LettuceScripts scripts, String key, String owner,
+			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
+		byte[][] keys;
+		byte[][] args;
+		try {
+			keys = new byte[][] { lockKey(key) };
+			args = releaseArguments(key, owner);
+		}
+		catch (RuntimeException ex) {
+			whenAnswered.accept(null, ex);
+			return;
+		}
+		scripts.<Long, Boolean>evalAsync(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args,
+				RedisLockBackend::released, "release", key, whenAnswered);
 	}
 
 	private static <T, R> CompletableFuture<R> complete(CompletableFuture<T> reply, String operation, String key,

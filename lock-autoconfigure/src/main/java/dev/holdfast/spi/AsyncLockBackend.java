@@ -2,6 +2,9 @@ package dev.holdfast.spi;
 
 import java.time.Duration;
 import java.util.concurrent.CompletionStage;
+import java.util.function.BiConsumer;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * A backend that can acquire and release without blocking the calling thread: each method
@@ -32,5 +35,25 @@ public interface AsyncLockBackend extends LockBackend {
 	 * released
 	 */
 	CompletionStage<Boolean> releaseAsync(String key, String owner);
+
+	/**
+	 * {@link #releaseAsync(String, String)} with the outcome handed to {@code whenAnswered}
+	 * instead of a stage: called exactly once, with whether the lock was released or with the
+	 * failure, possibly on the client's I/O thread; never throws. The engine releases every lease
+	 * this way. The default completes it from the stage; a backend may call it straight from its
+	 * client's reply, without a stage of its own.
+	 */
+	default void releaseAsync(String key, String owner,
+			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
+		CompletionStage<Boolean> answer;
+		try {
+			answer = releaseAsync(key, owner);
+		}
+		catch (Throwable ex) {
+			whenAnswered.accept(null, ex);
+			return;
+		}
+		answer.whenComplete(whenAnswered);
+	}
 
 }

@@ -6,9 +6,11 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -110,6 +112,30 @@ class RedisNonBlockingLockBackendTests {
 	}
 
 	@Test
+	void releaseWithACallbackAnswersOnceWithTheReplyOrTheFailure() throws Exception {
+		AsyncLockBackend async = (AsyncLockBackend) newBackend();
+		String key = randomKey();
+		assertThat(await(async.tryAcquireAsync(key, "owner-1", TTL)).acquired()).isTrue();
+		assertThat(releasedByCallback(async, key, "owner-2")).isFalse();
+		flushScripts();
+		assertThat(releasedByCallback(async, key, "owner-1")).isTrue();
+		assertThat(raw.hasKey("{" + key + "}")).isFalse();
+		assertThat(releasedByCallback(async, key, "owner-1")).isFalse();
+		String notALock = randomKey();
+		raw.opsForHash().put("{" + notALock + "}", "field", "value");
+		assertThatExceptionOfType(ExecutionException.class)
+			.isThrownBy(() -> releasedByCallback(async, notALock, "owner-1"))
+			.havingCause()
+			.isInstanceOf(LockBackendException.class)
+			.withMessageContaining("release")
+			.withMessageContaining(notALock);
+		assertThatExceptionOfType(ExecutionException.class)
+			.isThrownBy(() -> releasedByCallback(async, "a{b}", "owner-1"))
+			.havingCause()
+			.isInstanceOf(IllegalArgumentException.class);
+	}
+
+	@Test
 	void asyncFailuresCompleteTheStageInsteadOfThrowing() {
 		AsyncLockBackend async = (AsyncLockBackend) newBackend();
 		String key = randomKey();
@@ -155,6 +181,28 @@ class RedisNonBlockingLockBackendTests {
 
 	private static <T> T await(CompletionStage<T> stage) throws Exception {
 		return stage.toCompletableFuture().get(5, TimeUnit.SECONDS);
+	}
+
+	/** The release's answer through the callback, which must be called exactly once. */
+	private static @Nullable Boolean releasedByCallback(AsyncLockBackend async, String key, String owner)
+			throws Exception {
+		CompletableFuture<@Nullable Boolean> answer = new CompletableFuture<>();
+		AtomicInteger calls = new AtomicInteger();
+		async.releaseAsync(key, owner, (released, ex) -> {
+			calls.incrementAndGet();
+			if (ex != null) {
+				answer.completeExceptionally(ex);
+			}
+			else {
+				answer.complete(released);
+			}
+		});
+		try {
+			return answer.get(5, TimeUnit.SECONDS);
+		}
+		finally {
+			assertThat(calls).hasValue(1);
+		}
 	}
 
 	private static void flushScripts() {
