@@ -11,7 +11,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
@@ -291,7 +290,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			// Whoever cannot enter the gate in time (a try-once caller while a local peer races or
 			// waits) still makes its one attempt on the backend: failing locally would make a busy
 			// tryAcquire loop spin without ever asking the backend whether the lock is free.
-			boolean gated = gate.permit.tryAcquire(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+			boolean gated = gate.tryEnter(Math.max(0, deadline - System.nanoTime()));
 			try {
 				HeldLease lease = this.racer.race(name, key, ttl, options.isRenew(), gated ? deadline : System.nanoTime(),
 						observation);
@@ -306,7 +305,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			}
 			finally {
 				if (gated) {
-					gate.permit.release();
+					gate.exit();
 				}
 			}
 		}
@@ -325,7 +324,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			throw ex;
 		}
 		finally {
-			this.racer.leaveGate(key);
+			this.racer.leaveGate(key, gate);
 		}
 	}
 

@@ -1,10 +1,13 @@
 package dev.holdfast.core;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.AbstractQueuedSynchronizer;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.apache.commons.logging.Log;
@@ -263,16 +266,37 @@ final class Racer implements AutoCloseable {
 
 	/** Joins the local queue of threads that want {@code key}. */
 	Gate enterGate(String key) {
-		return this.gates.compute(key, (k, gate) -> {
-			Gate result = (gate != null) ? gate : new Gate();
-			result.users++;
-			return result;
-		});
+		Gate gate = this.gates.get(key);
+		while (true) {
+			if (gate == null) {
+				Gate created = new Gate();
+				gate = this.gates.putIfAbsent(key, created);
+				if (gate == null) {
+					return created;
+				}
+			}
+			if (gate.join()) {
+				return gate;
+			}
+			// Its last user has left it and is removing it: a new gate takes its place.
+			Gate created = new Gate();
+			if (this.gates.replace(key, gate, created)) {
+				return created;
+			}
+			gate = this.gates.get(key);
+		}
 	}
 
-	/** Leaves the gate of {@code key}; the last user removes it, so the map holds only keys in use. */
-	void leaveGate(String key) {
-		this.gates.computeIfPresent(key, (k, gate) -> (--gate.users == 0) ? null : gate);
+	/** Leaves {@code gate} of {@code key}; the last user removes it, so the map holds only keys in use. */
+	void leaveGate(String key, Gate gate) {
+		if (gate.leave()) {
+			this.gates.remove(key, gate);
+		}
+	}
+
+	/** How many keys have a gate now (threads that race or wait for them). */
+	int gateCount() {
+		return this.gates.size();
 	}
 
 	/** Whether a release subscription is open (it may not listen yet). */
@@ -309,12 +333,81 @@ final class Racer implements AutoCloseable {
 		return nanos / 2 + ThreadLocalRandom.current().nextLong(nanos / 2 + 1);
 	}
 
-	/** Threads of this process that want one key; users is guarded by the map's compute. */
-	static final class Gate {
+	/**
+	 * Threads of this process that want one key: a fair gate with one permit (as a fair
+	 * {@code Semaphore(1)}, in one object: one is made for every uncontended acquisition), and
+	 * how many threads use it. A gate whose users dropped to zero is never joined again.
+	 */
+	static final class Gate extends AbstractQueuedSynchronizer {
 
-		final Semaphore permit = new Semaphore(1, true);
+		private static final VarHandle USERS;
 
-		int users;
+		static {
+			try {
+				USERS = MethodHandles.lookup().findVarHandle(Gate.class, "users", int.class);
+			}
+			catch (ReflectiveOperationException ex) {
+				throw new ExceptionInInitializerError(ex);
+			}
+		}
+
+		private volatile int users = 1;
+
+		Gate() {
+			setState(1);
+		}
+
+		/** Takes the permit, waiting at most {@code nanos} behind the threads queued before. */
+		boolean tryEnter(long nanos) throws InterruptedException {
+			return tryAcquireSharedNanos(1, nanos);
+		}
+
+		/** Gives the permit back. */
+		void exit() {
+			releaseShared(1);
+		}
+
+		/** One more user, unless the last one has left. */
+		boolean join() {
+			int current;
+			do {
+				current = this.users;
+				if (current == 0) {
+					return false;
+				}
+			}
+			while (!USERS.compareAndSet(this, current, current + 1));
+			return true;
+		}
+
+		/** One user less; true for the last one. */
+		boolean leave() {
+			return (int) USERS.getAndAdd(this, -1) == 1;
+		}
+
+		@Override
+		protected int tryAcquireShared(int acquires) {
+			while (true) {
+				if (hasQueuedPredecessors()) {
+					return -1;
+				}
+				int available = getState();
+				int remaining = available - acquires;
+				if (remaining < 0 || compareAndSetState(available, remaining)) {
+					return remaining;
+				}
+			}
+		}
+
+		@Override
+		protected boolean tryReleaseShared(int releases) {
+			while (true) {
+				int current = getState();
+				if (compareAndSetState(current, current + releases)) {
+					return true;
+				}
+			}
+		}
 
 	}
 
