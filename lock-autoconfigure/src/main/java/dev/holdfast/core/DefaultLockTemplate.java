@@ -99,6 +99,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	/** Locks taken without this template but listed with its leases, while their holders run. */
 	private final Set<Supplier<LeaseInfo>> listed = ConcurrentHashMap.newKeySet();
 
+	private volatile DriftAllowance lastDrift = new DriftAllowance(Duration.ZERO, 0);
+
 	private volatile boolean closed;
 
 	private volatile boolean draining;
@@ -294,13 +296,14 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			try {
 				HeldLease lease = this.racer.race(name, key, ttl, options.isRenew(), gated ? deadline : System.nanoTime(),
 						observation);
-				Duration waited = Duration.ofNanos(System.nanoTime() - start);
 				if (lease == null) {
 					observation.notAcquired();
-					this.listener.notAcquired(name, this.backend.name(), waited);
+					this.listener.notAcquired(name, this.backend.name(), Duration.ofNanos(System.nanoTime() - start));
 					return null;
 				}
-				this.listener.acquired(name, this.backend.name(), waited);
+				if (this.listener != LockListener.NONE) {
+					this.listener.acquired(name, this.backend.name(), Duration.ofNanos(System.nanoTime() - start));
+				}
 				return new LeaseHandle(lease);
 			}
 			finally {
@@ -441,6 +444,22 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	long localHoldNanos(String key) {
 		HeldLease lease = this.held.get(key);
 		return (lease != null && (lease.isValid() || lease.isReleased())) ? lease.untilExpiryNanos() : 0;
+	}
+
+	/**
+	 * The backend's {@linkplain LockBackend#clockDriftAllowance drift allowance} for {@code ttl}, in
+	 * nanoseconds; the last one is kept, as applications use one or a few times to live.
+	 */
+	long clockDriftNanos(Duration ttl) {
+		DriftAllowance last = this.lastDrift;
+		if (!last.ttl().equals(ttl)) {
+			last = new DriftAllowance(ttl, this.backend.clockDriftAllowance(ttl).toNanos());
+			this.lastDrift = last;
+		}
+		return last.nanos();
+	}
+
+	private record DriftAllowance(Duration ttl, long nanos) {
 	}
 
 	void stopRenewing(HeldLease lease) {

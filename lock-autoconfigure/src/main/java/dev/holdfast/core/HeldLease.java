@@ -133,8 +133,7 @@ final class HeldLease {
 	void confirmed(long startNanos, Duration ttl) {
 		this.ttl = ttl;
 		this.confirmedNanos = startNanos;
-		this.validUntilNanos = startNanos + ttl.toNanos()
-				- this.template.backend().clockDriftAllowance(ttl).toNanos();
+		this.validUntilNanos = startNanos + ttl.toNanos() - this.template.clockDriftNanos(ttl);
 	}
 
 	boolean enterReentrant() {

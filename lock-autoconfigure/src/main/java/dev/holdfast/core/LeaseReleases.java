@@ -308,7 +308,9 @@ final class LeaseReleases {
 
 	private void ended(HeldLease lease) {
 		lease.observation().released();
-		this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
+		if (this.listener != LockListener.NONE) {
+			this.listener.released(lease.name(), this.backend.name(), lease.heldFor());
+		}
 	}
 
 }

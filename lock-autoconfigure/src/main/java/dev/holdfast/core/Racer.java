@@ -120,9 +120,10 @@ final class Racer implements AutoCloseable {
 				long attemptStart = System.nanoTime();
 				AcquireResult result;
 				try {
-					result = this.template.call(() -> this.backend.tryAcquire(key, owner, ttl), "acquire", key);
+					result = this.backend.tryAcquire(key, owner, ttl);
 				}
-				catch (RuntimeException ex) {
+				catch (RuntimeException failure) {
+					RuntimeException ex = this.template.backendFailure(failure, "acquire", key);
 					// A timeout or an interrupt does not tell whether the backend took the lock.
 					this.template.releaseUnknownOutcome(key, owner);
 					if (Thread.interrupted()) {
