@@ -60,7 +60,9 @@ final class Report {
 				+ Runtime.getRuntime().maxMemory() / (1024 * 1024) + " MiB max heap in the runner; JDK "
 				+ System.getProperty("java.vm.version") + " (" + System.getProperty("java.vm.name") + ")");
 		line("- Mode: " + (this.quick ? "quick (1 warmup + 2 measurement iterations of 1 s, 1 fork)"
-				: "full (5 warmup + 5 measurement iterations of 1 s, 1 fork)") + "; run took "
+				: "full (5 warmup + 5 measurement iterations of 1 s, 1 fork)")
+				+ "; each uncontended trial first runs until the JIT compiler is quiet (at most "
+				+ (this.quick ? 5 : 20) + " s); run took "
 				+ this.took.toMinutes() + " min " + this.took.toSecondsPart() + " s");
 		line("- Command: `" + this.command + "`");
 		for (String note : this.notes) {

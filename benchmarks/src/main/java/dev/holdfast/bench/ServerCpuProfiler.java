@@ -15,7 +15,8 @@ import org.openjdk.jmh.results.ScalarResult;
 /**
  * A JMH profiler (it runs in the fork) that adds, per iteration, the CPU time the contender's
  * servers ({@link ServerCpu}) and the fork's JVM (the client: its threads, GC, JIT) spent, divided
- * by all operations of the iteration: {@code server.us/op} and {@code client.us/op}.
+ * by all operations of the iteration: {@code server.us/op} and {@code client.us/op}; and the JIT
+ * compilation time of the iteration ({@code jit.ms}), which shows whether the warmup was long enough.
  */
 public final class ServerCpuProfiler implements InternalProfiler {
 
@@ -23,9 +24,14 @@ public final class ServerCpuProfiler implements InternalProfiler {
 
 	static final String CLIENT = "client.us/op";
 
+	/** JIT compilation time during the iteration: should be near 0 once the setup warmed up. */
+	static final String JIT = "jit.ms";
+
 	private long server;
 
 	private long client;
+
+	private long jit;
 
 	@Override
 	public String getDescription() {
@@ -36,6 +42,7 @@ public final class ServerCpuProfiler implements InternalProfiler {
 	public void beforeIteration(BenchmarkParams benchmark, IterationParams iteration) {
 		this.server = ServerCpu.nanos(contender(benchmark));
 		this.client = ServerCpu.processNanos();
+		this.jit = compilationMillis();
 	}
 
 	@Override
@@ -47,7 +54,16 @@ public final class ServerCpuProfiler implements InternalProfiler {
 		List<Result> results = new ArrayList<>();
 		add(results, SERVER, ServerCpu.microsPerOp(this.server, server, operations));
 		add(results, CLIENT, ServerCpu.microsPerOp(this.client, client, operations));
+		long jit = compilationMillis();
+		if (jit >= 0 && this.jit >= 0) {
+			results.add(new ScalarResult(JIT, jit - this.jit, "ms", AggregationPolicy.AVG));
+		}
 		return results;
+	}
+
+	private static long compilationMillis() {
+		var jit = java.lang.management.ManagementFactory.getCompilationMXBean();
+		return (jit != null && jit.isCompilationTimeMonitoringSupported()) ? jit.getTotalCompilationTime() : -1;
 	}
 
 	private static void add(List<Result> results, String label, double micros) {
