@@ -12,6 +12,9 @@ import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.output.IntegerOutput;
+import io.lettuce.core.protocol.CommandType;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import org.jspecify.annotations.Nullable;
 
@@ -86,7 +89,7 @@ final class LettuceScripts {
 	private <T> CompletableFuture<T> send(RedisClusterAsyncCommands<byte[], byte[]> commands, RedisScript<?> script,
 			ReturnType type, byte[][] keys, byte[][] args) {
 		ScriptOutputType outputType = outputType(type);
-		RedisFuture<T> first = commands.evalsha(script.getSha1(), outputType, keys, args);
+		RedisFuture<T> first = evalsha(commands, script, outputType, keys, args);
 		// One stage on the reply; the fallbacks allocate only when they are needed.
 		return first.toCompletableFuture().exceptionallyCompose((ex) -> {
 			if (!this.isNoScript.test(ex)) {
@@ -162,7 +165,7 @@ final class LettuceScripts {
 			this.commands = commands;
 			RedisFuture<T> reply;
 			try {
-				reply = commands.evalsha(this.script.getSha1(), this.outputType, this.keys, this.args);
+				reply = evalsha(commands, this.script, this.outputType, this.keys, this.args);
 			}
 			catch (RuntimeException ex) {
 				accept(null, ex);
@@ -226,7 +229,7 @@ final class LettuceScripts {
 		ScriptOutputType outputType = outputType(type);
 		try {
 			try {
-				return await(commands.evalsha(script.getSha1(), outputType, keys, args));
+				return await(evalsha(commands, script, outputType, keys, args));
 			}
 			catch (RuntimeException ex) {
 				if (!this.isNoScript.test(ex)) {
@@ -282,6 +285,20 @@ final class LettuceScripts {
 		return current.waitForReplication(acks.replicas(), acks.timeout().toMillis())
 			.toCompletableFuture()
 			.orTimeout(this.factory.getTimeout(), TimeUnit.MILLISECONDS);
+	}
+
+	/**
+	 * {@code EVALSHA} on {@code commands}; an integer script on a standalone connection goes with
+	 * its arguments written straight to the wire ({@link ScriptArguments}).
+	 */
+	@SuppressWarnings("unchecked")
+	private static <T> RedisFuture<T> evalsha(RedisClusterAsyncCommands<byte[], byte[]> commands,
+			RedisScript<?> script, ScriptOutputType type, byte[][] keys, byte[][] args) {
+		if (type == ScriptOutputType.INTEGER && commands instanceof RedisAsyncCommands<byte[], byte[]> standalone) {
+			return (RedisFuture<T>) standalone.dispatch(CommandType.EVALSHA,
+					new IntegerOutput<>(ByteArrayCodec.INSTANCE), new ScriptArguments(script.getSha1(), keys, args));
+		}
+		return commands.evalsha(script.getSha1(), type, keys, args);
 	}
 
 	private <T> T await(RedisFuture<T> reply) {
