@@ -114,8 +114,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		this.settings = settings;
 		this.keys = new LockKeys(settings.keyPrefix(), settings.maxKeyLength());
 		this.listener = GuardedLockListener.of(listener);
-		this.renewer = (backend instanceof LeaseRenewal renewal) ? new LeaseRenewer(this, renewal, backend.name())
-				: null;
+		this.renewer = (backend instanceof LeaseRenewal renewal)
+				? new LeaseRenewer(this, renewal, backend.name(), this.held.values()) : null;
 		this.async = (backend instanceof AsyncLockBackend asyncBackend)
 				? new AsyncLockSupport(this, asyncBackend, this.listener, this.owners, settings.pollInterval()) : null;
 		this.racer = new Racer(this, backend, this.owners, settings.pollInterval(), this.async);
@@ -462,12 +462,6 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	private record DriftAllowance(Duration ttl, long nanos) {
 	}
 
-	void stopRenewing(HeldLease lease) {
-		if (this.renewer != null) {
-			this.renewer.remove(lease);
-		}
-	}
-
 	/** Logs a failed release at WARN; returns the failure as callers would see it (key masked). */
 	LockBackendException releaseFailed(HeldLease lease, Throwable ex) {
 		Throwable cause = (ex instanceof CompletionException && ex.getCause() != null) ? ex.getCause() : ex;
@@ -479,9 +473,6 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 
 	void lost(HeldLease lease, String reason) {
 		if (lease.markLost()) {
-			if (this.renewer != null) {
-				this.renewer.remove(lease);
-			}
 			logger.warn("Holdfast lost lock '" + shownKey(lease.key()) + "' (fencing token " + lease.fencingToken()
 					+ ") because " + reason
 					+ ". Code that still runs under it is no longer exclusive; fencing tokens protect the resource.");

@@ -124,7 +124,6 @@ final class LeaseReleases {
 		}
 		CompletableFuture<Void> done = new CompletableFuture<>();
 		lease.startReleasing(done);
-		this.template.stopRenewing(lease);
 		this.inFlight.incrementAndGet();
 		RuntimeException failure = null;
 		try {
@@ -238,7 +237,6 @@ final class LeaseReleases {
 		Release done = new Release(lease);
 		// Still in the map of held leases, marked as releasing, until the backend answered.
 		lease.startReleasing(done);
-		this.template.stopRenewing(lease);
 		this.inFlight.incrementAndGet();
 		try {
 			nonBlocking.releaseAsync(lease.key(), lease.owner(), done);

@@ -1,10 +1,10 @@
 package dev.holdfast.core;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -36,7 +36,11 @@ final class LeaseRenewer {
 
 	private final LeaseRenewal renewal;
 
-	private final Set<HeldLease> leases = ConcurrentHashMap.newKeySet();
+	/**
+	 * The template's held leases (a live view): the active ones that renew are renewed. No set of
+	 * its own, so a lease costs the renewer nothing until a renewal is due.
+	 */
+	private final Collection<HeldLease> leases;
 
 	private final ScheduledThreadPoolExecutor scheduler;
 
@@ -46,8 +50,10 @@ final class LeaseRenewer {
 
 	private long nextAtNanos;
 
-	LeaseRenewer(DefaultLockTemplate template, LeaseRenewal renewal, String backendName) {
+	LeaseRenewer(DefaultLockTemplate template, LeaseRenewal renewal, String backendName,
+			Collection<HeldLease> leases) {
 		this.template = template;
+		this.leases = leases;
 		this.renewal = renewal;
 		this.scheduler = new ScheduledThreadPoolExecutor(1, (runnable) -> {
 			Thread thread = new Thread(runnable, "holdfast-renewal-" + backendName);
@@ -57,22 +63,13 @@ final class LeaseRenewer {
 		this.scheduler.setRemoveOnCancelPolicy(true);
 	}
 
+	/** A renewable lease was registered in the template's held leases. */
 	void add(HeldLease lease) {
-		this.leases.add(lease);
 		scheduleBy(lease.renewDueNanos());
-	}
-
-	void remove(HeldLease lease) {
-		this.leases.remove(lease);
-	}
-
-	int size() {
-		return this.leases.size();
 	}
 
 	void shutdown() {
 		this.scheduler.shutdownNow();
-		this.leases.clear();
 	}
 
 	private void scheduleBy(long dueNanos) {
@@ -108,10 +105,7 @@ final class LeaseRenewer {
 		long retryAt = Long.MAX_VALUE;
 		try {
 			for (HeldLease lease : this.leases) {
-				if (!lease.isActive()) {
-					this.leases.remove(lease);
-				}
-				else if (lease.renewDueNanos() - now <= lease.ttl().toNanos() / 6) {
+				if (lease.renew() && lease.isActive() && lease.renewDueNanos() - now <= lease.ttl().toNanos() / 6) {
 					due.add(lease);
 				}
 			}
@@ -134,7 +128,7 @@ final class LeaseRenewer {
 		boolean pending = failed;
 		long earliest = retryAt;
 		for (HeldLease lease : this.leases) {
-			if (!lease.isActive() || retrying.contains(lease)) {
+			if (!lease.renew() || !lease.isActive() || retrying.contains(lease)) {
 				continue;
 			}
 			if (!pending || lease.renewDueNanos() - earliest < 0) {
