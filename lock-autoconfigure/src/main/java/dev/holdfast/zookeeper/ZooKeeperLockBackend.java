@@ -163,6 +163,7 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 		if (hold == null || !hold.key.equals(key) || !this.holds.remove(owner, hold)) {
 			return false;
 		}
+		this.queue.released(hold.path);
 		if (!this.client.getZookeeperClient().isConnected()) {
 			deleteInBackground(hold.path);
 			throw new LockBackendException("The zookeeper backend is not connected: lock '" + key

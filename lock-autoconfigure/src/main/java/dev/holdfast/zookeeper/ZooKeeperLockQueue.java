@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -11,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Watcher;
@@ -26,12 +28,29 @@ import dev.holdfast.spi.WaitQueue.Outcome;
  * under the key's container node, reads the queue, judges an expired holder by the ensemble's
  * clock and deletes its node, and waits on the node just before its own until it heads the
  * queue or its wait ends. It also defines a lock node's data: the time to live in milliseconds.
+ * <p>
+ * One attempt ({@code maxWait} zero) first tries to take a free lock in one transaction, which
+ * only succeeds on an empty queue; when it fails because the queue is not empty, it reads the
+ * queue and the holder's node and fails without writing, unless the holder may have expired.
  */
 final class ZooKeeperLockQueue {
 
 	private static final Log logger = LogFactory.getLog(ZooKeeperLockBackend.class);
 
 	private static final String LOCK_NODE = "lock-";
+
+	/** A one-shot attempt's read found the holder's node gone: the lock was just released. */
+	private static final Outcome RELEASED = new Outcome(AcquireResult.held(0), 0);
+
+	/** The sequence number of the first child of a new parent node. */
+	private static final String FIRST_SEQUENCE = "0000000000";
+
+	/**
+	 * How long the ensemble's time stamped on a write of this process may serve, moved on by the
+	 * local monotonic clock, to tell that a holder has not expired: beyond it a one-shot attempt
+	 * judges by a write of its own.
+	 */
+	private static final long ENSEMBLE_TIME_VALID_NANOS = TimeUnit.SECONDS.toNanos(1);
 
 	private final ZooKeeperLockBackend backend;
 
@@ -41,6 +60,15 @@ final class ZooKeeperLockQueue {
 
 	/** The lock nodes of this process, by owner token (the backend's map). */
 	private final ConcurrentHashMap<String, ZooKeeperHold> holds;
+
+	/** The newest ensemble time stamped on a write of this process, or null. */
+	private volatile @Nullable EnsembleTime ensembleTime;
+
+	/**
+	 * The holder a one-shot attempt of this process saw last, or null: one entry, so that a busy
+	 * {@code tryAcquire} loop on one key reads only the queue while the same node holds.
+	 */
+	private volatile @Nullable SeenHolder seen;
 
 	ZooKeeperLockQueue(ZooKeeperLockBackend backend, ConcurrentHashMap<String, ZooKeeperHold> holds) {
 		this.backend = backend;
@@ -59,7 +87,14 @@ final class ZooKeeperLockQueue {
 		boolean oneShot = maxWait.isZero() || maxWait.isNegative();
 		String parent = this.locksPath + "/" + ZooKeeperPaths.encode(key);
 		byte[] data = ttlData(ttl);
+		if (oneShot) {
+			Outcome once = tryFreeOrHeld(key, owner, ttl, parent, data);
+			if (once != null) {
+				return once;
+			}
+		}
 		Stat own = new Stat();
+		long createSent = System.nanoTime();
 		String path = this.backend.call("acquire", key, () -> this.client.create()
 			.storingStatIn(own)
 			.creatingParentContainersIfNeeded()
@@ -77,7 +112,8 @@ final class ZooKeeperLockQueue {
 			}
 		}
 		long serverTime = own.getMtime();
-		long serverTimeNanos = attemptStart;
+		long serverTimeNanos = createSent;
+		stamped(serverTime, serverTimeNanos);
 		// A waiter keeps its node fresh, as a holder does, so that it is never judged expired
 		// in the moment between becoming the head of the queue and taking the hold.
 		long touchEveryNanos = Math.max(1, ttl.toNanos() / 3);
@@ -94,12 +130,7 @@ final class ZooKeeperLockQueue {
 							+ "' while acquiring it (session expired, or the node was deleted)", null);
 				}
 				if (index == 0) {
-					long confirmed = serverTimeNanos;
-					if (waited) {
-						// The hold starts now: the ensemble counts its time to live from this write.
-						confirmed = System.nanoTime();
-						this.backend.call("acquire", key, () -> this.client.setData().forPath(path, data));
-					}
+					long confirmed = (waited) ? takeHead(key, path, data, ttl, serverTimeNanos) : serverTimeNanos;
 					this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
 					acquired = true;
 					return new Outcome(AcquireResult.acquired(own.getCzxid()), confirmed);
@@ -107,7 +138,13 @@ final class ZooKeeperLockQueue {
 				String holder = parent + "/" + children.get(0);
 				String predecessor = parent + "/" + children.get(index - 1);
 				CountDownLatch turn = new CountDownLatch(1);
-				Watcher watcher = (event) -> turn.countDown();
+				boolean[] holderDeleted = new boolean[1];
+				Watcher watcher = (event) -> {
+					if (event.getType() == Watcher.Event.EventType.NodeDeleted && holder.equals(event.getPath())) {
+						holderDeleted[0] = true;
+					}
+					turn.countDown();
+				};
 				long holderRemaining = -1;
 				if (index == 1 || oneShot) {
 					Stat holderStat = new Stat();
@@ -148,6 +185,7 @@ final class ZooKeeperLockQueue {
 					serverTimeNanos = System.nanoTime();
 					serverTime = this.backend.call("acquire", key, () -> this.client.setData().forPath(path, data))
 						.getMtime();
+					stamped(serverTime, serverTimeNanos);
 				}
 				if (index > 1 && this.backend.call("acquire", key,
 						() -> this.client.checkExists().usingWatcher(watcher).forPath(predecessor)) == null) {
@@ -157,14 +195,221 @@ final class ZooKeeperLockQueue {
 				if (holderRemaining >= 0) {
 					sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(holderRemaining + 1));
 				}
-				turn.await(sleep, TimeUnit.NANOSECONDS);
+				boolean woken = turn.await(sleep, TimeUnit.NANOSECONDS);
 				waited = true;
+				if (woken && index == 1 && holderDeleted[0]) {
+					// The holder's node is gone and no node before ours can appear (sequence numbers
+					// only grow, and the parent is replaced only when empty): this waiter heads the
+					// queue, no read of the queue needed. The read in the watch's registration saw
+					// the holder, so the deletion is the holder's release, expiry or session end.
+					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos);
+					this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
+					acquired = true;
+					return new Outcome(AcquireResult.acquired(own.getCzxid()), confirmed);
+				}
 			}
 		}
 		finally {
 			if (!acquired) {
 				this.backend.deleteInBackground(path);
 			}
+		}
+	}
+
+	/**
+	 * One attempt's short ways: a free lock (an empty queue) is taken in one transaction, and a
+	 * lock held by another node is refused after reading the queue (and the holder's node, unless
+	 * this process just read it), with nothing written. {@code null} when neither applies: the
+	 * parent node is missing, the queue kept changing, or the holder may have expired (judged then
+	 * by a write of the caller's own, on the queue's path).
+	 */
+	private @Nullable Outcome tryFreeOrHeld(String key, String owner, Duration ttl, String parent, byte[] data)
+			throws InterruptedException {
+		SeenHolder seen = this.seen;
+		// This process last saw this lock held: most likely it still is, and one read tells.
+		boolean readFirst = seen != null && seen.parent().equals(parent);
+		for (int round = 0; round < 3; round++) {
+			if (readFirst) {
+				List<String> children = children(key, parent);
+				if (children == null) {
+					return null;
+				}
+				if (!children.isEmpty()) {
+					Outcome outcome = heldOrNull(key, owner, ttl, parent, children, null, 0);
+					if (outcome != RELEASED) {
+						return outcome;
+					}
+				}
+			}
+			// Named as Curator's protected mode names its nodes; the replaced parent's first child.
+			String name = "_c_" + UUID.randomUUID() + "-" + LOCK_NODE;
+			String path = parent + "/" + name + FIRST_SEQUENCE;
+			long sent = System.nanoTime();
+			try {
+				// Deleting the parent succeeds only while it has no child: the queue is empty when
+				// this transaction is applied, so its node holds the lock. One write, no read. The
+				// parent's setData is there for its Stat (Curator keeps no Stat of a create): the
+				// new parent was created by the same transaction, so its czxid and ctime are the
+				// node's.
+				List<CuratorTransactionResult> results = this.client.transaction()
+					.forOperations(this.client.transactionOp().delete().forPath(parent),
+							this.client.transactionOp().create().withMode(CreateMode.CONTAINER).forPath(parent),
+							this.client.transactionOp()
+								.create()
+								.withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+								.forPath(parent + "/" + name, data),
+							this.client.transactionOp().setData().forPath(parent));
+				Stat created = results.get(3).getResultStat();
+				if (created == null || !path.equals(results.get(2).getResultPath())) {
+					this.backend.deleteInBackground(path);
+					throw new LockBackendException("The zookeeper backend could not confirm the lock node of '" + key
+							+ "': the server answered the transaction without its create's result", null);
+				}
+				stamped(created.getCtime(), sent);
+				this.holds.put(owner, new ZooKeeperHold(key, path, sent, ttl.toNanos()));
+				return new Outcome(AcquireResult.acquired(created.getCzxid()), sent);
+			}
+			catch (KeeperException.NotEmptyException ex) {
+				List<String> children = children(key, parent);
+				if (children == null) {
+					return null;
+				}
+				if (!children.isEmpty()) {
+					Outcome outcome = heldOrNull(key, owner, ttl, parent, children, name + FIRST_SEQUENCE, sent);
+					if (outcome != RELEASED) {
+						return outcome;
+					}
+				}
+			}
+			catch (KeeperException.NoNodeException | KeeperException.NoAuthException
+					| KeeperException.UnimplementedException ex) {
+				// No parent yet, no right to delete it, or a server without containers: the queue's
+				// path, which needs neither. Nothing of the transaction was applied.
+				return null;
+			}
+			catch (InterruptedException ex) {
+				this.backend.deleteInBackground(path);
+				throw ex;
+			}
+			catch (LockBackendException ex) {
+				throw ex;
+			}
+			catch (Exception ex) {
+				// The outcome is unknown: a node of this attempt may exist, under its known name.
+				this.backend.deleteInBackground(path);
+				throw this.backend.failure("acquire", key, ex);
+			}
+			// Released between two reads: take it, if nobody else was faster.
+			readFirst = false;
+		}
+		return null;
+	}
+
+	/** The children of {@code parent}, or {@code null} when it does not exist. */
+	private @Nullable List<String> children(String key, String parent) throws InterruptedException {
+		try {
+			return this.client.getChildren().forPath(parent);
+		}
+		catch (KeeperException.NoNodeException ex) {
+			return null;
+		}
+		catch (InterruptedException ex) {
+			throw ex;
+		}
+		catch (Exception ex) {
+			throw this.backend.failure("acquire", key, ex);
+		}
+	}
+
+	/**
+	 * Refuses a one-shot attempt on a queue that is not empty, unless its head is this attempt's
+	 * own node ({@code ownName}: its transaction was applied and then retried after a lost
+	 * answer; it was sent at {@code ownSent}); {@link #RELEASED} when the head's node is gone by
+	 * the time it is read; {@code null} when the holder may have expired.
+	 */
+	private @Nullable Outcome heldOrNull(String key, String owner, Duration ttl, String parent, List<String> children,
+			@Nullable String ownName, long ownSent) throws InterruptedException {
+		String head = children.get(0);
+		for (String child : children) {
+			if (ZooKeeperPaths.sequence(child).compareTo(ZooKeeperPaths.sequence(head)) < 0) {
+				head = child;
+			}
+		}
+		String holder = parent + "/" + head;
+		SeenHolder seen = this.seen;
+		long expiresAt;
+		if (ownName == null && seen != null && seen.path().equals(holder)) {
+			// Read by this process before: its lease can only have been extended since.
+			expiresAt = seen.expiresAt();
+		}
+		else {
+			Stat holderStat = new Stat();
+			byte[] holderData;
+			try {
+				holderData = this.client.getData().storingStatIn(holderStat).forPath(holder);
+			}
+			catch (KeeperException.NoNodeException ex) {
+				return RELEASED;
+			}
+			catch (InterruptedException ex) {
+				throw ex;
+			}
+			catch (Exception ex) {
+				throw this.backend.failure("acquire", key, ex);
+			}
+			if (head.equals(ownName)) {
+				this.holds.put(owner, new ZooKeeperHold(key, holder, ownSent, ttl.toNanos()));
+				return new Outcome(AcquireResult.acquired(holderStat.getCzxid()), ownSent);
+			}
+			if (ownName != null && children.contains(ownName)) {
+				// Not possible (it was created in an empty parent); never leave it behind.
+				this.backend.deleteInBackground(parent + "/" + ownName);
+			}
+			expiresAt = ZooKeeperLockBackend.saturatedAdd(holderStat.getMtime(), ttlMillis(holderData));
+			this.seen = new SeenHolder(parent, holder, expiresAt);
+		}
+		EnsembleTime time = this.ensembleTime;
+		long now = System.nanoTime();
+		if (time == null || now - time.nanos() > ENSEMBLE_TIME_VALID_NANOS) {
+			return null;
+		}
+		long estimatedNow = time.millis() + TimeUnit.NANOSECONDS.toMillis(now - time.nanos());
+		if (estimatedNow >= expiresAt) {
+			return null;
+		}
+		return new Outcome(AcquireResult.held(expiresAt - estimatedNow), 0);
+	}
+
+	/** Forgets the holder seen last when it is {@code path}, a node this process released. */
+	void released(String path) {
+		SeenHolder seen = this.seen;
+		if (seen != null && seen.path().equals(path)) {
+			this.seen = null;
+		}
+	}
+
+	/**
+	 * The head of the queue takes the hold after waiting; returns when the request that confirmed
+	 * it was sent. The lease runs from the node's last write, as contenders judge it (its {@code mtime}); a
+	 * waiter whose last write is older than a hundredth of its time to live writes again, so that
+	 * a hold taken after a long wait lives its time to live from the end of the wait.
+	 */
+	private long takeHead(String key, String path, byte[] data, Duration ttl, long lastWriteNanos)
+			throws InterruptedException {
+		if (System.nanoTime() - lastWriteNanos <= ttl.toNanos() / 100) {
+			return lastWriteNanos;
+		}
+		long confirmed = System.nanoTime();
+		Stat stat = this.backend.call("acquire", key, () -> this.client.setData().forPath(path, data));
+		stamped(stat.getMtime(), confirmed);
+		return confirmed;
+	}
+
+	/** Remembers the ensemble's time stamped on a write of this process sent at {@code nanos}. */
+	private void stamped(long serverMillis, long nanos) {
+		EnsembleTime time = this.ensembleTime;
+		if (serverMillis > 0 && (time == null || nanos - time.nanos() > 0)) {
+			this.ensembleTime = new EnsembleTime(serverMillis, nanos);
 		}
 	}
 
@@ -202,6 +447,14 @@ final class ZooKeeperLockQueue {
 		catch (NumberFormatException ex) {
 			return Long.MAX_VALUE;
 		}
+	}
+
+	/** A holder's node and when its lease runs out by the ensemble's clock, as last read. */
+	private record SeenHolder(String parent, String path, long expiresAt) {
+	}
+
+	/** A time the ensemble stamped on a write ({@code mtime}), and when that write was sent. */
+	private record EnsembleTime(long millis, long nanos) {
 	}
 
 }

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -12,10 +13,12 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import org.apache.curator.drivers.TracerDriver;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.Stat;
 import org.h2.jdbcx.JdbcDataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -32,6 +35,7 @@ import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.jdbc.JdbcFencingGuard;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.WaitQueue.Outcome;
 import dev.holdfast.test.server.ZooKeeperServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -264,6 +268,110 @@ class ZooKeeperLockBackendTests {
 	}
 
 	@Test
+	void oneAttemptOnAHeldLockCreatesNoNode() throws Exception {
+		ZooKeeperLockBackend holderBackend = backend();
+		ZooKeeperLockBackend other = backend();
+		String key = "holdfast:" + uniqueName();
+		AcquireResult held = holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(30));
+		assertThat(held.acquired()).isTrue();
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		Stat before = observer.checkExists().forPath(parent);
+		// a write of its own a moment ago tells the other backend the ensemble's time
+		assertThat(other.tryAcquire(key + "-other", "other", Duration.ofSeconds(30)).acquired()).isTrue();
+
+		AcquireResult refused = other.tryAcquire(key, "other", Duration.ofSeconds(30));
+
+		assertThat(refused.acquired()).isFalse();
+		assertThat(refused.holderRemainingMillis()).isBetween(1L, 30_000L);
+		Stat after = observer.checkExists().forPath(parent);
+		assertThat(after.getCversion()).as("children created or deleted in the queue")
+			.isEqualTo(before.getCversion());
+		assertThat(after.getCzxid()).isEqualTo(before.getCzxid());
+		assertThat(other.release(key + "-other", "other")).isTrue();
+		assertThat(holderBackend.release(key, "holder")).isTrue();
+	}
+
+	@Test
+	void repeatedAttemptOnALockHeldByTheSameNodeOnlyReadsTheQueue() throws Exception {
+		ZooKeeperLockBackend holderBackend = backend();
+		ZooKeeperLockBackend other = backend();
+		String key = "holdfast:" + uniqueName();
+		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(30)).acquired()).isTrue();
+		assertThat(other.tryAcquire(key + "-other", "other", Duration.ofSeconds(30)).acquired()).isTrue();
+		assertThat(other.tryAcquire(key, "first", Duration.ofSeconds(30)).acquired()).isFalse();
+		Operations operations = Operations.of(other.client());
+
+		AcquireResult again = other.tryAcquire(key, "second", Duration.ofSeconds(30));
+
+		assertThat(again.acquired()).isFalse();
+		assertThat(again.holderRemainingMillis()).isBetween(1L, 30_000L);
+		assertThat(operations.names).containsExactly("GetChildrenBuilderImpl-Foreground");
+		assertThat(holderBackend.release(key, "holder")).isTrue();
+		// released: the next attempt finds the queue empty and takes the lock
+		AcquireResult taken = other.tryAcquire(key, "third", Duration.ofSeconds(30));
+		assertThat(taken.acquired()).isTrue();
+		assertThat(other.release(key, "third")).isTrue();
+		assertThat(other.release(key + "-other", "other")).isTrue();
+	}
+
+	@Test
+	void oneAttemptOnAFreeLockIsOneTransactionWithoutReadingTheQueue() throws Exception {
+		ZooKeeperLockBackend backend = backend();
+		String key = "holdfast:" + uniqueName();
+		AcquireResult first = backend.tryAcquire(key, "first", Duration.ofSeconds(30));
+		assertThat(first.acquired()).isTrue();
+		assertThat(backend.release(key, "first")).isTrue();
+		Operations operations = Operations.of(backend.client());
+
+		AcquireResult taken = backend.tryAcquire(key, "second", Duration.ofSeconds(30));
+
+		assertThat(taken.acquired()).isTrue();
+		assertThat(operations.names).containsExactly("CuratorMultiTransactionImpl-Foreground");
+		assertThat(taken.fencingToken()).isGreaterThan(first.fencingToken());
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		List<String> children = observer.getChildren().forPath(parent);
+		assertThat(children).hasSize(1);
+		assertThat(observer.checkExists().forPath(parent + "/" + children.get(0)).getCzxid())
+			.as("the token is the lock node's czxid")
+			.isEqualTo(taken.fencingToken());
+		assertThat(backend.tryAcquire(key, "third", Duration.ofSeconds(30)).acquired()).isFalse();
+		assertThat(backend.release(key, "second")).isTrue();
+	}
+
+	@Test
+	void waiterBehindTheHolderTakesTheLockOnTheHoldersDeletionWithoutReadingOrWritingAgain() throws Exception {
+		ZooKeeperLockBackend holderBackend = backend();
+		ZooKeeperLockBackend waiterBackend = backend();
+		String key = "holdfast:" + uniqueName();
+		AcquireResult held = holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(30));
+		assertThat(held.acquired()).isTrue();
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		Operations operations = Operations.of(waiterBackend.client());
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			Future<Outcome> waiting = pool
+				.submit(() -> waiterBackend.acquire(key, "waiter", Duration.ofSeconds(30), Duration.ofSeconds(20)));
+			// queued, and watching the holder's node
+			await().atMost(Duration.ofSeconds(10)).until(() -> watchesOn(parent).size() == 1);
+			operations.names.clear();
+			long released = System.nanoTime();
+
+			assertThat(holderBackend.release(key, "holder")).isTrue();
+
+			Outcome outcome = waiting.get(20, TimeUnit.SECONDS);
+			assertThat(outcome.result().acquired()).isTrue();
+			assertThat(outcome.result().fencingToken()).isGreaterThan(held.fencingToken());
+			assertThat(operations.names).as("requests after the holder's release").isEmpty();
+			// the hold's time to live runs from the waiter's create, sent before the release
+			assertThat(outcome.confirmedNanos() - released).isNegative();
+			assertThat(waiterBackend.release(key, "waiter")).isTrue();
+		}
+		finally {
+			pool.shutdownNow();
+		}
+	}
+
+	@Test
 	void keysWithSlashesDotsAndPercentSignsMapToDistinctNodeNames() {
 		List<String> keys = List.of("a/b", "a%2Fb", ".", "..", "", "%", "a.b", "ä", "a b", "a:b@c-d_e");
 		List<String> names = keys.stream().map(ZooKeeperPaths::encode).toList();
@@ -311,6 +419,30 @@ class ZooKeeperLockBackendTests {
 		jdbc.execute("CREATE TABLE account (id VARCHAR(36) PRIMARY KEY, balance INT NOT NULL, fence BIGINT)");
 		jdbc.update("INSERT INTO account (id, balance) VALUES ('a', 0)");
 		return jdbc;
+	}
+
+	/** The client's completed foreground requests, by Curator's trace names. */
+	static final class Operations implements TracerDriver {
+
+		final List<String> names = new CopyOnWriteArrayList<>();
+
+		static Operations of(CuratorFramework client) {
+			Operations operations = new Operations();
+			client.getZookeeperClient().setTracerDriver(operations);
+			return operations;
+		}
+
+		@Override
+		public void addTrace(String name, long time, TimeUnit unit) {
+			if (name.endsWith("-Foreground")) {
+				this.names.add(name);
+			}
+		}
+
+		@Override
+		public void addCount(String name, int increment) {
+		}
+
 	}
 
 	/** Counts lost leases. */
