@@ -48,12 +48,15 @@ final class ContendedHarness {
 	}
 
 	/**
-	 * One run. {@code serverMicrosPerOp}: CPU of the contender's servers ({@link ServerCpu}) per
+	 * One run. {@code instanceShare}: the share of the critical sections that the less-served
+	 * instance had (50 % when both had as many, whatever the order of the handoffs);
+	 * {@code serverMicrosPerOp}: CPU of the contender's servers ({@link ServerCpu}) per
 	 * handoff; {@code clientMicrosPerOp}: CPU of this JVM (both client instances, GC, JIT; not the
 	 * ZooKeeper server that runs here) per handoff; NaN where unknown.
 	 */
 	record Result(String contender, Mode mode, long handoffs, long failedAttempts, double seconds, double p50Micros,
-			double p99Micros, double crossShare, double serverMicrosPerOp, double clientMicrosPerOp, String error) {
+			double p99Micros, double crossShare, double instanceShare, double serverMicrosPerOp,
+			double clientMicrosPerOp, String error) {
 
 		/** Handoffs (successful critical sections but the first) per second. */
 		double throughput() {
@@ -92,7 +95,7 @@ final class ContendedHarness {
 		}
 		catch (Throwable ex) {
 			return new Result(contender, mode, 0, 0, 1, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN,
-					String.valueOf(ex));
+					Double.NaN, String.valueOf(ex));
 		}
 		finally {
 			for (LockClient client : clients) {
@@ -115,6 +118,7 @@ final class ContendedHarness {
 		Histogram handoffs = new ConcurrentHistogram(3);
 		AtomicLong cross = new AtomicLong();
 		LongAdder failed = new LongAdder();
+		LongAdder[] holds = new LongAdder[clients.size()];
 		AtomicLong lastReleaseNanos = new AtomicLong();
 		AtomicLong lastInstance = new AtomicLong(-1);
 		AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -124,6 +128,7 @@ final class ContendedHarness {
 		for (int i = 0; i < clients.size(); i++) {
 			LockClient client = clients.get(i);
 			int instance = i;
+			holds[i] = new LongAdder();
 			for (int t = 0; t < THREADS_PER_INSTANCE; t++) {
 				Thread thread = new Thread(() -> {
 					try {
@@ -137,6 +142,7 @@ final class ContendedHarness {
 								continue;
 							}
 							long acquired = System.nanoTime();
+							holds[instance].increment();
 							long released = lastReleaseNanos.get();
 							if (released != 0) {
 								handoffs.recordValue(Math.max(0, acquired - released));
@@ -164,17 +170,24 @@ final class ContendedHarness {
 		if (failure.get() != null) {
 			throw new IllegalStateException("contended run failed", failure.get());
 		}
-		return new Partial(handoffs, cross.get(), failed.sum(), seconds);
+		long total = 0;
+		long least = Long.MAX_VALUE;
+		for (LongAdder count : holds) {
+			total += count.sum();
+			least = Math.min(least, count.sum());
+		}
+		double instanceShare = (total == 0) ? Double.NaN : (double) least / total;
+		return new Partial(handoffs, cross.get(), instanceShare, failed.sum(), seconds);
 	}
 
-	private record Partial(Histogram histogram, long cross, long failed, double seconds) {
+	private record Partial(Histogram histogram, long cross, double instanceShare, long failed, double seconds) {
 
 		Result result(String contender, Mode mode, double serverMicrosPerOp, double clientMicrosPerOp) {
 			long count = this.histogram.getTotalCount();
 			return new Result(contender, mode, count, this.failed, this.seconds,
 					this.histogram.getValueAtPercentile(50) / 1000.0,
 					this.histogram.getValueAtPercentile(99) / 1000.0, (count == 0) ? Double.NaN : (double) this.cross / count,
-					serverMicrosPerOp, clientMicrosPerOp, null);
+					this.instanceShare, serverMicrosPerOp, clientMicrosPerOp, null);
 		}
 
 	}

@@ -172,23 +172,25 @@ final class Report {
 		line("### One key, 2 client instances × 4 threads");
 		line("");
 		line("Handoff: from the moment a holder starts its release to the moment the next holder's acquisition "
-				+ "returns, one clock. Cross-instance: share of handoffs that went to the other instance.");
+				+ "returns, one clock. Cross-instance: share of handoffs that went to the other instance. Less-served "
+				+ "instance: its share of the critical sections (50 % when both instances had as many).");
 		line("");
 		line(CPU_NOTE);
 		line("");
-		line("| contender | handoffs/s | × floor | p50 µs | p99 µs | p50 × floor | cross-instance | server µs/op | client µs/op |");
-		line("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+		line("| contender | handoffs/s | × floor | p50 µs | p99 µs | p50 × floor | cross-instance | less-served instance | server µs/op | client µs/op |");
+		line("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 		for (ContendedHarness.Result result : this.contended) {
 			if (result.error() != null) {
-				line("| " + result.contender() + " | failed: " + result.error().replace('|', '/') + " | | | | | | | |");
+				line("| " + result.contender() + " | failed: " + result.error().replace('|', '/') + " | | | | | | | | |");
 				continue;
 			}
 			ContendedHarness.Result floor = contendedFloor(result.contender());
-			line(String.format(Locale.ROOT, "| %s | %,.0f | %s | %,.0f | %,.0f | %s | %.0f %% | %s | %s |", result.contender(),
-					result.throughput(), (floor != null) ? ratio(result.throughput(), floor.throughput()) : "–",
-					result.p50Micros(), result.p99Micros(),
-					(floor != null) ? ratio(result.p50Micros(), floor.p50Micros()) : "–", result.crossShare() * 100,
-					micros(result.serverMicrosPerOp()), micros(result.clientMicrosPerOp())));
+			line(String.format(Locale.ROOT, "| %s | %,.0f | %s | %,.0f | %,.0f | %s | %.0f %% | %.0f %% | %s | %s |",
+					result.contender(), result.throughput(),
+					(floor != null) ? ratio(result.throughput(), floor.throughput()) : "–", result.p50Micros(),
+					result.p99Micros(), (floor != null) ? ratio(result.p50Micros(), floor.p50Micros()) : "–",
+					result.crossShare() * 100, result.instanceShare() * 100, micros(result.serverMicrosPerOp()),
+					micros(result.clientMicrosPerOp())));
 		}
 		line("");
 		provenance("contended");
@@ -202,24 +204,25 @@ final class Report {
 		line("");
 		line("Every thread calls a single attempt with wait time 0 (Holdfast: `LockTemplate.tryAcquire`; floor: one "
 				+ "`SET NX PX` / upsert / ephemeral create; peers: `tryLock()` / `lock(...)`) and calls it again at once when it "
-				+ "fails. Critical sections: successful attempts per second. Handoff and cross-instance as above.");
+				+ "fails. Critical sections: successful attempts per second. Handoff, cross-instance and less-served "
+				+ "instance as above.");
 		line("");
 		line(CPU_NOTE + " Here an operation is a critical section; failed attempts add to its cost.");
 		line("");
-		line("| contender | critical sections/s | × floor | failed attempts/s | p50 µs | p99 µs | p50 × floor | cross-instance | server µs/op | client µs/op |");
-		line("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+		line("| contender | critical sections/s | × floor | failed attempts/s | p50 µs | p99 µs | p50 × floor | cross-instance | less-served instance | server µs/op | client µs/op |");
+		line("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 		for (ContendedHarness.Result result : this.tryBusy) {
 			if (result.error() != null) {
-				line("| " + result.contender() + " | failed: " + result.error().replace('|', '/') + " | | | | | | | | |");
+				line("| " + result.contender() + " | failed: " + result.error().replace('|', '/') + " | | | | | | | | | |");
 				continue;
 			}
 			ContendedHarness.Result floor = find(this.tryBusy, floorOf(result.contender()));
-			line(String.format(Locale.ROOT, "| %s | %,.0f | %s | %,.0f | %,.0f | %,.0f | %s | %.0f %% | %s | %s |",
+			line(String.format(Locale.ROOT, "| %s | %,.0f | %s | %,.0f | %,.0f | %,.0f | %s | %.0f %% | %.0f %% | %s | %s |",
 					result.contender(), result.throughput(),
 					(floor != null) ? ratio(result.throughput(), floor.throughput()) : "–", result.failedPerSecond(),
 					result.p50Micros(), result.p99Micros(),
 					(floor != null) ? ratio(result.p50Micros(), floor.p50Micros()) : "–", result.crossShare() * 100,
-					micros(result.serverMicrosPerOp()), micros(result.clientMicrosPerOp())));
+					result.instanceShare() * 100, micros(result.serverMicrosPerOp()), micros(result.clientMicrosPerOp())));
 		}
 		line("");
 		provenance("trybusy");
