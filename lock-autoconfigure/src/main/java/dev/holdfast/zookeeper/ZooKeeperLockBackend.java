@@ -47,11 +47,15 @@ import dev.holdfast.spi.WaitQueue;
  * its own newest write, and deletes an expired holder's node with a version check, so that a
  * renewal that got there first wins.</li>
  * <li>Waiting ({@link WaitQueue}): a waiter keeps its node in the queue and watches only the node
- * just before it, so a release wakes one waiter. The waiter right behind the holder also wakes
- * when the holder's time to live would run out, to judge it.</li>
- * <li>One attempt ({@code waitTime} zero) is a create and a read of the children; a loser also
- * reads the holder's node (the time to live and {@code mtime} that say how long it holds) and
- * deletes its own node without waiting for the answer.</li>
+ * just before it, so a release wakes one waiter. The waiter right behind the holder takes the
+ * lock when the holder's node is deleted, without another request; it also wakes when the
+ * holder's time to live would run out, to judge it.</li>
+ * <li>One attempt ({@code waitTime} zero) takes a free lock in one transaction, which replaces the
+ * key's parent node only while it has no child and creates the lock node in it. On a held lock
+ * it reads the queue and the holder's node (the time to live and {@code mtime} that say how long
+ * it holds) and writes nothing; a repeated attempt while the same node holds reads only the
+ * queue. Only when the holder may have expired does it queue a node and judge by the time the
+ * ensemble stamps on it.</li>
  * <li>A create whose outcome is unknown after a connection loss uses Curator's protected mode:
  * the retry finds the node by its protected name, and a create that finally fails deletes it in
  * the background, so no orphan node holds the lock.</li>
