@@ -266,6 +266,9 @@ final class ZooKeeperLockQueue {
 							+ "': the server answered the transaction without its create's result", null);
 				}
 				stamped(created.getCtime(), sent);
+				// The other threads of this process that try the key now need only read the queue.
+				this.seen = new SeenHolder(parent, path,
+						ZooKeeperLockBackend.saturatedAdd(created.getCtime(), ttlMillis(data)));
 				this.holds.put(owner, new ZooKeeperHold(key, path, sent, ttl.toNanos()));
 				return new Outcome(AcquireResult.acquired(created.getCzxid()), sent);
 			}

@@ -334,8 +334,15 @@ class ZooKeeperLockBackendTests {
 		assertThat(observer.checkExists().forPath(parent + "/" + children.get(0)).getCzxid())
 			.as("the token is the lock node's czxid")
 			.isEqualTo(taken.fencingToken());
+		operations.names.clear();
+		// another thread of the holding process: one read tells that its own node holds
 		assertThat(backend.tryAcquire(key, "third", Duration.ofSeconds(30)).acquired()).isFalse();
+		assertThat(operations.names).containsExactly("GetChildrenBuilderImpl-Foreground");
 		assertThat(backend.release(key, "second")).isTrue();
+		operations.names.clear();
+		assertThat(backend.tryAcquire(key, "fourth", Duration.ofSeconds(30)).acquired()).isTrue();
+		assertThat(operations.names).as("after the release").containsExactly("CuratorMultiTransactionImpl-Foreground");
+		assertThat(backend.release(key, "fourth")).isTrue();
 	}
 
 	@Test
