@@ -169,6 +169,7 @@ final class ZooKeeperLockQueue {
 						serverTimeNanos = System.nanoTime();
 						serverTime = this.backend.call("acquire", key, () -> this.client.setData().forPath(path, data))
 							.getMtime();
+						stamped(serverTime, serverTimeNanos);
 						estimatedNow = serverTime;
 					}
 					if (serverTime >= expiresAt) {
