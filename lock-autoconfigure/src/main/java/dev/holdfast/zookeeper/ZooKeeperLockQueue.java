@@ -262,7 +262,7 @@ final class ZooKeeperLockQueue {
 							this.client.transactionOp().setData().forPath(parent));
 				Stat created = results.get(3).getResultStat();
 				if (created == null || !path.equals(results.get(2).getResultPath())) {
-					this.backend.deleteInBackground(path);
+					this.backend.deleteInBackground(createdPath(results, path));
 					throw new LockBackendException("The zookeeper backend could not confirm the lock node of '" + key
 							+ "': the server answered the transaction without its create's result", null);
 				}
@@ -274,15 +274,9 @@ final class ZooKeeperLockQueue {
 				return new Outcome(AcquireResult.acquired(created.getCzxid()), sent);
 			}
 			catch (KeeperException.NotEmptyException ex) {
-				List<String> children = children(key, parent);
-				if (children == null) {
-					return null;
-				}
-				if (!children.isEmpty()) {
-					Outcome outcome = heldOrNull(key, owner, ttl, parent, children, name + FIRST_SEQUENCE, sent);
-					if (outcome != RELEASED) {
-						return outcome;
-					}
+				Outcome outcome = notEmpty(key, owner, ttl, parent, name, sent);
+				if (outcome != RELEASED) {
+					return outcome;
 				}
 			}
 			catch (KeeperException.NoNodeException | KeeperException.NoAuthException
@@ -307,6 +301,41 @@ final class ZooKeeperLockQueue {
 			readFirst = false;
 		}
 		return null;
+	}
+
+	/**
+	 * A one-shot transaction failed because the queue is not empty: perhaps because of this
+	 * attempt's own node ({@code name} + the first sequence), when the transaction was applied and
+	 * Curator retried it after its answer was lost. Reads the queue as {@link #heldOrNull} does;
+	 * when the reads fail or are interrupted, the attempt's node, if any, is deleted in the
+	 * background, so that an orphan never heads the queue for a lease.
+	 */
+	@Nullable Outcome notEmpty(String key, String owner, Duration ttl, String parent, String name, long sent)
+			throws InterruptedException {
+		String path = parent + "/" + name + FIRST_SEQUENCE;
+		boolean done = false;
+		try {
+			List<String> children = children(key, parent);
+			Outcome outcome = (children == null) ? null
+					: (children.isEmpty()) ? RELEASED
+							: heldOrNull(key, owner, ttl, parent, children, name + FIRST_SEQUENCE, sent);
+			done = true;
+			return outcome;
+		}
+		finally {
+			if (!done) {
+				this.backend.deleteInBackground(path);
+			}
+		}
+	}
+
+	/**
+	 * The node a transaction's create reported, to delete when its results cannot be trusted: the
+	 * path it names, or {@code path}, the name the create asked for, when it names none.
+	 */
+	static String createdPath(List<CuratorTransactionResult> results, String path) {
+		String created = (results.size() > 2) ? results.get(2).getResultPath() : null;
+		return (created != null) ? created : path;
 	}
 
 	/** The children of {@code parent}, or {@code null} when it does not exist. */

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -16,8 +17,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.drivers.TracerDriver;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
+import org.apache.curator.framework.api.transaction.OperationType;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Stat;
 import org.h2.jdbcx.JdbcDataSource;
 import org.junit.jupiter.api.AfterAll;
@@ -376,6 +382,47 @@ class ZooKeeperLockBackendTests {
 		finally {
 			pool.shutdownNow();
 		}
+	}
+
+	@Test
+	void failedReadAfterTheRetriedTransactionMetItsOwnNodeDeletesThatNode() throws Exception {
+		ZooKeeperLockBackend backend = backend();
+		String key = "holdfast:" + uniqueName();
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		String name = "_c_" + UUID.randomUUID() + "-lock-";
+		String own = parent + "/" + name + "0000000000";
+		// a parent whose children nobody may list: the read after NotEmpty fails
+		observer.create()
+			.creatingParentContainersIfNeeded()
+			.withMode(CreateMode.CONTAINER)
+			.withACL(List.of(new ACL(ZooDefs.Perms.ALL & ~ZooDefs.Perms.READ, ZooDefs.Ids.ANYONE_ID_UNSAFE)))
+			.forPath(parent);
+		// the transaction was applied and its answer lost; Curator's retry failed with NotEmpty
+		// because of its own node, which heads the queue
+		backend.client()
+			.create()
+			.withMode(CreateMode.EPHEMERAL)
+			.forPath(own, ZooKeeperLockQueue.ttlData(Duration.ofSeconds(30)));
+		ZooKeeperLockQueue queue = new ZooKeeperLockQueue(backend, new ConcurrentHashMap<>());
+
+		assertThatThrownBy(() -> queue.notEmpty(key, "owner", Duration.ofSeconds(30), parent, name, System.nanoTime()))
+			.isInstanceOf(LockBackendException.class);
+
+		await().atMost(Duration.ofSeconds(10)).until(() -> observer.checkExists().forPath(own) == null);
+	}
+
+	@Test
+	void unconfirmedTransactionDeletesTheNodeItsCreateReported() {
+		String asked = "/p/_c_x-lock-0000000000";
+		List<CuratorTransactionResult> results = List.of(
+				new CuratorTransactionResult(OperationType.DELETE, "/p", null, null),
+				new CuratorTransactionResult(OperationType.CREATE, "/p", "/p", null),
+				new CuratorTransactionResult(OperationType.CREATE, "/p/_c_x-lock-", "/p/_c_x-lock-0000000007", null),
+				new CuratorTransactionResult(OperationType.SET_DATA, "/p", null, null));
+		assertThat(ZooKeeperLockQueue.createdPath(results, asked)).isEqualTo("/p/_c_x-lock-0000000007");
+		List<CuratorTransactionResult> noPath = List.of(results.get(0), results.get(1),
+				new CuratorTransactionResult(OperationType.CREATE, "/p/_c_x-lock-", null, null));
+		assertThat(ZooKeeperLockQueue.createdPath(noPath, asked)).isEqualTo(asked);
 	}
 
 	@Test
