@@ -203,6 +203,7 @@ final class ZooKeeperLockQueue {
 					// only grow, and the parent is replaced only when empty): this waiter heads the
 					// queue, no read of the queue needed. The read in the watch's registration saw
 					// the holder, so the deletion is the holder's release, expiry or session end.
+					// takeHead still confirms, with one read, that this node and session are alive.
 					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos);
 					this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
 					acquired = true;
@@ -422,20 +423,33 @@ final class ZooKeeperLockQueue {
 	}
 
 	/**
-	 * The head of the queue takes the hold after waiting; returns when the request that confirmed
-	 * it was sent. The lease runs from the node's last write, as contenders judge it (its {@code mtime}); a
-	 * waiter whose last write is older than a hundredth of its time to live writes again, so that
-	 * a hold taken after a long wait lives its time to live from the end of the wait.
+	 * The head of the queue takes the hold after waiting; returns when the request that set the
+	 * node's time to live was sent. The lease runs from the node's last write, as contenders judge
+	 * it (its {@code mtime}); a waiter whose last write is older than a hundredth of its time to
+	 * live writes again, so that a hold taken after a long wait lives its time to live from the end
+	 * of the wait. Otherwise one read confirms that the node is still there and belongs to the
+	 * current session: a watch event can arrive after the session expired, the server deleted
+	 * the node and the next waiter took the lock (the client's Disconnected and Expired events
+	 * queue behind it), and only a request fails on an expired session. A read is answered by the
+	 * connected server without a quorum.
 	 */
 	private long takeHead(String key, String path, byte[] data, Duration ttl, long lastWriteNanos)
 			throws InterruptedException {
-		if (System.nanoTime() - lastWriteNanos <= ttl.toNanos() / 100) {
+		boolean fresh = System.nanoTime() - lastWriteNanos <= ttl.toNanos() / 100;
+		long sent = System.nanoTime();
+		Stat stat = this.backend.call("acquire", key,
+				() -> (fresh) ? this.client.checkExists().forPath(path) : this.client.setData().forPath(path, data));
+		long session = this.backend.call("acquire", key,
+				() -> this.client.getZookeeperClient().getZooKeeper().getSessionId());
+		if (stat == null || stat.getEphemeralOwner() != session) {
+			throw new LockBackendException("The zookeeper backend lost its queued node for lock '" + key
+					+ "' while acquiring it (session expired, or the node was deleted)", null);
+		}
+		if (fresh) {
 			return lastWriteNanos;
 		}
-		long confirmed = System.nanoTime();
-		Stat stat = this.backend.call("acquire", key, () -> this.client.setData().forPath(path, data));
-		stamped(stat.getMtime(), confirmed);
-		return confirmed;
+		stamped(stat.getMtime(), sent);
+		return sent;
 	}
 
 	/** Remembers the ensemble's time stamped on a write of this process sent at {@code nanos}. */

@@ -352,7 +352,7 @@ class ZooKeeperLockBackendTests {
 	}
 
 	@Test
-	void waiterBehindTheHolderTakesTheLockOnTheHoldersDeletionWithoutReadingOrWritingAgain() throws Exception {
+	void waiterBehindTheHolderTakesTheLockOnTheHoldersDeletionWithOneReadOfItsOwnNode() throws Exception {
 		ZooKeeperLockBackend holderBackend = backend();
 		ZooKeeperLockBackend waiterBackend = backend();
 		String key = "holdfast:" + uniqueName();
@@ -363,8 +363,9 @@ class ZooKeeperLockBackendTests {
 		ExecutorService pool = Executors.newSingleThreadExecutor();
 		try {
 			Future<Outcome> waiting = pool
-				.submit(() -> waiterBackend.acquire(key, "waiter", Duration.ofSeconds(30), Duration.ofSeconds(20)));
-			// queued, and watching the holder's node
+				.submit(() -> waiterBackend.acquire(key, "waiter", Duration.ofHours(1), Duration.ofSeconds(20)));
+			// queued, and watching the holder's node; with a time to live of an hour, its create
+			// is still fresh (a hundredth of it: 36 s) when the holder releases
 			await().atMost(Duration.ofSeconds(10)).until(() -> watchesOn(parent).size() == 1);
 			operations.names.clear();
 			long released = System.nanoTime();
@@ -374,7 +375,8 @@ class ZooKeeperLockBackendTests {
 			Outcome outcome = waiting.get(20, TimeUnit.SECONDS);
 			assertThat(outcome.result().acquired()).isTrue();
 			assertThat(outcome.result().fencingToken()).isGreaterThan(held.fencingToken());
-			assertThat(operations.names).as("requests after the holder's release").isEmpty();
+			assertThat(operations.names).as("requests after the holder's release")
+				.containsExactly("ExistsBuilderImpl-Foreground");
 			// the hold's time to live runs from the waiter's create, sent before the release
 			assertThat(outcome.confirmedNanos() - released).isNegative();
 			assertThat(waiterBackend.release(key, "waiter")).isTrue();
@@ -423,6 +425,40 @@ class ZooKeeperLockBackendTests {
 		List<CuratorTransactionResult> noPath = List.of(results.get(0), results.get(1),
 				new CuratorTransactionResult(OperationType.CREATE, "/p/_c_x-lock-", null, null));
 		assertThat(ZooKeeperLockQueue.createdPath(noPath, asked)).isEqualTo(asked);
+	}
+
+	@Test
+	void waiterWokenByTheHoldersDeletionAfterItsOwnNodeWentDoesNotHold() throws Exception {
+		ZooKeeperLockBackend holderBackend = backend();
+		ZooKeeperLockBackend waiterBackend = backend();
+		String key = "holdfast:" + uniqueName();
+		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(30)).acquired()).isTrue();
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		long waiterSession = waiterBackend.client().getZookeeperClient().getZooKeeper().getSessionId();
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			// a time to live of an hour: the waiter's create stays fresh for the takeover
+			Future<Outcome> waiting = pool
+				.submit(() -> waiterBackend.acquire(key, "waiter", Duration.ofHours(1), Duration.ofSeconds(20)));
+			await().atMost(Duration.ofSeconds(10)).until(() -> watchesOn(parent).size() == 1);
+			// its node goes, as the server deletes an expired session's nodes, before the watch
+			// event of the holder's deletion reaches it
+			for (String child : observer.getChildren().forPath(parent)) {
+				if (observer.checkExists().forPath(parent + "/" + child).getEphemeralOwner() == waiterSession) {
+					observer.delete().forPath(parent + "/" + child);
+				}
+			}
+
+			assertThat(holderBackend.release(key, "holder")).isTrue();
+
+			assertThatThrownBy(() -> waiting.get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+				.cause()
+				.isInstanceOf(LockBackendException.class);
+			assertThat(waiterBackend.release(key, "waiter")).isFalse();
+		}
+		finally {
+			pool.shutdownNow();
+		}
 	}
 
 	@Test
