@@ -48,8 +48,9 @@ import dev.holdfast.spi.WaitQueue;
  * renewal that got there first wins.</li>
  * <li>Waiting ({@link WaitQueue}): a waiter keeps its node in the queue and watches only the node
  * just before it, so a release wakes one waiter. The waiter right behind the holder takes the
- * lock when the holder's node is deleted, without another request; it also wakes when the
- * holder's time to live would run out, to judge it.</li>
+ * lock when the holder's node is deleted, after one read that finds its own node still there
+ * and owned by the current session; it also wakes when the holder's time to live would run
+ * out, to judge it.</li>
  * <li>One attempt ({@code waitTime} zero) takes a free lock in one transaction, which replaces the
  * key's parent node only while it has no child and creates the lock node in it. On a held lock
  * it reads the queue and the holder's node (the time to live and {@code mtime} that say how long
