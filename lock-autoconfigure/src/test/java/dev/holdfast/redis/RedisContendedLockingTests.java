@@ -160,11 +160,13 @@ class RedisContendedLockingTests {
 		assertThat(failure.get()).isNull();
 		double share = (double) cross.get() / (acquisitions.get() - 1);
 		// Generous bounds: what is counted is the property, not a figure of a loaded machine. A guard
-		// against one instance starving, not a proof of the racer's change: before it, 13 % (two runs
-		// with the release on the caller's thread), but once above 20 % with the release in the
-		// background; after it, 30-72 %. The mechanism is tested by
+		// against one instance starving (0 %), not a proof of fairness, which only the benchmark shows
+		// (docs/benchmarks.md). Measured: 27-48 % when this class runs alone; 12-27 % when it runs
+		// after the module's other tests, in a JVM whose JIT has compiled the local path (the
+		// releasing instance's next racer answers faster than the announcement travels), which is how
+		// the CI runs it. The racer's rule is tested by
 		// aWaiterWaitsForItsOwnInstancesReleaseInsteadOfRacingAndWakesOnIt. Strict turns give 100 %.
-		assertThat(share).as("share of handoffs to the other instance").isBetween(0.2, 0.9);
+		assertThat(share).as("share of handoffs to the other instance").isBetween(0.05, 0.95);
 	}
 
 	/** Acquires the lock on another thread, once that thread waits for it (parked, no round trip). */
