@@ -4,7 +4,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
-import java.util.function.Function;
 import java.util.function.Predicate;
 
 import io.lettuce.core.LettuceFutures;
@@ -88,45 +87,40 @@ final class LettuceScripts {
 
 	private <T> CompletableFuture<T> send(RedisClusterAsyncCommands<byte[], byte[]> commands, RedisScript<?> script,
 			ReturnType type, byte[][] keys, byte[][] args) {
-		ScriptOutputType outputType = outputType(type);
-		RedisFuture<T> first = evalsha(commands, script, outputType, keys, args);
-		// One stage on the reply; the fallbacks allocate only when they are needed.
-		return first.toCompletableFuture().exceptionallyCompose((ex) -> {
-			if (!this.isNoScript.test(ex)) {
-				forget(commands);
-				return CompletableFuture.failedFuture(ex);
+		CompletableFuture<T> result = new CompletableFuture<>();
+		new ScriptCall<T>(script, outputType(type), keys, args, (value, ex) -> {
+			if (ex == null) {
+				result.complete(value);
 			}
-			// Redis lost its script cache (restart, SCRIPT FLUSH): EVAL caches it again.
-			return commands.<T>eval(source(script), outputType, keys, args).toCompletableFuture().whenComplete((again, failure) -> {
-				if (failure != null) {
-					forget(commands);
-				}
-			});
-		});
+			else {
+				result.completeExceptionally(ex);
+			}
+		}).send(commands);
+		return result;
 	}
 
 	/**
-	 * {@link #evalAsync(RedisScript, ReturnType, byte[][], byte[]...)} that hands the reply,
-	 * converted, or the failure, translated to a {@code LockBackendException}, to {@code whenDone}
-	 * (once, on a Lettuce I/O thread or the caller's). Where the shared connection exists and
-	 * Lettuce times its commands out (the usual case), this is one stage on Lettuce's reply, with
-	 * no future of its own: the release after every locked call takes this path.
+	 * {@link #evalAsync(RedisScript, ReturnType, byte[][], byte[]...)} that hands the reply or
+	 * Lettuce's failure to {@code whenDone} (once, on a Lettuce I/O thread or the caller's). Where
+	 * the shared connection exists and Lettuce times its commands out (the usual case), this is one
+	 * callback on Lettuce's reply, with no future of its own: the release after every locked call
+	 * takes this path.
 	 */
-	<T, R> void evalAsync(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args,
-			Function<@Nullable T, R> convert, String operation, String key,
-			BiConsumer<? super @Nullable R, ? super @Nullable Throwable> whenDone) {
+	<T> void evalAsync(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args,
+			BiConsumer<? super @Nullable T, ? super @Nullable Throwable> whenDone) {
 		RedisClusterAsyncCommands<byte[], byte[]> current = this.commands;
-		ScriptCall<T, R> call = new ScriptCall<>(script, outputType(type), keys, args, convert, operation, key,
-				whenDone);
 		if (current == null || !this.commandsTimeOut) {
-			this.<T>evalAsync(script, type, keys, args).whenComplete(call::answer);
+			this.<T>evalAsync(script, type, keys, args).whenComplete(whenDone);
 			return;
 		}
-		call.send(current);
+		new ScriptCall<T>(script, outputType(type), keys, args, whenDone).send(current);
 	}
 
-	/** One script call in flight: the reply's only stage, and the NOSCRIPT retry where needed. */
-	private final class ScriptCall<T, R> implements BiConsumer<@Nullable T, @Nullable Throwable> {
+	/**
+	 * One script call in flight: {@code EVALSHA}, {@code EVAL} again on NOSCRIPT, the connection
+	 * forgotten after any other failure; the reply's only callback.
+	 */
+	private final class ScriptCall<T> implements BiConsumer<@Nullable T, @Nullable Throwable> {
 
 		private final RedisScript<?> script;
 
@@ -136,28 +130,18 @@ final class LettuceScripts {
 
 		private final byte[][] args;
 
-		private final Function<@Nullable T, R> convert;
-
-		private final String operation;
-
-		private final String key;
-
-		private final BiConsumer<? super @Nullable R, ? super @Nullable Throwable> whenDone;
+		private final BiConsumer<? super @Nullable T, ? super @Nullable Throwable> whenDone;
 
 		private @Nullable RedisClusterAsyncCommands<byte[], byte[]> commands;
 
 		private boolean sentInFull;
 
 		ScriptCall(RedisScript<?> script, ScriptOutputType outputType, byte[][] keys, byte[][] args,
-				Function<@Nullable T, R> convert, String operation, String key,
-				BiConsumer<? super @Nullable R, ? super @Nullable Throwable> whenDone) {
+				BiConsumer<? super @Nullable T, ? super @Nullable Throwable> whenDone) {
 			this.script = script;
 			this.outputType = outputType;
 			this.keys = keys;
 			this.args = args;
-			this.convert = convert;
-			this.operation = operation;
-			this.key = key;
 			this.whenDone = whenDone;
 		}
 
@@ -194,25 +178,7 @@ final class LettuceScripts {
 				}
 				forget(sentOn);
 			}
-			answer(value, ex);
-		}
-
-		/** Converts the reply or translates the failure, and hands it on. */
-		void answer(@Nullable T value, @Nullable Throwable ex) {
-			R result = null;
-			Throwable failure = null;
-			if (ex != null) {
-				failure = RedisCalls.failure(this.operation, this.key, ex);
-			}
-			else {
-				try {
-					result = this.convert.apply(value);
-				}
-				catch (RuntimeException conversionFailure) {
-					failure = RedisCalls.failure(this.operation, this.key, conversionFailure);
-				}
-			}
-			this.whenDone.accept(result, failure);
+			this.whenDone.accept(value, ex);
 		}
 
 	}

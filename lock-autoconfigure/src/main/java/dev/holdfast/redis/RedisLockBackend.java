@@ -345,20 +345,22 @@ public class RedisLockBackend
 
 	/** {@link #release} without blocking, for {@link NonBlockingRedisLockBackend}. */
 	final CompletionStage<Boolean> releaseAsync(LettuceScripts scripts, String key, String owner) {
-		try {
-			byte[][] keys = { lockKey(key) };
-			byte[][] args = releaseArguments(key, owner);
-			// Two stages on Lettuce's reply, no more: the failure is translated only when there is one.
-			return scripts.<Long>evalAsync(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args)
-				.exceptionallyCompose((ex) -> CompletableFuture.failedFuture(failure("release", key, ex)))
-				.thenApply(RedisLockBackend::released);
-		}
-		catch (RuntimeException ex) {
-			return CompletableFuture.failedFuture(ex);
-		}
+		CompletableFuture<Boolean> result = new CompletableFuture<>();
+		releaseAsync(scripts, key, owner, (released, ex) -> {
+			if (ex == null) {
+				result.complete(released);
+			}
+			else {
+				result.completeExceptionally(ex);
+			}
+		});
+		return result;
 	}
 
-	/** {@link #releaseAsync(LettuceScripts, String, String)} with the outcome handed to {@code whenAnswered}. */
+	/**
+	 * {@link #release} without blocking: the outcome, or the failure as a
+	 * {@code LockBackendException}, handed to {@code whenAnswered}; one callback on Lettuce's reply.
+	 */
 	final void releaseAsync(LettuceScripts scripts, String key, String owner,
 			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
 		byte[][] keys;
@@ -371,8 +373,21 @@ public class RedisLockBackend
 			whenAnswered.accept(null, ex);
 			return;
 		}
-		scripts.<Long, Boolean>evalAsync(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args,
-				RedisLockBackend::released, "release", key, whenAnswered);
+		scripts.<Long>evalAsync(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args, (reply, ex) -> {
+			if (ex != null) {
+				whenAnswered.accept(null, failure("release", key, ex));
+				return;
+			}
+			boolean released;
+			try {
+				released = released(reply);
+			}
+			catch (RuntimeException conversionFailure) {
+				whenAnswered.accept(null, failure("release", key, conversionFailure));
+				return;
+			}
+			whenAnswered.accept(released, null);
+		});
 	}
 
 	private static <T, R> CompletableFuture<R> complete(CompletableFuture<T> reply, String operation, String key,
