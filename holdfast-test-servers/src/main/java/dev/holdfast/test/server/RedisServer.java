@@ -421,17 +421,30 @@ public final class RedisServer implements AutoCloseable {
 			return this;
 		}
 
-		/** Starts the server and returns once it answers {@code PING}. */
+		/**
+		 * Starts the server and returns once it answers {@code PING}. A port taken between choosing
+		 * it and binding it (another process, or a cluster bus port, the port + 10000, that is in
+		 * use) is replaced by a new one, three times at most.
+		 */
 		public RedisServer start() {
 			try {
 				Path dir = (this.directory != null) ? Files.createDirectories(this.directory)
 						: Files.createTempDirectory("holdfast-redis");
-				RedisServer server = new RedisServer(FreePorts.next(), dir, this.persistent);
-				server.trailing = this.arguments;
-				server.environment = this.environment;
-				server.onStart = this.onStart;
-				server.startProcess();
-				return server;
+				for (int attempt = 1;; attempt++) {
+					RedisServer server = new RedisServer(FreePorts.next(), dir, this.persistent);
+					server.trailing = this.arguments;
+					server.environment = this.environment;
+					server.onStart = this.onStart;
+					try {
+						server.startProcess();
+						return server;
+					}
+					catch (IllegalStateException ex) {
+						if (attempt == 3 || ex.getMessage() == null || !ex.getMessage().contains("Address already in use")) {
+							throw ex;
+						}
+					}
+				}
 			}
 			catch (IOException ex) {
 				throw new IllegalStateException("Could not start redis-server", ex);
