@@ -174,6 +174,10 @@ final class AsyncLockSupport {
 			}
 			Waiter current = next;
 			String owner = AsyncLockSupport.this.owners.next();
+			// Looked at before the attempt is sent: the backend may run the attempt before that
+			// release and answer the release first, so it is gone from the map by the answer.
+			HeldLease releaseBefore = this.retriedOwnRelease ? null
+					: AsyncLockSupport.this.template.releaseBeforeAttempt(this.key);
 			long attemptStart = System.nanoTime();
 			CompletionStage<AcquireResult> answer;
 			try {
@@ -190,7 +194,7 @@ final class AsyncLockSupport {
 					acquired(owner, outcome.fencingToken(), attemptStart, current);
 				}
 				else {
-					retry(outcome, current);
+					retry(outcome, current, releaseBefore);
 				}
 			});
 		}
@@ -216,12 +220,12 @@ final class AsyncLockSupport {
 			}
 		}
 
-		private void retry(AcquireResult outcome, @Nullable Waiter current) {
+		private void retry(AcquireResult outcome, @Nullable Waiter current, @Nullable HeldLease releaseBefore) {
 			CompletableFuture<Void> ownRelease = this.retriedOwnRelease ? null
-					: AsyncLockSupport.this.template.ownRelease(this.key);
+					: AsyncLockSupport.this.template.ownRelease(this.key, releaseBefore);
 			if (ownRelease != null && !this.result.isDone()) {
-				// Found held while this process's own release of the key is in flight: not a
-				// contender, try again once the backend answered that release (or the released
+				// Found held while this process's own release of the key was in flight (when the
+				// attempt was sent, or now): not a contender, try again once the backend answered that release (or the released
 				// lease expired). Once more after the deadline, then no more.
 				this.retriedOwnRelease = this.deadline - System.nanoTime() <= 0;
 				if (current != null) {

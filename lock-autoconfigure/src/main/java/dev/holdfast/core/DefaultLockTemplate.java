@@ -407,17 +407,23 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		return this.releases.releaseAsync(lease);
 	}
 
-	/**
-	 * After an attempt found {@code key} held: waits for this process's own release of it if one is
-	 * in flight ({@link LeaseReleases#awaitOwnRelease}); true when the caller may try again.
-	 */
-	boolean awaitOwnRelease(String key) throws InterruptedException {
-		return this.releases.awaitOwnRelease(key);
+	/** This process's release of {@code key} in flight before an attempt ({@link LeaseReleases#releaseBeforeAttempt}). */
+	@Nullable HeldLease releaseBeforeAttempt(String key) {
+		return this.releases.releaseBeforeAttempt(key);
 	}
 
-	/** This process's unanswered release of {@code key}, or {@code null}. */
-	@Nullable CompletableFuture<Void> ownRelease(String key) {
-		return this.releases.ownRelease(key);
+	/**
+	 * After an attempt found {@code key} held: waits for this process's own release of it if one
+	 * was in flight when the attempt was sent or is now ({@link LeaseReleases#awaitOwnRelease});
+	 * true when the caller may try again.
+	 */
+	boolean awaitOwnRelease(String key, @Nullable HeldLease before) throws InterruptedException {
+		return this.releases.awaitOwnRelease(key, before);
+	}
+
+	/** This process's release of {@code key} in flight before the attempt or now, or {@code null}. */
+	@Nullable CompletableFuture<Void> ownRelease(String key, @Nullable HeldLease before) {
+		return this.releases.ownRelease(key, before);
 	}
 
 	/**

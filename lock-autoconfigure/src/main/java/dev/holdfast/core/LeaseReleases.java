@@ -140,45 +140,71 @@ final class LeaseReleases {
 	}
 
 	/**
-	 * After an attempt found {@code key} held: if this process's own release of it is in flight,
-	 * waits (interruptibly) until that release is answered or the released lease would have
-	 * expired on the backend anyway, whichever comes first.
+	 * This process's release of {@code key} in flight now, to be looked at before an attempt is
+	 * sent and handed to {@link #awaitOwnRelease} or {@link #ownRelease} after it found the key
+	 * held; {@code null} if there is none or the backend has no non-blocking release.
+	 */
+	@Nullable HeldLease releaseBeforeAttempt(String key) {
+		return (this.async != null) ? releasing(key) : null;
+	}
+
+	/**
+	 * After an attempt found {@code key} held: if this process's own release of it was in flight
+	 * when the attempt was sent ({@code before}) or is now, waits (interruptibly) until that
+	 * release is answered or the released lease would have expired on the backend anyway,
+	 * whichever comes first. A release in flight when the attempt was sent counts even if it was
+	 * answered since: the backend may have run the attempt before it (a {@code NOSCRIPT} retry).
 	 * @return whether a release of {@code key} was in flight: the caller may try again at once
 	 */
-	boolean awaitOwnRelease(String key) throws InterruptedException {
-		CompletableFuture<Void> done = ownRelease(key);
-		if (done == null) {
+	boolean awaitOwnRelease(String key, @Nullable HeldLease before) throws InterruptedException {
+		HeldLease lease = ownReleaseLease(key, before);
+		if (lease == null) {
 			return false;
 		}
-		try {
-			done.get();
-		}
-		catch (ExecutionException ex) {
-			// Failures were reported by the release.
+		CompletableFuture<Void> done = lease.releasing();
+		if (done != null && !done.isDone()) {
+			try {
+				done.get(lease.untilExpiryNanos(), TimeUnit.NANOSECONDS);
+			}
+			catch (ExecutionException | TimeoutException ex) {
+				// Failures were reported by the release; past the released lease's expiry the
+				// backend's copy has expired too (or is about to: one more attempt, then no more).
+			}
 		}
 		return true;
 	}
 
 	/**
-	 * This process's release of {@code key} that the backend has not answered yet, as a stage that
-	 * completes when it is answered or when the released lease would have expired on the backend
-	 * anyway (a release that is never answered is not waited for longer than that); {@code null}
-	 * if there is none, or that lease has expired. Only on a backend with a non-blocking release:
-	 * there an acquisition is ordered behind the release it waits for. On the others (JDBC), a
-	 * waiter woken by its own process's release would win nearly every handoff, because the other
-	 * instances' waiters hear nothing and poll: it backs off like them instead.
+	 * This process's release of {@code key} that was in flight when the attempt was sent
+	 * ({@code before}) or is now, as a stage that completes when it is answered or when the
+	 * released lease would have expired on the backend anyway (a release that is never answered
+	 * is not waited for longer than that); {@code null} if there is none, or that lease has
+	 * expired. Only on a backend with a non-blocking release: there an acquisition is ordered
+	 * behind the release it waits for. On the others (JDBC), a waiter woken by its own process's
+	 * release would win nearly every handoff, because the other instances' waiters hear nothing
+	 * and poll: it backs off like them instead.
 	 */
-	@Nullable CompletableFuture<Void> ownRelease(String key) {
-		if (this.async == null) {
-			return null;
-		}
-		HeldLease lease = releasing(key);
-		long left = (lease != null) ? lease.untilExpiryNanos() : 0;
-		if (left <= 0) {
+	@Nullable CompletableFuture<Void> ownRelease(String key, @Nullable HeldLease before) {
+		HeldLease lease = ownReleaseLease(key, before);
+		if (lease == null) {
 			return null;
 		}
 		CompletableFuture<Void> done = lease.releasing();
-		return (done != null) ? done.copy().completeOnTimeout(null, left, TimeUnit.NANOSECONDS) : null;
+		if (done == null) {
+			return null;
+		}
+		if (done.isDone()) {
+			return DONE;
+		}
+		return done.copy().completeOnTimeout(null, lease.untilExpiryNanos(), TimeUnit.NANOSECONDS);
+	}
+
+	private @Nullable HeldLease ownReleaseLease(String key, @Nullable HeldLease before) {
+		if (this.async == null) {
+			return null;
+		}
+		HeldLease lease = (before != null) ? before : releasing(key);
+		return (lease != null && lease.untilExpiryNanos() > 0) ? lease : null;
 	}
 
 	/** The lease of {@code key} whose release the backend has not answered yet, or {@code null}. */

@@ -117,6 +117,9 @@ final class Racer implements AutoCloseable {
 					continue;
 				}
 				String owner = this.owners.next();
+				// Looked at before the attempt is sent: the backend may run the attempt before that
+				// release and answer the release first, so it is gone from the map by the answer.
+				HeldLease releaseBefore = retriedOwnRelease ? null : this.template.releaseBeforeAttempt(key);
 				long attemptStart = System.nanoTime();
 				AcquireResult result;
 				try {
@@ -138,9 +141,10 @@ final class Racer implements AutoCloseable {
 					return this.template.register(name, key, owner, result.fencingToken(), ttl, renew, attemptStart,
 							observation);
 				}
-				if (!retriedOwnRelease && this.template.awaitOwnRelease(key)) {
-					// Found held while this process's own release of the key was in flight: answered
-					// now (or that lease has expired). Once more after the deadline, then no more.
+				if (!retriedOwnRelease && this.template.awaitOwnRelease(key, releaseBefore)) {
+					// Found held while this process's own release of the key was in flight (when the
+					// attempt was sent, or now): answered now (or that lease has expired). Once more
+					// after the deadline, then no more.
 					retriedOwnRelease = deadline - System.nanoTime() <= 0;
 					continue;
 				}

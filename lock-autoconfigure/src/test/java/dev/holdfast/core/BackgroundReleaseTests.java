@@ -84,6 +84,38 @@ class BackgroundReleaseTests {
 	}
 
 	@Test
+	void tryOnceThatRanBeforeItsOwnReleaseAndIsAnsweredAfterItTriesAgain() {
+		this.template.acquire(this.name, null, LockOptions.defaults()).close();
+		// The backend ran the attempt first (held), then answered the release, then the attempt:
+		// by the time the attempt's answer is looked at, the release is no longer in flight.
+		this.backend.answerReleasesAfterAttempt = true;
+		Optional<Lease> lease = this.template.tryAcquire(this.name, null, LockOptions.defaults());
+		assertThat(lease).as("tried again after its own release").isPresent();
+		assertThat(this.backend.attempts.get()).isEqualTo(3);
+		lease.get().close();
+	}
+
+	@Test
+	void nonBlockingTryOnceThatRanBeforeItsOwnReleaseAndIsAnsweredAfterItTriesAgain() throws Exception {
+		this.template.acquire(this.name, null, LockOptions.defaults()).close();
+		this.backend.answerReleasesAfterAttempt = true;
+		Lease lease = this.template.tryAcquireAsync(this.name, null, LockOptions.defaults()).get(5, TimeUnit.SECONDS);
+		assertThat(lease).as("tried again after its own release").isNotNull();
+		assertThat(this.backend.attempts.get()).isEqualTo(3);
+		lease.close();
+	}
+
+	@Test
+	void tryOnceWithoutOwnReleaseInFlightFindingTheLockHeldFailsAtOnce() throws Exception {
+		this.backend.delegate.tryAcquire(this.template.keyFor(this.name, null), "another-process", Duration.ofMinutes(1));
+		this.backend.answerReleasesAfterAttempt = true;
+		assertThat(this.template.tryAcquire(this.name, null, LockOptions.defaults())).isEmpty();
+		assertThat(this.template.tryAcquireAsync(this.name, null, LockOptions.defaults()).get(5, TimeUnit.SECONDS))
+			.isNull();
+		assertThat(this.backend.attempts.get()).as("one attempt each, no retry").isEqualTo(2);
+	}
+
+	@Test
 	void withTheBackgroundOffCloseWaitsForTheAnswer() throws Exception {
 		try (DefaultLockTemplate synchronous = new DefaultLockTemplate(this.backend,
 				LockSettings.defaults().withReleaseInBackground(false))) {
@@ -119,6 +151,13 @@ class BackgroundReleaseTests {
 		/** Acquisition attempts, blocking and non-blocking. */
 		final AtomicInteger attempts = new AtomicInteger();
 
+		/**
+		 * Whether each attempt, once run, answers the pending releases before its own answer is
+		 * returned (Redis running an acquisition before a release that was sent earlier, as after
+		 * a {@code NOSCRIPT} retry of the release).
+		 */
+		volatile boolean answerReleasesAfterAttempt;
+
 		@Override
 		public String name() {
 			return "held-releases";
@@ -127,7 +166,11 @@ class BackgroundReleaseTests {
 		@Override
 		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
 			this.attempts.incrementAndGet();
-			return this.delegate.tryAcquire(key, owner, ttl);
+			AcquireResult result = this.delegate.tryAcquire(key, owner, ttl);
+			if (this.answerReleasesAfterAttempt) {
+				answerAll();
+			}
+			return result;
 		}
 
 		@Override
@@ -138,7 +181,11 @@ class BackgroundReleaseTests {
 		@Override
 		public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
 			this.attempts.incrementAndGet();
-			return this.delegate.tryAcquireAsync(key, owner, ttl);
+			CompletionStage<AcquireResult> result = this.delegate.tryAcquireAsync(key, owner, ttl);
+			if (this.answerReleasesAfterAttempt) {
+				answerAll();
+			}
+			return result;
 		}
 
 		@Override

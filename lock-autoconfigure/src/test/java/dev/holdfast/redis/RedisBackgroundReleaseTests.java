@@ -101,6 +101,24 @@ class RedisBackgroundReleaseTests {
 	}
 
 	@Test
+	void tryOnceRightAfterItsOwnReleaseAcquiresWhenTheReleaseMeetsNoScript() {
+		this.runner.withPropertyValues(port()).run((context) -> {
+			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+			LockOptions tryOnce = LockOptions.defaults().waitTime(Duration.ZERO);
+			for (int i = 0; i < 20; i++) {
+				// A flushed script cache: the acquire script is loaded again by the first acquisition,
+				// the release's EVALSHA meets NOSCRIPT and its EVAL goes behind the next acquisition,
+				// which Redis runs first and finds held.
+				server.command("SCRIPT", "FLUSH");
+				template.acquire("noscript", null, tryOnce).close();
+				Lease lease = template.tryAcquire("noscript", null, tryOnce)
+					.orElseThrow(() -> new AssertionError("not acquired after its own release"));
+				template.releaseAsync(lease).toCompletableFuture().get(10, TimeUnit.SECONDS);
+			}
+		});
+	}
+
+	@Test
 	void leaseCloseReturnsBeforeRedisAnsweredAndReleaseAsyncCompletesWithTheAnswer() {
 		this.runner.withPropertyValues(port()).run((context) -> {
 			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
