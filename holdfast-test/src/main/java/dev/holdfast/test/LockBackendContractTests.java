@@ -356,8 +356,20 @@ public abstract class LockBackendContractTests {
 			.until(() -> thread.getState() == Thread.State.WAITING || thread.getState() == Thread.State.TIMED_WAITING);
 	}
 
+	/**
+	 * Whether the backend announces releases, once it has talked to its server (a JDBC backend
+	 * knows only then which database it is on, and announces releases on PostgreSQL only).
+	 */
 	private boolean newBackendSupportsReleaseEvents() {
-		return trackBackend(newBackend()) instanceof ReleaseEvents;
+		LockBackend backend = trackBackend(newBackend());
+		if (!(backend instanceof ReleaseEvents events)) {
+			return false;
+		}
+		String key = uniqueName();
+		if (backend.tryAcquire(key, "probe", Duration.ofSeconds(5)).acquired()) {
+			backend.release(key, "probe");
+		}
+		return events.announcesReleases();
 	}
 
 	@Test

@@ -17,6 +17,7 @@ final class PooledJdbcLockBackend extends JdbcLockBackend implements AutoCloseab
 
 	@Override
 	public void close() {
+		super.close();
 		this.dataSource.close();
 	}
 

@@ -140,7 +140,8 @@ final class AsyncLockSupport {
 
 		final long deadline;
 
-		final boolean notifying = AsyncLockSupport.this.backend instanceof ReleaseEvents;
+		final boolean notifying = AsyncLockSupport.this.backend instanceof ReleaseEvents events
+				&& events.announcesReleases();
 
 		/** Confined to the current attempt: attempts never overlap. */
 		long pause;

@@ -438,8 +438,17 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	 * The backend answered the release of {@code lease} (or it failed, or was not sent): wakes this
 	 * template's racer for its key, which does not race while the key is held or being released here.
 	 */
-	void releasedLocally(HeldLease lease) {
-		this.racer.onLocalRelease(lease.key());
+	void releasedLocally(HeldLease lease, boolean announced) {
+		this.racer.onLocalRelease(lease.key(), announced);
+	}
+
+	/**
+	 * Whether a racer of this template waits for {@code key}, which this template is about to
+	 * release with an announcement: that racer then waits for the announcement, not for the
+	 * release's answer.
+	 */
+	boolean awaitAnnouncement(String key) {
+		return this.racer.awaitAnnouncement(key);
 	}
 
 	/**
@@ -574,7 +583,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	 * starts; see {@link #releaseEventsListening()}.
 	 */
 	public void prepare() {
-		if (this.backend instanceof ReleaseEvents) {
+		if (this.backend instanceof ReleaseEvents events && events.announcesReleases()) {
 			subscribed();
 		}
 	}
@@ -584,7 +593,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	 * (its waiters poll), else once the subscription listens.
 	 */
 	public boolean releaseEventsListening() {
-		return !(this.backend instanceof ReleaseEvents events)
+		return !(this.backend instanceof ReleaseEvents events) || !events.announcesReleases()
 				|| (this.racer.hasSubscription() && events.isListening());
 	}
 

@@ -15,6 +15,7 @@ import java.util.function.BiConsumer;
 import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.LockListener;
+import dev.holdfast.spi.AnnouncedReleases;
 import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.LockBackend;
 
@@ -126,16 +127,25 @@ final class LeaseReleases {
 		lease.startReleasing(done);
 		this.inFlight.incrementAndGet();
 		RuntimeException failure = null;
+		boolean announced = false;
 		try {
 			if (onBackend) {
-				this.backend.release(lease.key(), lease.owner());
+				if (this.backend instanceof AnnouncedReleases events && events.announcesReleases()
+						&& events.isListening() && this.template.awaitAnnouncement(lease.key())) {
+					// A racer of this process waits for the key: it starts from the announcement,
+					// with the other processes' racers.
+					announced = events.releaseAnnounced(lease.key(), lease.owner());
+				}
+				else {
+					this.backend.release(lease.key(), lease.owner());
+				}
 			}
 		}
 		catch (RuntimeException ex) {
 			failure = ex;
 		}
 		finally {
-			answered(lease, failure, done);
+			answered(lease, failure, done, announced);
 		}
 	}
 
@@ -311,9 +321,14 @@ final class LeaseReleases {
 	}
 
 	private void answered(HeldLease lease, @Nullable Throwable ex, CompletableFuture<Void> done) {
+		answered(lease, ex, done, false);
+	}
+
+	/** {@code announced}: whether the backend announced the release to this process's racer too. */
+	private void answered(HeldLease lease, @Nullable Throwable ex, CompletableFuture<Void> done, boolean announced) {
 		try {
 			this.held.remove(lease.key(), lease);
-			this.template.releasedLocally(lease);
+			this.template.releasedLocally(lease, announced);
 			if (ex != null) {
 				failed(lease, ex);
 			}

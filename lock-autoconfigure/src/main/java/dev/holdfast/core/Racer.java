@@ -43,6 +43,12 @@ final class Racer implements AutoCloseable {
 	 */
 	private static final long NOT_LISTENING_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(10);
 
+	/**
+	 * The longest a racer waits, after its process's release of the key was answered, for the
+	 * announcement of that release (which normally comes within a millisecond of the answer).
+	 */
+	static final long ANNOUNCEMENT_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
 	private final DefaultLockTemplate template;
 
 	private final LockBackend backend;
@@ -58,7 +64,7 @@ final class Racer implements AutoCloseable {
 	private final ConcurrentHashMap<String, Gate> gates = new ConcurrentHashMap<>();
 
 	/** The racer waiting for a release event, by key. */
-	private final ConcurrentHashMap<String, Semaphore> waiters = new ConcurrentHashMap<>();
+	private final ConcurrentHashMap<String, Signal> waiters = new ConcurrentHashMap<>();
 
 	private final ReentrantLock subscribeLock = new ReentrantLock();
 
@@ -86,10 +92,11 @@ final class Racer implements AutoCloseable {
 		if (this.backend instanceof WaitQueue queue) {
 			return queue(queue, name, key, ttl, renew, deadline, observation);
 		}
-		boolean notifying = this.backend instanceof ReleaseEvents;
+		ReleaseEvents events = (this.backend instanceof ReleaseEvents announcing) ? announcing : null;
+		boolean notifying = events != null && events.announcesReleases();
 		long pollNanos = this.pollNanos;
 		long pause = notifying ? pollNanos : Math.min(MIN_PAUSE_NANOS, pollNanos);
-		Semaphore signal = null;
+		Signal signal = null;
 		boolean listening = false;
 		boolean retriedOwnRelease = false;
 		try {
@@ -97,8 +104,27 @@ final class Racer implements AutoCloseable {
 				if (Thread.interrupted()) {
 					throw new InterruptedException();
 				}
+				if (events != null && events.announcesReleases() != notifying) {
+					// The backend started or stopped announcing releases (its listening connection
+					// opened, or was lost): wait as a backend with, or without, release events does.
+					notifying = !notifying;
+					pause = notifying ? pollNanos : Math.min(MIN_PAUSE_NANOS, pollNanos);
+					listening = false;
+				}
 				long localHold = notifying ? this.template.localHoldNanos(key) : 0;
-				if (localHold > 0 && deadline - System.nanoTime() > 0) {
+				long announcementWait = 0;
+				if (signal != null) {
+					if (signal.heard) {
+						// The announcement of this process's release came: attempt now, with the
+						// other processes' racers, even if the release's answer is still on its way.
+						signal.heard = false;
+						localHold = 0;
+					}
+					else if (signal.awaitingAnnouncement) {
+						announcementWait = signal.announcementWaitNanos();
+					}
+				}
+				if ((localHold > 0 || announcementWait > 0) && deadline - System.nanoTime() > 0) {
 					// Another thread of this process holds the key or is releasing it: an attempt now
 					// would fail, or land just behind that release and win before any other instance
 					// heard of it. Wait for the local release instead, so that this racer starts from
@@ -110,7 +136,8 @@ final class Racer implements AutoCloseable {
 						signal = listen(key);
 						continue;
 					}
-					long sleep = Math.min(Math.min(deadline - System.nanoTime(), localHold), pollNanos);
+					long sleep = Math.min(Math.min(deadline - System.nanoTime(), Math.max(localHold, announcementWait)),
+							pollNanos);
 					if (signal.tryAcquire(sleep, TimeUnit.NANOSECONDS)) {
 						signal.drainPermits();
 					}
@@ -165,7 +192,7 @@ final class Racer implements AutoCloseable {
 					sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(result.holderRemainingMillis() + 1));
 				}
 				if (notifying && System.nanoTime() - this.subscribedAtNanos < NOT_LISTENING_WINDOW_NANOS
-						&& !((ReleaseEvents) this.backend).isListening()) {
+						&& events != null && !events.isListening()) {
 					// The subscription opens in the background: a release now is announced to
 					// nobody, so look again soon rather than after the slow poll.
 					sleep = Math.min(sleep, jitter(NOT_LISTENING_PAUSE_NANOS));
@@ -238,30 +265,62 @@ final class Racer implements AutoCloseable {
 		}
 	}
 
-	private Semaphore listen(String key) {
-		Semaphore signal = new Semaphore(0);
+	private Signal listen(String key) {
+		Signal signal = new Signal();
 		this.waiters.put(key, signal);
 		return signal;
 	}
 
 	/**
-	 * A lease of this template on {@code key} was released (after the backend's release call
-	 * returned) or forgotten: wakes the racer that waits for it. Other instances learn of it from
-	 * the backend, if at all.
+	 * Whether a racer waits for {@code key}, which this template is about to release with an
+	 * announcement to every process: that racer then waits for the announcement (for at most
+	 * {@link #ANNOUNCEMENT_WAIT_NANOS} after the release's answer), not for the answer.
 	 */
-	void onLocalRelease(String key) {
-		Semaphore signal = this.waiters.get(key);
+	boolean awaitAnnouncement(String key) {
+		Signal signal = this.waiters.get(key);
+		if (signal == null) {
+			return false;
+		}
+		signal.heard = false;
+		signal.answeredAtNanos = 0;
+		signal.awaitingAnnouncement = true;
+		return true;
+	}
+
+	/**
+	 * A lease of this template on {@code key} was released (after the backend's release call
+	 * returned) or forgotten: wakes the racer that waits for it, unless the backend announced the
+	 * release to this process too, whose announcement wakes it then. Other instances learn of it
+	 * from the backend, if at all.
+	 */
+	void onLocalRelease(String key, boolean announced) {
+		Signal signal = this.waiters.get(key);
 		if (signal != null) {
+			if (announced && signal.awaitingAnnouncement) {
+				signal.answeredAtNanos = System.nanoTime();
+				// Once more, in case the announcement came in between.
+				if (signal.awaitingAnnouncement) {
+					return;
+				}
+			}
+			signal.awaitingAnnouncement = false;
 			signal.release();
 		}
 	}
 
 	private void onRelease(String key) {
-		Semaphore signal = this.waiters.get(key);
-		// The announcement of this process's own release does not wake its racer: the release's
-		// answer does (onLocalRelease). Woken by whichever came first of two, the local racer
-		// would start ahead of the other instances' racers, which hear only the announcement.
-		if (signal != null && this.template.localHoldNanos(key) == 0) {
+		Signal signal = this.waiters.get(key);
+		if (signal != null && signal.awaitingAnnouncement) {
+			// The announcement of this process's own release, sent to every process on request:
+			// the local racer starts from it, as the other processes' racers do.
+			signal.awaitingAnnouncement = false;
+			signal.heard = true;
+			signal.release();
+		}
+		// Otherwise the announcement of this process's own release does not wake its racer: the
+		// release's answer does (onLocalRelease). Woken by whichever came first of two, the local
+		// racer would start ahead of the other instances' racers, which hear only the announcement.
+		else if (signal != null && this.template.localHoldNanos(key) == 0) {
 			signal.release();
 		}
 		if (this.async != null) {
@@ -332,6 +391,45 @@ final class Racer implements AutoCloseable {
 				logger.debug("Could not close the release subscription", ex);
 			}
 		}
+	}
+
+	/**
+	 * The waiting racer's wake-up, and whether it waits for the announcement of this process's own
+	 * release of the key (set by the releasing thread, cleared by the announcement or the answer).
+	 */
+	static final class Signal extends Semaphore {
+
+		private static final long serialVersionUID = 1L;
+
+		volatile boolean awaitingAnnouncement;
+
+		/** The announcement came: the racer attempts without waiting for the release's answer. */
+		volatile boolean heard;
+
+		/** When the release that is to be announced was answered; 0 before. */
+		volatile long answeredAtNanos;
+
+		Signal() {
+			super(0);
+		}
+
+		/**
+		 * How much longer to wait for the announcement: until the release is answered, then at
+		 * most {@link #ANNOUNCEMENT_WAIT_NANOS} (an announcement may be lost).
+		 */
+		long announcementWaitNanos() {
+			long answered = this.answeredAtNanos;
+			if (answered == 0) {
+				return ANNOUNCEMENT_WAIT_NANOS;
+			}
+			long left = ANNOUNCEMENT_WAIT_NANOS - (System.nanoTime() - answered);
+			if (left <= 0) {
+				this.awaitingAnnouncement = false;
+				return 0;
+			}
+			return left;
+		}
+
 	}
 
 	private static long jitter(long nanos) {

@@ -13,6 +13,7 @@ import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 
 import javax.sql.DataSource;
@@ -23,11 +24,13 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.util.Assert;
+import org.springframework.util.ClassUtils;
 import org.springframework.util.DigestUtils;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AnnouncedReleases;
 import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
@@ -67,9 +70,17 @@ import dev.holdfast.spi.TickClaims;
  * {@code SERIALIZABLE}), the connection is switched for the call and switched back. A statement
  * the database aborts as a serialization failure or deadlock ({@code 40001}, {@code 40P01})
  * runs again after a short jittered pause, up to five times in all.</li>
- * <li><b>Waiting</b>: this backend has no release notifications; the engine polls with
- * jittered, bounded back-off, and this backend reports the holder's remaining time so that
- * polling never sleeps past a lease's expiry.</li>
+ * <li><b>Waiting</b>: on PostgreSQL with its driver ({@link AnnouncedReleases}), a refused
+ * attempt marks the holder's row (a {@code *} before its holder description), and the release
+ * of a marked row notifies the table's channel with the key ({@code pg_notify}, in the release
+ * statement, delivered when it commits); the engine may also ask for the announcement of a
+ * release that a thread of its own waits for. The backend listens on one connection taken from
+ * its pool, opened in the background on the first subscription by a daemon thread of its own,
+ * given back when the last subscriber leaves or the backend closes, checked with a query every
+ * few seconds without notifications, and replaced a second after it fails; meanwhile, and on
+ * other databases, the backend does not {@linkplain #announcesReleases() announce releases} and
+ * the engine polls with jittered, bounded back-off. The backend reports the holder's remaining
+ * time so that polling never sleeps past a lease's expiry.</li>
  * <li><b>Fencing tokens</b>: a new row gets the database clock in microseconds; a row taken over
  * after expiry or release gets {@code GREATEST(previous + 1, clock)}, under the row's lock. Per
  * lock, tokens therefore increase strictly while the row exists: an acquisition that read the
@@ -99,7 +110,8 @@ import dev.holdfast.spi.TickClaims;
  * The table is {@code holdfast_lock} unless configured; its schema per database ships in this
  * jar as {@code dev/holdfast/jdbc/schema-<platform>.sql}.
  */
-public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth, TickClaims {
+public class JdbcLockBackend
+		implements LockBackend, LeaseRenewal, AnnouncedReleases, BackendHealth, TickClaims, AutoCloseable {
 
 	/** The table used unless another is configured. */
 	public static final String DEFAULT_TABLE_NAME = "holdfast_lock";
@@ -175,6 +187,11 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 			}, new ThreadPoolExecutor.DiscardPolicy());
 
 	private volatile @Nullable JdbcLockDialect dialect;
+
+	/** Listens for announced releases on PostgreSQL; made with the dialect, null elsewhere. */
+	private volatile @Nullable PostgresReleaseListener releaseListener;
+
+	private volatile boolean closed;
 
 	/** Whether the pool's connections are stricter than READ COMMITTED; set with the dialect. */
 	private volatile boolean switchIsolation;
@@ -357,10 +374,28 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 		Assert.hasLength(owner, "'owner' must not be empty");
 		boolean released = execute("release lock '" + key + "'",
 				(dialect, connection) -> dialect.release(connection, key, owner));
+		sweepIfDue();
+		return released;
+	}
+
+	/**
+	 * Releases as {@link #release} does and, on PostgreSQL, announces the release to the
+	 * listeners of every backend on the table, this one included, in the same statement, whether
+	 * or not a refused attempt marked it; elsewhere the plain release.
+	 */
+	@Override
+	public boolean releaseAnnounced(String key, String owner) {
+		Assert.hasLength(owner, "'owner' must not be empty");
+		boolean released = execute("release lock '" + key + "'",
+				(dialect, connection) -> dialect.releaseAnnounced(connection, key, owner));
+		sweepIfDue();
+		return released;
+	}
+
+	private void sweepIfDue() {
 		if (this.releases.incrementAndGet() % this.sweepEvery == 0) {
 			this.sweeper.execute(this::sweepLogged);
 		}
-		return released;
 	}
 
 	private void sweepLogged() {
@@ -517,7 +552,79 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 
 	/** Replaces the detected SQL dialect; for tests of the portable one. */
 	void useDialect(JdbcLockDialect dialect) {
+		useReleaseListener(dialect);
 		this.dialect = dialect;
+	}
+
+	private synchronized void useReleaseListener(JdbcLockDialect dialect) {
+		if (dialect instanceof PostgreSqlDialect postgres) {
+			if (this.releaseListener == null && ClassUtils.isPresent("org.postgresql.PGConnection",
+					JdbcLockBackend.class.getClassLoader())) {
+				this.releaseListener = new PostgresReleaseListener(this.dataSource, postgres.channel(),
+						this.timeoutMillis);
+			}
+		}
+		else {
+			this.releaseListener = null;
+		}
+	}
+
+	/**
+	 * Calls {@code listener} with the key of each lock released after a refused attempt marked it
+	 * (on PostgreSQL; elsewhere never). The first call starts the backend's one listening
+	 * connection, taken from the pool, in the background: until it listens ({@link #isListening()})
+	 * releases are delivered to nobody. The listener runs on the backend's listening thread and
+	 * must not block.
+	 * @return a handle that stops deliveries to this listener when closed; the listening connection
+	 * goes back to the pool when the last one is closed
+	 * @throws IllegalStateException if the backend is closed
+	 */
+	@Override
+	public AutoCloseable subscribe(Consumer<String> listener) {
+		Assert.notNull(listener, "'listener' must not be null");
+		if (this.closed) {
+			throw new IllegalStateException("The JDBC lock backend is closed");
+		}
+		PostgresReleaseListener releases = this.releaseListener;
+		return (releases != null) ? releases.subscribe(listener) : () -> {
+		};
+	}
+
+	/** Whether the listening connection listens now. */
+	@Override
+	public boolean isListening() {
+		PostgresReleaseListener releases = this.releaseListener;
+		return releases != null && releases.isListening();
+	}
+
+	/**
+	 * Whether releases are announced: on PostgreSQL with its driver, except while a lost
+	 * listening connection is being replaced; never on other databases, nor before the first
+	 * statement told which database this is. Waiters poll otherwise.
+	 */
+	@Override
+	public boolean announcesReleases() {
+		PostgresReleaseListener releases = this.releaseListener;
+		return releases != null && releases.isUsable() && !this.closed;
+	}
+
+	/**
+	 * Closes the listening connection, if any (back to the pool); later subscriptions are refused.
+	 * Locks in the table are not touched, and the data source, which belongs to the application,
+	 * stays open.
+	 */
+	@Override
+	public void close() {
+		this.closed = true;
+		PostgresReleaseListener releases = this.releaseListener;
+		if (releases != null) {
+			releases.close();
+		}
+	}
+
+	/** The listener of announced releases on PostgreSQL; for tests. */
+	@Nullable PostgresReleaseListener releaseListener() {
+		return this.releaseListener;
 	}
 
 	int queryTimeoutSeconds() {
@@ -535,6 +642,7 @@ public class JdbcLockBackend implements LockBackend, LeaseRenewal, BackendHealth
 			// racing threads may both detect; they find the same answer
 			dialect = JdbcLockDialect.detect(connection, this.tableName, this.queryTimeoutSeconds, networkTimeouts);
 			this.switchIsolation = JdbcConnections.switchesIsolation(dialect, connection.getTransactionIsolation());
+			useReleaseListener(dialect);
 			this.dialect = dialect;
 		}
 		return dialect;

@@ -55,6 +55,14 @@ abstract class JdbcLockDialect {
 	 */
 	abstract boolean release(Connection connection, String key, String owner) throws SQLException;
 
+	/**
+	 * Releases as {@link #release} does and announces the release to listeners where the
+	 * database can (PostgreSQL); elsewhere the plain release.
+	 */
+	boolean releaseAnnounced(Connection connection, String key, String owner) throws SQLException {
+		return release(connection, key, owner);
+	}
+
 	/** The database's current time in microseconds since the Unix epoch. */
 	abstract long clock(Connection connection) throws SQLException;
 

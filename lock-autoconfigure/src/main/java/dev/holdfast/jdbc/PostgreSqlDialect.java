@@ -1,5 +1,6 @@
 package dev.holdfast.jdbc;
 
+import java.nio.charset.StandardCharsets;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -11,13 +12,16 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
+import org.springframework.util.DigestUtils;
+
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.TickClaims.TickClaim;
 
 /**
- * PostgreSQL: acquisition and fencing token in one statement, plus a read of the holder's
- * remaining time only when the lock is held; renewal of any number of locks in one statement
+ * PostgreSQL: acquisition and fencing token in one statement, plus a mark of the holder's row
+ * that also reads its remaining time only when the lock is held; a release that announces itself
+ * with {@code pg_notify} when the row was marked; renewal of any number of locks in one statement
  * over arrays.
  */
 final class PostgreSqlDialect extends SqlClockDialect {
@@ -37,7 +41,13 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	private final String acquireSql;
 
-	private final String remainingSql;
+	private final String markSql;
+
+	private final String releaseSql;
+
+	private final String announcedReleaseSql;
+
+	private final String channel;
 
 	private final String renewSql;
 
@@ -55,7 +65,22 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ " owner_token = EXCLUDED.owner_token, fence = GREATEST(l.fence + 1, EXCLUDED.fence),"
 				+ " expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at, holder = EXCLUDED.holder"
 				+ " WHERE l.expires_at <= EXCLUDED.acquired_at RETURNING l.fence";
-		this.remainingSql = "SELECT expires_at - " + CLOCK + " FROM " + table + " WHERE lock_key = ?";
+		// A refused attempt marks the holder's row (a '*' before the holder's description), so that
+		// its release announces itself; under the row's lock, so a release that committed meanwhile
+		// is seen (no row: retry at once), never a stale remaining time.
+		this.markSql = "UPDATE " + table + " SET holder = CASE WHEN left(holder, 1) = '" + MARK + "' THEN holder"
+				+ " ELSE '" + MARK + "' || left(holder, 254) END WHERE lock_key = ? AND expires_at > " + CLOCK
+				+ " RETURNING expires_at - " + CLOCK;
+		this.channel = releaseChannel(table);
+		// The release of a marked row notifies the listeners of the table's channel with the key,
+		// in the same statement (delivered when it commits); an unmarked one sends nothing.
+		this.releaseSql = "UPDATE " + table + " SET owner_token = '', expires_at = LEAST(expires_at, " + CLOCK
+				+ "), holder = CASE WHEN left(holder, 1) = '" + MARK + "' THEN substr(holder, 2)"
+				+ " || left(pg_notify('" + this.channel + "', lock_key)::text, 0) ELSE holder END"
+				+ " WHERE lock_key = ? AND owner_token = ?";
+		this.announcedReleaseSql = "UPDATE " + table + " SET owner_token = '', expires_at = LEAST(expires_at, " + CLOCK
+				+ "), holder = CASE WHEN left(holder, 1) = '" + MARK + "' THEN substr(holder, 2) ELSE holder END"
+				+ " || left(pg_notify('" + this.channel + "', lock_key)::text, 0) WHERE lock_key = ? AND owner_token = ?";
 		this.renewSql = "WITH n AS " + NOW + " UPDATE " + table + " AS l SET expires_at = n.us + v.ttl"
 				+ " FROM n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
 				+ " WHERE l.lock_key = v.k AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
@@ -67,6 +92,37 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ " fence = EXCLUDED.fence, expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at,"
 				+ " holder = EXCLUDED.holder WHERE l.fence < EXCLUDED.fence OR l.expires_at <= EXCLUDED.acquired_at"
 				+ " RETURNING 1) SELECT (SELECT count(*) FROM c), n.us FROM n";
+	}
+
+	/** Begins the holder's description of a row whose release is awaited. */
+	static final String MARK = "*";
+
+	/**
+	 * The notification channel of releases of {@code table}: the same in every process that uses
+	 * that table name, short enough for PostgreSQL's 63-byte identifiers whatever the name.
+	 */
+	static String releaseChannel(String table) {
+		return "holdfast_" + DigestUtils.md5DigestAsHex(table.getBytes(StandardCharsets.UTF_8)).substring(0, 20);
+	}
+
+	/** The channel on which releases of awaited locks are announced. */
+	String channel() {
+		return this.channel;
+	}
+
+	/**
+	 * Releases the lock if {@code owner} holds it, as everywhere, and when a refused attempt marked
+	 * the row, announces the release on {@link #channel()} in the same statement.
+	 */
+	@Override
+	boolean release(Connection connection, String key, String owner) throws SQLException {
+		return update(connection, this.releaseSql, key, owner) > 0;
+	}
+
+	/** Releases as {@link #release} does, and announces the release whether or not it was awaited. */
+	@Override
+	boolean releaseAnnounced(Connection connection, String key, String owner) throws SQLException {
+		return update(connection, this.announcedReleaseSql, key, owner) > 0;
 	}
 
 	/** The acquisition statement; for tests. */
@@ -99,8 +155,9 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	/**
 	 * One statement takes the lock if its row is absent or expired; only when that returns no
-	 * row (held) does a second one read the holder's remaining time, which may then be 0 if the
-	 * holder released meanwhile (retry at once), or unknown (-1) if the row was deleted.
+	 * row (held) does a second one mark the holder's row as awaited and read the holder's
+	 * remaining time, which is 0 if the holder released meanwhile or the row was deleted (retry
+	 * at once).
 	 */
 	@Override
 	AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
@@ -111,10 +168,10 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				return AcquireResult.acquired(rs.getLong(1));
 			}
 		}
-		try (PreparedStatement ps = prepare(connection, this.remainingSql)) {
+		try (PreparedStatement ps = prepare(connection, this.markSql)) {
 			ps.setString(1, key);
 			try (ResultSet rs = ps.executeQuery()) {
-				return AcquireResult.held(rs.next() ? remainingMillis(rs.getLong(1)) : -1);
+				return AcquireResult.held(rs.next() ? remainingMillis(rs.getLong(1)) : 0);
 			}
 		}
 	}

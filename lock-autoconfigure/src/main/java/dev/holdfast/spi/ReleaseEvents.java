@@ -28,4 +28,15 @@ public interface ReleaseEvents {
 		return true;
 	}
 
+	/**
+	 * Whether this backend announces releases now. {@code false} where it cannot (a database
+	 * without notifications, a driver that does not expose them) or while its listening connection
+	 * is lost: the engine then waits as on a backend without release events (short polling
+	 * pauses, every racer attempting) and subscribes once this turns {@code true}. Read before
+	 * every wait, so it should be cheap; the default announces always.
+	 */
+	default boolean announcesReleases() {
+		return true;
+	}
+
 }

@@ -1,0 +1,343 @@
+package dev.holdfast.jdbc;
+
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import com.zaxxer.hikari.HikariDataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockOptions;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.test.server.PostgresServer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Release announcements of {@link JdbcLockBackend} on a real PostgreSQL: a refused attempt marks
+ * the holder's row, its release notifies the table's channel, and each backend listens on one
+ * connection of its own pool, which it gives back when closed and replaces when it is lost.
+ */
+class PostgresReleaseEventsTests {
+
+	private final List<AutoCloseable> closeables = new ArrayList<>();
+
+	@BeforeAll
+	static void createSchema() {
+		try (HikariDataSource dataSource = PostgresServer.shared().newDataSource()) {
+			AbstractJdbcBackendTests.createSchema(dataSource, "postgresql");
+		}
+	}
+
+	@AfterEach
+	void close() throws Exception {
+		for (int i = this.closeables.size() - 1; i >= 0; i--) {
+			this.closeables.get(i).close();
+		}
+	}
+
+	private HikariDataSource dataSource() {
+		HikariDataSource dataSource = PostgresServer.shared().newDataSource();
+		this.closeables.add(dataSource);
+		return dataSource;
+	}
+
+	private JdbcLockBackend backend(HikariDataSource dataSource) {
+		JdbcLockBackend backend = new JdbcLockBackend(dataSource, JdbcLockBackend.DEFAULT_TABLE_NAME,
+				Duration.ofSeconds(2));
+		backend.checkTable();
+		this.closeables.add(backend);
+		return backend;
+	}
+
+	private DefaultLockTemplate template(JdbcLockBackend backend, Duration pollInterval) {
+		DefaultLockTemplate template = new DefaultLockTemplate(backend,
+				LockSettings.defaults().withPollInterval(pollInterval));
+		this.closeables.add(template);
+		return template;
+	}
+
+	private static String name() {
+		return "events-" + UUID.randomUUID();
+	}
+
+	@Test
+	void releaseIsAnnouncedOnlyAfterARefusedAttemptMarkedIt() throws Exception {
+		JdbcLockBackend first = backend(dataSource());
+		JdbcLockBackend second = backend(dataSource());
+		String channel = PostgreSqlDialect.releaseChannel(JdbcLockBackend.DEFAULT_TABLE_NAME);
+		try (Connection listening = dataSource().getConnection()) {
+			try (Statement statement = listening.createStatement()) {
+				statement.execute("LISTEN " + channel);
+			}
+			PGConnection pg = listening.unwrap(PGConnection.class);
+			String quiet = "quiet-" + UUID.randomUUID();
+			assertThat(first.tryAcquire(quiet, "a", Duration.ofSeconds(10)).acquired()).isTrue();
+			assertThat(first.release(quiet, "a")).isTrue();
+			String awaited = "awaited-" + UUID.randomUUID();
+			assertThat(first.tryAcquire(awaited, "a", Duration.ofSeconds(10)).acquired()).isTrue();
+			assertThat(second.tryAcquire(awaited, "b", Duration.ofSeconds(10)).acquired()).isFalse();
+			assertThat(second.tryAcquire(awaited, "b", Duration.ofSeconds(10)).holderRemainingMillis())
+				.as("the mark keeps the holder's remaining time")
+				.isBetween(1L, 10_000L);
+			assertThat(first.release(awaited, "a")).isTrue();
+			List<String> keys = new ArrayList<>();
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+			while (System.nanoTime() < deadline) {
+				PGNotification[] notifications = pg.getNotifications(100);
+				if (notifications != null) {
+					for (PGNotification notification : notifications) {
+						if (channel.equals(notification.getName())) {
+							keys.add(notification.getParameter());
+						}
+					}
+				}
+			}
+			assertThat(keys).as("one announcement, of the awaited lock only").containsExactly(awaited);
+			assertThat(second.tryAcquire(awaited, "b", Duration.ofSeconds(10)).acquired()).isTrue();
+			assertThat(second.release(awaited, "b")).isTrue();
+		}
+	}
+
+	/**
+	 * A thread of the releasing process that waits for the key makes the release announced (to
+	 * every process, its own included), though no attempt was refused on the row: that thread
+	 * starts from the announcement, as waiters of other processes do. Without such a thread, a
+	 * release nobody waited for announces nothing.
+	 */
+	@Test
+	void releaseWithALocalWaiterIsAnnouncedToItsOwnProcessToo() throws Exception {
+		JdbcLockBackend backend = backend(dataSource());
+		DefaultLockTemplate template = template(backend, Duration.ofSeconds(5));
+		template.prepare();
+		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
+		String channel = PostgreSqlDialect.releaseChannel(JdbcLockBackend.DEFAULT_TABLE_NAME);
+		try (Connection listening = dataSource().getConnection()) {
+			try (Statement statement = listening.createStatement()) {
+				statement.execute("LISTEN " + channel);
+			}
+			PGConnection pg = listening.unwrap(PGConnection.class);
+			String alone = name();
+			template.acquire(alone, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5))).close();
+			String name = name();
+			Lease held = template.acquire(name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5)));
+			AtomicLong acquiredAt = new AtomicLong();
+			Thread waiter = new Thread(() -> {
+				try (Lease lease = template.acquire(name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(20)))) {
+					acquiredAt.set(System.nanoTime());
+				}
+			});
+			waiter.start();
+			awaitParked(waiter);
+			long releasedAt = System.nanoTime();
+			held.close();
+			waiter.join(15_000);
+			assertThat(acquiredAt.get()).isNotZero();
+			assertThat(Duration.ofNanos(acquiredAt.get() - releasedAt)).isLessThan(Duration.ofSeconds(1));
+			List<String> keys = new ArrayList<>();
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+			while (System.nanoTime() < deadline) {
+				PGNotification[] notifications = pg.getNotifications(100);
+				if (notifications != null) {
+					for (PGNotification notification : notifications) {
+						keys.add(notification.getParameter());
+					}
+				}
+			}
+			assertThat(keys).as("only the release that a thread of this process waited for")
+				.containsExactly("holdfast:" + name);
+		}
+	}
+
+	@Test
+	void waiterOfAnotherBackendIsWokenByTheAnnouncementNotByItsPoll() throws Exception {
+		Duration poll = Duration.ofSeconds(5);
+		DefaultLockTemplate first = template(backend(dataSource()), poll);
+		JdbcLockBackend secondBackend = backend(dataSource());
+		DefaultLockTemplate second = template(secondBackend, poll);
+		assertThat(secondBackend.announcesReleases()).isTrue();
+		String name = name();
+		for (int round = 0; round < 3; round++) {
+			Lease held = first.acquire(name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5)));
+			AtomicLong acquiredAt = new AtomicLong();
+			Thread waiter = new Thread(() -> {
+				try (Lease lease = second.acquire(name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(20)))) {
+					acquiredAt.set(System.nanoTime());
+				}
+			});
+			waiter.start();
+			awaitParked(waiter);
+			await().atMost(Duration.ofSeconds(5)).until(secondBackend::isListening);
+			// Parked for 300 ms: past the attempt, the subscription and the second attempt.
+			Thread.sleep(300);
+			long releasedAt = System.nanoTime();
+			held.close();
+			waiter.join(15_000);
+			assertThat(acquiredAt.get()).isNotZero();
+			assertThat(Duration.ofNanos(acquiredAt.get() - releasedAt)).as("woken after the release, polling every 5s")
+				.isLessThan(Duration.ofSeconds(1));
+		}
+	}
+
+	@Test
+	void oneListeningConnectionPerBackendGivenBackWhenClosed() throws Exception {
+		HikariDataSource pool = dataSource();
+		JdbcLockBackend backend = backend(pool);
+		List<AutoCloseable> subscriptions = new ArrayList<>();
+		AtomicInteger delivered = new AtomicInteger();
+		for (int i = 0; i < 5; i++) {
+			subscriptions.add(backend.subscribe((key) -> delivered.incrementAndGet()));
+		}
+		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
+		assertThat(pool.getHikariPoolMXBean().getActiveConnections()).as("one connection for all listeners").isOne();
+		assertThat(listeners()).isEqualTo(1);
+		for (AutoCloseable subscription : subscriptions) {
+			subscription.close();
+		}
+		assertThat(backend.isListening()).isFalse();
+		assertThat(pool.getHikariPoolMXBean().getActiveConnections()).as("given back with the last listener").isZero();
+		assertThat(listeners()).as("the connection back in the pool does not listen").isZero();
+		backend.subscribe((key) -> delivered.incrementAndGet());
+		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
+		backend.close();
+		assertThat(pool.getHikariPoolMXBean().getActiveConnections()).as("given back when the backend closes").isZero();
+		assertThat(listeners()).isZero();
+	}
+
+	/** Sessions of the shared server listening on the lock table's channel. */
+	private long listeners() {
+		JdbcTemplate operator = new JdbcTemplate(dataSource());
+		String channel = PostgreSqlDialect.releaseChannel(JdbcLockBackend.DEFAULT_TABLE_NAME);
+		// pg_listening_channels() is per session: ask each backend through pg_stat_activity's
+		// last query instead, which is LISTEN or the listener's liveness check.
+		return operator.queryForObject("SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
+				+ " AND state = 'idle' AND (query = 'LISTEN " + channel + "' OR query = 'SELECT 1')", Long.class);
+	}
+
+	@Test
+	void lostListeningConnectionFallsBackToPollingAndIsReplaced() throws Exception {
+		Duration poll = Duration.ofSeconds(5);
+		DefaultLockTemplate first = template(backend(dataSource()), poll);
+		JdbcLockBackend secondBackend = backend(dataSource());
+		DefaultLockTemplate second = template(secondBackend, poll);
+		String name = name();
+		second.prepare();
+		await().atMost(Duration.ofSeconds(5)).until(secondBackend::isListening);
+		JdbcTemplate operator = new JdbcTemplate(dataSource());
+		int terminated = 0;
+		// Terminates every session listening on the channel: the listening connections of both backends.
+		for (Integer pid : operator.queryForList("SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
+				+ " AND (query LIKE 'LISTEN holdfast_%' OR query = 'SELECT 1')", Integer.class)) {
+			operator.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, pid);
+			terminated++;
+		}
+		assertThat(terminated).isPositive();
+		Lease held = first.acquire(name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5)));
+		AtomicLong acquiredAt = new AtomicLong();
+		Thread waiter = new Thread(() -> {
+			try (Lease lease = second.acquire(name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(20)))) {
+				acquiredAt.set(System.nanoTime());
+			}
+		});
+		waiter.start();
+		await().atMost(Duration.ofSeconds(2)).until(() -> !secondBackend.announcesReleases());
+		Thread.sleep(300);
+		long releasedAt = System.nanoTime();
+		held.close();
+		waiter.join(15_000);
+		assertThat(acquiredAt.get()).isNotZero();
+		assertThat(Duration.ofNanos(acquiredAt.get() - releasedAt))
+			.as("a waiter polls (5 ms doubling) while the listening connection is lost, not every 5s")
+			.isLessThan(Duration.ofSeconds(1));
+		await().atMost(Duration.ofSeconds(10)).until(() -> secondBackend.announcesReleases() && secondBackend.isListening());
+	}
+
+	/**
+	 * Two backends on one real PostgreSQL, threads of each taking the lock for a moment and others
+	 * giving up at about the moment it is released to them, many times: never two holders, and
+	 * fencing tokens only grow.
+	 */
+	@Test
+	void waitersGivingUpAtTheHandoffNeverMakeTwoHolders() throws Exception {
+		DefaultLockTemplate[] templates = { template(backend(dataSource()), Duration.ofMillis(50)),
+				template(backend(dataSource()), Duration.ofMillis(50)) };
+		String name = name();
+		AtomicInteger inside = new AtomicInteger();
+		AtomicLong lastToken = new AtomicLong(Long.MIN_VALUE);
+		AtomicInteger acquisitions = new AtomicInteger();
+		AtomicInteger timeouts = new AtomicInteger();
+		AtomicReference<String> violation = new AtomicReference<>();
+		long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(6);
+		List<Thread> threads = new ArrayList<>();
+		CountDownLatch start = new CountDownLatch(1);
+		for (int t = 0; t < 6; t++) {
+			DefaultLockTemplate template = templates[t % 2];
+			threads.add(new Thread(() -> {
+				try {
+					start.await();
+					while (System.nanoTime() < end && violation.get() == null) {
+						ThreadLocalRandom random = ThreadLocalRandom.current();
+						// Wait times around the hold times, so that waiters give up just as the lock
+						// is released to them.
+						Duration wait = Duration.ofMillis(random.nextInt(0, 4));
+						Optional<Lease> taken = template.tryAcquire(name, null,
+								LockOptions.defaults().waitTime(wait).leaseTime(Duration.ofSeconds(10)));
+						if (taken.isEmpty()) {
+							timeouts.incrementAndGet();
+							continue;
+						}
+						try (Lease lease = taken.get()) {
+							if (inside.incrementAndGet() != 1) {
+								violation.compareAndSet(null, "two holders at once");
+							}
+							long token = lease.fencingToken();
+							long previous = lastToken.getAndSet(token);
+							if (token <= previous) {
+								violation.compareAndSet(null, "token " + token + " after " + previous);
+							}
+							acquisitions.incrementAndGet();
+							Thread.sleep(random.nextInt(0, 3));
+							inside.decrementAndGet();
+						}
+					}
+				}
+				catch (Throwable ex) {
+					violation.compareAndSet(null, String.valueOf(ex));
+				}
+			}));
+		}
+		threads.forEach(Thread::start);
+		start.countDown();
+		for (Thread thread : threads) {
+			thread.join(30_000);
+		}
+		assertThat(violation.get()).isNull();
+		assertThat(acquisitions.get()).isGreaterThan(100);
+		assertThat(timeouts.get()).as("waiters gave up while others held the lock").isGreaterThan(100);
+	}
+
+	private static void awaitParked(Thread thread) {
+		await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(5))
+			.until(() -> thread.getState() == Thread.State.WAITING || thread.getState() == Thread.State.TIMED_WAITING);
+	}
+
+}
