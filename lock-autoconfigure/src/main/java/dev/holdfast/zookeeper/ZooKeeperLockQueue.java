@@ -130,7 +130,9 @@ final class ZooKeeperLockQueue {
 							+ "' while acquiring it (session expired, or the node was deleted)", null);
 				}
 				if (index == 0) {
-					long confirmed = (waited) ? takeHead(key, path, data, ttl, serverTimeNanos) : serverTimeNanos;
+					// This read, sent after any wait, listed this node first on a live session: it is
+					// the check a takeover makes, so only a stale node is written again.
+					long confirmed = (waited) ? takeHead(key, path, data, ttl, serverTimeNanos, true) : serverTimeNanos;
 					this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
 					acquired = true;
 					return new Outcome(AcquireResult.acquired(own.getCzxid()), confirmed);
@@ -154,7 +156,18 @@ final class ZooKeeperLockQueue {
 								: this.client.getData().storingStatIn(holderStat).usingWatcher(watcher).forPath(holder);
 					}
 					catch (KeeperException.NoNodeException ex) {
-						continue;
+						if (index > 1) {
+							continue;
+						}
+						// The only node before ours, listed by the read just before this one, is gone:
+						// this node heads the queue (none can come before it again), and this read was
+						// answered on a live session after that read listed it. What the queue's read
+						// would tell, so the hold starts here, as after a takeover: only a stale node
+						// is written again.
+						long confirmed = takeHead(key, path, data, ttl, serverTimeNanos, true);
+						this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
+						acquired = true;
+						return new Outcome(AcquireResult.acquired(own.getCzxid()), confirmed);
 					}
 					catch (InterruptedException ex) {
 						throw ex;
@@ -204,7 +217,7 @@ final class ZooKeeperLockQueue {
 					// queue, no read of the queue needed. The read in the watch's registration saw
 					// the holder, so the deletion is the holder's release, expiry or session end.
 					// takeHead still confirms, with one read, that this node and session are alive.
-					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos);
+					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos, false);
 					this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
 					acquired = true;
 					return new Outcome(AcquireResult.acquired(own.getCzxid()), confirmed);
@@ -431,11 +444,16 @@ final class ZooKeeperLockQueue {
 	 * current session: a watch event can arrive after the session expired, the server deleted
 	 * the node and the next waiter took the lock (the client's Disconnected and Expired events
 	 * queue behind it), and only a request fails on an expired session. A read is answered by the
-	 * connected server without a quorum.
+	 * connected server without a quorum. {@code checked}: a read sent after the wait already showed
+	 * this node at the head of the queue on a live session (the queue listing it first, or the
+	 * only node before it gone, just after the queue listed both): a fresh node needs no request.
 	 */
-	private long takeHead(String key, String path, byte[] data, Duration ttl, long lastWriteNanos)
+	private long takeHead(String key, String path, byte[] data, Duration ttl, long lastWriteNanos, boolean checked)
 			throws InterruptedException {
 		boolean fresh = System.nanoTime() - lastWriteNanos <= ttl.toNanos() / 100;
+		if (fresh && checked) {
+			return lastWriteNanos;
+		}
 		long sent = System.nanoTime();
 		Stat stat = this.backend.call("acquire", key,
 				() -> (fresh) ? this.client.checkExists().forPath(path) : this.client.setData().forPath(path, data));
