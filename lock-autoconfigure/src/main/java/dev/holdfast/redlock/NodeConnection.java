@@ -2,9 +2,12 @@ package dev.holdfast.redlock;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 
+import io.netty.channel.socket.nio.NioSocketChannel;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -12,21 +15,20 @@ import org.redisson.Redisson;
 import org.redisson.api.NodeType;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.RedisClient;
-import org.redisson.client.RedisConnection;
+import org.redisson.client.RedisClientConfig;
 import org.redisson.client.RedisConnectionException;
-import org.redisson.client.RedisNoScriptException;
-import org.redisson.client.codec.StringCodec;
-import org.redisson.client.protocol.RedisCommands;
 import org.redisson.connection.ConnectionManager;
 import org.redisson.misc.RedisURI;
 
 /**
- * The requests of the algorithm to one node, on one pipelined connection of Redisson's low-level
- * client ({@code org.redisson.client}), made with the settings of the node's
- * {@link RedissonClient} (address, credentials, TLS, event loop, timer). A request is written to
- * the connection at once and completes on the I/O thread that decodes its reply: no connection
- * pool, no retry timers, no executor hop. Requests to one node are applied in the order they were
- * sent, so a release sent after an acquire can never overtake it (while the connection lasts).
+ * The requests of the algorithm to one node, on one pipelined connection opened by Redisson's
+ * low-level client ({@code org.redisson.client}) with the settings of the node's
+ * {@link RedissonClient} (address, credentials, TLS, database, client name, timeouts), on the
+ * backend's own I/O thread ({@link RedlockIo}). Once open, the connection carries plain RESP
+ * ({@link NodeChannel}): no connection pool, no retry timers, no command objects. A request is
+ * queued at once and written with the others of its round; it completes on the I/O thread that
+ * reads its reply. Requests to one node are applied in the order they were sent, so a release sent
+ * after an acquire can never overtake it (while the connection lasts).
  * <p>
  * Also remembers whether the node is unresponsive: a request to it timed out, or a caller stopped
  * waiting for it at its deadline, and no reply has come since. An acquisition does not wait for an
@@ -42,11 +44,11 @@ final class NodeConnection implements AutoCloseable {
 
 	private final RedisClient client;
 
-	private final long timeoutMillis;
+	private final RedlockIo io;
 
 	private final ReentrantLock connecting = new ReentrantLock();
 
-	private volatile @Nullable CompletableFuture<RedisConnection> connection;
+	private volatile @Nullable CompletableFuture<NodeChannel> channel;
 
 	private volatile long connectedAtNanos;
 
@@ -54,26 +56,32 @@ final class NodeConnection implements AutoCloseable {
 
 	private volatile boolean closed;
 
-	private NodeConnection(RedisClient client, long timeoutMillis) {
+	private NodeConnection(RedisClient client, RedlockIo io) {
 		this.client = client;
-		this.timeoutMillis = timeoutMillis;
+		this.io = io;
 	}
 
 	/**
 	 * A connection made like those of {@code client}, which must be a single-server Redisson
-	 * client; it starts opening at once, without waiting.
+	 * client, on the I/O thread of {@code io}; it starts opening at once, without waiting.
 	 * @throws IllegalArgumentException when the client is not a single-server Redisson client
 	 */
-	static NodeConnection of(RedissonClient client, long timeoutMillis) {
+	static NodeConnection of(RedissonClient client, RedlockIo io) {
 		if (!(client instanceof Redisson redisson) || !client.getConfig().isSingleConfig()) {
 			throw new IllegalArgumentException(
 					"Redlock needs one single-server Redisson client per node (Config.useSingleServer()), got " + client);
 		}
 		ConnectionManager manager = redisson.getCommandExecutor().getConnectionManager();
 		String address = client.getConfig().useSingleServer().getAddress();
-		NodeConnection connection = new NodeConnection(
-				manager.createClient(NodeType.MASTER, new RedisURI(address), null), timeoutMillis);
-		connection.connection();
+		// The client's connection settings, as Redisson derives them from its configuration; only
+		// the event loop (the backend's I/O thread) and the periodic ping (replaced by the node
+		// timeout on every request) differ. The client made here is only a template: never connected.
+		RedisClientConfig config = manager.createClient(NodeType.MASTER, new RedisURI(address), null).getConfig();
+		config.setGroup(io.group());
+		config.setSocketChannelClass(NioSocketChannel.class);
+		config.setPingConnectionInterval(0);
+		NodeConnection connection = new NodeConnection(RedisClient.create(config), io);
+		connection.channel();
 		return connection;
 	}
 
@@ -83,7 +91,7 @@ final class NodeConnection implements AutoCloseable {
 	 * timeout on connecting. A node that is down fails at once or by the deadline.
 	 */
 	void awaitOpen(long deadline) {
-		CompletableFuture<RedisConnection> current = this.connection;
+		CompletableFuture<NodeChannel> current = this.channel;
 		long remaining = deadline - System.nanoTime();
 		if (current == null || remaining <= 0) {
 			return;
@@ -94,7 +102,7 @@ final class NodeConnection implements AutoCloseable {
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
 		}
-		catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException ex) {
+		catch (ExecutionException | TimeoutException ex) {
 			// Down or slow: requests fail or wait on it as they come.
 		}
 	}
@@ -104,62 +112,42 @@ final class NodeConnection implements AutoCloseable {
 		return client.getConfig().useSingleServer().getConnectTimeout();
 	}
 
+	/** The node's address. */
+	String address() {
+		return String.valueOf(this.client.getConfig().getAddress());
+	}
+
 	/** Pings the node on this connection. */
 	CompletableFuture<Object> ping() {
-		return connection().thenCompose((opened) -> opened
-			.<String, Object>async(this.timeoutMillis, StringCodec.INSTANCE, RedisCommands.PING)
-			.toCompletableFuture());
+		NodeChannel ready = ready();
+		if (ready != null) {
+			return ready.ping().result;
+		}
+		return channel().thenCompose((opened) -> opened.ping().result);
 	}
 
 	/**
 	 * Runs a script by its digest ({@code EVALSHA}), and by its text when the node does not know it
-	 * yet ({@code NOSCRIPT}, e.g. after a restart).
-	 * @param params {@code numkeys, keys..., args...}
+	 * ({@code NOSCRIPT}).
+	 * @param params {@code numkeys, keys..., args...}: byte arrays (sent as they are), numbers or strings
 	 */
+	@SuppressWarnings("unchecked")
 	<R> CompletableFuture<R> eval(RedlockScripts.Script<R> script, Object... params) {
-		CompletableFuture<RedisConnection> current = connection();
-		RedisConnection ready = (current.isDone() && !current.isCompletedExceptionally()) ? current.join() : null;
+		NodeChannel ready = ready();
 		if (ready != null) {
-			return send(ready, script, params);
+			return (CompletableFuture<R>) ready.eval(script, params).result;
 		}
-		return current.thenCompose((opened) -> send(opened, script, params));
+		return channel().thenCompose((opened) -> (CompletableFuture<R>) opened.eval(script, params).result);
 	}
 
-	private <R> CompletableFuture<R> send(RedisConnection connection, RedlockScripts.Script<R> script,
-			Object[] params) {
-		Object[] args = new Object[params.length + 1];
-		args[0] = script.sha();
-		System.arraycopy(params, 0, args, 1, params.length);
-		CompletableFuture<R> result = new CompletableFuture<>();
-		connection.<R, R>async(this.timeoutMillis, StringCodec.INSTANCE, script.evalsha(), args)
-			.whenComplete((value, error) -> {
-				if (error == null) {
-					this.unresponsive = false;
-					result.complete(value);
-				}
-				else if (unwrap(error) instanceof RedisNoScriptException) {
-					args[0] = script.text();
-					connection.<R, R>async(this.timeoutMillis, StringCodec.INSTANCE, script.eval(), args)
-						.whenComplete((retried, again) -> complete(result, retried, again));
-				}
-				else {
-					complete(result, value, error);
-				}
-			});
-		return result;
-	}
-
-	private <R> void complete(CompletableFuture<R> result, @Nullable R value, @Nullable Throwable error) {
-		if (error == null) {
-			this.unresponsive = false;
-			result.complete(value);
+	// The open channel, or null while it is being opened or has failed.
+	private @Nullable NodeChannel ready() {
+		CompletableFuture<NodeChannel> current = channel();
+		if (current.isDone() && !current.isCompletedExceptionally()) {
+			NodeChannel opened = current.join();
+			return opened.isActive() ? opened : null;
 		}
-		else {
-			if (Round.isTimeout(unwrap(error))) {
-				this.unresponsive = true;
-			}
-			result.completeExceptionally(error);
-		}
+		return null;
 	}
 
 	/** Whether the last request timed out, or a caller gave up waiting for it, with no reply since. */
@@ -167,22 +155,34 @@ final class NodeConnection implements AutoCloseable {
 		return this.unresponsive;
 	}
 
-	/** A caller stopped waiting for this node's reply at its deadline. */
+	/** A caller stopped waiting for this node's reply at its deadline, or a request timed out. */
 	void markUnresponsive() {
 		this.unresponsive = true;
+	}
+
+	/** The node replied. */
+	void answered() {
+		if (this.unresponsive) {
+			this.unresponsive = false;
+		}
+	}
+
+	/** The connection failed (it is being closed). */
+	void failed(Throwable cause) {
+		logger.debug("Redlock connection to " + address() + " failed; closing it", cause);
 	}
 
 	// The open connection, or one being opened. A connection that failed to open, broke or was
 	// closed is replaced by a new one, at most every RECONNECT_DELAY_NANOS; until then requests
 	// fail at once. Opening is non-blocking, so the lock is never held while waiting on the network.
-	private CompletableFuture<RedisConnection> connection() {
-		CompletableFuture<RedisConnection> current = this.connection;
+	private CompletableFuture<NodeChannel> channel() {
+		CompletableFuture<NodeChannel> current = this.channel;
 		if (current != null && usable(current)) {
 			return current;
 		}
 		this.connecting.lock();
 		try {
-			current = this.connection;
+			current = this.channel;
 			if (current != null && usable(current)) {
 				return current;
 			}
@@ -193,17 +193,18 @@ final class NodeConnection implements AutoCloseable {
 				if (System.nanoTime() - this.connectedAtNanos < RECONNECT_DELAY_NANOS) {
 					return current.isCompletedExceptionally() ? current
 							: CompletableFuture.failedFuture(new RedisConnectionException("Connection to "
-									+ this.client.getAddr() + " is broken; reconnecting"));
+									+ address() + " is broken; reconnecting"));
 				}
-				RedisConnection stale = (current.isDone() && !current.isCompletedExceptionally()) ? current.join() : null;
+				NodeChannel stale = (current.isDone() && !current.isCompletedExceptionally()) ? current.join() : null;
 				if (stale != null) {
-					// Closed, so that Redisson's watchdog does not reconnect it as well.
-					stale.closeAsync();
+					stale.close();
 				}
 			}
 			this.connectedAtNanos = System.nanoTime();
-			CompletableFuture<RedisConnection> opening = this.client.connectAsync().toCompletableFuture();
-			this.connection = opening;
+			CompletableFuture<NodeChannel> opening = this.client.connectAsync()
+				.toCompletableFuture()
+				.thenCompose((connection) -> NodeChannel.install(connection, this, this.io));
+			this.channel = opening;
 			return opening;
 		}
 		catch (RuntimeException ex) {
@@ -214,23 +215,14 @@ final class NodeConnection implements AutoCloseable {
 		}
 	}
 
-	private static boolean usable(CompletableFuture<RedisConnection> connection) {
-		if (!connection.isDone()) {
+	private static boolean usable(CompletableFuture<NodeChannel> channel) {
+		if (!channel.isDone()) {
 			return true;
 		}
-		if (connection.isCompletedExceptionally()) {
+		if (channel.isCompletedExceptionally()) {
 			return false;
 		}
-		RedisConnection opened = connection.join();
-		return !opened.isClosed() && opened.isActive();
-	}
-
-	private static Throwable unwrap(Throwable error) {
-		Throwable current = error;
-		while (current instanceof java.util.concurrent.CompletionException && current.getCause() != null) {
-			current = current.getCause();
-		}
-		return current;
+		return channel.join().isActive();
 	}
 
 	/** Closes the connection and the low-level client (not the Redisson client it was made like). */
@@ -239,9 +231,9 @@ final class NodeConnection implements AutoCloseable {
 		this.connecting.lock();
 		try {
 			this.closed = true;
-			CompletableFuture<RedisConnection> current = this.connection;
+			CompletableFuture<NodeChannel> current = this.channel;
 			if (current != null) {
-				current.thenAccept(RedisConnection::closeAsync);
+				current.thenAccept(NodeChannel::close);
 			}
 		}
 		finally {

@@ -47,22 +47,27 @@ final class RedlockNodes implements AutoCloseable {
 
 	private final @Nullable Runnable onClose;
 
+	private final RedlockIo io;
+
 	private RedlockNodes(List<String> names, List<RedissonClient> clients, RedlockSettings settings,
 			@Nullable Runnable onClose) {
 		if (clients.isEmpty()) {
 			throw new IllegalArgumentException("Redlock needs at least one node");
 		}
 		List<Node> nodes = new ArrayList<>(clients.size());
+		RedlockIo io = new RedlockIo(settings.nodeTimeout().toMillis());
 		try {
 			for (int i = 0; i < clients.size(); i++) {
 				RedissonClient client = clients.get(i);
-				nodes.add(new Node(names.get(i), client, NodeConnection.of(client, settings.nodeTimeout().toMillis())));
+				nodes.add(new Node(names.get(i), client, NodeConnection.of(client, io)));
 			}
 		}
 		catch (RuntimeException ex) {
 			nodes.forEach((node) -> node.connection().close());
+			io.close();
 			throw ex;
 		}
+		this.io = io;
 		this.nodes = List.copyOf(nodes);
 		// The connections open in parallel; wait for them (bounded by the connect timeout), so that
 		// the first requests do not spend their node timeout on connecting.
@@ -217,6 +222,7 @@ final class RedlockNodes implements AutoCloseable {
 		for (Node node : this.nodes) {
 			node.connection().close();
 		}
+		this.io.close();
 		if (this.onClose != null) {
 			this.onClose.run();
 		}

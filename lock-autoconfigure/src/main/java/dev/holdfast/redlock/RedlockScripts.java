@@ -10,9 +10,6 @@ import java.util.Collections;
 import java.util.HexFormat;
 import java.util.List;
 
-import org.redisson.client.protocol.RedisCommand;
-import org.redisson.client.protocol.RedisStrictCommand;
-import org.redisson.client.protocol.decoder.ObjectListReplayDecoder;
 import org.springframework.core.io.ClassPathResource;
 
 /**
@@ -88,24 +85,24 @@ final class RedlockScripts {
 
 	static final Script<List<Object>> CLAIM_TICK = Script.list(CLAIM_TICK_TEXT);
 
+	/** Every script, loaded on each connection before its first request. */
+	static final List<Script<?>> ALL = List.of(ACQUIRE, FENCE, RELEASE, RENEW, CLAIM_TICK);
+
 	private RedlockScripts() {
 	}
 
 	/**
-	 * A script, its SHA-1 digest for {@code EVALSHA}, and the commands that run it by digest and by
-	 * text, decoding the reply as a list or a number.
+	 * A script and its SHA-1 digest for {@code EVALSHA}; {@code R} is what its reply reads as: a
+	 * list of numbers or a number.
 	 */
-	record Script<R>(byte[] text, byte[] sha, RedisCommand<R> evalsha, RedisCommand<R> eval) {
+	record Script<R>(byte[] text, byte[] sha) {
 
 		static Script<List<Object>> list(String text) {
-			return new Script<>(bytes(text), bytes(sha1(text)),
-					new RedisCommand<>("EVALSHA", new ObjectListReplayDecoder<>()),
-					new RedisCommand<>("EVAL", new ObjectListReplayDecoder<>()));
+			return new Script<>(bytes(text), bytes(sha1(text)));
 		}
 
 		static Script<Long> number(String text) {
-			return new Script<>(bytes(text), bytes(sha1(text)), new RedisStrictCommand<>("EVALSHA"),
-					new RedisStrictCommand<>("EVAL"));
+			return new Script<>(bytes(text), bytes(sha1(text)));
 		}
 
 		private static String sha1(String text) {
@@ -121,9 +118,8 @@ final class RedlockScripts {
 	}
 
 	/**
-	 * A script argument as UTF-8 bytes. Redisson's encoder wraps a {@code byte[]} as it is, but
-	 * copies every other argument into a new direct buffer: arguments shared by the requests of a
-	 * round are encoded once, here.
+	 * A script argument as UTF-8 bytes: arguments shared by the requests of a round are encoded
+	 * once, here, and copied as they are into each node's buffer.
 	 */
 	static byte[] bytes(String text) {
 		return text.getBytes(StandardCharsets.UTF_8);

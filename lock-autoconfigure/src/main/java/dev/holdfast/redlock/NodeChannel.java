@@ -1,0 +1,448 @@
+package dev.holdfast.redlock;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPipeline;
+import io.netty.handler.codec.ByteToMessageDecoder;
+import io.netty.handler.codec.DecoderException;
+import org.jspecify.annotations.Nullable;
+import org.redisson.client.RedisConnection;
+import org.redisson.client.RedisConnectionException;
+import org.redisson.client.RedisException;
+import org.redisson.client.RedisTimeoutException;
+import org.redisson.client.handler.CommandBatchEncoder;
+import org.redisson.client.handler.CommandDecoder;
+import org.redisson.client.handler.CommandEncoder;
+import org.redisson.client.handler.CommandsQueue;
+import org.redisson.client.handler.ConnectionWatchdog;
+import org.redisson.client.handler.PingConnectionHandler;
+
+/**
+ * The script traffic of one connection to one node, once Redisson's client has opened it (TCP,
+ * TLS, authentication, database, client name): plain RESP written straight into the channel's
+ * buffer, and replies read in order into numbers, strings and lists, with no Redisson command
+ * objects, promises or timers per request. Redisson's own encoder, decoder, command queue, ping
+ * and reconnection handlers are taken off the connection; {@link NodeConnection} replaces a broken
+ * connection itself.
+ * <p>
+ * Everything but {@link #isActive()} and {@link #close()} runs on the {@link RedlockIo} thread.
+ * The scripts are loaded ({@code SCRIPT LOAD}) before any other request on the connection, so
+ * that {@code EVALSHA} finds them and a request never has to go again as {@code EVAL} behind
+ * later requests (which would reorder them); a {@code NOSCRIPT} (after {@code SCRIPT FLUSH}) is
+ * still answered by sending the script's text.
+ */
+final class NodeChannel extends ByteToMessageDecoder {
+
+	/** Requests without an answer beyond which a node is failed at once instead of queued for. */
+	static final int MAX_PENDING = 10_000;
+
+	private static final byte[] EVALSHA = bytes("EVALSHA");
+
+	private static final byte[] EVAL = bytes("EVAL");
+
+	private static final byte[] PING = bytes("PING");
+
+	private static final byte[] SCRIPT = bytes("SCRIPT");
+
+	private static final byte[] LOAD = bytes("LOAD");
+
+	private static final Object INCOMPLETE = new Object();
+
+	private static final Object PUSH = new Object();
+
+	private final NodeConnection owner;
+
+	private final RedlockIo io;
+
+	private final RedisConnection connection;
+
+	private final Channel channel;
+
+	private final ArrayDeque<Request> pending = new ArrayDeque<>();
+
+	private @Nullable ChannelHandlerContext context;
+
+	private @Nullable ByteBuf out;
+
+	private volatile boolean active = true;
+
+	private NodeChannel(NodeConnection owner, RedlockIo io, RedisConnection connection) {
+		this.owner = owner;
+		this.io = io;
+		this.connection = connection;
+		this.channel = connection.getChannel();
+	}
+
+	/**
+	 * Takes over a connection that Redisson opened: its handlers give way to this one, the scripts
+	 * are loaded, and the future completes with the channel ready for requests.
+	 */
+	static CompletableFuture<NodeChannel> install(RedisConnection connection, NodeConnection owner, RedlockIo io) {
+		CompletableFuture<NodeChannel> installed = new CompletableFuture<>();
+		Channel channel = connection.getChannel();
+		try {
+			channel.eventLoop().execute(() -> {
+				try {
+					ChannelPipeline pipeline = channel.pipeline();
+					for (Class<? extends ChannelHandler> type : List.of(PingConnectionHandler.class,
+							ConnectionWatchdog.class, CommandEncoder.class, CommandBatchEncoder.class,
+							CommandsQueue.class, CommandDecoder.class)) {
+						if (pipeline.get(type) != null) {
+							pipeline.remove(type);
+						}
+					}
+					NodeChannel handler = new NodeChannel(owner, io, connection);
+					pipeline.addLast("holdfast-redlock", handler);
+					if (!channel.isActive()) {
+						handler.active = false;
+						throw new RedisConnectionException("Connection to " + owner.address() + " closed while opening");
+					}
+					io.opened(handler);
+					handler.loadScripts();
+					installed.complete(handler);
+				}
+				catch (RuntimeException ex) {
+					connection.closeAsync();
+					installed.completeExceptionally(ex);
+				}
+			});
+		}
+		catch (RuntimeException ex) {
+			connection.closeAsync();
+			installed.completeExceptionally(ex);
+		}
+		return installed;
+	}
+
+	/** Whether requests can still be written: the connection is open. */
+	boolean isActive() {
+		return this.active;
+	}
+
+	/** Closes the connection; what is pending fails. */
+	void close() {
+		this.connection.closeAsync();
+	}
+
+	/** Sends {@code EVALSHA} of the script, and its text if the node does not know it. */
+	Request eval(RedlockScripts.Script<?> script, Object[] params) {
+		Object[] args = new Object[params.length + 1];
+		args[0] = script.sha();
+		System.arraycopy(params, 0, args, 1, params.length);
+		Request request = new Request(this, EVALSHA, script, args, new CompletableFuture<>());
+		this.io.send(request);
+		return request;
+	}
+
+	Request ping() {
+		Request request = new Request(this, PING, null, new Object[0], new CompletableFuture<>());
+		this.io.send(request);
+		return request;
+	}
+
+	@Override
+	public void handlerAdded(ChannelHandlerContext ctx) {
+		this.context = ctx;
+	}
+
+	private void loadScripts() {
+		long now = System.nanoTime();
+		for (RedlockScripts.Script<?> script : RedlockScripts.ALL) {
+			encode(new Request(this, SCRIPT, null, new Object[] { LOAD, script.text() }, new CompletableFuture<>()),
+					now);
+		}
+		flush();
+	}
+
+	/**
+	 * On the I/O thread: appends the request to what the next {@link #flush()} writes, or fails it
+	 * when the connection is closed or the node has too many requests unanswered.
+	 * @return whether this is the first request since the last flush
+	 */
+	boolean encode(Request request, long now) {
+		if (!this.active || this.context == null) {
+			request.fail(new RedisConnectionException("Connection to " + this.owner.address() + " is closed"));
+			return false;
+		}
+		if (this.pending.size() >= MAX_PENDING) {
+			request.fail(new RedisTimeoutException(MAX_PENDING + " requests to " + this.owner.address()
+					+ " have not been answered"));
+			return false;
+		}
+		ByteBuf buffer = this.out;
+		boolean first = buffer == null;
+		if (buffer == null) {
+			buffer = this.context.alloc().ioBuffer(512);
+			this.out = buffer;
+		}
+		writeCommand(buffer, request);
+		request.sentAt = now;
+		this.pending.add(request);
+		this.io.awaitingReplies();
+		return first;
+	}
+
+	/** On the I/O thread: writes and flushes what {@link #encode} appended. */
+	void flush() {
+		ByteBuf buffer = this.out;
+		this.out = null;
+		if (buffer != null && this.context != null) {
+			this.context.writeAndFlush(buffer).addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+		}
+	}
+
+	/**
+	 * On the I/O thread: fails the requests sent at or before {@code sentBefore} that have no
+	 * answer yet; they stay queued, so that their late replies are matched and dropped.
+	 * @return whether requests are still waiting for replies
+	 */
+	boolean expire(long sentBefore) {
+		Iterator<Request> requests = this.pending.iterator();
+		while (requests.hasNext()) {
+			Request request = requests.next();
+			if (request.sentAt - sentBefore > 0) {
+				break;
+			}
+			if (!request.result.isDone()) {
+				request.fail(new RedisTimeoutException("No answer from " + this.owner.address() + " within "
+						+ (this.io.timeoutNanos() / 1_000_000) + " ms"));
+			}
+		}
+		return !this.pending.isEmpty();
+	}
+
+	@Override
+	protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+		while (in.isReadable()) {
+			int start = in.readerIndex();
+			Object reply = parse(in);
+			if (reply == INCOMPLETE) {
+				in.readerIndex(start);
+				return;
+			}
+			if (reply == PUSH) {
+				continue;
+			}
+			Request request = this.pending.poll();
+			if (request == null) {
+				throw new DecoderException("A reply from " + this.owner.address() + " that no request asked for");
+			}
+			this.owner.answered();
+			if (reply instanceof ErrorReply error) {
+				if (request.script != null && request.command == EVALSHA && error.message().startsWith("NOSCRIPT")) {
+					Object[] args = request.args.clone();
+					args[0] = request.script.text();
+					encode(new Request(this, EVAL, null, args, request.result), System.nanoTime());
+					flush();
+				}
+				else {
+					request.fail(new RedisException(error.message()));
+				}
+			}
+			else {
+				request.result.complete(reply);
+			}
+		}
+	}
+
+	@Override
+	public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+		this.active = false;
+		try {
+			super.channelInactive(ctx);
+		}
+		finally {
+			this.io.closed(this);
+			ByteBuf buffer = this.out;
+			this.out = null;
+			if (buffer != null) {
+				buffer.release();
+			}
+			RedisConnectionException closed = new RedisConnectionException(
+					"Connection to " + this.owner.address() + " closed");
+			Request request;
+			while ((request = this.pending.poll()) != null) {
+				request.fail(closed);
+			}
+		}
+	}
+
+	@Override
+	public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+		this.owner.failed(cause);
+		ctx.close();
+	}
+
+	// ---- RESP ---------------------------------------------------------------------------------
+
+	private static void writeCommand(ByteBuf buffer, Request request) {
+		buffer.writeByte('*');
+		writeNumber(buffer, request.args.length + 1);
+		writeBulk(buffer, request.command);
+		for (Object arg : request.args) {
+			if (arg instanceof byte[] bytes) {
+				writeBulk(buffer, bytes);
+			}
+			else if (arg instanceof Long || arg instanceof Integer) {
+				String text = arg.toString();
+				buffer.writeByte('$');
+				writeNumber(buffer, text.length());
+				buffer.writeCharSequence(text, StandardCharsets.US_ASCII);
+				buffer.writeShort(('\r' << 8) | '\n');
+			}
+			else {
+				writeBulk(buffer, bytes(String.valueOf(arg)));
+			}
+		}
+	}
+
+	private static void writeBulk(ByteBuf buffer, byte[] bytes) {
+		buffer.writeByte('$');
+		writeNumber(buffer, bytes.length);
+		buffer.writeBytes(bytes);
+		buffer.writeShort(('\r' << 8) | '\n');
+	}
+
+	// A non-negative number and CRLF.
+	private static void writeNumber(ByteBuf buffer, int number) {
+		if (number < 10) {
+			buffer.writeByte('0' + number);
+		}
+		else {
+			buffer.writeCharSequence(Integer.toString(number), StandardCharsets.US_ASCII);
+		}
+		buffer.writeShort(('\r' << 8) | '\n');
+	}
+
+	// One reply, RESP2 or RESP3: a Long, String, Boolean, List, null, an ErrorReply, PUSH (an
+	// out-of-band message) or INCOMPLETE when the buffer does not hold all of it yet.
+	private static @Nullable Object parse(ByteBuf in) {
+		if (!in.isReadable()) {
+			return INCOMPLETE;
+		}
+		int lineStart = in.readerIndex() + 1;
+		int lf = in.indexOf(lineStart, in.writerIndex(), (byte) '\n');
+		if (lf < 0) {
+			return INCOMPLETE;
+		}
+		byte type = in.getByte(in.readerIndex());
+		int lineEnd = lf - 1; // the CR
+		in.readerIndex(lf + 1);
+		switch (type) {
+			case ':':
+				return parseLong(in, lineStart, lineEnd);
+			case '+', '(', ',':
+				return in.toString(lineStart, lineEnd - lineStart, StandardCharsets.UTF_8);
+			case '-':
+				return new ErrorReply(in.toString(lineStart, lineEnd - lineStart, StandardCharsets.UTF_8));
+			case '_':
+				return null;
+			case '#':
+				return in.getByte(lineStart) == 't';
+			case '$', '=', '!': {
+				long length = parseLong(in, lineStart, lineEnd);
+				if (length < 0) {
+					return null;
+				}
+				if (in.readableBytes() < length + 2) {
+					return INCOMPLETE;
+				}
+				String text = in.toString(in.readerIndex(), (int) length, StandardCharsets.UTF_8);
+				in.skipBytes((int) length + 2);
+				return (type == '!') ? new ErrorReply(text) : text;
+			}
+			case '*', '~', '>', '%', '|': {
+				long count = parseLong(in, lineStart, lineEnd);
+				if (count < 0) {
+					return null;
+				}
+				long elements = (type == '%' || type == '|') ? count * 2 : count;
+				List<@Nullable Object> list = new ArrayList<>((int) Math.min(elements, 1024));
+				for (long i = 0; i < elements; i++) {
+					Object element = parse(in);
+					if (element == INCOMPLETE) {
+						return INCOMPLETE;
+					}
+					list.add(element);
+				}
+				if (type == '>') {
+					return PUSH;
+				}
+				// An attribute describes the reply that follows it.
+				return (type == '|') ? parse(in) : list;
+			}
+			default:
+				throw new DecoderException("Unexpected RESP type '" + (char) type + "'");
+		}
+	}
+
+	private static long parseLong(ByteBuf in, int from, int to) {
+		boolean negative = in.getByte(from) == '-';
+		long value = 0;
+		for (int i = negative ? from + 1 : from; i < to; i++) {
+			byte digit = in.getByte(i);
+			if (digit < '0' || digit > '9') {
+				throw new DecoderException("Malformed number in a RESP reply");
+			}
+			value = value * 10 + (digit - '0');
+		}
+		return negative ? -value : value;
+	}
+
+	private static byte[] bytes(String text) {
+		return text.getBytes(StandardCharsets.UTF_8);
+	}
+
+	/** An error reply of the node. */
+	record ErrorReply(String message) {
+	}
+
+	/** One command to the node and the future of its reply. */
+	static final class Request {
+
+		private final NodeChannel channel;
+
+		private final byte[] command;
+
+		private final RedlockScripts.@Nullable Script<?> script;
+
+		private final Object[] args;
+
+		final CompletableFuture<@Nullable Object> result;
+
+		// Written and read on the I/O thread only.
+		long sentAt;
+
+		Request(NodeChannel channel, byte[] command, RedlockScripts.@Nullable Script<?> script, Object[] args,
+				CompletableFuture<@Nullable Object> result) {
+			this.channel = channel;
+			this.command = command;
+			this.script = script;
+			this.args = args;
+			this.result = result;
+		}
+
+		NodeChannel channel() {
+			return this.channel;
+		}
+
+		void fail(Throwable error) {
+			if (error instanceof RedisTimeoutException) {
+				this.channel.owner.markUnresponsive();
+			}
+			this.result.completeExceptionally(error);
+		}
+
+	}
+
+}
