@@ -66,6 +66,7 @@ public final class Clients {
 			case "jdbc-holdfast" -> HoldfastJdbcClients.create(dataSource());
 			case "jdbc-shedlock" -> shedLockJdbc(dataSource());
 			case "jdbc-spring-integration" -> jdbcLockRegistry(dataSource());
+			case "redlock-floor" -> RedlockFloorClients.create(redlockPorts());
 			case "redlock-holdfast" -> HoldfastRedlockClients.create(redlockPorts());
 			case "redlock-redisson" -> redissonRedLock(redlockClients());
 			case "zookeeper-floor", "zookeeper-holdfast", "zookeeper-curator", "zookeeper-shedlock" ->

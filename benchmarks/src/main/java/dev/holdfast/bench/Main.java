@@ -47,7 +47,7 @@ public final class Main {
 
 	static final List<String> JDBC = List.of("jdbc-floor", "jdbc-holdfast", "jdbc-shedlock", "jdbc-spring-integration");
 
-	static final List<String> REDLOCK = List.of("redlock-holdfast", "redlock-redisson");
+	static final List<String> REDLOCK = List.of("redlock-floor", "redlock-holdfast", "redlock-redisson");
 
 	static final List<String> ZOOKEEPER = List.of("zookeeper-floor", "zookeeper-holdfast", "zookeeper-curator",
 			"zookeeper-shedlock");

@@ -17,6 +17,7 @@ import org.redisson.api.RedissonClient;
 import org.redisson.client.RedisClient;
 import org.redisson.client.RedisClientConfig;
 import org.redisson.client.RedisConnectionException;
+import org.redisson.config.TransportMode;
 import org.redisson.connection.ConnectionManager;
 import org.redisson.misc.RedisURI;
 
@@ -80,6 +81,10 @@ final class NodeConnection implements AutoCloseable {
 		config.setGroup(io.group());
 		config.setSocketChannelClass(NioSocketChannel.class);
 		config.setPingConnectionInterval(0);
+		if (client.getConfig().getTransportMode() != TransportMode.NIO) {
+			// Redisson's resolver uses datagram channels of its own transport; this I/O thread is NIO.
+			config.setResolverGroup(io.resolver());
+		}
 		NodeConnection connection = new NodeConnection(RedisClient.create(config), io);
 		connection.channel();
 		return connection;

@@ -13,6 +13,11 @@ import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioDatagramChannel;
+import io.netty.resolver.AddressResolverGroup;
+import io.netty.resolver.dns.DnsAddressResolverGroup;
+import io.netty.resolver.dns.DnsServerAddressStreamProviders;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The one I/O thread of a Redlock backend, which carries the scripts of every node: requests are
@@ -48,6 +53,8 @@ final class RedlockIo implements AutoCloseable {
 
 	private boolean sweepScheduled;
 
+	private @Nullable DnsAddressResolverGroup resolver;
+
 	RedlockIo(long timeoutMillis) {
 		AtomicInteger count = new AtomicInteger();
 		ThreadFactory threads = (runnable) -> {
@@ -67,6 +74,15 @@ final class RedlockIo implements AutoCloseable {
 
 	EventLoop loop() {
 		return this.loop;
+	}
+
+	/** A DNS resolver for this I/O thread's transport, made on first use and closed with it. */
+	synchronized AddressResolverGroup<java.net.InetSocketAddress> resolver() {
+		if (this.resolver == null) {
+			this.resolver = new DnsAddressResolverGroup(NioDatagramChannel.class,
+					DnsServerAddressStreamProviders.platformDefault());
+		}
+		return this.resolver;
 	}
 
 	long timeoutNanos() {
@@ -141,6 +157,11 @@ final class RedlockIo implements AutoCloseable {
 
 	@Override
 	public void close() {
+		synchronized (this) {
+			if (this.resolver != null) {
+				this.resolver.close();
+			}
+		}
 		this.group.shutdownGracefully(0, 2, TimeUnit.SECONDS);
 	}
 

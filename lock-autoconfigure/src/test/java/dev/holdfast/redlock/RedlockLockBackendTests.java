@@ -23,6 +23,8 @@ import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
+import org.redisson.config.Protocol;
+import org.redisson.config.TransportMode;
 
 import dev.holdfast.spi.TickClaims.TickClaim;
 import dev.holdfast.Lease;
@@ -39,6 +41,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Redlock's own promises, on five real redis-server processes shared by the class. Tests that
@@ -567,6 +570,55 @@ class RedlockLockBackendTests {
 				assertThatThrownBy(() -> without.tryAcquire(key, owner(), TTL)).isInstanceOf(LockBackendException.class)
 					.hasMessageContaining("0 of 1 nodes answered");
 			}
+		}
+	}
+
+	@Test
+	void nodesConfiguredWithEpollTransportHostNamesAndResp3Work() {
+		assumeTrue(io.netty.channel.epoll.Epoll.isAvailable(), "native epoll transport not available");
+		List<RedissonClient> clients = new ArrayList<>();
+		try {
+			for (RedisServer server : servers) {
+				Config config = new Config();
+				config.setTransportMode(TransportMode.EPOLL);
+				config.setProtocol(Protocol.RESP3);
+				config.useSingleServer().setAddress("redis://localhost:" + server.port());
+				clients.add(Redisson.create(config));
+			}
+			try (RedlockLockBackend backend = new RedlockLockBackend(clients,
+					new RedlockSettings(NODE_TIMEOUT, 0.01, Duration.ofMillis(2)))) {
+				String key = key();
+				String owner = owner();
+				AcquireResult result = backend.tryAcquire(key, owner, TTL);
+				assertThat(result.acquired()).isTrue();
+				assertThat(result.fencingToken()).isPositive();
+				assertThat(backend.tryAcquire(key, owner(), TTL).acquired()).isFalse();
+				assertThat(backend.renew(List.of(new HeldLock(key, owner, TTL)))).containsExactly(key);
+				assertThat(backend.release(key, owner)).isTrue();
+				assertThat(backend.reachableNodes()).isEqualTo(5);
+			}
+		}
+		finally {
+			clients.forEach((client) -> client.shutdown(0, 2, TimeUnit.SECONDS));
+		}
+	}
+
+	@Test
+	void scriptsFlushedFromTheNodesAreSentAgainAsText() {
+		RedlockLockBackend backend = backend();
+		String first = key();
+		String owner = owner();
+		assertThat(backend.tryAcquire(first, owner, TTL).acquired()).isTrue();
+		assertThat(backend.release(first, owner)).isTrue();
+		for (RedissonClient client : raw) {
+			client.getScript(StringCodec.INSTANCE).scriptFlush();
+		}
+		String second = key();
+		assertThat(backend.tryAcquire(second, owner, TTL).acquired()).isTrue();
+		assertThat(get(0, second)).isEqualTo(owner);
+		assertThat(backend.release(second, owner)).isTrue();
+		for (int node = 0; node < 5; node++) {
+			assertThat(get(node, second)).isNull();
 		}
 	}
 
