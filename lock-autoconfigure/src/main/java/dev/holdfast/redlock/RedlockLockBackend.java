@@ -34,7 +34,8 @@ import static dev.holdfast.redlock.RedlockScripts.tokenOf;
 /**
  * A lock held on a majority of N independent Redis masters: the Redlock algorithm, on one
  * Redisson client per node; the scripts go over one pipelined connection per node made like that
- * client's ({@link NodeConnection}).
+ * client's ({@link NodeConnection}), all on one I/O thread of the backend, which writes the
+ * requests of a round (and of concurrent rounds) together, one flush per node ({@link RedlockIo}).
  * <p>
  * <b>Acquisition.</b> One attempt sends an owner-checked set-if-absent with the time to live to
  * all N nodes at once, and waits at most the node timeout. The lock is acquired when a quorum of
@@ -144,7 +145,8 @@ public final class RedlockLockBackend
 	 * Creates a backend over clients that the caller owns and closes.
 	 * @param clients one client per node, each connected to one independent Redis master
 	 * (single-server configuration); the quorum is {@code clients.size() / 2 + 1}. The backend
-	 * opens one more connection per node like the client's, and closes it on {@link #close()}
+	 * opens one more connection per node like the client's, on an I/O thread of its own, and closes
+	 * them on {@link #close()}
 	 * @throws IllegalArgumentException when a client is not a single-server Redisson client
 	 * @param settings the timing of the algorithm
 	 */

@@ -21,8 +21,9 @@ import org.redisson.client.RedisTimeoutException;
 import dev.holdfast.LockBackendException;
 
 /**
- * One request sent to several nodes at once. The answers are recorded as they arrive (on
- * Redisson's threads); the caller waits until the decision predicate holds, every node has
+ * One request sent to several nodes at once. The answers are recorded as they arrive (on the
+ * backend's I/O thread for the scripts and pings; on Redisson's threads for requests made through
+ * the nodes' clients); the caller waits until the decision predicate holds, every node has
  * answered, or the deadline passes, whichever comes first.
  */
 final class Round {
