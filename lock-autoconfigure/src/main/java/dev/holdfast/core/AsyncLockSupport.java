@@ -51,11 +51,15 @@ final class AsyncLockSupport {
 
 	private final Executor executor = ForkJoinPool.commonPool();
 
+	/** The template's recorded waiters, when the backend hands released locks to them. */
+	private final @Nullable HandoffWaiters handoff;
+
 	/** Acquisitions waiting for a release event, by key, oldest first. */
 	private final ConcurrentHashMap<String, Queue<Waiter>> waiters = new ConcurrentHashMap<>();
 
 	AsyncLockSupport(DefaultLockTemplate template, AsyncLockBackend backend, LockListener listener,
-			OwnerTokens owners, Duration pollInterval) {
+			OwnerTokens owners, Duration pollInterval, @Nullable HandoffWaiters handoff) {
+		this.handoff = handoff;
 		this.template = template;
 		this.backend = backend;
 		this.listener = listener;
@@ -68,10 +72,22 @@ final class AsyncLockSupport {
 		LockObservation observation = this.listener.acquiring(name, key, this.backend.name());
 		Acquisition acquisition = new Acquisition(name, key, ttl, renew, System.nanoTime() + wait.toNanos(),
 				observation);
+		HandoffWaiters handoff = this.handoff;
+		if (handoff != null && wait.toNanos() > 0) {
+			// A waiting acquisition records itself with each refused attempt, under one owner token;
+			// a grant from the backend's release wakes it. Registered before the first attempt.
+			acquisition.recorded = handoff.register(key, this.owners.next(), acquisition::granted);
+		}
 		acquisition.result.whenComplete((lease, ex) -> {
 			Waiter waiter = acquisition.waiter;
 			if (waiter != null) {
 				unqueue(waiter);
+			}
+			HandoffWaiters.Waiter recorded = acquisition.recorded;
+			if (recorded != null) {
+				// Ended without taking the lock (timeout, cancel, failure): withdraw the record and
+				// hand on a reservation for it; does nothing once an attempt took the lock.
+				recorded.gaveUp();
 			}
 			// A granted lease told its observation already, before anyone could release it.
 			if (ex instanceof CancellationException) {
@@ -151,6 +167,9 @@ final class AsyncLockSupport {
 
 		volatile @Nullable Waiter waiter;
 
+		/** Set before the first attempt when this acquisition waits on a handoff backend. */
+		volatile HandoffWaiters.@Nullable Waiter recorded;
+
 		Acquisition(String name, String key, Duration ttl, boolean renew, long deadline, LockObservation observation) {
 			this.name = name;
 			this.key = key;
@@ -174,15 +193,17 @@ final class AsyncLockSupport {
 				enqueue(next);
 			}
 			Waiter current = next;
-			String owner = AsyncLockSupport.this.owners.next();
+			HandoffWaiters.Waiter recorded = this.recorded;
+			String owner = (recorded != null) ? recorded.owner : AsyncLockSupport.this.owners.next();
 			// Looked at before the attempt is sent: the backend may run the attempt before that
 			// release and answer the release first, so it is gone from the map by the answer.
-			HeldLease releaseBefore = this.retriedOwnRelease ? null
+			HeldLease releaseBefore = (this.retriedOwnRelease || recorded != null) ? null
 					: AsyncLockSupport.this.template.releaseBeforeAttempt(this.key);
 			long attemptStart = System.nanoTime();
 			CompletionStage<AcquireResult> answer;
 			try {
-				answer = AsyncLockSupport.this.backend.tryAcquireAsync(this.key, owner, this.ttl);
+				answer = (recorded != null) ? recorded.attemptAsync(this.ttl)
+						: AsyncLockSupport.this.backend.tryAcquireAsync(this.key, owner, this.ttl);
 			}
 			catch (RuntimeException ex) {
 				answer = CompletableFuture.failedFuture(ex);
@@ -200,9 +221,21 @@ final class AsyncLockSupport {
 			});
 		}
 
+		/** A grant from the backend names this acquisition: wakes its wait, or the next one. */
+		void granted() {
+			Waiter current = this.waiter;
+			if (current != null) {
+				current.signal();
+			}
+		}
+
 		private void acquired(String owner, long token, long attemptStart, @Nullable Waiter current) {
 			if (current != null) {
 				unqueue(current);
+			}
+			HandoffWaiters.Waiter recorded = this.recorded;
+			if (recorded != null) {
+				recorded.took();
 			}
 			LeaseHandle lease;
 			try {
@@ -222,7 +255,9 @@ final class AsyncLockSupport {
 		}
 
 		private void retry(AcquireResult outcome, @Nullable Waiter current, @Nullable HeldLease releaseBefore) {
-			CompletableFuture<Void> ownRelease = this.retriedOwnRelease ? null
+			// A recorded waiter need not wait for this process's own release: that release hands the
+			// lock to a recorded waiter, and a grant wakes it.
+			CompletableFuture<Void> ownRelease = (this.retriedOwnRelease || this.recorded != null) ? null
 					: AsyncLockSupport.this.template.ownRelease(this.key, releaseBefore);
 			if (ownRelease != null && !this.result.isDone()) {
 				// Found held while this process's own release of the key was in flight (when the

@@ -35,6 +35,7 @@ import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.SessionLeases;
+import dev.holdfast.spi.WaiterHandoff;
 
 /**
  * The locking engine: turns one {@link LockBackend} into a {@link LockTemplate}.
@@ -116,9 +117,11 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		this.listener = GuardedLockListener.of(listener);
 		this.renewer = (backend instanceof LeaseRenewal renewal)
 				? new LeaseRenewer(this, renewal, backend.name(), this.held.values()) : null;
-		this.async = (backend instanceof AsyncLockBackend asyncBackend)
-				? new AsyncLockSupport(this, asyncBackend, this.listener, this.owners, settings.pollInterval()) : null;
-		this.racer = new Racer(this, backend, this.owners, settings.pollInterval(), this.async);
+		HandoffWaiters handoff = (backend instanceof WaiterHandoff waiterHandoff)
+				? new HandoffWaiters(waiterHandoff, this.owners, settings.pollInterval()) : null;
+		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? new AsyncLockSupport(this, asyncBackend,
+				this.listener, this.owners, settings.pollInterval(), handoff) : null;
+		this.racer = new Racer(this, backend, this.owners, settings.pollInterval(), this.async, handoff);
 		this.sessions = (backend instanceof SessionLeases sessionLeases) ? sessionLeases : null;
 		this.lostSubscription = (this.sessions != null) ? this.sessions.onLost(this::lostOnBackend) : null;
 		this.unknownOutcomes = new UnknownOutcomeReleases(backend);

@@ -60,6 +60,9 @@ final class Racer implements AutoCloseable {
 	/** The template's non-blocking waiters, woken by the same release events. */
 	private final @Nullable AsyncLockSupport async;
 
+	/** The template's recorded waiters, when the backend hands released locks to them. */
+	private final @Nullable HandoffWaiters handoff;
+
 	/** Local queues of threads that want a key, by key. */
 	private final ConcurrentHashMap<String, Gate> gates = new ConcurrentHashMap<>();
 
@@ -75,12 +78,13 @@ final class Racer implements AutoCloseable {
 	private volatile long subscribedAtNanos;
 
 	Racer(DefaultLockTemplate template, LockBackend backend, OwnerTokens owners, Duration pollInterval,
-			@Nullable AsyncLockSupport async) {
+			@Nullable AsyncLockSupport async, @Nullable HandoffWaiters handoff) {
 		this.template = template;
 		this.backend = backend;
 		this.owners = owners;
 		this.pollNanos = pollInterval.toNanos();
 		this.async = async;
+		this.handoff = handoff;
 	}
 
 	/**
@@ -99,6 +103,19 @@ final class Racer implements AutoCloseable {
 		Signal signal = null;
 		boolean listening = false;
 		boolean retriedOwnRelease = false;
+		HandoffWaiters handoff = this.handoff;
+		HandoffWaiters.Waiter recorded = null;
+		if (handoff != null && deadline - System.nanoTime() > 0) {
+			// A waiting caller (not a try-once one) records itself with each refused attempt, under
+			// one owner token, and the backend's release hands the lock to one recorded waiter and
+			// announces the grant, which wakes it through its signal. Registered before the first
+			// attempt, so that a grant never arrives for an owner this template does not know.
+			signal = listen(key);
+			recorded = handoff.register(key, this.owners.next(), signal::release);
+			// Listening from the start: no retry after the first refused attempt is needed.
+			listening = subscribed();
+		}
+		boolean took = false;
 		try {
 			while (true) {
 				if (Thread.interrupted()) {
@@ -111,7 +128,9 @@ final class Racer implements AutoCloseable {
 					pause = notifying ? pollNanos : Math.min(MIN_PAUSE_NANOS, pollNanos);
 					listening = false;
 				}
-				long localHold = notifying ? this.template.localHoldNanos(key) : 0;
+				// With the handoff decided by the backend, a racer need not stay silent while its own
+				// JVM holds the key: it records itself and is drawn as fairly as any other waiter.
+				long localHold = (notifying && handoff == null) ? this.template.localHoldNanos(key) : 0;
 				long announcementWait = 0;
 				if (signal != null) {
 					if (signal.heard) {
@@ -143,14 +162,17 @@ final class Racer implements AutoCloseable {
 					}
 					continue;
 				}
-				String owner = this.owners.next();
+				String owner = (recorded != null) ? recorded.owner : this.owners.next();
 				// Looked at before the attempt is sent: the backend may run the attempt before that
 				// release and answer the release first, so it is gone from the map by the answer.
-				HeldLease releaseBefore = retriedOwnRelease ? null : this.template.releaseBeforeAttempt(key);
+				// A recorded waiter need not: the release hands the lock to a recorded waiter and a
+				// grant wakes it.
+				HeldLease releaseBefore = (retriedOwnRelease || recorded != null) ? null
+						: this.template.releaseBeforeAttempt(key);
 				long attemptStart = System.nanoTime();
 				AcquireResult result;
 				try {
-					result = this.backend.tryAcquire(key, owner, ttl);
+					result = (recorded != null) ? recorded.attempt(ttl) : this.backend.tryAcquire(key, owner, ttl);
 				}
 				catch (RuntimeException failure) {
 					RuntimeException ex = this.template.backendFailure(failure, "acquire", key);
@@ -165,10 +187,14 @@ final class Racer implements AutoCloseable {
 					throw ex;
 				}
 				if (result.acquired()) {
+					took = true;
+					if (recorded != null) {
+						recorded.took();
+					}
 					return this.template.register(name, key, owner, result.fencingToken(), ttl, renew, attemptStart,
 							observation);
 				}
-				if (!retriedOwnRelease && this.template.awaitOwnRelease(key, releaseBefore)) {
+				if (recorded == null && !retriedOwnRelease && this.template.awaitOwnRelease(key, releaseBefore)) {
 					// Found held while this process's own release of the key was in flight (when the
 					// attempt was sent, or now): answered now (or that lease has expired). Once more
 					// after the deadline, then no more.
@@ -209,6 +235,11 @@ final class Racer implements AutoCloseable {
 			}
 		}
 		finally {
+			if (recorded != null && !took) {
+				// Timeout, interrupt or failure: withdraw the record, and hand on a lock reserved for
+				// this waiter by a grant that came too late. Never touches a lock it took.
+				recorded.gaveUp();
+			}
 			if (signal != null) {
 				this.waiters.remove(key, signal);
 			}
@@ -249,7 +280,9 @@ final class Racer implements AutoCloseable {
 		this.subscribeLock.lock();
 		try {
 			if (this.subscription == null && !this.template.isClosed()) {
-				this.subscription = ((ReleaseEvents) this.backend).subscribe(this::onRelease);
+				this.subscription = (this.handoff != null)
+						? this.handoff.backend().subscribe(this::onRelease, this.handoff::onGrant)
+						: ((ReleaseEvents) this.backend).subscribe(this::onRelease);
 				this.subscribedAtNanos = System.nanoTime();
 			}
 			return this.subscription != null;
@@ -294,6 +327,10 @@ final class Racer implements AutoCloseable {
 	 * from the backend, if at all.
 	 */
 	void onLocalRelease(String key, boolean announced) {
+		if (this.handoff != null) {
+			// The release handed the lock to a recorded waiter, if any: its grant wakes it.
+			return;
+		}
 		Signal signal = this.waiters.get(key);
 		if (signal != null) {
 			if (announced && signal.awaitingAnnouncement) {

@@ -59,7 +59,31 @@ final class NonBlockingRedisLockBackend extends RedisLockBackend implements Asyn
 	 */
 	@Override
 	public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
-		return acquireAsync(this.scripts, key, owner, ttl);
+		return acquireAsync(this.scripts, key, owner, ttl, null);
+	}
+
+	/** {@link #tryAcquireWaiting} in one round trip without blocking; failures as for {@link #tryAcquireAsync}. */
+	@Override
+	public CompletionStage<AcquireResult> tryAcquireWaitingAsync(String key, String owner, Duration ttl,
+			Duration recordFor) {
+		return acquireAsync(this.scripts, key, owner, ttl, recordFor);
+	}
+
+	/**
+	 * Sent on the shared connection without waiting: behind every command this process sent on it
+	 * before, the waiter's attempts included.
+	 */
+	@Override
+	public void withdraw(String key, String owner) {
+		byte[][][] call;
+		try {
+			call = withdrawCall(key, owner);
+		}
+		catch (RuntimeException ex) {
+			return;
+		}
+		this.scripts.<Long>evalAsync(RedisScripts.WITHDRAW, ReturnType.INTEGER, call[0], call[1], (reply, ex) -> {
+		});
 	}
 
 	/**

@@ -109,6 +109,11 @@ final class RedisCalls {
 		return hashTagged(key, "}:fence");
 	}
 
+	/** The sorted set of a lock's recorded waiters, in the lock's slot. */
+	static byte[] waitersKey(String key) {
+		return hashTagged(key, "}:waiters");
+	}
+
 	/**
 	 * {@code "{" + key + suffix} in UTF-8; an ASCII key (the usual case) is copied straight into
 	 * the one array, without the concatenated string and its encoding.
@@ -150,6 +155,10 @@ final class RedisCalls {
 		if (owner.charAt(owner.length() - 1) == RedisLockBackend.CONTENDED) {
 			throw new IllegalArgumentException("Lock owner '" + owner + "' must not end with '" + RedisLockBackend.CONTENDED
 					+ "': the Redis backend appends it to a held lock's value when another client waits");
+		}
+		if (owner.charAt(0) == RedisLockBackend.CONTENDED) {
+			throw new IllegalArgumentException("Lock owner '" + owner + "' must not start with '" + RedisLockBackend.CONTENDED
+					+ "': the Redis backend marks a lock reserved for a waiter with it");
 		}
 		return owner;
 	}

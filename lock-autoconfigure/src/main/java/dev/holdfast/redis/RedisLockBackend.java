@@ -9,10 +9,16 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.core.NestedExceptionUtils;
@@ -33,6 +39,7 @@ import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.TickClaims;
+import dev.holdfast.spi.WaiterHandoff;
 
 import static dev.holdfast.redis.RedisCalls.bytes;
 import static dev.holdfast.redis.RedisCalls.evalSha;
@@ -42,6 +49,7 @@ import static dev.holdfast.redis.RedisCalls.isNoScript;
 import static dev.holdfast.redis.RedisCalls.lockKey;
 import static dev.holdfast.redis.RedisCalls.ownerBytes;
 import static dev.holdfast.redis.RedisCalls.ttlMillis;
+import static dev.holdfast.redis.RedisCalls.waitersKey;
 
 /**
  * Locks on one Redis (standalone, Sentinel or Cluster), through a spring-data-redis
@@ -98,7 +106,9 @@ import static dev.holdfast.redis.RedisCalls.ttlMillis;
  * an acquisition counts only once that many replicas have it; else use the Redlock backend.
  */
 public class RedisLockBackend
-		implements LockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, TickClaims, AutoCloseable {
+		implements LockBackend, LeaseRenewal, ReleaseEvents, WaiterHandoff, BackendHealth, TickClaims, AutoCloseable {
+
+	private static final Log logger = LogFactory.getLog(RedisLockBackend.class);
 
 	/** The channel on which releases are published unless another one is configured. */
 	public static final String DEFAULT_CHANNEL = "holdfast:released";
@@ -115,6 +125,19 @@ public class RedisLockBackend
 	 */
 	static final char CONTENDED = '*';
 
+	/**
+	 * The shortest time a lock handed to a waiter stays reserved for it: the waiter's claim comes
+	 * after the grant message, or, if that was lost, after its next poll.
+	 */
+	static final long MIN_CLAIM_WINDOW_MILLIS = 2000;
+
+	private static final byte[] MIN_CLAIM_WINDOW = bytes(Long.toString(MIN_CLAIM_WINDOW_MILLIS));
+
+	private static final byte[] NOT_RECORDED = bytes("0");
+
+	/** At most this many withdrawals wait for the blocking backend's background thread. */
+	private static final int MAX_QUEUED_WITHDRAWALS = 1024;
+
 	private static final boolean LETTUCE_PRESENT = ClassUtils.isPresent("io.lettuce.core.RedisClient",
 			RedisLockBackend.class.getClassLoader());
 
@@ -129,6 +152,9 @@ public class RedisLockBackend
 	private final ReplicaAcks acks;
 
 	private final RedisRenewal renewal;
+
+	/** Sends withdrawals of the blocking backend: one daemon thread, started on demand. */
+	private final ThreadPoolExecutor withdrawals;
 
 	/**
 	 * Creates a backend that publishes releases on {@value #DEFAULT_CHANNEL}.
@@ -167,6 +193,13 @@ public class RedisLockBackend
 		this.subscription = new RedisReleaseSubscription(connectionFactory, channel);
 		this.renewal = new RedisRenewal(connectionFactory);
 		this.acks = acks;
+		this.withdrawals = new ThreadPoolExecutor(1, 1, 1, TimeUnit.SECONDS,
+				new LinkedBlockingQueue<>(MAX_QUEUED_WITHDRAWALS), (task) -> {
+					Thread thread = new Thread(task, "holdfast-redis-withdraw");
+					thread.setDaemon(true);
+					return thread;
+				}, (task, executor) -> logger.debug("Too many waiter withdrawals queued; the record expires by itself"));
+		this.withdrawals.allowCoreThreadTimeOut(true);
 	}
 
 	/**
@@ -224,8 +257,25 @@ public class RedisLockBackend
 	 */
 	@Override
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+		return acquire(key, owner, ttl, NOT_RECORDED);
+	}
+
+	/**
+	 * {@link #tryAcquire}, also taking the lock when it is reserved for {@code owner}; when
+	 * refused, records {@code owner} as a waiter of the key for {@code recordFor} by Redis's clock
+	 * (see {@link WaiterHandoff}).
+	 * @throws IllegalArgumentException as {@link #tryAcquire}, or if {@code recordFor} is below
+	 * one millisecond
+	 * @throws LockBackendException if Redis cannot be reached or answers with an error
+	 */
+	@Override
+	public AcquireResult tryAcquireWaiting(String key, String owner, Duration ttl, Duration recordFor) {
+		return acquire(key, owner, ttl, recordBytes(recordFor));
+	}
+
+	private AcquireResult acquire(String key, String owner, Duration ttl, byte[] recordFor) {
 		byte[][] keys = acquireKeys(key);
-		byte[][] args = acquireArguments(owner, ttl);
+		byte[][] args = acquireArguments(owner, ttl, recordFor);
 		if (this.acks.replicas() > 0) {
 			return acquireAcknowledged(key, owner, keys, args);
 		}
@@ -302,12 +352,15 @@ public class RedisLockBackend
 		}
 	}
 
-	/** {@link #tryAcquire} without blocking, for {@link NonBlockingRedisLockBackend}. */
+	/**
+	 * {@link #tryAcquire} (or, with {@code recordFor}, {@link #tryAcquireWaiting}) without
+	 * blocking, for {@link NonBlockingRedisLockBackend}.
+	 */
 	final CompletionStage<AcquireResult> acquireAsync(LettuceScripts scripts, String key, String owner,
-			Duration ttl) {
+			Duration ttl, @Nullable Duration recordFor) {
 		try {
 			byte[][] keys = acquireKeys(key);
-			byte[][] args = acquireArguments(owner, ttl);
+			byte[][] args = acquireArguments(owner, ttl, (recordFor != null) ? recordBytes(recordFor) : NOT_RECORDED);
 			CompletableFuture<AcquireResult> result = complete(
 					scripts.<Long>evalAsync(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args), "acquire", key,
 					(reply) -> acquireResult(key, reply));
@@ -366,7 +419,7 @@ public class RedisLockBackend
 		byte[][] keys;
 		byte[][] args;
 		try {
-			keys = new byte[][] { lockKey(key) };
+			keys = releaseKeys(key);
 			args = releaseArguments(key, owner);
 		}
 		catch (RuntimeException ex) {
@@ -409,11 +462,27 @@ public class RedisLockBackend
 	}
 
 	private static byte[][] acquireKeys(String key) {
-		return new byte[][] { lockKey(key), fenceKey(key) };
+		return new byte[][] { lockKey(key), fenceKey(key), waitersKey(key) };
 	}
 
-	private byte[][] acquireArguments(String owner, Duration ttl) {
-		return new byte[][] { ownerBytes(owner), ttlBytes(ttlMillis(ttl)) };
+	private byte[][] acquireArguments(String owner, Duration ttl, byte[] recordFor) {
+		return new byte[][] { ownerBytes(owner), ttlBytes(ttlMillis(ttl)), recordFor };
+	}
+
+	/** The last record duration sent, encoded: the engine sends one per template. */
+	private volatile TtlBytes lastRecord = new TtlBytes(-1, new byte[0]);
+
+	private byte[] recordBytes(Duration recordFor) {
+		long millis = recordFor.toMillis();
+		if (millis < 1) {
+			throw new IllegalArgumentException("Waiter record duration must be at least 1ms, was " + recordFor);
+		}
+		TtlBytes last = this.lastRecord;
+		if (last.millis() != millis) {
+			last = new TtlBytes(millis, bytes(Long.toString(millis)));
+			this.lastRecord = last;
+		}
+		return last.bytes();
 	}
 
 	/** The last time to live sent, encoded: applications use one or a few. */
@@ -431,8 +500,14 @@ public class RedisLockBackend
 	private record TtlBytes(long millis, byte[] bytes) {
 	}
 
+	private static byte[][] releaseKeys(String key) {
+		return new byte[][] { lockKey(key), waitersKey(key) };
+	}
+
+	/** Owner, channel, the random number that draws a waiter, the shortest claim window. */
 	private byte[][] releaseArguments(String key, String owner) {
-		return new byte[][] { ownerBytes(owner), this.channelBytes };
+		return new byte[][] { ownerBytes(owner), this.channelBytes,
+				bytes(Integer.toString(ThreadLocalRandom.current().nextInt(1 << 30))), MIN_CLAIM_WINDOW };
 	}
 
 	/** The acquire script's answer: see {@link RedisScripts#ACQUIRE}. */
@@ -461,7 +536,7 @@ public class RedisLockBackend
 	 */
 	@Override
 	public boolean release(String key, String owner) {
-		byte[][] keys = { lockKey(key) };
+		byte[][] keys = releaseKeys(key);
 		byte[][] args = releaseArguments(key, owner);
 		Object reply;
 		try {
@@ -473,8 +548,48 @@ public class RedisLockBackend
 		return released(reply);
 	}
 
+	/** 1: released; 2: handed to a recorded waiter (released by this owner, too). */
 	private static boolean released(@Nullable Object reply) {
-		return reply instanceof Number number && number.longValue() == 1;
+		return reply instanceof Number number && number.longValue() >= 1;
+	}
+
+	/**
+	 * Removes {@code owner}'s waiter record and, if the lock is reserved for it, hands the lock on
+	 * as a release would; a lock that {@code owner} took is left alone. Sent on one background
+	 * thread of this backend (the non-blocking backend: on its shared connection), never on the
+	 * caller's; failures are logged at DEBUG: the record expires by itself, the reservation after
+	 * its claim window.
+	 */
+	@Override
+	public void withdraw(String key, String owner) {
+		byte[][] keys;
+		byte[][] args;
+		try {
+			keys = releaseKeys(key);
+			args = releaseArguments(key, owner);
+		}
+		catch (RuntimeException ex) {
+			logger.debug("Cannot withdraw waiter of lock '" + key + "'", ex);
+			return;
+		}
+		try {
+			this.withdrawals.execute(() -> {
+				try {
+					eval(RedisScripts.WITHDRAW, ReturnType.INTEGER, keys, args);
+				}
+				catch (RuntimeException ex) {
+					logger.debug("Could not withdraw a waiter of lock '" + key + "'", ex);
+				}
+			});
+		}
+		catch (RuntimeException ex) {
+			logger.debug("Could not withdraw a waiter of lock '" + key + "'", ex);
+		}
+	}
+
+	/** {@link #withdraw} keys and arguments, for the non-blocking backend. */
+	final byte[][][] withdrawCall(String key, String owner) {
+		return new byte[][][] { releaseKeys(key), releaseArguments(key, owner) };
 	}
 
 	/**
@@ -540,7 +655,18 @@ public class RedisLockBackend
 	 */
 	@Override
 	public AutoCloseable subscribe(Consumer<String> listener) {
-		return this.subscription.subscribe(listener);
+		return this.subscription.subscribe(listener, null);
+	}
+
+	/**
+	 * {@link #subscribe(Consumer)}, and also calls {@code granted} with the key and the owner of
+	 * each waiter that a release handed a lock to (see {@link WaiterHandoff}); a grant is published
+	 * on the release channel as {@code {<key>}<owner>}, which earlier versions ignore (no key
+	 * contains a brace).
+	 */
+	@Override
+	public AutoCloseable subscribe(Consumer<String> released, BiConsumer<String, String> granted) {
+		return this.subscription.subscribe(released, granted);
 	}
 
 	/** Whether the release subscription is open and listening. */
@@ -583,6 +709,7 @@ public class RedisLockBackend
 	@Override
 	public void close() {
 		this.subscription.close();
+		this.withdrawals.shutdown();
 	}
 
 	/**

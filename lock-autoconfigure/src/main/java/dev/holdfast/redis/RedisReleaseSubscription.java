@@ -7,6 +7,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 import org.apache.commons.logging.Log;
@@ -25,7 +26,7 @@ import org.springframework.util.Assert;
  * The one release subscription of a {@link RedisLockBackend}: a listener container on the
  * release channel, opened on the backend's own thread the first time a listener is added (retried
  * every second until Redis answers), that then follows the client's reconnections by itself, and
- * dispatches each released key to every listener.
+ * dispatches each released key, and each grant of a lock to a waiter, to every listener.
  */
 final class RedisReleaseSubscription implements AutoCloseable {
 
@@ -38,7 +39,7 @@ final class RedisReleaseSubscription implements AutoCloseable {
 
 	private final String channel;
 
-	private final List<Consumer<String>> listeners = new CopyOnWriteArrayList<>();
+	private final List<Listener> listeners = new CopyOnWriteArrayList<>();
 
 	private final ReentrantLock lifecycleLock = new ReentrantLock();
 
@@ -72,8 +73,9 @@ final class RedisReleaseSubscription implements AutoCloseable {
 	 * @return a handle that stops deliveries to this listener when closed
 	 * @throws IllegalStateException if the subscription is closed
 	 */
-	AutoCloseable subscribe(Consumer<String> listener) {
-		Assert.notNull(listener, "'listener' must not be null");
+	AutoCloseable subscribe(Consumer<String> released, @Nullable BiConsumer<String, String> granted) {
+		Assert.notNull(released, "'listener' must not be null");
+		Listener listener = new Listener(released, granted);
 		this.lifecycleLock.lock();
 		try {
 			if (this.closed) {
@@ -99,7 +101,7 @@ final class RedisReleaseSubscription implements AutoCloseable {
 	 * subscription's connection first and make this close log a WARN). A later subscription opens
 	 * it again.
 	 */
-	private void unsubscribe(Consumer<String> listener) {
+	private void unsubscribe(Listener listener) {
 		RedisMessageListenerContainer toClose = null;
 		this.lifecycleLock.lock();
 		try {
@@ -242,14 +244,45 @@ final class RedisReleaseSubscription implements AutoCloseable {
 		}
 	}
 
+	/** Identity matters: the same functions may be subscribed twice. */
+	private static final class Listener {
+
+		private final Consumer<String> released;
+
+		private final @Nullable BiConsumer<String, String> granted;
+
+		Listener(Consumer<String> released, @Nullable BiConsumer<String, String> granted) {
+			this.released = released;
+			this.granted = granted;
+		}
+
+		Consumer<String> released() {
+			return this.released;
+		}
+
+		@Nullable BiConsumer<String, String> granted() {
+			return this.granted;
+		}
+
+	}
+
 	private final class Dispatcher implements MessageListener {
 
 		@Override
 		public void onMessage(Message message, byte @Nullable [] pattern) {
-			String key = new String(message.getBody(), StandardCharsets.UTF_8);
-			for (Consumer<String> listener : RedisReleaseSubscription.this.listeners) {
+			String body = new String(message.getBody(), StandardCharsets.UTF_8);
+			// A grant is "{<key>}<owner>" (keys contain no braces); a release is the key alone.
+			int end = (body.startsWith("{")) ? body.indexOf('}') : -1;
+			String key = (end > 0) ? body.substring(1, end) : body;
+			String owner = (end > 0) ? body.substring(end + 1) : null;
+			for (Listener listener : RedisReleaseSubscription.this.listeners) {
 				try {
-					listener.accept(key);
+					if (owner == null) {
+						listener.released().accept(key);
+					}
+					else if (listener.granted() != null && !owner.isEmpty()) {
+						listener.granted().accept(key, owner);
+					}
 				}
 				catch (RuntimeException ex) {
 					logger.warn("Release listener failed for lock '" + key + "'", ex);

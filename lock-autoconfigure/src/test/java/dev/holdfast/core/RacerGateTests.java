@@ -28,7 +28,7 @@ class RacerGateTests {
 	private final DefaultLockTemplate template = new DefaultLockTemplate(this.backend, LockSettings.defaults());
 
 	private final Racer racer = new Racer(this.template, this.backend, new OwnerTokens(), Duration.ofSeconds(1),
-			null);
+			null, null);
 
 	private final ExecutorService threads = Executors.newFixedThreadPool(8);
 

@@ -1,0 +1,387 @@
+package dev.holdfast.redis;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.StringRedisTemplate;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockOptions;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.test.server.RedisServer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The handoff on Redis between instances (two templates over two clients, as two processes
+ * would have): waiting acquisitions record themselves, the release hands the lock to a recorded
+ * waiter, reserved for it and announced, and only that waiter takes it.
+ */
+class RedisWaiterHandoffTests {
+
+	/** Lease and poll interval where a test must not depend on a poll. */
+	private static final Duration SLOW_POLL = Duration.ofMinutes(1);
+
+	/** Well under the poll fallback, with slack for a loaded machine. */
+	private static final Duration WAKE_BOUND = Duration.ofSeconds(10);
+
+	private static final LockOptions ONCE = LockOptions.defaults().waitTime(Duration.ZERO);
+
+	private static final LockOptions WAIT = LockOptions.defaults().waitTime(SLOW_POLL);
+
+	private static RedisServer server;
+
+	private final List<LettuceConnectionFactory> factories = new ArrayList<>();
+
+	private final List<RedisLockBackend> backends = new ArrayList<>();
+
+	private final List<AutoCloseable> closeables = new ArrayList<>();
+
+	private final List<Thread> threads = new ArrayList<>();
+
+	private final String name = "handoff-" + UUID.randomUUID();
+
+	private final String lockKey = "{" + this.name + "}";
+
+	private final String waitersKey = "{" + this.name + "}:waiters";
+
+	@BeforeAll
+	static void startRedis() {
+		server = RedisServer.start();
+	}
+
+	@AfterAll
+	static void stopRedis() {
+		server.close();
+	}
+
+	@AfterEach
+	void closeClients() throws Exception {
+		for (Thread thread : this.threads) {
+			thread.interrupt();
+			thread.join(TimeUnit.SECONDS.toMillis(10));
+		}
+		for (AutoCloseable closeable : this.closeables) {
+			closeable.close();
+		}
+		this.backends.forEach(RedisLockBackend::close);
+		this.factories.forEach(LettuceConnectionFactory::destroy);
+	}
+
+	@Test
+	void aRecordedWaiterOfAnotherInstanceGetsTheLockAheadOfTheReleasingInstancesNextAttempt() throws Exception {
+		DefaultLockTemplate releasing = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		DefaultLockTemplate other = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		Lease held = releasing.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = waitInBackground(other, WAIT);
+		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+		held.close();
+		// On the releasing instance's connection, right behind its release: before, it took the
+		// lock every time, ahead of the other instance's waiter that only heard the announcement.
+		Optional<Lease> once = releasing.tryAcquire(this.name, null, ONCE);
+		assertThat(once).as("the lock went to the recorded waiter, not to the releasing instance").isEmpty();
+		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+		assertThat(next.isValid()).isTrue();
+		assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
+		assertThat(raw().hasKey(this.waitersKey)).as("the granted waiter's record is gone").isFalse();
+		next.close();
+	}
+
+	@Test
+	void aLocalWaiterRecordsItselfWhileItsOwnInstanceHoldsTheKeyAndIsGrantedTheLock() throws Exception {
+		DefaultLockTemplate instance = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		Lease held = instance.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
+		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+		held.close();
+		// The grant wakes it, long before its poll.
+		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+		assertThat(next.isValid()).isTrue();
+		next.close();
+	}
+
+	@Test
+	void aReservedLockIsRefusedToEveryoneButItsWaiter() throws Exception {
+		RedisLockBackend first = backend(RedisLockBackend.DEFAULT_CHANNEL);
+		RedisLockBackend second = backend(RedisLockBackend.DEFAULT_CHANNEL);
+		// A waiter of a process that is not listening here: nobody hands its reservation on.
+		record("elsewhere.1", Duration.ofSeconds(30));
+		AcquireResult held = first.tryAcquire(this.name, "first.1", Duration.ofSeconds(30));
+		assertThat(held.acquired()).isTrue();
+		assertThat(first.release(this.name, "first.1")).isTrue();
+		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("*elsewhere.1");
+		assertThat(raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS)).as("the claim window")
+			.isGreaterThan(2000);
+		assertThat(first.tryAcquire(this.name, "first.2", Duration.ofSeconds(30)).acquired()).isFalse();
+		assertThat(second.tryAcquireWaiting(this.name, "second.1", Duration.ofSeconds(30), Duration.ofSeconds(30))
+			.acquired()).isFalse();
+		assertThat(first.release(this.name, "elsewhere.1")).as("a reservation is not a lock to release").isFalse();
+		// A template's waiters are refused too, and withdraw when they give up.
+		DefaultLockTemplate template = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		assertThat(template.tryAcquire(this.name, null, LockOptions.defaults().waitTime(Duration.ofMillis(300))))
+			.isEmpty();
+		await().atMost(WAKE_BOUND)
+			.untilAsserted(() -> assertThat(raw().opsForZSet().range(this.waitersKey, 0, -1))
+				.containsExactly("second.1"));
+		AcquireResult claimed = second.tryAcquireWaiting(this.name, "elsewhere.1", Duration.ofSeconds(30),
+				Duration.ofSeconds(30));
+		assertThat(claimed.acquired()).as("the reserved waiter claims it").isTrue();
+		assertThat(claimed.fencingToken()).isGreaterThan(held.fencingToken());
+		assertThat(raw().opsForValue().get(this.lockKey)).as("owned and marked: a waiter remains recorded")
+			.isEqualTo("elsewhere.1*");
+		// Its release hands the lock to the remaining recorded waiter.
+		assertThat(second.release(this.name, "elsewhere.1")).isTrue();
+		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("*second.1");
+	}
+
+	@Test
+	void aLostGrantIsClaimedByTheWaitersPollWithinTheClaimWindow() throws Exception {
+		DefaultLockTemplate releasing = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		// Listens on another channel: it never hears the grant.
+		Duration poll = Duration.ofSeconds(5);
+		DefaultLockTemplate deaf = listeningTemplate("holdfast:elsewhere", poll);
+		Lease held = releasing.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = waitInBackground(deaf, LockOptions.defaults().waitTime(SLOW_POLL));
+		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+		String waiter = raw().opsForZSet().range(this.waitersKey, 0, 0).iterator().next();
+		held.close();
+		await().atMost(WAKE_BOUND).until(() -> ("*" + waiter).equals(raw().opsForValue().get(this.lockKey)));
+		long reservedAt = System.nanoTime();
+		long window = raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS);
+		// The record lasted two polls from the waiter's last attempt, the window as long: its next
+		// poll comes at least one poll interval before the window ends.
+		assertThat(window).isGreaterThan(poll.toMillis());
+		Lease next = waiting.get(2 * poll.toSeconds(), TimeUnit.SECONDS);
+		long claimedAfter = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - reservedAt);
+		assertThat(claimedAfter).as("claimed from the reservation, not taken after it expired").isLessThan(window);
+		assertThat(next.isValid()).isTrue();
+		next.close();
+	}
+
+	@Test
+	void aGrantToAWaiterThatIsGoneIsHandedOnAtOnce() throws Exception {
+		DefaultLockTemplate instance = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		Lease probe = instance.acquire(this.name, null, ONCE);
+		String owner = raw().opsForValue().get(this.lockKey);
+		probe.close();
+		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
+		// A waiter of this instance that no longer waits, still recorded with a long record.
+		String gone = owner.substring(0, owner.lastIndexOf('.')) + ".999999999";
+		record(gone, Duration.ofMinutes(1));
+		RedisLockBackend other = backend(RedisLockBackend.DEFAULT_CHANNEL);
+		assertThat(other.tryAcquire(this.name, "other.1", Duration.ofMinutes(1)).acquired()).isTrue();
+		assertThat(other.release(this.name, "other.1")).isTrue();
+		// Reserved for a minute, unless the instance hands it on when it hears the grant.
+		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
+		assertThat(other.tryAcquire(this.name, "other.2", Duration.ofMinutes(1)).acquired()).isTrue();
+	}
+
+	@Test
+	void anInterruptedWaiterWithdrawsItsRecord() throws Exception {
+		DefaultLockTemplate holder = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		DefaultLockTemplate other = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		Lease held = holder.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = waitInBackground(other, WAIT);
+		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+		this.threads.get(this.threads.size() - 1).interrupt();
+		await().atMost(WAKE_BOUND).until(waiting::isDone);
+		assertThat(waiting).isCompletedExceptionally();
+		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.waitersKey));
+		held.close();
+		// No waiter recorded: released, not reserved.
+		assertThat(holder.tryAcquire(this.name, null, ONCE)).isPresent().get().satisfies(Lease::close);
+	}
+
+	@Test
+	void aNonBlockingWaiterRecordsItselfAndIsGrantedTheLock() throws Exception {
+		DefaultLockTemplate releasing = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		DefaultLockTemplate other = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		Lease held = releasing.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = other.tryAcquireAsync(this.name, null, WAIT);
+		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+		held.close();
+		assertThat(releasing.tryAcquire(this.name, null, ONCE)).isEmpty();
+		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+		assertThat(next.isValid()).isTrue();
+		other.releaseAsync(next).toCompletableFuture().get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+		// A cancelled one withdraws its record.
+		Lease again = releasing.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> cancelled = other.tryAcquireAsync(this.name, null, WAIT);
+		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+		cancelled.cancel(false);
+		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.waitersKey));
+		again.close();
+	}
+
+	/**
+	 * Waiters whose wait ends about when the lock is handed to them (a few milliseconds, as long
+	 * as a handoff takes), blocking and non-blocking, some cancelled, on two instances: each
+	 * withdraws while a grant for it may be on its way or already taken. The holders never
+	 * overlap and fencing tokens only grow.
+	 */
+	@Test
+	void waitersThatGiveUpAsTheyAreGrantedNeverMakeTwoHolders() throws Exception {
+		List<DefaultLockTemplate> instances = List.of(listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL),
+				listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL));
+		long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(8);
+		java.util.concurrent.atomic.AtomicInteger holders = new java.util.concurrent.atomic.AtomicInteger();
+		java.util.concurrent.atomic.AtomicLong lastToken = new java.util.concurrent.atomic.AtomicLong();
+		java.util.concurrent.atomic.AtomicInteger acquisitions = new java.util.concurrent.atomic.AtomicInteger();
+		java.util.concurrent.atomic.AtomicInteger givenUp = new java.util.concurrent.atomic.AtomicInteger();
+		java.util.concurrent.atomic.AtomicReference<String> violation = new java.util.concurrent.atomic.AtomicReference<>();
+		java.util.function.Consumer<Lease> hold = (lease) -> {
+			try {
+				if (holders.incrementAndGet() != 1) {
+					violation.compareAndSet(null, "two holders at once");
+				}
+				long previous = lastToken.getAndSet(lease.fencingToken());
+				if (lease.fencingToken() <= previous) {
+					violation.compareAndSet(null, "token " + lease.fencingToken() + " after " + previous);
+				}
+				acquisitions.incrementAndGet();
+				java.util.concurrent.locks.LockSupport.parkNanos(
+						java.util.concurrent.ThreadLocalRandom.current().nextLong(2_000_000));
+				if (!lease.isValid()) {
+					violation.compareAndSet(null, "lease lost while held");
+				}
+			}
+			finally {
+				holders.decrementAndGet();
+			}
+		};
+		List<Thread> contenders = new ArrayList<>();
+		for (DefaultLockTemplate instance : instances) {
+			for (int t = 0; t < 3; t++) {
+				contenders.add(new Thread(() -> {
+					while (System.nanoTime() - end < 0 && violation.get() == null) {
+						Duration wait = Duration.ofNanos(
+								java.util.concurrent.ThreadLocalRandom.current().nextLong(500_000, 6_000_000));
+						Optional<Lease> lease = instance.tryAcquire(this.name, null,
+								LockOptions.defaults().waitTime(wait));
+						if (lease.isEmpty()) {
+							givenUp.incrementAndGet();
+							continue;
+						}
+						try (Lease held = lease.get()) {
+							hold.accept(held);
+						}
+					}
+				}));
+			}
+			contenders.add(new Thread(() -> {
+				while (System.nanoTime() - end < 0 && violation.get() == null) {
+					java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+					CompletableFuture<Lease> pending = instance.tryAcquireAsync(this.name, null,
+							LockOptions.defaults().waitTime(Duration.ofNanos(random.nextLong(500_000, 6_000_000))));
+					if (random.nextBoolean()) {
+						java.util.concurrent.locks.LockSupport.parkNanos(random.nextLong(3_000_000));
+						pending.cancel(false);
+					}
+					Lease lease;
+					try {
+						lease = pending.get(10, TimeUnit.SECONDS);
+					}
+					catch (java.util.concurrent.CancellationException ex) {
+						givenUp.incrementAndGet();
+						continue;
+					}
+					catch (Exception ex) {
+						violation.compareAndSet(null, "non-blocking acquisition failed: " + ex);
+						return;
+					}
+					if (lease == null) {
+						givenUp.incrementAndGet();
+						continue;
+					}
+					try {
+						hold.accept(lease);
+					}
+					finally {
+						instance.releaseAsync(lease);
+					}
+				}
+			}));
+		}
+		contenders.forEach((thread) -> {
+			this.threads.add(thread);
+			thread.start();
+		});
+		for (Thread thread : contenders) {
+			thread.join(TimeUnit.SECONDS.toMillis(60));
+		}
+		assertThat(violation.get()).isNull();
+		assertThat(acquisitions.get()).as("acquisitions").isGreaterThan(100);
+		assertThat(givenUp.get()).as("waiters that gave up").isGreaterThan(100);
+		// Nothing stays reserved for a waiter that gave up, nor recorded for long.
+		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
+		assertThat(instances.get(0).tryAcquire(this.name, null, ONCE)).isPresent().get().satisfies(Lease::close);
+	}
+
+	/** Records {@code owner} as a waiter directly, its record lasting {@code duration} by Redis's clock. */
+	private void record(String owner, Duration duration) {
+		StringRedisTemplate raw = raw();
+		Long now = raw.execute((org.springframework.data.redis.core.RedisCallback<Long>) (connection) -> connection
+			.serverCommands()
+			.time(TimeUnit.MILLISECONDS));
+		raw.opsForZSet().add(this.waitersKey, owner, now + duration.toMillis());
+	}
+
+	/** Acquires the lock on another thread, once that thread waits for it. */
+	private CompletableFuture<Lease> waitInBackground(DefaultLockTemplate instance, LockOptions options) {
+		CompletableFuture<Lease> acquired = new CompletableFuture<>();
+		Thread thread = new Thread(() -> {
+			try {
+				acquired.complete(instance.acquire(this.name, null, options));
+			}
+			catch (Throwable ex) {
+				acquired.completeExceptionally(ex);
+			}
+		});
+		this.threads.add(thread);
+		thread.start();
+		return acquired;
+	}
+
+	private RedisLockBackend backend(String channel) {
+		LettuceConnectionFactory factory = RedisClients.connectionFactory(server);
+		this.factories.add(factory);
+		RedisLockBackend backend = RedisLockBackend.of(factory, channel);
+		this.backends.add(backend);
+		return backend;
+	}
+
+	private DefaultLockTemplate listeningTemplate(String channel, Duration poll) {
+		DefaultLockTemplate template = new DefaultLockTemplate(backend(channel),
+				LockSettings.defaults().withKeyPrefix("").withLeaseTime(SLOW_POLL).withPollInterval(poll));
+		this.closeables.add(template);
+		template.prepare();
+		await().atMost(Duration.ofSeconds(60)).until(template::releaseEventsListening);
+		return template;
+	}
+
+	private StringRedisTemplate raw() {
+		if (this.raw == null) {
+			LettuceConnectionFactory factory = RedisClients.connectionFactory(server);
+			this.factories.add(factory);
+			this.raw = RedisClients.template(factory);
+		}
+		return this.raw;
+	}
+
+	private StringRedisTemplate raw;
+
+}
