@@ -76,7 +76,7 @@ final class AsyncLockSupport {
 		if (handoff != null && wait.toNanos() > 0) {
 			// A waiting acquisition records itself with each refused attempt, under one owner token;
 			// a grant from the backend's release wakes it. Registered before the first attempt.
-			acquisition.recorded = handoff.register(key, this.owners.next(), acquisition::granted);
+			acquisition.recorded = handoff.register(key, acquisition::granted);
 		}
 		acquisition.result.whenComplete((lease, ex) -> {
 			Waiter waiter = acquisition.waiter;

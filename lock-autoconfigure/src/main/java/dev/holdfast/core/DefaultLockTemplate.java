@@ -118,14 +118,15 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		this.renewer = (backend instanceof LeaseRenewal renewal)
 				? new LeaseRenewer(this, renewal, backend.name(), this.held.values()) : null;
 		HandoffWaiters handoff = (backend instanceof WaiterHandoff waiterHandoff)
-				? new HandoffWaiters(waiterHandoff, this.owners, settings.pollInterval()) : null;
+				? new HandoffWaiters(waiterHandoff, this.owners, settings.pollInterval(), this::holds) : null;
 		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? new AsyncLockSupport(this, asyncBackend,
 				this.listener, this.owners, settings.pollInterval(), handoff) : null;
 		this.racer = new Racer(this, backend, this.owners, settings.pollInterval(), this.async, handoff);
 		this.sessions = (backend instanceof SessionLeases sessionLeases) ? sessionLeases : null;
 		this.lostSubscription = (this.sessions != null) ? this.sessions.onLost(this::lostOnBackend) : null;
 		this.unknownOutcomes = new UnknownOutcomeReleases(backend);
-		this.releases = new LeaseReleases(this, backend, settings.releaseInBackground(), this.listener, this.held);
+		this.releases = new LeaseReleases(this, backend, settings.releaseInBackground(), this.listener, this.held,
+				handoff);
 	}
 
 	@Override
@@ -299,6 +300,9 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			try {
 				HeldLease lease = this.racer.race(name, key, ttl, options.isRenew(), gated ? deadline : System.nanoTime(),
 						observation);
+				if (lease != null && gated) {
+					this.racer.tookWithQueue(key, gate);
+				}
 				if (lease == null) {
 					observation.notAcquired();
 					this.listener.notAcquired(name, this.backend.name(), Duration.ofNanos(System.nanoTime() - start));
@@ -452,6 +456,12 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	 */
 	boolean awaitAnnouncement(String key) {
 		return this.racer.awaitAnnouncement(key);
+	}
+
+	/** Whether this template holds {@code key} under {@code owner} (valid, or its release in flight). */
+	private boolean holds(String key, String owner) {
+		HeldLease lease = this.held.get(key);
+		return lease != null && lease.owner().equals(owner);
 	}
 
 	/**

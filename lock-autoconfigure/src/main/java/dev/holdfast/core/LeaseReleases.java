@@ -65,8 +65,12 @@ final class LeaseReleases {
 
 	private final AtomicInteger inFlight = new AtomicInteger();
 
+	/** With a backend that hands released locks to recorded waiters: this template's waiters. */
+	private final @Nullable HandoffWaiters handoff;
+
 	LeaseReleases(DefaultLockTemplate template, LockBackend backend, boolean background, LockListener listener,
-			Map<String, HeldLease> held) {
+			Map<String, HeldLease> held, @Nullable HandoffWaiters handoff) {
+		this.handoff = handoff;
 		this.template = template;
 		this.backend = backend;
 		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? asyncBackend : null;
@@ -130,7 +134,12 @@ final class LeaseReleases {
 		boolean announced = false;
 		try {
 			if (onBackend) {
-				if (this.backend instanceof AnnouncedReleases events && events.announcesReleases()
+				HandoffWaiters waiters = this.handoff;
+				if (waiters != null) {
+					waiters.backend().release(lease.key(), lease.owner(), waiters.localWaiter(lease.key()),
+							waiters.recordFor());
+				}
+				else if (this.backend instanceof AnnouncedReleases events && events.announcesReleases()
 						&& events.isListening() && this.template.awaitAnnouncement(lease.key())) {
 					// A racer of this process waits for the key: it starts from the announcement,
 					// with the other processes' racers.
@@ -275,7 +284,16 @@ final class LeaseReleases {
 		lease.startReleasing(done);
 		this.inFlight.incrementAndGet();
 		try {
-			nonBlocking.releaseAsync(lease.key(), lease.owner(), done);
+			HandoffWaiters waiters = this.handoff;
+			if (waiters != null) {
+				// This process's next waiter for the key, which may not have attempted yet, is drawn
+				// like any recorded waiter.
+				waiters.backend().releaseAsync(lease.key(), lease.owner(), waiters.localWaiter(lease.key()),
+						waiters.recordFor(), done);
+			}
+			else {
+				nonBlocking.releaseAsync(lease.key(), lease.owner(), done);
+			}
 		}
 		catch (Throwable ex) {
 			// Whatever it was, the lease must not stay "releasing" with its stage never completed.

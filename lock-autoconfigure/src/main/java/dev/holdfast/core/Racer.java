@@ -111,7 +111,7 @@ final class Racer implements AutoCloseable {
 			// announces the grant, which wakes it through its signal. Registered before the first
 			// attempt, so that a grant never arrives for an owner this template does not know.
 			signal = listen(key);
-			recorded = handoff.register(key, this.owners.next(), signal::release);
+			recorded = handoff.adopt(key, signal::release);
 			// Listening from the start: no retry after the first refused attempt is needed.
 			listening = subscribed();
 		}
@@ -392,6 +392,20 @@ final class Racer implements AutoCloseable {
 	void leaveGate(String key, Gate gate) {
 		if (gate.leave()) {
 			this.gates.remove(key, gate);
+			if (this.handoff != null) {
+				// Nobody queues for the key here any more: a successor nobody adopted is withdrawn.
+				this.handoff.queueEmptied(key);
+			}
+		}
+	}
+
+	/**
+	 * A racer of {@code key} took the lock: if other threads of this process queue for it, its
+	 * successor is registered now, so that the release records it even if it has not run yet.
+	 */
+	void tookWithQueue(String key, Gate gate) {
+		if (this.handoff != null && gate.hasQueuedThreads()) {
+			this.handoff.successor(key);
 		}
 	}
 

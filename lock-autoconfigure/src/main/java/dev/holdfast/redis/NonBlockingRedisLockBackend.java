@@ -99,7 +99,14 @@ final class NonBlockingRedisLockBackend extends RedisLockBackend implements Asyn
 	@Override
 	public void releaseAsync(String key, String owner,
 			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
-		releaseAsync(this.scripts, key, owner, whenAnswered);
+		releaseAsync(this.scripts, key, owner, null, null, whenAnswered);
+	}
+
+	/** One callback on Lettuce's reply, as the release without a local waiter. */
+	@Override
+	public void releaseAsync(String key, String owner, @Nullable String localWaiter, Duration recordFor,
+			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
+		releaseAsync(this.scripts, key, owner, localWaiter, recordFor, whenAnswered);
 	}
 
 }

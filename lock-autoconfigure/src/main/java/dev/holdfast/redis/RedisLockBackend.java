@@ -135,6 +135,8 @@ public class RedisLockBackend
 
 	private static final byte[] NOT_RECORDED = bytes("0");
 
+	private static final byte[] EMPTY = new byte[0];
+
 	/** At most this many withdrawals wait for the blocking backend's background thread. */
 	private static final int MAX_QUEUED_WITHDRAWALS = 1024;
 
@@ -399,7 +401,7 @@ public class RedisLockBackend
 	/** {@link #release} without blocking, for {@link NonBlockingRedisLockBackend}. */
 	final CompletionStage<Boolean> releaseAsync(LettuceScripts scripts, String key, String owner) {
 		CompletableFuture<Boolean> result = new CompletableFuture<>();
-		releaseAsync(scripts, key, owner, (released, ex) -> {
+		releaseAsync(scripts, key, owner, null, null, (released, ex) -> {
 			if (ex == null) {
 				result.complete(released);
 			}
@@ -414,13 +416,13 @@ public class RedisLockBackend
 	 * {@link #release} without blocking: the outcome, or the failure as a
 	 * {@code LockBackendException}, handed to {@code whenAnswered}; one callback on Lettuce's reply.
 	 */
-	final void releaseAsync(LettuceScripts scripts, String key, String owner,
-			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
+	final void releaseAsync(LettuceScripts scripts, String key, String owner, @Nullable String localWaiter,
+			@Nullable Duration recordFor, BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
 		byte[][] keys;
 		byte[][] args;
 		try {
 			keys = releaseKeys(key);
-			args = releaseArguments(key, owner);
+			args = releaseArguments(key, owner, localWaiter, recordFor);
 		}
 		catch (RuntimeException ex) {
 			whenAnswered.accept(null, ex);
@@ -433,7 +435,7 @@ public class RedisLockBackend
 			}
 			boolean released;
 			try {
-				released = released(reply);
+				released = released(key, reply, localWaiter);
 			}
 			catch (RuntimeException conversionFailure) {
 				whenAnswered.accept(null, failure("release", key, conversionFailure));
@@ -504,10 +506,17 @@ public class RedisLockBackend
 		return new byte[][] { lockKey(key), waitersKey(key) };
 	}
 
-	/** Owner, channel, the random number that draws a waiter, the shortest claim window. */
-	private byte[][] releaseArguments(String key, String owner) {
+	/**
+	 * Owner, channel, the random number that draws a waiter, the shortest claim window, the
+	 * releasing process's next waiter ('' for none) and how long to record it.
+	 */
+	private byte[][] releaseArguments(String key, String owner, @Nullable String localWaiter,
+			@Nullable Duration recordFor) {
+		byte[] waiter = (localWaiter != null && recordFor != null) ? ownerBytes(localWaiter) : EMPTY;
+		byte[] record = (localWaiter != null && recordFor != null) ? recordBytes(recordFor) : NOT_RECORDED;
 		return new byte[][] { ownerBytes(owner), this.channelBytes,
-				bytes(Integer.toString(ThreadLocalRandom.current().nextInt(1 << 30))), MIN_CLAIM_WINDOW };
+				bytes(Integer.toString(ThreadLocalRandom.current().nextInt(1 << 30))), MIN_CLAIM_WINDOW, waiter,
+				record };
 	}
 
 	/** The acquire script's answer: see {@link RedisScripts#ACQUIRE}. */
@@ -536,8 +545,18 @@ public class RedisLockBackend
 	 */
 	@Override
 	public boolean release(String key, String owner) {
+		return release(key, owner, null, null);
+	}
+
+	/**
+	 * {@link #release(String, String)} that first records {@code localWaiter} (see
+	 * {@link WaiterHandoff}); when the lock goes to it, this backend's grant listeners hear of it
+	 * from the answer, ahead of the announcement.
+	 */
+	@Override
+	public boolean release(String key, String owner, @Nullable String localWaiter, @Nullable Duration recordFor) {
 		byte[][] keys = releaseKeys(key);
-		byte[][] args = releaseArguments(key, owner);
+		byte[][] args = releaseArguments(key, owner, localWaiter, recordFor);
 		Object reply;
 		try {
 			reply = eval(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args);
@@ -545,12 +564,22 @@ public class RedisLockBackend
 		catch (RuntimeException ex) {
 			throw failure("release", key, ex);
 		}
-		return released(reply);
+		return released(key, reply, localWaiter);
 	}
 
-	/** 1: released; 2: handed to a recorded waiter (released by this owner, too). */
-	private static boolean released(@Nullable Object reply) {
-		return reply instanceof Number number && number.longValue() >= 1;
+	/**
+	 * 1: released; 2: handed to a recorded waiter (released by this owner, too); 3: handed to
+	 * {@code localWaiter}, whose grant is dispatched here at once.
+	 */
+	private boolean released(String key, @Nullable Object reply, @Nullable String localWaiter) {
+		if (!(reply instanceof Number number)) {
+			return false;
+		}
+		long outcome = number.longValue();
+		if (outcome == 3 && localWaiter != null) {
+			this.subscription.dispatchGrant(key, localWaiter);
+		}
+		return outcome >= 1;
 	}
 
 	/**
@@ -566,7 +595,7 @@ public class RedisLockBackend
 		byte[][] args;
 		try {
 			keys = releaseKeys(key);
-			args = releaseArguments(key, owner);
+			args = releaseArguments(key, owner, null, null);
 		}
 		catch (RuntimeException ex) {
 			logger.debug("Cannot withdraw waiter of lock '" + key + "'", ex);
@@ -589,7 +618,7 @@ public class RedisLockBackend
 
 	/** {@link #withdraw} keys and arguments, for the non-blocking backend. */
 	final byte[][][] withdrawCall(String key, String owner) {
-		return new byte[][][] { releaseKeys(key), releaseArguments(key, owner) };
+		return new byte[][][] { releaseKeys(key), releaseArguments(key, owner, null, null) };
 	}
 
 	/**

@@ -244,6 +244,25 @@ final class RedisReleaseSubscription implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * Hands a grant learned from a release's answer to the grant listeners, as its announcement
+	 * will be, on the calling thread.
+	 */
+	void dispatchGrant(String key, String owner) {
+		for (Listener listener : this.listeners) {
+			BiConsumer<String, String> granted = listener.granted();
+			if (granted == null) {
+				continue;
+			}
+			try {
+				granted.accept(key, owner);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Grant listener failed for lock '" + key + "'", ex);
+			}
+		}
+	}
+
 	/** Identity matters: the same functions may be subscribed twice. */
 	private static final class Listener {
 

@@ -67,15 +67,26 @@ final class RedisScripts {
 			return -1 - remaining
 			""".replace("FENCE_TTL_MILLIS", Long.toString(RedisLockBackend.FENCE_TTL_MILLIS)), Long.class);
 
-	// Hands the lock (held or reserved; its value in `holder`) to one recorded waiter: stale
-	// records (score <= Redis TIME in ms) are dropped, one of the others is drawn with the
-	// client's random number ARGV[3], removed, and the lock set to the reservation '*' .. waiter
-	// for a claim window of max(ARGV[4], the record's remaining time), which covers the waiter's
-	// next poll; the grant '{key}' .. waiter is published. With no waiter recorded, the lock is
-	// deleted and, if it was contended, its key (without the braces) is published.
+	// Hands the lock (held or reserved; its value in `holder`) to one recorded waiter. First the
+	// releasing process's next local waiter ARGV[5] (if given and not '') is recorded for ARGV[6]
+	// ms, as its own attempt would record it. Stale records (score <= Redis TIME in ms) are
+	// dropped, one of the others is drawn with the client's random number ARGV[3], removed, and
+	// the lock set to the reservation '*' .. waiter for a claim window of max(ARGV[4], the
+	// record's remaining time), which covers the waiter's next poll; the grant '{key}' .. waiter
+	// is published. Answers 3 when the drawn waiter is ARGV[5], else 2. With no waiter recorded,
+	// the lock is deleted and, if it was contended, its key (without the braces) is published.
 	private static final String HAND_ON = """
 			local time = redis.call('TIME')
 			local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+			local nextLocal = ARGV[5]
+			if nextLocal == '' then nextLocal = nil end
+			if nextLocal then
+				local recordFor = tonumber(ARGV[6])
+				redis.call('ZADD', KEYS[2], string.format('%d', now + recordFor), nextLocal)
+				if redis.call('PTTL', KEYS[2]) < recordFor then
+					redis.call('PEXPIRE', KEYS[2], string.format('%d', recordFor))
+				end
+			end
 			redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now))
 			local waiting = redis.call('ZCARD', KEYS[2])
 			if waiting > 0 then
@@ -85,6 +96,7 @@ final class RedisScripts {
 				redis.call('ZREM', KEYS[2], drawn[1])
 				redis.call('SET', KEYS[1], '*' .. drawn[1], 'PX', string.format('%d', window))
 				redis.call('PUBLISH', ARGV[2], KEYS[1] .. drawn[1])
+				if drawn[1] == nextLocal then return 3 end
 				return 2
 			end
 			redis.call('DEL', KEYS[1])
@@ -96,7 +108,8 @@ final class RedisScripts {
 
 	// Owner-checked. An uncontended lock (no '*') has no recorded waiter: see ACQUIRE. A
 	// contended one goes to a recorded waiter, or is deleted and announced (HAND_ON).
-	// Answers 0 (not held by the owner), 1 (released) or 2 (handed to a waiter).
+	// Answers 0 (not held by the owner), 1 (released), 2 (handed to a waiter) or 3 (handed to
+	// the releasing process's next waiter ARGV[5]).
 	static final RedisScript<Long> RELEASE = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
 			local holder = redis.call('GET', KEYS[1])

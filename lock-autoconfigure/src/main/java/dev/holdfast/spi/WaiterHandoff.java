@@ -6,6 +6,8 @@ import java.util.concurrent.CompletionStage;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A backend that decides itself who gets a released lock: a waiting acquisition records itself
  * with each refused attempt, and the release of a lock with recorded waiters hands it to one of
@@ -39,6 +41,34 @@ public interface WaiterHandoff extends ReleaseEvents {
 			Duration recordFor) {
 		return CompletableFuture.failedFuture(new UnsupportedOperationException(
 				"The " + getClass().getSimpleName() + " backend cannot acquire without blocking"));
+	}
+
+	/**
+	 * {@link LockBackend#release}, that first records {@code localWaiter}, if not {@code null}, for
+	 * {@code recordFor}: the releasing process's next waiter for the key, which may not have made
+	 * its first attempt yet, so that it is drawn as any recorded waiter is. When the lock goes to
+	 * {@code localWaiter}, the backend tells its grant listeners at once, from the answer, without
+	 * waiting for the announcement.
+	 * @return whether the lock was held by {@code owner} and is now released (or handed on)
+	 */
+	boolean release(String key, String owner, @Nullable String localWaiter, Duration recordFor);
+
+	/**
+	 * {@link #release(String, String, String, Duration)} without blocking, the outcome handed to
+	 * {@code whenAnswered} as {@link AsyncLockBackend#releaseAsync(String, String, BiConsumer)}
+	 * does; the default calls the blocking form.
+	 */
+	default void releaseAsync(String key, String owner, @Nullable String localWaiter, Duration recordFor,
+			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
+		boolean released;
+		try {
+			released = release(key, owner, localWaiter, recordFor);
+		}
+		catch (Throwable ex) {
+			whenAnswered.accept(null, ex);
+			return;
+		}
+		whenAnswered.accept(released, null);
 	}
 
 	/**
