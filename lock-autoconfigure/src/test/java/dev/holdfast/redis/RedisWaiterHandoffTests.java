@@ -149,6 +149,27 @@ class RedisWaiterHandoffTests {
 	}
 
 	@Test
+	void aReleaseRecordsTheReleasingProcesssNextWaiterAndTellsItFromTheAnswer() throws Exception {
+		RedisLockBackend backend = backend(RedisLockBackend.DEFAULT_CHANNEL);
+		List<String> grants = new java.util.concurrent.CopyOnWriteArrayList<>();
+		AutoCloseable subscription = backend.subscribe((key) -> {
+		}, (key, owner) -> grants.add(key + " " + owner + " " + Thread.currentThread().getName()));
+		this.closeables.add(subscription);
+		await().atMost(Duration.ofSeconds(60)).until(backend::isListening);
+		assertThat(backend.tryAcquire(this.name, "holder.1", Duration.ofSeconds(30)).acquired()).isTrue();
+		// Contended (as when another process's waiter was refused), but no waiter recorded yet.
+		assertThat(backend.tryAcquire(this.name, "other.1", Duration.ofSeconds(30)).acquired()).isFalse();
+		assertThat(backend.release(this.name, "holder.1", "next.1", Duration.ofSeconds(10))).isTrue();
+		assertThat(raw().opsForValue().get(this.lockKey)).as("the only recorded waiter drew it")
+			.isEqualTo("*next.1");
+		assertThat(grants).as("told from the answer, on the releasing thread, before the announcement")
+			.first()
+			.isEqualTo(this.name + " next.1 " + Thread.currentThread().getName());
+		assertThat(backend.tryAcquireWaiting(this.name, "next.1", Duration.ofSeconds(30), Duration.ofSeconds(10))
+			.acquired()).isTrue();
+	}
+
+	@Test
 	void aLostGrantIsClaimedByTheWaitersPollWithinTheClaimWindow() throws Exception {
 		DefaultLockTemplate releasing = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
 		// Listens on another channel: it never hears the grant.
