@@ -139,8 +139,10 @@ final class LeaseReleases {
 					waiters.backend().release(lease.key(), lease.owner(), waiters.localWaiter(lease.key()),
 							waiters.recordFor());
 				}
-				else if (this.backend instanceof AnnouncedReleases events && events.announcesReleases()
-						&& events.isListening() && this.template.awaitAnnouncement(lease.key())) {
+				// This template's own subscription must listen: another template's on the same
+				// backend delivers the announcement to that template only.
+				else if (this.backend instanceof AnnouncedReleases events && this.template.releaseEventsListening()
+						&& events.announcesReleases() && this.template.awaitAnnouncement(lease.key())) {
 					// A racer of this process waits for the key: it starts from the announcement,
 					// with the other processes' racers.
 					announced = events.releaseAnnounced(lease.key(), lease.owner());

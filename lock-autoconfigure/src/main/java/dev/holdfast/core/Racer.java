@@ -335,10 +335,11 @@ final class Racer implements AutoCloseable {
 		if (signal != null) {
 			if (announced && signal.awaitingAnnouncement) {
 				signal.answeredAtNanos = System.nanoTime();
-				// Once more, in case the announcement came in between.
-				if (signal.awaitingAnnouncement) {
-					return;
-				}
+				// Woken anyway: the racer finds the announcement still awaited and waits for it at
+				// most ANNOUNCEMENT_WAIT_NANOS from now. Not woken, it would sleep up to the poll
+				// interval if the announcement were lost.
+				signal.release();
+				return;
 			}
 			signal.awaitingAnnouncement = false;
 			signal.release();
