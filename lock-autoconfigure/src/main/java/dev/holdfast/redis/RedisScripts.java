@@ -73,13 +73,21 @@ final class RedisScripts {
 	// dropped, one of the others is drawn with the client's random number ARGV[3], removed, and
 	// the lock set to the reservation '*' .. waiter for a claim window of max(ARGV[4], the
 	// record's remaining time), which covers the waiter's next poll; the grant '{key}' .. waiter
-	// is published. Answers 3 when the drawn waiter is ARGV[5], else 2. With no waiter recorded,
+	// is published. Answers 3 when the drawn waiter is ARGV[5], else 2. With no waiter recorded
+	// (no set at all: one EXISTS, as for a lock contended only by try-once callers),
 	// the lock is deleted and, if it was contended, its key (without the braces) is published.
 	private static final String HAND_ON = """
-			local time = redis.call('TIME')
-			local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 			local nextLocal = ARGV[5]
 			if nextLocal == '' then nextLocal = nil end
+			if not nextLocal and redis.call('EXISTS', KEYS[2]) == 0 then
+				redis.call('DEL', KEYS[1])
+				if string.sub(holder, -1) == '*' then
+					redis.call('PUBLISH', ARGV[2], string.sub(KEYS[1], 2, -2))
+				end
+				return 1
+			end
+			local time = redis.call('TIME')
+			local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 			if nextLocal then
 				local recordFor = tonumber(ARGV[6])
 				redis.call('ZADD', KEYS[2], string.format('%d', now + recordFor), nextLocal)
