@@ -118,6 +118,16 @@ final class AsyncLockSupport {
 		}
 	}
 
+	/** Release events stopped: wakes every waiting acquisition, which attempts again now. */
+	void onInterrupted() {
+		for (Queue<Waiter> queue : this.waiters.values()) {
+			Waiter waiter;
+			while ((waiter = queue.poll()) != null) {
+				waiter.signal();
+			}
+		}
+	}
+
 	private void enqueue(Waiter waiter) {
 		this.waiters.compute(waiter.acquisition.key, (k, queue) -> {
 			Queue<Waiter> result = (queue != null) ? queue : new ConcurrentLinkedQueue<>();

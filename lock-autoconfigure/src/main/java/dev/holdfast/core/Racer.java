@@ -282,7 +282,7 @@ final class Racer implements AutoCloseable {
 			if (this.subscription == null && !this.template.isClosed()) {
 				this.subscription = (this.handoff != null)
 						? this.handoff.backend().subscribe(this::onRelease, this.handoff::onGrant)
-						: ((ReleaseEvents) this.backend).subscribe(this::onRelease);
+						: ((ReleaseEvents) this.backend).subscribe(this::onRelease, this::onInterrupted);
 				this.subscribedAtNanos = System.nanoTime();
 			}
 			return this.subscription != null;
@@ -363,6 +363,20 @@ final class Racer implements AutoCloseable {
 		}
 		if (this.async != null) {
 			this.async.onRelease(key);
+		}
+	}
+
+	/**
+	 * Deliveries of release events stopped (the backend's listening connection was lost): every
+	 * waiting racer looks again now, reads whether the backend still announces releases and, if
+	 * not, polls, instead of sleeping for an announcement that cannot come.
+	 */
+	private void onInterrupted() {
+		for (Signal signal : this.waiters.values()) {
+			signal.release();
+		}
+		if (this.async != null) {
+			this.async.onInterrupted();
 		}
 	}
 

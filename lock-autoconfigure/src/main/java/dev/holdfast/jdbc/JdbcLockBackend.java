@@ -581,12 +581,23 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public AutoCloseable subscribe(Consumer<String> listener) {
+		return subscribe(listener, () -> {
+		});
+	}
+
+	/**
+	 * Subscribes as {@link #subscribe(Consumer)} does; {@code onInterrupted} runs, on the
+	 * listening thread, whenever the listening connection is lost or the listening stops.
+	 */
+	@Override
+	public AutoCloseable subscribe(Consumer<String> listener, Runnable onInterrupted) {
 		Assert.notNull(listener, "'listener' must not be null");
+		Assert.notNull(onInterrupted, "'onInterrupted' must not be null");
 		if (this.closed) {
 			throw new IllegalStateException("The JDBC lock backend is closed");
 		}
 		PostgresReleaseListener releases = this.releaseListener;
-		return (releases != null) ? releases.subscribe(listener) : () -> {
+		return (releases != null) ? releases.subscribe(listener, onInterrupted) : () -> {
 		};
 	}
 

@@ -11,6 +11,11 @@ import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.util.DigestUtils;
 
@@ -20,11 +25,13 @@ import dev.holdfast.spi.TickClaims.TickClaim;
 
 /**
  * PostgreSQL: acquisition and fencing token in one statement, plus a mark of the holder's row
- * that also reads its remaining time only when the lock is held; a release that announces itself
- * with {@code pg_notify} when the row was marked; renewal of any number of locks in one statement
+ * that also reads its remaining time only when the lock is held; a release that reports whether
+ * the row was marked, followed by a {@code pg_notify} of its own only then; renewal of any number of locks in one statement
  * over arrays.
  */
 final class PostgreSqlDialect extends SqlClockDialect {
+
+	private static final Log logger = LogFactory.getLog(JdbcLockBackend.class);
 
 	/**
 	 * The database clock in microseconds since the epoch. {@code date_part} computes in
@@ -45,7 +52,8 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	private final String releaseSql;
 
-	private final String announcedReleaseSql;
+	/** When an announcement last failed (nanoTime), 0 never: failures are logged once a minute at most. */
+	private volatile long notifyFailureLoggedAt;
 
 	private final String channel;
 
@@ -67,20 +75,21 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ " WHERE l.expires_at <= EXCLUDED.acquired_at RETURNING l.fence";
 		// A refused attempt marks the holder's row (a '*' before the holder's description), so that
 		// its release announces itself; under the row's lock, so a release that committed meanwhile
-		// is seen (no row: retry at once), never a stale remaining time.
-		this.markSql = "UPDATE " + table + " SET holder = CASE WHEN left(holder, 1) = '" + MARK + "' THEN holder"
-				+ " ELSE '" + MARK + "' || left(holder, 254) END WHERE lock_key = ? AND expires_at > " + CLOCK
-				+ " RETURNING expires_at - " + CLOCK;
+		// is seen (no row: retry at once), never a stale remaining time. A row marked already is not
+		// written again (no new row version, no WAL): its remaining time is read instead, and only
+		// if it still reads as marked; a release racing with that read is then announced, while a
+		// row that reads unmarked but was not marked changed meanwhile (no row: retry at once).
+		this.markSql = "WITH m AS (UPDATE " + table + " SET holder = '" + MARK + "' || left(holder, 254)"
+				+ " WHERE lock_key = ? AND expires_at > " + CLOCK + " AND left(holder, 1) <> '" + MARK + "'"
+				+ " RETURNING expires_at) SELECT expires_at - " + CLOCK + " FROM m UNION ALL SELECT expires_at - "
+				+ CLOCK + " FROM " + table + " WHERE lock_key = ? AND expires_at > " + CLOCK + " AND left(holder, 1) = '"
+				+ MARK + "' AND NOT EXISTS (SELECT 1 FROM m)";
 		this.channel = releaseChannel(table);
-		// The release of a marked row notifies the listeners of the table's channel with the key,
-		// in the same statement (delivered when it commits); an unmarked one sends nothing.
+		// The release reports whether a refused attempt marked the row; the announcement is a
+		// statement of its own after it (release()), so that it can never fail the release. The
+		// mark stays on the released row: the next acquisition or tick claim writes its own holder.
 		this.releaseSql = "UPDATE " + table + " SET owner_token = '', expires_at = LEAST(expires_at, " + CLOCK
-				+ "), holder = CASE WHEN left(holder, 1) = '" + MARK + "' THEN substr(holder, 2)"
-				+ " || left(pg_notify('" + this.channel + "', lock_key)::text, 0) ELSE holder END"
-				+ " WHERE lock_key = ? AND owner_token = ?";
-		this.announcedReleaseSql = "UPDATE " + table + " SET owner_token = '', expires_at = LEAST(expires_at, " + CLOCK
-				+ "), holder = CASE WHEN left(holder, 1) = '" + MARK + "' THEN substr(holder, 2) ELSE holder END"
-				+ " || left(pg_notify('" + this.channel + "', lock_key)::text, 0) WHERE lock_key = ? AND owner_token = ?";
+				+ ") WHERE lock_key = ? AND owner_token = ? RETURNING left(holder, 1) = '" + MARK + "'";
 		this.renewSql = "WITH n AS " + NOW + " UPDATE " + table + " AS l SET expires_at = n.us + v.ttl"
 				+ " FROM n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
 				+ " WHERE l.lock_key = v.k AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
@@ -111,18 +120,61 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	}
 
 	/**
-	 * Releases the lock if {@code owner} holds it, as everywhere, and when a refused attempt marked
-	 * the row, announces the release on {@link #channel()} in the same statement.
+	 * Releases the lock if {@code owner} holds it, as everywhere, in one statement; when a refused
+	 * attempt marked the row, announces the release on {@link #channel()} with a second statement,
+	 * after the release committed, whose failure is logged and never fails the release.
 	 */
 	@Override
 	boolean release(Connection connection, String key, String owner) throws SQLException {
-		return update(connection, this.releaseSql, key, owner) > 0;
+		Boolean marked = releaseMarked(connection, key, owner);
+		if (Boolean.TRUE.equals(marked)) {
+			announce(connection, key);
+		}
+		return marked != null;
 	}
 
 	/** Releases as {@link #release} does, and announces the release whether or not it was awaited. */
 	@Override
 	boolean releaseAnnounced(Connection connection, String key, String owner) throws SQLException {
-		return update(connection, this.announcedReleaseSql, key, owner) > 0;
+		Boolean marked = releaseMarked(connection, key, owner);
+		if (marked != null) {
+			announce(connection, key);
+		}
+		return marked != null;
+	}
+
+	/** The release: whether the row was marked, {@code null} if {@code owner} did not hold the lock. */
+	private @Nullable Boolean releaseMarked(Connection connection, String key, String owner) throws SQLException {
+		try (PreparedStatement ps = prepare(connection, this.releaseSql)) {
+			ps.setString(1, key);
+			ps.setString(2, owner);
+			try (ResultSet rs = ps.executeQuery()) {
+				return rs.next() ? rs.getBoolean(1) : null;
+			}
+		}
+	}
+
+	/**
+	 * Notifies the listeners of {@link #channel()} of the release of {@code key}. Announcements are
+	 * advisory (waiters poll too): a failure (a full notification queue, a PostgreSQL-compatible
+	 * database without {@code pg_notify}) is logged, at most once a minute, and not thrown.
+	 */
+	private void announce(Connection connection, String key) {
+		try (PreparedStatement ps = prepare(connection, "SELECT pg_notify(?, ?)")) {
+			ps.setString(1, this.channel);
+			ps.setString(2, key);
+			ps.execute();
+		}
+		catch (SQLException ex) {
+			long now = System.nanoTime();
+			long last = this.notifyFailureLoggedAt;
+			if (last == 0 || now - last > TimeUnit.MINUTES.toNanos(1)) {
+				this.notifyFailureLoggedAt = now;
+				logger.warn("Holdfast could not announce a lock release on PostgreSQL (" + ex.getMessage()
+						+ ", SQLState " + ex.getSQLState() + "); the lock is released, and waiters elsewhere find it by"
+						+ " polling. Logged once a minute at most", ex);
+			}
+		}
 	}
 
 	/** The acquisition statement; for tests. */
@@ -170,6 +222,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		}
 		try (PreparedStatement ps = prepare(connection, this.markSql)) {
 			ps.setString(1, key);
+			ps.setString(2, key);
 			try (ResultSet rs = ps.executeQuery()) {
 				return AcquireResult.held(rs.next() ? remainingMillis(rs.getLong(1)) : 0);
 			}

@@ -1,5 +1,6 @@
 package dev.holdfast.jdbc;
 
+import java.lang.reflect.Method;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -17,15 +18,25 @@ import org.jspecify.annotations.Nullable;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
 
+import org.springframework.util.ReflectionUtils;
+
 /**
  * The one release listener of a {@link JdbcLockBackend} on PostgreSQL: one connection taken from
  * the backend's pool, on which one daemon thread of the backend runs {@code LISTEN} on the
  * table's release channel and hands each announced key to every listener. Opened in the
  * background on the first subscription, closed (after {@code UNLISTEN}, back to the pool) when
- * the last listener leaves or the backend closes. Every few seconds without a notification, the
- * thread checks the connection with a query bounded by the backend's timeout; a connection that
- * fails is given up and a new one is opened a second later, and meanwhile the backend does not
- * {@linkplain #isUsable() announce releases}, so that waiters poll.
+ * the last listener leaves or the backend closes.
+ * <p>
+ * The connection must prove that notifications reach it: right after {@code LISTEN}, and after
+ * every second without a notification, the thread sends an empty notification on its own
+ * channel and waits for it (under the backend's timeout). A connection that never delivers its
+ * first one (a transaction pooler such as PgBouncer in transaction mode, which gives the
+ * {@code LISTEN} to a server connection the client then loses) makes the backend stop announcing
+ * releases, with one WARN; one that stops delivering later, or fails, is replaced after a pause
+ * (1 s, doubling to 60 s while it keeps failing). Whenever deliveries stop, every listener's
+ * interruption callback runs, so that waiters asleep for an announcement look again and poll;
+ * meanwhile the backend does not {@linkplain #isUsable() announce releases}. A closed pool ends
+ * the listening for good.
  */
 final class PostgresReleaseListener implements AutoCloseable {
 
@@ -34,14 +45,20 @@ final class PostgresReleaseListener implements AutoCloseable {
 	/** How long one wait for notifications lasts: the longest a closing listener keeps its connection. */
 	private static final int WAIT_MILLIS = 200;
 
-	/** How long without notifications before the connection is checked with a query. */
-	private static final long CHECK_AFTER_NANOS = TimeUnit.SECONDS.toNanos(5);
+	/** How long without notifications before the connection is checked with a notification of its own. */
+	private static final long CHECK_AFTER_NANOS = TimeUnit.SECONDS.toNanos(1);
 
-	/** The pause before a lost connection is replaced. */
+	/** The first pause before a lost connection is replaced; it doubles while replacing fails. */
 	private static final long REOPEN_PAUSE_MILLIS = 1000;
+
+	/** The longest pause before a lost connection is replaced. */
+	private static final long MAX_REOPEN_PAUSE_MILLIS = 60_000;
 
 	/** How long closing waits for the thread to give its connection back to the pool. */
 	private static final long CLOSE_WAIT_MILLIS = 2 * WAIT_MILLIS + 1000;
+
+	/** The payload of the listener's own check: never a lock key (keys are not empty). */
+	private static final String CHECK_PAYLOAD = "";
 
 	enum State {
 
@@ -51,15 +68,22 @@ final class PostgresReleaseListener implements AutoCloseable {
 		/** A connection is being opened, the first time. */
 		OPENING,
 
-		/** {@code LISTEN} is in effect on the connection. */
+		/** {@code LISTEN} is in effect on the connection, and a notification of its own came through. */
 		LISTENING,
 
 		/** The connection failed or could not be opened; another is opened after a pause. */
 		LOST,
 
-		/** The pool's connections are not the PostgreSQL driver's: no notifications, ever. */
+		/**
+		 * No notifications, ever: the pool's connections are not the PostgreSQL driver's, they do
+		 * not deliver notifications (a transaction pooler), or the pool is closed.
+		 */
 		UNSUPPORTED
 
+	}
+
+	/** A listener of released keys, and what to call when deliveries stop. */
+	private record Subscriber(Consumer<String> onRelease, Runnable onInterrupted) {
 	}
 
 	private final DataSource dataSource;
@@ -68,11 +92,11 @@ final class PostgresReleaseListener implements AutoCloseable {
 
 	private final int timeoutMillis;
 
-	private final List<Consumer<String>> listeners = new CopyOnWriteArrayList<>();
+	private final List<Subscriber> listeners = new CopyOnWriteArrayList<>();
 
 	private final ReentrantLock lifecycleLock = new ReentrantLock();
 
-	private @Nullable Thread thread;
+	private volatile @Nullable Thread thread;
 
 	/** Incremented when the last listener leaves or the listener closes: the running thread ends. */
 	private volatile int generation;
@@ -81,7 +105,15 @@ final class PostgresReleaseListener implements AutoCloseable {
 
 	private volatile boolean closed;
 
-	private boolean warned;
+	private volatile boolean warned;
+
+	private volatile boolean announcedConnection;
+
+	/** Failed connections in a row, by the listening thread: the pause before the next one grows. */
+	private volatile int failures;
+
+	/** The server process of the listening connection, 0 when none listens; for tests. */
+	private volatile int backendPid;
 
 	PostgresReleaseListener(DataSource dataSource, String channel, int timeoutMillis) {
 		this.dataSource = dataSource;
@@ -92,35 +124,45 @@ final class PostgresReleaseListener implements AutoCloseable {
 	/**
 	 * Adds a listener of released keys; the first one starts the listening thread, which opens
 	 * the connection without the caller waiting for it.
+	 * @param onInterrupted called (on the listening thread, or the closing one) when deliveries
+	 * stop: the connection was lost or the listener closed
 	 * @throws IllegalStateException if the backend is closed
 	 */
-	AutoCloseable subscribe(Consumer<String> listener) {
+	AutoCloseable subscribe(Consumer<String> listener, Runnable onInterrupted) {
+		Subscriber subscriber = new Subscriber(listener, onInterrupted);
 		this.lifecycleLock.lock();
 		try {
 			if (this.closed) {
 				throw new IllegalStateException("The JDBC lock backend is closed");
 			}
-			this.listeners.add(listener);
-			if (this.thread == null && this.state != State.UNSUPPORTED) {
-				int current = this.generation;
-				Thread started = new Thread(() -> listen(current), "holdfast-jdbc-listener");
-				started.setDaemon(true);
-				this.thread = started;
-				this.state = State.OPENING;
-				started.start();
-			}
+			this.listeners.add(subscriber);
+			startIfNeeded();
 		}
 		finally {
 			this.lifecycleLock.unlock();
 		}
-		return () -> unsubscribe(listener);
+		return () -> unsubscribe(subscriber);
 	}
 
-	private void unsubscribe(Consumer<String> listener) {
+	/** Called under the lifecycle lock: starts the thread if listeners need one and none runs. */
+	private void startIfNeeded() {
+		if (this.thread == null && this.state != State.UNSUPPORTED && !this.closed && !this.listeners.isEmpty()) {
+			int current = this.generation;
+			Thread started = new Thread(() -> listen(current), "holdfast-jdbc-listener");
+			started.setDaemon(true);
+			this.thread = started;
+			if (this.state == State.IDLE) {
+				this.state = State.OPENING;
+			}
+			started.start();
+		}
+	}
+
+	private void unsubscribe(Subscriber subscriber) {
 		Thread stopped = null;
 		this.lifecycleLock.lock();
 		try {
-			if (this.listeners.remove(listener) && this.listeners.isEmpty()) {
+			if (this.listeners.remove(subscriber) && this.listeners.isEmpty()) {
 				stopped = stopThread();
 			}
 		}
@@ -160,10 +202,21 @@ final class PostgresReleaseListener implements AutoCloseable {
 
 	/**
 	 * Whether releases can reach the listeners: not while a lost connection is being replaced,
-	 * nor when the pool's connections cannot listen.
+	 * nor when the pool's connections cannot listen. Restarts a listening thread that ended
+	 * unexpectedly.
 	 */
 	boolean isUsable() {
 		State current = this.state;
+		if (current == State.LOST && this.thread == null && !this.closed) {
+			// The thread ended on something it could not handle: another one takes over.
+			this.lifecycleLock.lock();
+			try {
+				startIfNeeded();
+			}
+			finally {
+				this.lifecycleLock.unlock();
+			}
+		}
 		return current != State.LOST && current != State.UNSUPPORTED;
 	}
 
@@ -171,29 +224,39 @@ final class PostgresReleaseListener implements AutoCloseable {
 		return this.state;
 	}
 
+	/** The server process id of the listening connection, 0 when none listens; for tests. */
+	int backendPid() {
+		return this.backendPid;
+	}
+
 	/** Ends the listening thread, which gives its connection back; later subscriptions are refused. */
 	@Override
 	public void close() {
 		Thread stopped;
+		List<Subscriber> interrupted;
 		this.lifecycleLock.lock();
 		try {
 			this.closed = true;
+			interrupted = List.copyOf(this.listeners);
 			this.listeners.clear();
 			stopped = stopThread();
 		}
 		finally {
 			this.lifecycleLock.unlock();
 		}
+		interrupt(interrupted);
 		awaitEnd(stopped);
 	}
 
 	/** Sets the state unless the thread of {@code generation} was stopped meanwhile. */
-	private void setState(int generation, State state) {
+	private boolean setState(int generation, State state) {
 		this.lifecycleLock.lock();
 		try {
 			if (current(generation)) {
 				this.state = state;
+				return true;
 			}
+			return false;
 		}
 		finally {
 			this.lifecycleLock.unlock();
@@ -204,38 +267,110 @@ final class PostgresReleaseListener implements AutoCloseable {
 		return this.generation == generation && !this.closed;
 	}
 
-	/** The listening thread: one connection at a time, replaced after a failure, until stopped. */
+	/**
+	 * The listening thread: one connection at a time, replaced after a failure, until stopped.
+	 * Whatever ends it, the state tells that nothing listens, and listeners are told.
+	 */
 	private void listen(int generation) {
-		while (current(generation)) {
-			try {
-				listenOnce(generation);
-			}
-			catch (UnsupportedOperationException ex) {
-				setState(generation, State.UNSUPPORTED);
-				logger.info("Holdfast's JDBC lock backend cannot listen for release notifications (" + ex.getMessage()
-						+ "); waiters on other instances poll");
-				return;
-			}
-			catch (SQLException | RuntimeException ex) {
-				if (!current(generation)) {
-					return;
-				}
-				setState(generation, State.LOST);
-				if (!this.warned) {
-					this.warned = true;
-					logger.warn("Holdfast lost the connection that listens for lock releases on PostgreSQL ("
-							+ ex.getMessage() + "); waiters poll until it is replaced (every second)");
-				}
-				else if (logger.isDebugEnabled()) {
-					logger.debug("Holdfast could not listen for lock releases on PostgreSQL", ex);
-				}
+		try {
+			while (current(generation)) {
 				try {
-					Thread.sleep(REOPEN_PAUSE_MILLIS);
+					listenOnce(generation);
 				}
-				catch (InterruptedException interrupted) {
+				catch (UnsupportedOperationException ex) {
+					if (setState(generation, State.UNSUPPORTED)) {
+						logger.info("Holdfast's JDBC lock backend cannot listen for release notifications ("
+								+ ex.getMessage() + "); waiters on other instances poll");
+					}
 					return;
 				}
+				catch (DeafConnectionException ex) {
+					if (setState(generation, State.UNSUPPORTED)) {
+						logger.warn("Holdfast's JDBC lock backend turned release events off: " + ex.getMessage()
+								+ ". LISTEN needs a session-level connection: behind a transaction pooler (PgBouncer"
+								+ " in pool_mode=transaction, RDS Proxy, Supavisor) connect the pool in session mode,"
+								+ " or set holdfast.jdbc.release-events=false; waiters poll meanwhile");
+					}
+					return;
+				}
+				catch (Throwable ex) {
+					if (!current(generation)) {
+						return;
+					}
+					if (poolClosed(ex)) {
+						if (setState(generation, State.UNSUPPORTED)) {
+							logger.info("Holdfast's JDBC lock backend stops listening for lock releases: the"
+									+ " connection pool is closed");
+						}
+						return;
+					}
+					int inRow = ++this.failures;
+					if (!lost(generation, ex, inRow) || !pause(inRow)) {
+						return;
+					}
+				}
 			}
+		}
+		finally {
+			this.lifecycleLock.lock();
+			try {
+				if (this.thread == Thread.currentThread()) {
+					this.thread = null;
+					if (current(generation) && this.state != State.UNSUPPORTED) {
+						// Ended by something it could not handle: isUsable() starts another.
+						this.state = State.LOST;
+					}
+				}
+			}
+			finally {
+				this.lifecycleLock.unlock();
+			}
+			interrupt(this.listeners);
+		}
+	}
+
+	/** The connection failed: nothing listens until another one does. */
+	private boolean lost(int generation, Throwable ex, int failures) {
+		if (!setState(generation, State.LOST)) {
+			return false;
+		}
+		interrupt(this.listeners);
+		if (!this.warned) {
+			this.warned = true;
+			logger.warn("Holdfast lost the connection that listens for lock releases on PostgreSQL (" + ex
+					+ "); waiters poll until it is replaced");
+		}
+		else if (logger.isDebugEnabled()) {
+			logger.debug("Holdfast could not listen for lock releases on PostgreSQL (" + failures
+					+ " failures in a row)", ex);
+		}
+		return true;
+	}
+
+	/** The pause before the next connection: 1 s, doubling while connecting keeps failing, at most 60 s. */
+	private static boolean pause(int failures) {
+		long millis = REOPEN_PAUSE_MILLIS << Math.min(failures - 1, 6);
+		try {
+			Thread.sleep(Math.min(millis, MAX_REOPEN_PAUSE_MILLIS));
+			return true;
+		}
+		catch (InterruptedException interrupted) {
+			return false;
+		}
+	}
+
+	/** Whether {@code ex} says the pool is closed for good (Hikari's message), or the pool says so. */
+	private boolean poolClosed(Throwable ex) {
+		if (ex instanceof SQLException && ex.getMessage() != null && ex.getMessage().contains("has been closed")) {
+			return true;
+		}
+		try {
+			Method isClosed = ReflectionUtils.findMethod(this.dataSource.getClass(), "isClosed");
+			return isClosed != null && isClosed.getReturnType() == boolean.class
+					&& Boolean.TRUE.equals(isClosed.invoke(this.dataSource));
+		}
+		catch (ReflectiveOperationException | RuntimeException ignored) {
+			return false;
 		}
 	}
 
@@ -248,6 +383,11 @@ final class PostgresReleaseListener implements AutoCloseable {
 			catch (SQLException | LinkageError ex) {
 				throw new UnsupportedOperationException("the pool's connections are not PostgreSQL driver's: " + ex);
 			}
+			if (!this.announcedConnection) {
+				this.announcedConnection = true;
+				logger.info("Holdfast's JDBC lock backend keeps one connection of the pool for LISTEN (release"
+						+ " events on PostgreSQL); set holdfast.jdbc.release-events=false to give it back and poll");
+			}
 			boolean listened = false;
 			int previousTimeout = JdbcConnections.networkTimeout(connection, this.timeoutMillis);
 			try (Statement statement = connection.createStatement()) {
@@ -256,30 +396,51 @@ final class PostgresReleaseListener implements AutoCloseable {
 				}
 				statement.execute("LISTEN " + this.channel);
 				listened = true;
-				setState(generation, State.LISTENING);
-				this.warned = false;
-				long checked = System.nanoTime();
-				while (current(generation)) {
-					PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
-					if (notifications != null && notifications.length > 0) {
-						checked = System.nanoTime();
-						for (PGNotification notification : notifications) {
-							if (this.channel.equals(notification.getName())) {
-								dispatch(notification.getParameter());
-							}
-						}
-					}
-					else if (System.nanoTime() - checked > CHECK_AFTER_NANOS) {
-						// A silent network would leave this connection waiting for ever: a query
-						// fails within the network timeout instead.
-						statement.execute("SELECT 1");
-						checked = System.nanoTime();
+				long checkNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(1000, this.timeoutMillis));
+				// Proves that notifications reach this connection before waiters count on them.
+				check(statement);
+				long sent = System.nanoTime();
+				boolean arrived = false;
+				while (!arrived && current(generation)) {
+					arrived = deliver(pg.getNotifications(WAIT_MILLIS));
+					if (!arrived && System.nanoTime() - sent > checkNanos) {
+						throw new DeafConnectionException("the listening connection did not receive its own"
+								+ " notification within " + TimeUnit.NANOSECONDS.toMillis(checkNanos) + " ms");
 					}
 				}
-				statement.execute("UNLISTEN *");
+				if (!current(generation)) {
+					unlisten(statement);
+					listened = false;
+					return;
+				}
+				this.backendPid = pg.getBackendPID();
+				setState(generation, State.LISTENING);
+				this.warned = false;
+				this.failures = 0;
+				long heard = System.nanoTime();
+				long checkSent = 0;
+				while (current(generation)) {
+					if (deliver(pg.getNotifications(WAIT_MILLIS))) {
+						heard = System.nanoTime();
+						checkSent = 0;
+					}
+					else if (checkSent != 0 && System.nanoTime() - checkSent > checkNanos) {
+						throw new SQLException("the listening connection did not receive its own notification within "
+								+ TimeUnit.NANOSECONDS.toMillis(checkNanos) + " ms");
+					}
+					else if (checkSent == 0 && System.nanoTime() - heard > CHECK_AFTER_NANOS) {
+						// A silent network, or a connection that stopped delivering, would leave
+						// waiters asleep for announcements: a round trip through the notification
+						// path fails within the network timeout, or does not come back.
+						check(statement);
+						checkSent = System.nanoTime();
+					}
+				}
+				unlisten(statement);
 				listened = false;
 			}
 			finally {
+				this.backendPid = 0;
 				if (listened) {
 					// Back in the pool, a listening connection would collect notifications for ever.
 					try {
@@ -296,15 +457,65 @@ final class PostgresReleaseListener implements AutoCloseable {
 		}
 	}
 
-	private void dispatch(String key) {
-		for (Consumer<String> listener : this.listeners) {
-			try {
-				listener.accept(key);
+	private void check(Statement statement) throws SQLException {
+		statement.execute("SELECT pg_notify('" + this.channel + "', '" + CHECK_PAYLOAD + "')");
+	}
+
+	private static void unlisten(Statement statement) throws SQLException {
+		statement.execute("UNLISTEN *");
+	}
+
+	/**
+	 * Hands the keys of {@code notifications} to the listeners.
+	 * @return whether any notification of the channel came, the checks included
+	 */
+	private boolean deliver(PGNotification @Nullable [] notifications) {
+		boolean any = false;
+		if (notifications != null) {
+			for (PGNotification notification : notifications) {
+				if (this.channel.equals(notification.getName())) {
+					any = true;
+					String key = notification.getParameter();
+					if (!CHECK_PAYLOAD.equals(key)) {
+						dispatch(key);
+					}
+				}
 			}
-			catch (RuntimeException ex) {
+		}
+		return any;
+	}
+
+	private void dispatch(String key) {
+		for (Subscriber listener : this.listeners) {
+			try {
+				listener.onRelease().accept(key);
+			}
+			catch (Throwable ex) {
 				logger.debug("A release listener failed", ex);
 			}
 		}
+	}
+
+	private static void interrupt(List<Subscriber> subscribers) {
+		for (Subscriber listener : subscribers) {
+			try {
+				listener.onInterrupted().run();
+			}
+			catch (Throwable ex) {
+				logger.debug("A release listener failed", ex);
+			}
+		}
+	}
+
+	/** A connection on which LISTEN was accepted but whose own notification never came. */
+	private static final class DeafConnectionException extends RuntimeException {
+
+		private static final long serialVersionUID = 1L;
+
+		DeafConnectionException(String message) {
+			super(message);
+		}
+
 	}
 
 }

@@ -19,6 +19,18 @@ public interface ReleaseEvents {
 	AutoCloseable subscribe(Consumer<String> listener);
 
 	/**
+	 * Subscribes as {@link #subscribe(Consumer)} does, and calls {@code onInterrupted} whenever
+	 * deliveries stop (the backend's listening connection was lost, or it stopped listening), so
+	 * that waiters asleep for an announcement that can no longer come look again now (and read
+	 * {@link #announcesReleases()}). {@code onInterrupted} must not block. The default never calls
+	 * it: for a backend whose deliveries do not stop, or that cannot tell.
+	 * @return a handle that stops the deliveries when closed
+	 */
+	default AutoCloseable subscribe(Consumer<String> listener, Runnable onInterrupted) {
+		return subscribe(listener);
+	}
+
+	/**
 	 * Whether deliveries to subscribers have started: {@code false} while a subscription opened
 	 * in the background does not listen yet, or after it was lost until it listens again. Lets
 	 * the engine tell when it is ready at startup; a backend whose deliveries start when

@@ -1,5 +1,8 @@
 package dev.holdfast.jdbc;
 
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -13,6 +16,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+
+import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
 import org.junit.jupiter.api.AfterEach;
@@ -106,7 +111,8 @@ class PostgresReleaseEventsTests {
 				PGNotification[] notifications = pg.getNotifications(100);
 				if (notifications != null) {
 					for (PGNotification notification : notifications) {
-						if (channel.equals(notification.getName())) {
+						// Empty: a listener's check of its own connection (another test's), not a release.
+						if (channel.equals(notification.getName()) && !notification.getParameter().isEmpty()) {
 							keys.add(notification.getParameter());
 						}
 					}
@@ -159,7 +165,10 @@ class PostgresReleaseEventsTests {
 				PGNotification[] notifications = pg.getNotifications(100);
 				if (notifications != null) {
 					for (PGNotification notification : notifications) {
-						keys.add(notification.getParameter());
+						// Empty: the listener's check of its own connection, not a release.
+						if (!notification.getParameter().isEmpty()) {
+							keys.add(notification.getParameter());
+						}
 					}
 				}
 			}
@@ -230,7 +239,8 @@ class PostgresReleaseEventsTests {
 		// pg_listening_channels() is per session: ask each backend through pg_stat_activity's
 		// last query instead, which is LISTEN or the listener's liveness check.
 		return operator.queryForObject("SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
-				+ " AND state = 'idle' AND (query = 'LISTEN " + channel + "' OR query = 'SELECT 1')", Long.class);
+				+ " AND state = 'idle' AND (query = 'LISTEN " + channel + "' OR query = 'SELECT pg_notify(''" + channel
+				+ "'', '''')')", Long.class);
 	}
 
 	@Test
@@ -243,14 +253,9 @@ class PostgresReleaseEventsTests {
 		second.prepare();
 		await().atMost(Duration.ofSeconds(5)).until(secondBackend::isListening);
 		JdbcTemplate operator = new JdbcTemplate(dataSource());
-		int terminated = 0;
-		// Terminates every session listening on the channel: the listening connections of both backends.
-		for (Integer pid : operator.queryForList("SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
-				+ " AND (query LIKE 'LISTEN holdfast_%' OR query = 'SELECT 1')", Integer.class)) {
-			operator.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, pid);
-			terminated++;
-		}
-		assertThat(terminated).isPositive();
+		// Only this backend's listening session: other tests' sessions on the shared server live on.
+		int pid = listenerPid(secondBackend);
+		assertThat(operator.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, pid)).isTrue();
 		Lease held = first.acquire(name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5)));
 		AtomicLong acquiredAt = new AtomicLong();
 		Thread waiter = new Thread(() -> {
@@ -329,10 +334,180 @@ class PostgresReleaseEventsTests {
 		start.countDown();
 		for (Thread thread : threads) {
 			thread.join(30_000);
+			assertThat(thread.isAlive()).as("a thread still waits 30 s after the end").isFalse();
 		}
 		assertThat(violation.get()).isNull();
 		assertThat(acquisitions.get()).isGreaterThan(100);
 		assertThat(timeouts.get()).as("waiters gave up while others held the lock").isGreaterThan(100);
+	}
+
+	@Test
+	void releaseSucceedsWhenItsAnnouncementFails() throws Exception {
+		JdbcTemplate operator = new JdbcTemplate(dataSource());
+		operator.execute("CREATE SCHEMA IF NOT EXISTS holdfast_broken");
+		// As a full notification queue, or a PostgreSQL-compatible database without pg_notify.
+		operator.execute("CREATE OR REPLACE FUNCTION holdfast_broken.pg_notify(text, text) RETURNS void"
+				+ " LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'too many notifications in the NOTIFY queue'; END $$");
+		HikariDataSource brokenPool = PostgresServer.shared().newDataSource();
+		brokenPool.setJdbcUrl(PostgresServer.shared().jdbcUrl()
+				+ "?options=-c%20search_path%3Dholdfast_broken,public,pg_catalog");
+		this.closeables.add(brokenPool);
+		JdbcLockBackend broken = backend(brokenPool);
+		JdbcLockBackend other = backend(dataSource());
+		String name = name();
+		assertThat(broken.tryAcquire(name, "a", Duration.ofSeconds(10)).acquired()).isTrue();
+		assertThat(other.tryAcquire(name, "b", Duration.ofSeconds(10)).acquired()).as("refused: marks the row").isFalse();
+		assertThat(broken.release(name, "a")).isTrue();
+		assertThat(other.tryAcquire(name, "b", Duration.ofSeconds(10)).acquired()).isTrue();
+		assertThat(other.release(name, "b")).isTrue();
+		assertThat(broken.tryAcquire(name, "c", Duration.ofSeconds(10)).acquired()).isTrue();
+		assertThat(broken.releaseAnnounced(name, "c")).isTrue();
+		assertThat(other.tryAcquire(name, "d", Duration.ofSeconds(10)).acquired()).isTrue();
+		assertThat(other.release(name, "d")).isTrue();
+	}
+
+	@Test
+	void refusedAttemptDoesNotRewriteAMarkedRow() {
+		JdbcLockBackend first = backend(dataSource());
+		JdbcLockBackend second = backend(dataSource());
+		JdbcTemplate operator = new JdbcTemplate(dataSource());
+		String name = name();
+		assertThat(first.tryAcquire(name, "a", Duration.ofSeconds(10)).acquired()).isTrue();
+		long remaining = second.tryAcquire(name, "b", Duration.ofSeconds(10)).holderRemainingMillis();
+		assertThat(remaining).isBetween(1L, 10_000L);
+		String version = operator.queryForObject("SELECT xmin::text || ctid::text FROM holdfast_lock WHERE lock_key = ?",
+				String.class, name);
+		assertThat(operator.queryForObject("SELECT holder FROM holdfast_lock WHERE lock_key = ?", String.class, name))
+			.startsWith(PostgreSqlDialect.MARK);
+		for (int i = 0; i < 3; i++) {
+			long again = second.tryAcquire(name, "b", Duration.ofSeconds(10)).holderRemainingMillis();
+			assertThat(again).as("the remaining time, read without a write").isBetween(1L, remaining);
+		}
+		assertThat(operator.queryForObject("SELECT xmin::text || ctid::text FROM holdfast_lock WHERE lock_key = ?",
+				String.class, name))
+			.as("no new row version")
+			.isEqualTo(version);
+		assertThat(first.release(name, "a")).isTrue();
+		assertThat(second.tryAcquire(name, "b", Duration.ofSeconds(10)).acquired()).isTrue();
+		assertThat(operator.queryForObject("SELECT holder FROM holdfast_lock WHERE lock_key = ?", String.class, name))
+			.as("the new holder's row is not marked")
+			.doesNotStartWith(PostgreSqlDialect.MARK);
+		assertThat(second.release(name, "b")).isTrue();
+	}
+
+	/** The server process of the backend's listening connection, once it listens. */
+	private static int listenerPid(JdbcLockBackend backend) {
+		PostgresReleaseListener listener = backend.releaseListener();
+		assertThat(listener).isNotNull();
+		await().atMost(Duration.ofSeconds(5)).until(() -> listener.backendPid() != 0);
+		return listener.backendPid();
+	}
+
+	@Test
+	void waiterAsleepForAnAnnouncementIsWokenWhenTheListeningConnectionIsLost() throws Exception {
+		Duration poll = Duration.ofSeconds(5);
+		DefaultLockTemplate first = template(backend(dataSource()), poll);
+		JdbcLockBackend secondBackend = backend(dataSource());
+		DefaultLockTemplate second = template(secondBackend, poll);
+		String name = name();
+		second.prepare();
+		int pid = listenerPid(secondBackend);
+		Lease held = first.acquire(name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5)));
+		AtomicLong acquiredAt = new AtomicLong();
+		Thread waiter = new Thread(() -> {
+			try (Lease lease = second.acquire(name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(20)))) {
+				acquiredAt.set(System.nanoTime());
+			}
+		});
+		waiter.start();
+		// Asleep in notifying mode: its pause is 2.5-5 s, unless something wakes it.
+		awaitParked(waiter);
+		Thread.sleep(300);
+		JdbcTemplate operator = new JdbcTemplate(dataSource());
+		assertThat(operator.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, pid)).isTrue();
+		long releasedAt = System.nanoTime();
+		// Announced to nobody in the second backend: its listening connection is gone.
+		held.close();
+		waiter.join(15_000);
+		assertThat(acquiredAt.get()).isNotZero();
+		assertThat(Duration.ofNanos(acquiredAt.get() - releasedAt))
+			.as("the loss of the listening connection wakes the waiter, which polls")
+			.isLessThan(Duration.ofSeconds(1));
+	}
+
+	@Test
+	void listenerThatThrowsAnErrorDoesNotEndTheListening() throws Exception {
+		JdbcLockBackend backend = backend(dataSource());
+		List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+		backend.subscribe((key) -> {
+			throw new AssertionError("a listener that fails");
+		});
+		backend.subscribe(heard::add);
+		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
+		JdbcTemplate operator = new JdbcTemplate(dataSource());
+		String channel = PostgreSqlDialect.releaseChannel(JdbcLockBackend.DEFAULT_TABLE_NAME);
+		String one = name();
+		String two = name();
+		operator.queryForList("SELECT pg_notify(?, ?)", channel, one);
+		await().atMost(Duration.ofSeconds(5)).until(() -> heard.contains(one));
+		operator.queryForList("SELECT pg_notify(?, ?)", channel, two);
+		await().atMost(Duration.ofSeconds(5)).until(() -> heard.contains(two));
+		assertThat(backend.isListening()).isTrue();
+		assertThat(backend.releaseListener().state()).isEqualTo(PostgresReleaseListener.State.LISTENING);
+	}
+
+	@Test
+	void connectionThatNeverDeliversNotificationsTurnsAnnouncementsOff() throws Exception {
+		HikariDataSource pool = dataSource();
+		// As behind a transaction pooler: LISTEN is accepted, and nothing is ever delivered.
+		DataSource deaf = deafDataSource(pool);
+		JdbcLockBackend backend = new JdbcLockBackend(deaf, JdbcLockBackend.DEFAULT_TABLE_NAME, Duration.ofSeconds(2));
+		backend.checkTable();
+		this.closeables.add(backend);
+		assertThat(backend.tryAcquire(name(), "a", Duration.ofSeconds(1)).acquired()).isTrue();
+		assertThat(backend.announcesReleases()).isTrue();
+		AtomicInteger interrupted = new AtomicInteger();
+		backend.subscribe((key) -> {
+		}, interrupted::incrementAndGet);
+		await().atMost(Duration.ofSeconds(10)).until(() -> !backend.announcesReleases());
+		assertThat(backend.releaseListener().state()).isEqualTo(PostgresReleaseListener.State.UNSUPPORTED);
+		assertThat(backend.isListening()).isFalse();
+		assertThat(interrupted.get()).as("waiters told to look again").isPositive();
+		await().atMost(Duration.ofSeconds(5)).until(() -> pool.getHikariPoolMXBean().getActiveConnections() == 0);
+	}
+
+	/** Connections of {@code pool} on which {@code LISTEN} is accepted but does nothing. */
+	private static DataSource deafDataSource(HikariDataSource pool) {
+		return new org.springframework.jdbc.datasource.DelegatingDataSource(pool) {
+			@Override
+			public Connection getConnection() throws java.sql.SQLException {
+				Connection connection = super.getConnection();
+				return (Connection) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] { Connection.class },
+						(proxy, method, args) -> {
+							Object result = invoke(method, connection, args);
+							if (result instanceof Statement statement && method.getName().equals("createStatement")) {
+								return Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] { Statement.class },
+										(p, m, a) -> {
+											if (m.getName().equals("execute") && a != null && a.length == 1
+													&& String.valueOf(a[0]).startsWith("LISTEN ")) {
+												a = new Object[] { "SELECT 1" };
+											}
+											return invoke(m, statement, a);
+										});
+							}
+							return result;
+						});
+			}
+		};
+	}
+
+	private static Object invoke(Method method, Object target, Object[] args) throws Throwable {
+		try {
+			return method.invoke(target, args);
+		}
+		catch (InvocationTargetException ex) {
+			throw ex.getCause();
+		}
 	}
 
 	private static void awaitParked(Thread thread) {
