@@ -34,6 +34,14 @@ public class HoldfastJdbcProperties extends DatabaseInitializationProperties {
 	 */
 	private Duration sweepAfter = Duration.ofHours(1);
 
+	/**
+	 * Whether the backend listens for lock releases on PostgreSQL (LISTEN/NOTIFY), so that
+	 * waiters wake when a lock is released instead of polling. Listening keeps one connection
+	 * of the pool for as long as locks are awaited; it needs session-level connections (not a
+	 * transaction pooler). Other databases always poll.
+	 */
+	private boolean releaseEvents = true;
+
 	public String getTableName() {
 		return this.tableName;
 	}
@@ -56,6 +64,14 @@ public class HoldfastJdbcProperties extends DatabaseInitializationProperties {
 
 	public void setSweepAfter(Duration sweepAfter) {
 		this.sweepAfter = sweepAfter;
+	}
+
+	public boolean isReleaseEvents() {
+		return this.releaseEvents;
+	}
+
+	public void setReleaseEvents(boolean releaseEvents) {
+		this.releaseEvents = releaseEvents;
 	}
 
 	@Override

@@ -193,6 +193,9 @@ public class JdbcLockBackend
 
 	private volatile boolean closed;
 
+	/** Whether release events are used on PostgreSQL; set before the first statement. */
+	private volatile boolean releaseEvents = true;
+
 	/** Whether the pool's connections are stricter than READ COMMITTED; set with the dialect. */
 	private volatile boolean switchIsolation;
 
@@ -556,8 +559,22 @@ public class JdbcLockBackend
 		this.dialect = dialect;
 	}
 
+	/**
+	 * Whether this backend listens for lock releases on PostgreSQL (on by default): one
+	 * connection of the pool is kept for {@code LISTEN} while locks are awaited, and waiters wake
+	 * on release. Off, waiters poll and no connection is kept. Set before the backend is used.
+	 */
+	public void setReleaseEvents(boolean releaseEvents) {
+		this.releaseEvents = releaseEvents;
+	}
+
+	/** Whether this backend may listen for lock releases on PostgreSQL; see {@link #setReleaseEvents}. */
+	public boolean isReleaseEvents() {
+		return this.releaseEvents;
+	}
+
 	private synchronized void useReleaseListener(JdbcLockDialect dialect) {
-		if (dialect instanceof PostgreSqlDialect postgres) {
+		if (dialect instanceof PostgreSqlDialect postgres && this.releaseEvents) {
 			if (this.releaseListener == null && ClassUtils.isPresent("org.postgresql.PGConnection",
 					JdbcLockBackend.class.getClassLoader())) {
 				this.releaseListener = new PostgresReleaseListener(this.dataSource, postgres.channel(),

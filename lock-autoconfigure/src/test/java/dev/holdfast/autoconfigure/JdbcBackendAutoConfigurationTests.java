@@ -53,6 +53,18 @@ class JdbcBackendAutoConfigurationTests {
 	}
 
 	@Test
+	void releaseEventsAreOnByDefault() {
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url())
+			.run((context) -> assertThat(context.getBean(JdbcLockBackend.class).isReleaseEvents()).isTrue());
+	}
+
+	@Test
+	void releaseEventsCanBeTurnedOff() {
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.release-events=false")
+			.run((context) -> assertThat(context.getBean(JdbcLockBackend.class).isReleaseEvents()).isFalse());
+	}
+
+	@Test
 	void explicitJdbcBackendIsUsed() {
 		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.backend=jdbc")
 			.run((context) -> assertThat(context.getBean(LockBackend.class)).isInstanceOf(JdbcLockBackend.class));

@@ -342,6 +342,22 @@ class PostgresReleaseEventsTests {
 	}
 
 	@Test
+	void releaseEventsTurnedOffKeepNoConnection() throws Exception {
+		HikariDataSource pool = dataSource();
+		JdbcLockBackend backend = new JdbcLockBackend(pool, JdbcLockBackend.DEFAULT_TABLE_NAME, Duration.ofSeconds(2));
+		backend.setReleaseEvents(false);
+		backend.checkTable();
+		this.closeables.add(backend);
+		assertThat(backend.tryAcquire(name(), "a", Duration.ofSeconds(1)).acquired()).isTrue();
+		assertThat(backend.announcesReleases()).isFalse();
+		backend.subscribe((key) -> {
+		});
+		Thread.sleep(500);
+		assertThat(backend.isListening()).isFalse();
+		assertThat(pool.getHikariPoolMXBean().getActiveConnections()).as("no connection kept for LISTEN").isZero();
+	}
+
+	@Test
 	void releaseSucceedsWhenItsAnnouncementFails() throws Exception {
 		JdbcTemplate operator = new JdbcTemplate(dataSource());
 		operator.execute("CREATE SCHEMA IF NOT EXISTS holdfast_broken");
