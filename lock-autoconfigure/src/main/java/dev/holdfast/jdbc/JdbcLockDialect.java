@@ -234,7 +234,8 @@ abstract class JdbcLockDialect {
 			boolean networkTimeouts) throws SQLException {
 		String product = connection.getMetaData().getDatabaseProductName().toLowerCase(Locale.ROOT);
 		if (product.contains("postgresql")) {
-			return new PostgreSqlDialect(table, networkTimeouts ? 0 : queryTimeoutSeconds);
+			return new PostgreSqlDialect(table, networkTimeouts ? 0 : queryTimeoutSeconds,
+					PostgreSqlDialect.relation(connection, table));
 		}
 		if (product.contains("mariadb")) {
 			return new MySqlDialect(table, queryTimeoutSeconds, "mariadb");

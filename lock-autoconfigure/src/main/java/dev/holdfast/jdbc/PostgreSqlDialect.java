@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
@@ -62,6 +63,14 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	private final String claimSql;
 
 	PostgreSqlDialect(String table, int queryTimeoutSeconds) {
+		this(table, queryTimeoutSeconds, table.toLowerCase(Locale.ROOT));
+	}
+
+	/**
+	 * @param relation the table as the database resolves it ({@link #relation}): every spelling of
+	 * one table gets one release channel
+	 */
+	PostgreSqlDialect(String table, int queryTimeoutSeconds, String relation) {
 		super(table, queryTimeoutSeconds, CLOCK);
 		// A subquery with a volatile function is not flattened: one "now" for the whole statement,
 		// read before the row is locked. The conflict condition sees the latest committed row
@@ -84,7 +93,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ " RETURNING expires_at) SELECT expires_at - " + CLOCK + " FROM m UNION ALL SELECT expires_at - "
 				+ CLOCK + " FROM " + table + " WHERE lock_key = ? AND expires_at > " + CLOCK + " AND left(holder, 1) = '"
 				+ MARK + "' AND NOT EXISTS (SELECT 1 FROM m)";
-		this.channel = releaseChannel(table);
+		this.channel = releaseChannel(relation);
 		// The release reports whether a refused attempt marked the row; the announcement is a
 		// statement of its own after it (release()), so that it can never fail the release. The
 		// mark stays on the released row: the next acquisition or tick claim writes its own holder.
@@ -107,11 +116,37 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	static final String MARK = "*";
 
 	/**
-	 * The notification channel of releases of {@code table}: the same in every process that uses
-	 * that table name, short enough for PostgreSQL's 63-byte identifiers whatever the name.
+	 * The notification channel of releases of {@code relation} (a {@link #relation}): the same in
+	 * every process that uses that table, short enough for PostgreSQL's 63-byte identifiers
+	 * whatever the name.
 	 */
-	static String releaseChannel(String table) {
-		return "holdfast_" + DigestUtils.md5DigestAsHex(table.getBytes(StandardCharsets.UTF_8)).substring(0, 20);
+	static String releaseChannel(String relation) {
+		return "holdfast_" + DigestUtils.md5DigestAsHex(relation.getBytes(StandardCharsets.UTF_8)).substring(0, 20);
+	}
+
+	/**
+	 * The lock table as PostgreSQL resolves it, {@code schema.table} in lower case (names are
+	 * unquoted, so PostgreSQL folds them): {@code holdfast_lock}, {@code HOLDFAST_LOCK} and
+	 * {@code public.holdfast_lock} are one table, and get one channel. An unqualified name is
+	 * qualified by the schema that holds the table on the search path, else by the current schema.
+	 */
+	static String relation(Connection connection, String table) {
+		String lower = table.toLowerCase(Locale.ROOT);
+		if (lower.indexOf('.') >= 0) {
+			return lower;
+		}
+		try (PreparedStatement ps = connection.prepareStatement("SELECT coalesce((SELECT n.nspname FROM pg_class c"
+				+ " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(?)), current_schema())")) {
+			ps.setString(1, lower);
+			try (ResultSet rs = ps.executeQuery()) {
+				String schema = rs.next() ? rs.getString(1) : null;
+				return (schema != null) ? schema + "." + lower : lower;
+			}
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not resolve the schema of the lock table " + table, ex);
+			return lower;
+		}
 	}
 
 	/** The channel on which releases of awaited locks are announced. */

@@ -89,7 +89,7 @@ class PostgresReleaseEventsTests {
 	void releaseIsAnnouncedOnlyAfterARefusedAttemptMarkedIt() throws Exception {
 		JdbcLockBackend first = backend(dataSource());
 		JdbcLockBackend second = backend(dataSource());
-		String channel = PostgreSqlDialect.releaseChannel(JdbcLockBackend.DEFAULT_TABLE_NAME);
+		String channel = PostgreSqlDialect.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
 		try (Connection listening = dataSource().getConnection()) {
 			try (Statement statement = listening.createStatement()) {
 				statement.execute("LISTEN " + channel);
@@ -136,7 +136,7 @@ class PostgresReleaseEventsTests {
 		DefaultLockTemplate template = template(backend, Duration.ofSeconds(5));
 		template.prepare();
 		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
-		String channel = PostgreSqlDialect.releaseChannel(JdbcLockBackend.DEFAULT_TABLE_NAME);
+		String channel = PostgreSqlDialect.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
 		try (Connection listening = dataSource().getConnection()) {
 			try (Statement statement = listening.createStatement()) {
 				statement.execute("LISTEN " + channel);
@@ -235,7 +235,7 @@ class PostgresReleaseEventsTests {
 	/** Sessions of the shared server listening on the lock table's channel. */
 	private long listeners() {
 		JdbcTemplate operator = new JdbcTemplate(dataSource());
-		String channel = PostgreSqlDialect.releaseChannel(JdbcLockBackend.DEFAULT_TABLE_NAME);
+		String channel = PostgreSqlDialect.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
 		// pg_listening_channels() is per session: ask each backend through pg_stat_activity's
 		// last query instead, which is LISTEN or the listener's liveness check.
 		return operator.queryForObject("SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
@@ -339,6 +339,18 @@ class PostgresReleaseEventsTests {
 		assertThat(violation.get()).isNull();
 		assertThat(acquisitions.get()).isGreaterThan(100);
 		assertThat(timeouts.get()).as("waiters gave up while others held the lock").isGreaterThan(100);
+	}
+
+	@Test
+	void everySpellingOfTheTableNameListensOnOneChannel() {
+		List<String> channels = new ArrayList<>();
+		for (String table : List.of("holdfast_lock", "public.holdfast_lock", "HOLDFAST_LOCK", "Public.Holdfast_Lock")) {
+			JdbcLockBackend backend = new JdbcLockBackend(dataSource(), table, Duration.ofSeconds(2));
+			this.closeables.add(backend);
+			backend.checkTable();
+			channels.add(((PostgreSqlDialect) backend.currentDialect()).channel());
+		}
+		assertThat(channels).containsOnly(PostgreSqlDialect.releaseChannel("public.holdfast_lock"));
 	}
 
 	@Test
@@ -461,7 +473,7 @@ class PostgresReleaseEventsTests {
 		backend.subscribe(heard::add);
 		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
 		JdbcTemplate operator = new JdbcTemplate(dataSource());
-		String channel = PostgreSqlDialect.releaseChannel(JdbcLockBackend.DEFAULT_TABLE_NAME);
+		String channel = PostgreSqlDialect.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
 		String one = name();
 		String two = name();
 		operator.queryForList("SELECT pg_notify(?, ?)", channel, one);
