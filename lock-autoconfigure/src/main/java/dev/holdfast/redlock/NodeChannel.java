@@ -76,6 +76,9 @@ final class NodeChannel extends ByteToMessageDecoder {
 
 	private volatile boolean active = true;
 
+	// On the I/O thread: when the last reply was read (System.nanoTime()).
+	private long lastReadAt = System.nanoTime();
+
 	private NodeChannel(NodeConnection owner, RedlockIo io, RedisConnection connection) {
 		this.owner = owner;
 		this.io = io;
@@ -202,11 +205,25 @@ final class NodeChannel extends ByteToMessageDecoder {
 	}
 
 	/**
-	 * On the I/O thread: fails the requests sent at or before {@code sentBefore} that have no
-	 * answer yet; they stay queued, so that their late replies are matched and dropped.
+	 * On the I/O thread: fails the requests sent more than a node timeout before {@code now} that
+	 * have no answer yet; they stay queued, so that their late replies are matched and dropped.
+	 * Closes the connection when its oldest unanswered request is older than
+	 * {@link #silentNanos(long)} and nothing was read since it was sent: a peer, proxy or middlebox
+	 * that stopped answering without closing the connection (no FIN or RST) would otherwise keep
+	 * the node lost until the kernel gives up, which can be never. The pending requests then fail
+	 * and the next request opens a new connection.
 	 * @return whether requests are still waiting for replies
 	 */
-	boolean expire(long sentBefore) {
+	boolean expire(long now) {
+		long timeout = this.io.timeoutNanos();
+		Request oldest = this.pending.peek();
+		if (oldest != null && now - oldest.sentAt > silentNanos(timeout) && this.lastReadAt - oldest.sentAt < 0
+				&& this.context != null) {
+			this.owner.silent((now - oldest.sentAt) / 1_000_000);
+			this.context.close();
+			return false;
+		}
+		long sentBefore = now - timeout;
 		Iterator<Request> requests = this.pending.iterator();
 		while (requests.hasNext()) {
 			Request request = requests.next();
@@ -221,8 +238,18 @@ final class NodeChannel extends ByteToMessageDecoder {
 		return !this.pending.isEmpty();
 	}
 
+	/**
+	 * How long a connection may leave its oldest request unanswered, with nothing read, before it
+	 * is closed as silent: three node timeouts, at least one second (a node that is only slow, or
+	 * a GC pause of ours, should not cost a reconnect).
+	 */
+	static long silentNanos(long timeoutNanos) {
+		return Math.max(3 * timeoutNanos, 1_000_000_000L);
+	}
+
 	@Override
 	protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+		this.lastReadAt = System.nanoTime();
 		while (in.isReadable()) {
 			int start = in.readerIndex();
 			Object reply = parse(in);

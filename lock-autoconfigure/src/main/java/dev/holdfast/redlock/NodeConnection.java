@@ -172,6 +172,12 @@ final class NodeConnection implements AutoCloseable {
 		}
 	}
 
+	/** The connection left a request unanswered for {@code millis} with nothing read: it is being closed. */
+	void silent(long millis) {
+		logger.warn("Redlock connection to " + address() + " has not answered for " + millis
+				+ " ms; closing it, the next request opens a new one");
+	}
+
 	/** The connection failed (it is being closed). */
 	void failed(Throwable cause) {
 		logger.debug("Redlock connection to " + address() + " failed; closing it", cause);

@@ -144,8 +144,9 @@ final class RedlockIo implements AutoCloseable {
 	private void sweep() {
 		long now = System.nanoTime();
 		boolean pending = false;
-		for (int i = 0; i < this.channels.size(); i++) {
-			pending |= this.channels.get(i).expire(now - this.timeoutNanos);
+		// expire may close a channel, which leaves this list (at once, or later on this thread).
+		for (NodeChannel channel : List.copyOf(this.channels)) {
+			pending |= channel.expire(now);
 		}
 		if (pending) {
 			this.loop.schedule(this.sweep, this.sweepNanos, TimeUnit.NANOSECONDS);
