@@ -1,10 +1,12 @@
 package dev.holdfast.redlock;
 
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 
 import io.netty.buffer.ByteBuf;
@@ -15,7 +17,10 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPipeline;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.DecoderException;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
+import org.redisson.client.RedisClientConfig;
 import org.redisson.client.RedisConnection;
 import org.redisson.client.RedisConnectionException;
 import org.redisson.client.RedisException;
@@ -26,6 +31,9 @@ import org.redisson.client.handler.CommandEncoder;
 import org.redisson.client.handler.CommandsQueue;
 import org.redisson.client.handler.ConnectionWatchdog;
 import org.redisson.client.handler.PingConnectionHandler;
+import org.redisson.client.handler.RedisConnectionHandler;
+import org.redisson.config.CredentialsResolver;
+import org.redisson.misc.RedisURI;
 
 /**
  * The script traffic of one connection to one node, once Redisson's client has opened it (TCP,
@@ -46,7 +54,11 @@ final class NodeChannel extends ByteToMessageDecoder {
 	/** Requests without an answer beyond which a node is failed at once instead of queued for. */
 	static final int MAX_PENDING = 10_000;
 
+	private static final Log logger = LogFactory.getLog(RedlockLockBackend.class);
+
 	private static final byte[] EVALSHA = bytes("EVALSHA");
+
+	private static final byte[] AUTH = bytes("AUTH");
 
 	private static final byte[] EVAL = bytes("EVAL");
 
@@ -97,9 +109,13 @@ final class NodeChannel extends ByteToMessageDecoder {
 			channel.eventLoop().execute(() -> {
 				try {
 					ChannelPipeline pipeline = channel.pipeline();
-					for (Class<? extends ChannelHandler> type : List.of(PingConnectionHandler.class,
-							ConnectionWatchdog.class, CommandEncoder.class, CommandBatchEncoder.class,
-							CommandsQueue.class, CommandDecoder.class)) {
+					// RedisConnectionHandler renews credentials (CredentialsResolver.nextRenewal) by
+					// sending AUTH as a Redisson command, which nothing here can encode any more: it
+					// would close the connection at every renewal. Once removed it stops renewing
+					// quietly, and renewCredentials() sends AUTH in order with the other requests.
+					for (Class<? extends ChannelHandler> type : List.of(RedisConnectionHandler.class,
+							PingConnectionHandler.class, ConnectionWatchdog.class, CommandEncoder.class,
+							CommandBatchEncoder.class, CommandsQueue.class, CommandDecoder.class)) {
 						if (pipeline.get(type) != null) {
 							pipeline.remove(type);
 						}
@@ -112,6 +128,7 @@ final class NodeChannel extends ByteToMessageDecoder {
 					}
 					io.opened(handler);
 					handler.loadScripts();
+					handler.renewCredentials();
 					installed.complete(handler);
 				}
 				catch (RuntimeException ex) {
@@ -156,6 +173,68 @@ final class NodeChannel extends ByteToMessageDecoder {
 	@Override
 	public void handlerAdded(ChannelHandlerContext ctx) {
 		this.context = ctx;
+	}
+
+	/**
+	 * Waits for the next renewal of the client's credentials ({@link CredentialsResolver#nextRenewal()},
+	 * e.g. Entra ID tokens), then sends {@code AUTH} with the renewed credentials as an ordinary
+	 * pipelined request, and waits for the next one. Credentials are taken as Redisson takes them:
+	 * those of the address first, then the resolver's, then the configuration's. A refused or
+	 * unanswered {@code AUTH}, or a resolver that fails, closes the connection: the next one is
+	 * opened (and authenticated) by Redisson anew.
+	 */
+	private void renewCredentials() {
+		RedisClientConfig config = this.connection.getRedisClient().getConfig();
+		CredentialsResolver resolver = config.getCredentialsResolver();
+		if (resolver == null) {
+			return;
+		}
+		resolver.nextRenewal().whenComplete((renewed, renewalFailed) -> {
+			if (!this.active) {
+				return;
+			}
+			if (renewalFailed != null) {
+				logger.warn("Redlock: the credentials renewal of " + this.owner.address()
+						+ " failed; the connection keeps its credentials", renewalFailed);
+				return;
+			}
+			InetSocketAddress address = this.connection.getRedisClient().resolveAddr().getNow(null);
+			resolver.resolve(address).whenComplete((credentials, resolveFailed) -> {
+				if (!this.active) {
+					return;
+				}
+				if (resolveFailed != null) {
+					renewalFailed("could not resolve the renewed credentials", resolveFailed);
+					return;
+				}
+				RedisURI uri = config.getAddress();
+				String password = Objects.toString(uri.getPassword(),
+						Objects.toString((credentials != null) ? credentials.getPassword() : null, config.getPassword()));
+				if (password == null) {
+					renewCredentials();
+					return;
+				}
+				String username = Objects.toString(uri.getUsername(),
+						Objects.toString((credentials != null) ? credentials.getUsername() : null, config.getUsername()));
+				Object[] args = (username != null) ? new Object[] { username, password } : new Object[] { password };
+				Request auth = new Request(this, AUTH, null, args, new CompletableFuture<>());
+				this.io.send(auth);
+				auth.result.whenComplete((ok, refused) -> {
+					if (refused != null) {
+						renewalFailed("AUTH with the renewed credentials failed", refused);
+					}
+					else {
+						renewCredentials();
+					}
+				});
+			});
+		});
+	}
+
+	private void renewalFailed(String what, Throwable cause) {
+		logger.warn("Redlock connection to " + this.owner.address() + ": " + what
+				+ "; closing it, the next request opens a new one", cause);
+		close();
 	}
 
 	private void loadScripts() {

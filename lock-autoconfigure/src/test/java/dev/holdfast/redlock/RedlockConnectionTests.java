@@ -6,11 +6,22 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.Test;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+import org.redisson.config.Credentials;
+import org.redisson.config.CredentialsResolver;
 
 import dev.holdfast.test.server.RedisServer;
 
@@ -19,7 +30,8 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * The script connections of the Redlock backend against real redis-servers: a connection that
- * stops answering without closing is replaced.
+ * stops answering without closing is replaced; renewed credentials are sent on the open
+ * connection.
  */
 class RedlockConnectionTests {
 
@@ -41,6 +53,74 @@ class RedlockConnectionTests {
 				assertThat(proxy.accepted.get()).isGreaterThan(accepted);
 			}
 		}
+	}
+
+	@Test
+	void renewedCredentialsAreSentOnTheOpenConnection() throws Exception {
+		try (RedisServer server = RedisServer.start()) {
+			server.command("ACL", "SETUSER", "holdfast", "on", "resetpass", ">first", "~*", "&*", "+@all");
+			AtomicReference<String> password = new AtomicReference<>("first");
+			AtomicReference<CompletableFuture<Void>> renewal = new AtomicReference<>(new CompletableFuture<>());
+			Config config = new Config();
+			config.setCredentialsResolver(new CredentialsResolver() {
+				@Override
+				public CompletionStage<Credentials> resolve(InetSocketAddress address) {
+					return CompletableFuture.completedFuture(new Credentials("holdfast", password.get()));
+				}
+
+				@Override
+				public CompletionStage<Void> nextRenewal() {
+					return renewal.get();
+				}
+			});
+			config.useSingleServer().setAddress(server.uri()).setConnectionMinimumIdleSize(1).setConnectionPoolSize(1);
+			RedissonClient client = Redisson.create(config);
+			try (RedlockLockBackend backend = new RedlockLockBackend(List.of(client),
+					new RedlockSettings(Duration.ofMillis(500), 0.01, Duration.ofMillis(2)))) {
+				assertThat(backend.reachableNodes()).isEqualTo(1);
+				Set<String> connections = connectionsOf(server, "holdfast");
+				for (String next : List.of("second", "third")) {
+					// Existing connections stay authenticated; only AUTH with the new password works now.
+					server.command("ACL", "SETUSER", "holdfast", "resetpass", ">" + next);
+					password.set(next);
+					CompletableFuture<Void> renewed = renewal.getAndSet(new CompletableFuture<>());
+					renewed.complete(null);
+					await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50))
+						.until(() -> lastCommandsOf(server, "holdfast").equals(Set.of("auth")));
+					for (int i = 0; i < 3; i++) {
+						assertThat(backend.reachableNodes()).isEqualTo(1);
+					}
+					assertThat(connectionsOf(server, "holdfast")).as("no connection replaced").isEqualTo(connections);
+				}
+			}
+			finally {
+				client.shutdown(0, 2, TimeUnit.SECONDS);
+			}
+		}
+	}
+
+	private static List<String> clients(RedisServer server, String user) {
+		String list = server.commandString("CLIENT", "LIST");
+		return Arrays.stream((list != null) ? list.split("\n") : new String[0])
+			.filter((line) -> line.contains(" user=" + user + " "))
+			.toList();
+	}
+
+	private static Set<String> connectionsOf(RedisServer server, String user) {
+		return clients(server, user).stream().map((line) -> field(line, "id")).collect(Collectors.toSet());
+	}
+
+	private static Set<String> lastCommandsOf(RedisServer server, String user) {
+		return clients(server, user).stream().map((line) -> field(line, "cmd")).collect(Collectors.toSet());
+	}
+
+	private static String field(String line, String name) {
+		for (String part : line.trim().split(" ")) {
+			if (part.startsWith(name + "=")) {
+				return part.substring(name.length() + 1);
+			}
+		}
+		return "";
 	}
 
 	/**
