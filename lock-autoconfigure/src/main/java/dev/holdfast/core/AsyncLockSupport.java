@@ -118,6 +118,10 @@ final class AsyncLockSupport {
 		}
 	}
 
+	private boolean announcesReleases() {
+		return this.backend instanceof ReleaseEvents events && events.announcesReleases();
+	}
+
 	/** Release events stopped: wakes every waiting acquisition, which attempts again now. */
 	void onInterrupted() {
 		for (Queue<Waiter> queue : this.waiters.values()) {
@@ -166,8 +170,11 @@ final class AsyncLockSupport {
 
 		final long deadline;
 
-		final boolean notifying = AsyncLockSupport.this.backend instanceof ReleaseEvents events
-				&& events.announcesReleases();
+		/**
+		 * Whether the backend announces releases, read again before every pause (confined, like
+		 * pause): a lost subscription makes the waiter poll with short pauses.
+		 */
+		boolean notifying = announcesReleases();
 
 		/** Confined to the current attempt: attempts never overlap. */
 		long pause;
@@ -290,6 +297,13 @@ final class AsyncLockSupport {
 							waited());
 				}
 				return;
+			}
+			boolean announcing = announcesReleases();
+			if (announcing != this.notifying) {
+				// The backend started or stopped announcing releases: pause as such a backend's waiters do.
+				this.notifying = announcing;
+				this.pause = announcing ? AsyncLockSupport.this.pollNanos
+						: Math.min(MIN_PAUSE_NANOS, AsyncLockSupport.this.pollNanos);
 			}
 			long sleep = Math.min(remaining, jitter(this.pause));
 			if (outcome.holderRemainingMillis() >= 0) {

@@ -1,11 +1,14 @@
 package dev.holdfast.core;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -138,6 +141,64 @@ class AsyncLockSupportTests {
 	}
 
 	/** The memory backend whose next asynchronous acquire answers with a stage the test controls. */
+	@Test
+	void waiterPollsOnceTheBackendStopsAnnouncingReleases() throws Exception {
+		LosingBackend losing = new LosingBackend();
+		DefaultLockTemplate waiting = new DefaultLockTemplate(losing, this.settings);
+		DefaultLockTemplate holding = new DefaultLockTemplate(losing, this.settings);
+		try {
+			Lease held = holding.acquire(this.name, null, waitFor(Duration.ZERO));
+			CompletableFuture<Lease> acquiring = waiting.tryAcquireAsync(this.name, null,
+					waitFor(Duration.ofSeconds(20)));
+			// Asleep for its first pause: with release events, 2.5-5 s.
+			Thread.sleep(300);
+			losing.lose();
+			Thread.sleep(100);
+			long releasedAt = System.nanoTime();
+			held.close();
+			Lease lease = acquiring.get(10, TimeUnit.SECONDS);
+			assertThat(Duration.ofNanos(System.nanoTime() - releasedAt))
+				.as("polling with short pauses once the subscription was lost, not the 5 s poll")
+				.isLessThan(Duration.ofSeconds(1));
+			lease.close();
+		}
+		finally {
+			waiting.close();
+			holding.close();
+		}
+	}
+
+	/** Delivers no release events; {@link #lose()} stops announcing and tells the subscribers. */
+	static class LosingBackend extends InMemoryLockBackend {
+
+		private final List<Runnable> interruptions = new CopyOnWriteArrayList<>();
+
+		private volatile boolean announcing = true;
+
+		@Override
+		public AutoCloseable subscribe(Consumer<String> listener) {
+			return () -> {
+			};
+		}
+
+		@Override
+		public AutoCloseable subscribe(Consumer<String> listener, Runnable onInterrupted) {
+			this.interruptions.add(onInterrupted);
+			return () -> this.interruptions.remove(onInterrupted);
+		}
+
+		@Override
+		public boolean announcesReleases() {
+			return this.announcing;
+		}
+
+		void lose() {
+			this.announcing = false;
+			this.interruptions.forEach(Runnable::run);
+		}
+
+	}
+
 	static class SlowBackend extends InMemoryLockBackend implements AsyncLockBackend {
 
 		private final InMemoryLockBackend delegate;
