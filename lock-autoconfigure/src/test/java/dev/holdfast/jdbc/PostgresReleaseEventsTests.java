@@ -210,6 +210,8 @@ class PostgresReleaseEventsTests {
 	@Test
 	void oneListeningConnectionPerBackendGivenBackWhenClosed() throws Exception {
 		HikariDataSource pool = dataSource();
+		// One connection: the one given back is the one the test then borrows and looks at.
+		pool.setMaximumPoolSize(1);
 		JdbcLockBackend backend = backend(pool);
 		List<AutoCloseable> subscriptions = new ArrayList<>();
 		AtomicInteger delivered = new AtomicInteger();
@@ -218,29 +220,32 @@ class PostgresReleaseEventsTests {
 		}
 		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
 		assertThat(pool.getHikariPoolMXBean().getActiveConnections()).as("one connection for all listeners").isOne();
-		assertThat(listeners()).isEqualTo(1);
+		int pid = listenerPid(backend);
 		for (AutoCloseable subscription : subscriptions) {
 			subscription.close();
 		}
 		assertThat(backend.isListening()).isFalse();
 		assertThat(pool.getHikariPoolMXBean().getActiveConnections()).as("given back with the last listener").isZero();
-		assertThat(listeners()).as("the connection back in the pool does not listen").isZero();
+		assertThat(listeningChannels(pool, pid)).as("the connection back in the pool does not listen").isZero();
 		backend.subscribe((key) -> delivered.incrementAndGet());
 		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
+		pid = listenerPid(backend);
 		backend.close();
 		assertThat(pool.getHikariPoolMXBean().getActiveConnections()).as("given back when the backend closes").isZero();
-		assertThat(listeners()).isZero();
+		assertThat(listeningChannels(pool, pid)).isZero();
 	}
 
-	/** Sessions of the shared server listening on the lock table's channel. */
-	private long listeners() {
-		JdbcTemplate operator = new JdbcTemplate(dataSource());
-		String channel = PostgreSqlDialect.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
-		// pg_listening_channels() is per session: ask each backend through pg_stat_activity's
-		// last query instead, which is LISTEN or the listener's liveness check.
-		return operator.queryForObject("SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
-				+ " AND state = 'idle' AND (query = 'LISTEN " + channel + "' OR query = 'SELECT pg_notify(''" + channel
-				+ "'', '''')')", Long.class);
+	/**
+	 * The channels that the pool's one connection listens on, if it is still the session
+	 * {@code pid} that listened (else it was aborted, which listens on nothing either).
+	 */
+	private static long listeningChannels(HikariDataSource pool, int pid) throws Exception {
+		try (Connection connection = pool.getConnection(); Statement statement = connection.createStatement();
+				java.sql.ResultSet rs = statement.executeQuery(
+						"SELECT pg_backend_pid(), (SELECT count(*) FROM pg_listening_channels())")) {
+			rs.next();
+			return (rs.getInt(1) == pid) ? rs.getLong(2) : 0;
+		}
 	}
 
 	@Test
