@@ -1,11 +1,13 @@
 package dev.holdfast.redlock;
 
+import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
 
 import io.netty.channel.socket.nio.NioSocketChannel;
 import org.apache.commons.logging.Log;
@@ -50,6 +52,14 @@ final class NodeConnection implements AutoCloseable {
 	private final ReentrantLock connecting = new ReentrantLock();
 
 	private volatile @Nullable CompletableFuture<NodeChannel> channel;
+
+	// Requests made while the connection opens, sent in the order they were made once it is open
+	// or failed (dependents of a CompletableFuture run in reverse order of registration, which
+	// would reorder them). Guarded by connecting; at most NodeChannel.MAX_PENDING.
+	private final ArrayDeque<Runnable> parked = new ArrayDeque<>();
+
+	// The opening whose parked requests have all been sent: requests go straight to it.
+	private volatile @Nullable CompletableFuture<NodeChannel> settled;
 
 	private volatile long connectedAtNanos;
 
@@ -128,7 +138,7 @@ final class NodeConnection implements AutoCloseable {
 		if (ready != null) {
 			return ready.ping().result;
 		}
-		return channel().thenCompose((opened) -> opened.ping().result);
+		return whenOpen((opened) -> opened.ping().result);
 	}
 
 	/**
@@ -142,13 +152,61 @@ final class NodeConnection implements AutoCloseable {
 		if (ready != null) {
 			return (CompletableFuture<R>) ready.eval(script, params).result;
 		}
-		return channel().thenCompose((opened) -> (CompletableFuture<R>) opened.eval(script, params).result);
+		return whenOpen((opened) -> (CompletableFuture<R>) opened.eval(script, params).result);
 	}
 
-	// The open channel, or null while it is being opened or has failed.
+	// Sends the request once the connection being opened is open (or fails it with the opening),
+	// after the requests parked before it.
+	private <T> CompletableFuture<T> whenOpen(Function<NodeChannel, CompletableFuture<T>> send) {
+		CompletableFuture<NodeChannel> opening = channel();
+		this.connecting.lock();
+		try {
+			if (opening == this.channel && opening != this.settled) {
+				if (this.parked.size() >= NodeChannel.MAX_PENDING) {
+					return CompletableFuture.failedFuture(new RedisConnectionException(NodeChannel.MAX_PENDING
+							+ " requests to " + address() + " are waiting for the connection to open"));
+				}
+				CompletableFuture<T> result = new CompletableFuture<>();
+				this.parked.add(() -> opening.thenCompose(send).whenComplete((value, error) -> {
+					if (error != null) {
+						result.completeExceptionally(error);
+					}
+					else {
+						result.complete(value);
+					}
+				}));
+				return result;
+			}
+		}
+		finally {
+			this.connecting.unlock();
+		}
+		return opening.thenCompose(send);
+	}
+
+	// Once an opening is done: sends what was parked on it, in order (non-blocking: requests are
+	// only queued for the I/O thread), then lets requests go straight to it.
+	private void settle(CompletableFuture<NodeChannel> opening) {
+		this.connecting.lock();
+		try {
+			Runnable next;
+			while ((next = this.parked.poll()) != null) {
+				next.run();
+			}
+			if (this.channel == opening) {
+				this.settled = opening;
+			}
+		}
+		finally {
+			this.connecting.unlock();
+		}
+	}
+
+	// The open channel, or null while it is being opened (or its parked requests are being sent)
+	// or has failed.
 	private @Nullable NodeChannel ready() {
 		CompletableFuture<NodeChannel> current = channel();
-		if (current.isDone() && !current.isCompletedExceptionally()) {
+		if (current == this.settled && current.isDone() && !current.isCompletedExceptionally()) {
 			NodeChannel opened = current.join();
 			return opened.isActive() ? opened : null;
 		}
@@ -216,6 +274,7 @@ final class NodeConnection implements AutoCloseable {
 				.toCompletableFuture()
 				.thenCompose((connection) -> NodeChannel.install(connection, this, this.io));
 			this.channel = opening;
+			opening.whenComplete((opened, error) -> settle(opening));
 			return opening;
 		}
 		catch (RuntimeException ex) {

@@ -31,7 +31,7 @@ import static org.awaitility.Awaitility.await;
 /**
  * The script connections of the Redlock backend against real redis-servers: a connection that
  * stops answering without closing is replaced; renewed credentials are sent on the open
- * connection.
+ * connection; requests made while a connection opens are sent in the order they were made.
  */
 class RedlockConnectionTests {
 
@@ -94,6 +94,43 @@ class RedlockConnectionTests {
 				}
 			}
 			finally {
+				client.shutdown(0, 2, TimeUnit.SECONDS);
+			}
+		}
+	}
+
+	@Test
+	void requestsMadeWhileTheConnectionOpensAreSentInOrder() throws Exception {
+		try (RedisServer server = RedisServer.start(); RedlockIo io = new RedlockIo(5_000)) {
+			server.command("ACL", "SETUSER", "holdfast", "on", ">secret", "~*", "&*", "+@all");
+			Config config = new Config();
+			// AUTH makes opening wait for the server's answer.
+			config.useSingleServer().setAddress(server.uri()).setUsername("holdfast").setPassword("secret")
+				.setConnectionMinimumIdleSize(1).setConnectionPoolSize(1);
+			RedissonClient client = Redisson.create(config);
+			NodeConnection connection = null;
+			try {
+				server.pause();
+				connection = NodeConnection.of(client, io);
+				String key = "order";
+				CompletableFuture<List<Object>> first = connection.eval(RedlockScripts.ACQUIRE, 2, key,
+						key + RedlockLockBackend.FENCE_SUFFIX, "first", 10_000L, 60_000L);
+				CompletableFuture<Long> release = connection.eval(RedlockScripts.RELEASE,
+						RedlockLockBackend.releaseParams(key, "first"));
+				CompletableFuture<List<Object>> second = connection.eval(RedlockScripts.ACQUIRE, 2, key,
+						key + RedlockLockBackend.FENCE_SUFFIX, "second", 10_000L, 60_000L);
+				Thread.sleep(200);
+				assertThat(first).as("parked while the connection opens").isNotDone();
+				server.resume();
+				assertThat(RedlockScripts.isGranted(first.get(5, TimeUnit.SECONDS))).as("first acquire").isTrue();
+				assertThat(release.get(5, TimeUnit.SECONDS)).as("release after it").isEqualTo(1L);
+				assertThat(RedlockScripts.isGranted(second.get(5, TimeUnit.SECONDS))).as("second acquire").isTrue();
+			}
+			finally {
+				server.resume();
+				if (connection != null) {
+					connection.close();
+				}
 				client.shutdown(0, 2, TimeUnit.SECONDS);
 			}
 		}
