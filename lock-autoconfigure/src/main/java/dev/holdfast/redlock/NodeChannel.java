@@ -45,9 +45,9 @@ import org.redisson.misc.RedisURI;
  * <p>
  * Everything but {@link #isActive()} and {@link #close()} runs on the {@link RedlockIo} thread.
  * The scripts are loaded ({@code SCRIPT LOAD}) before any other request on the connection, so
- * that {@code EVALSHA} finds them and a request never has to go again as {@code EVAL} behind
- * later requests (which would reorder them); a {@code NOSCRIPT} (after {@code SCRIPT FLUSH}) is
- * still answered by sending the script's text.
+ * that {@code EVALSHA} finds them; after a {@code NOSCRIPT} (a {@code SCRIPT FLUSH}) they are
+ * loaded again, and the request is sent again as {@code EVAL} only when no later request was sent
+ * before its reply (it would run after them), else it fails.
  */
 final class NodeChannel extends ByteToMessageDecoder {
 
@@ -87,6 +87,9 @@ final class NodeChannel extends ByteToMessageDecoder {
 	private @Nullable ByteBuf out;
 
 	private volatile boolean active = true;
+
+	// On the I/O thread: whether SCRIPT LOAD of the scripts has been sent and not yet answered.
+	private boolean loading;
 
 	// On the I/O thread: when the last reply was read (System.nanoTime()).
 	private long lastReadAt = System.nanoTime();
@@ -237,11 +240,39 @@ final class NodeChannel extends ByteToMessageDecoder {
 		close();
 	}
 
+	// Loads all scripts; once more after a NOSCRIPT only when no reload is on its way already.
 	private void loadScripts() {
 		long now = System.nanoTime();
+		Request last = null;
 		for (RedlockScripts.Script<?> script : RedlockScripts.ALL) {
-			encode(new Request(this, SCRIPT, null, new Object[] { LOAD, script.text() }, new CompletableFuture<>()),
-					now);
+			last = new Request(this, SCRIPT, null, new Object[] { LOAD, script.text() }, new CompletableFuture<>());
+			encode(last, now);
+		}
+		flush();
+		this.loading = true;
+		last.result.whenComplete((loaded, error) -> this.loading = false);
+	}
+
+	/**
+	 * On the I/O thread: the node does not know the script of {@code request} (its scripts were
+	 * flushed). The request is sent again as {@code EVAL} only when nothing was sent after it:
+	 * otherwise a later request (say the release of this acquire, whose script the node knows)
+	 * would have run before it. Else it fails, and is not applied: a failed node request is
+	 * already handled by the round that made it. Either way the scripts are loaded again, so
+	 * that the requests after it find them.
+	 */
+	private void noScript(Request request, RedlockScripts.Script<?> script) {
+		if (this.pending.isEmpty() && this.out == null) {
+			Object[] args = request.args.clone();
+			args[0] = script.text();
+			encode(new Request(this, EVAL, null, args, request.result), System.nanoTime());
+		}
+		else {
+			request.fail(new RedisException("NOSCRIPT from " + this.owner.address()
+					+ " with later requests already sent: not sent again, so as not to run after them"));
+		}
+		if (!this.loading) {
+			loadScripts();
 		}
 		flush();
 	}
@@ -345,11 +376,9 @@ final class NodeChannel extends ByteToMessageDecoder {
 			}
 			this.owner.answered();
 			if (reply instanceof ErrorReply error) {
-				if (request.script != null && request.command == EVALSHA && error.message().startsWith("NOSCRIPT")) {
-					Object[] args = request.args.clone();
-					args[0] = request.script.text();
-					encode(new Request(this, EVAL, null, args, request.result), System.nanoTime());
-					flush();
+				RedlockScripts.Script<?> script = request.script;
+				if (script != null && request.command == EVALSHA && error.message().startsWith("NOSCRIPT")) {
+					noScript(request, script);
 				}
 				else {
 					request.fail(new RedisException(error.message()));

@@ -136,6 +136,52 @@ class RedlockConnectionTests {
 		}
 	}
 
+	@Test
+	void aRequestTheNodeHasNoScriptForDoesNotRunAfterLaterRequests() throws Exception {
+		try (RedisServer server = RedisServer.start(); RedlockIo io = new RedlockIo(5_000)) {
+			Config config = new Config();
+			config.useSingleServer().setAddress(server.uri()).setConnectionMinimumIdleSize(1).setConnectionPoolSize(1);
+			RedissonClient client = Redisson.create(config);
+			NodeConnection connection = null;
+			try {
+				connection = NodeConnection.of(client, io);
+				assertThat(connection.ping().get(5, TimeUnit.SECONDS)).isEqualTo("PONG");
+				// The node loses its scripts, and then learns the release script only (from another
+				// client): an acquire meets NOSCRIPT while its release, sent after it, runs.
+				server.command("SCRIPT", "FLUSH");
+				server.command("SCRIPT", "LOAD", RedlockScripts.RELEASE_TEXT);
+				String key = "no-script";
+				server.pause();
+				CompletableFuture<List<Object>> acquire = connection.eval(RedlockScripts.ACQUIRE, 2, key,
+						key + RedlockLockBackend.FENCE_SUFFIX, "owner", 60_000L, 60_000L);
+				CompletableFuture<Long> release = connection.eval(RedlockScripts.RELEASE,
+						RedlockLockBackend.releaseParams(key, "owner"));
+				Thread.sleep(100);
+				server.resume();
+				release.handle((value, error) -> null).get(5, TimeUnit.SECONDS);
+				acquire.handle((value, error) -> null).get(5, TimeUnit.SECONDS);
+				// Either the acquire ran first and the release deleted it, or it did not run at all.
+				assertThat(server.command("GET", key)).as("the lock the release was sent after").isNull();
+				// The scripts are known again: the next request runs as EVALSHA.
+				await().atMost(Duration.ofSeconds(5)).until(() -> scriptKnown(server));
+				assertThat(RedlockScripts.isGranted(connection.eval(RedlockScripts.ACQUIRE, 2, key,
+						key + RedlockLockBackend.FENCE_SUFFIX, "owner", 60_000L, 60_000L).get(5, TimeUnit.SECONDS))).isTrue();
+			}
+			finally {
+				server.resume();
+				if (connection != null) {
+					connection.close();
+				}
+				client.shutdown(0, 2, TimeUnit.SECONDS);
+			}
+		}
+	}
+
+	private static boolean scriptKnown(RedisServer server) {
+		Object reply = server.command("SCRIPT", "EXISTS", new String(RedlockScripts.ACQUIRE.sha()));
+		return reply instanceof List<?> list && !list.isEmpty() && Long.valueOf(1).equals(list.get(0));
+	}
+
 	private static List<String> clients(RedisServer server, String user) {
 		String list = server.commandString("CLIENT", "LIST");
 		return Arrays.stream((list != null) ? list.split("\n") : new String[0])
