@@ -219,7 +219,7 @@ final class AsyncLockSupport {
 			long attemptStart = System.nanoTime();
 			CompletionStage<AcquireResult> answer;
 			try {
-				answer = (recorded != null) ? recorded.attemptAsync(this.ttl)
+				answer = (recorded != null) ? recorded.attemptAsync(this.ttl, this.deadline)
 						: AsyncLockSupport.this.backend.tryAcquireAsync(this.key, owner, this.ttl);
 			}
 			catch (RuntimeException ex) {
@@ -233,6 +233,12 @@ final class AsyncLockSupport {
 					acquired(owner, outcome.fencingToken(), attemptStart, current);
 				}
 				else {
+					HandoffWaiters.Waiter recordedNow = this.recorded;
+					if (recordedNow != null && this.result.isDone()) {
+						// Cancelled while this attempt was being sent: it recorded the waiter after
+						// its withdrawal.
+						recordedNow.recordedAfterGivingUp();
+					}
 					retry(outcome, current, releaseBefore);
 				}
 			});

@@ -3,8 +3,10 @@ package dev.holdfast.core;
 import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.BiPredicate;
 
 import org.jspecify.annotations.Nullable;
@@ -35,7 +37,8 @@ import dev.holdfast.spi.WaiterHandoff;
  * ends before that thread has run. The next racer of the key adopts it; if none does (the queue
  * emptied), it is withdrawn.
  * <p>
- * Bounded: an entry lives from the waiter's registration to the end of its acquisition (or, for
+ * One entry per waiting acquisition (no cap of its own): an entry lives from the waiter's
+ * registration to the end of its acquisition (or, for
  * a successor nobody adopts, to the moment the key's local queue empties), on every exit path.
  */
 final class HandoffWaiters {
@@ -63,6 +66,13 @@ final class HandoffWaiters {
 
 	private final ConcurrentHashMap<String, Waiter> waiters = new ConcurrentHashMap<>();
 
+	/** Owners of the last {@value #RECENTLY_TAKEN} waiters that took their lock, oldest overwritten. */
+	private static final int RECENTLY_TAKEN = 64;
+
+	private final AtomicReferenceArray<String> recentlyTaken = new AtomicReferenceArray<>(RECENTLY_TAKEN);
+
+	private final AtomicInteger recentlyTakenNext = new AtomicInteger();
+
 	/** The blocking path's waiter of each key (a successor, or the gate head's). */
 	private final ConcurrentHashMap<String, Waiter> racers = new ConcurrentHashMap<>();
 
@@ -78,9 +88,23 @@ final class HandoffWaiters {
 		return this.backend;
 	}
 
-	/** How long each attempt of a waiter records it for. */
+	/** How long each attempt of a waiter records it for, at most. */
 	Duration recordFor() {
 		return this.recordFor;
+	}
+
+	/**
+	 * Two poll intervals, or the time left until {@code deadline} rounded up to 10 ms (so that the
+	 * backend's encoding of the last duration is reused), whichever is shorter.
+	 */
+	private Duration recordFor(long deadline) {
+		long left = deadline - System.nanoTime();
+		long full = this.recordFor.toNanos();
+		if (left >= full) {
+			return this.recordFor;
+		}
+		long millis = Math.max(10, (TimeUnit.NANOSECONDS.toMillis(Math.max(left, 0)) + 9) / 10 * 10);
+		return (TimeUnit.MILLISECONDS.toNanos(millis) >= full) ? this.recordFor : Duration.ofMillis(millis);
 	}
 
 	/**
@@ -152,15 +176,25 @@ final class HandoffWaiters {
 				return;
 			}
 		}
-		else if (!this.owners.isOwn(owner) || this.holds.test(key, owner)) {
-			// Another process's waiter, or ours that took the lock already (it claimed before the
-			// grant's announcement arrived).
+		else if (!this.owners.isOwn(owner) || this.holds.test(key, owner) || tookRecently(owner)) {
+			// Another process's waiter, or ours that took the lock already (it claimed before this
+			// copy of the grant arrived: the answer's and the announcement's copies come in either
+			// order), even if it has released it since.
 			return;
 		}
 		// Gone, or no longer (or never) waiting here: hand it on rather than hold it for the claim
 		// window. The backend passes on a reservation only, so this cannot touch a lock the owner
 		// took.
 		this.backend.withdraw(key, owner);
+	}
+
+	private boolean tookRecently(String owner) {
+		for (int i = 0; i < RECENTLY_TAKEN; i++) {
+			if (owner.equals(this.recentlyTaken.get(i))) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	/** How many waiters are registered now. */
@@ -201,21 +235,26 @@ final class HandoffWaiters {
 			return true;
 		}
 
-		/** One attempt that takes the lock if free or reserved for this waiter, else records it. */
-		AcquireResult attempt(Duration ttl) {
-			return HandoffWaiters.this.backend.tryAcquireWaiting(this.key, this.owner, ttl,
-					HandoffWaiters.this.recordFor);
+		/**
+		 * One attempt that takes the lock if free or reserved for this waiter, else records it
+		 * until two poll intervals from now or the caller's {@code deadline} (nanoTime), whichever
+		 * comes first: a record dies with its wait even when the withdrawal is lost.
+		 */
+		AcquireResult attempt(Duration ttl, long deadline) {
+			return HandoffWaiters.this.backend.tryAcquireWaiting(this.key, this.owner, ttl, recordFor(deadline));
 		}
 
 		/** {@link #attempt} without blocking. */
-		CompletionStage<AcquireResult> attemptAsync(Duration ttl) {
+		CompletionStage<AcquireResult> attemptAsync(Duration ttl, long deadline) {
 			return HandoffWaiters.this.backend.tryAcquireWaitingAsync(this.key, this.owner, ttl,
-					HandoffWaiters.this.recordFor);
+					recordFor(deadline));
 		}
 
 		/** The acquisition took the lock: leaves without withdrawing (a later {@link #gaveUp} does nothing). */
 		void took() {
 			this.state.set(TAKEN);
+			HandoffWaiters.this.recentlyTaken.set(
+					Math.floorMod(HandoffWaiters.this.recentlyTakenNext.getAndIncrement(), RECENTLY_TAKEN), this.owner);
 			leave();
 		}
 
@@ -227,6 +266,16 @@ final class HandoffWaiters {
 			leave();
 			int previous = this.state.getAndUpdate((current) -> (current == TAKEN) ? TAKEN : GONE);
 			if (previous == WAITING || previous == GRANTED) {
+				HandoffWaiters.this.backend.withdraw(this.key, this.owner);
+			}
+		}
+
+		/**
+		 * An attempt sent after the acquisition ended (and withdrew) was refused and so recorded
+		 * this waiter again: withdraws it once more.
+		 */
+		void recordedAfterGivingUp() {
+			if (this.state.get() == GONE) {
 				HandoffWaiters.this.backend.withdraw(this.key, this.owner);
 			}
 		}

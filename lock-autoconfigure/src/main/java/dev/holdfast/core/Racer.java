@@ -172,7 +172,7 @@ final class Racer implements AutoCloseable {
 				long attemptStart = System.nanoTime();
 				AcquireResult result;
 				try {
-					result = (recorded != null) ? recorded.attempt(ttl) : this.backend.tryAcquire(key, owner, ttl);
+					result = (recorded != null) ? recorded.attempt(ttl, deadline) : this.backend.tryAcquire(key, owner, ttl);
 				}
 				catch (RuntimeException failure) {
 					RuntimeException ex = this.template.backendFailure(failure, "acquire", key);
