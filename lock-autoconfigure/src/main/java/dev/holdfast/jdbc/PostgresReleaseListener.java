@@ -29,9 +29,9 @@ import org.springframework.util.ReflectionUtils;
  * <p>
  * The connection must prove that notifications reach it: right after {@code LISTEN}, and after
  * every second without a notification, the thread sends an empty notification on its own
- * channel and waits for it (under the backend's timeout). A connection that never delivers its
- * first one (a transaction pooler such as PgBouncer in transaction mode, which gives the
- * {@code LISTEN} to a server connection the client then loses) makes the backend stop announcing
+ * channel and waits for it (under the backend's timeout). Three connections in a row that never
+ * deliver their first one (a transaction pooler such as PgBouncer in transaction mode, which gives the
+ * {@code LISTEN} to a server connection the client then loses) make the backend stop announcing
  * releases, with one WARN; one that stops delivering later, or fails, is replaced after a pause
  * (1 s, doubling to 60 s while it keeps failing). Whenever deliveries stop, every listener's
  * interruption callback runs, so that waiters asleep for an announcement look again and poll;
@@ -57,6 +57,9 @@ final class PostgresReleaseListener implements AutoCloseable {
 	/** How long closing waits for the thread to give its connection back to the pool. */
 	private static final long CLOSE_WAIT_MILLIS = 2 * WAIT_MILLIS + 1000;
 
+	/** Connections in a row that never deliver their first check before announcements are turned off. */
+	private static final int DEAF_CONNECTIONS = 3;
+
 	/** The payload of the listener's own check: never a lock key (keys are not empty). */
 	private static final String CHECK_PAYLOAD = "";
 
@@ -75,8 +78,8 @@ final class PostgresReleaseListener implements AutoCloseable {
 		LOST,
 
 		/**
-		 * No notifications, ever: the pool's connections are not the PostgreSQL driver's, they do
-		 * not deliver notifications (a transaction pooler), or the pool is closed.
+		 * No notifications, ever: the pool's connections are not the PostgreSQL driver's, three in
+		 * a row did not deliver notifications (a transaction pooler), or the pool is closed.
 		 */
 		UNSUPPORTED
 
@@ -111,6 +114,9 @@ final class PostgresReleaseListener implements AutoCloseable {
 
 	/** Failed connections in a row, by the listening thread: the pause before the next one grows. */
 	private volatile int failures;
+
+	/** Connections in a row whose first check notification never came. */
+	private volatile int deafInRow;
 
 	/** The server process of the listening connection, 0 when none listens; for tests. */
 	private volatile int backendPid;
@@ -285,6 +291,19 @@ final class PostgresReleaseListener implements AutoCloseable {
 					return;
 				}
 				catch (DeafConnectionException ex) {
+					if (++this.deafInRow < DEAF_CONNECTIONS) {
+						// Maybe only a slow moment of the server: another connection, after a pause,
+						// before the one WARN below.
+						if (!setState(generation, State.LOST)) {
+							return;
+						}
+						interrupt(this.listeners);
+						logger.debug("Holdfast's listening connection did not receive its own check notification", ex);
+						if (!pause(++this.failures)) {
+							return;
+						}
+						continue;
+					}
 					if (setState(generation, State.UNSUPPORTED)) {
 						logger.warn("Holdfast's JDBC lock backend turned release events off: " + ex.getMessage()
 								+ ". LISTEN needs a session-level connection: behind a transaction pooler (PgBouncer"
@@ -417,6 +436,7 @@ final class PostgresReleaseListener implements AutoCloseable {
 				setState(generation, State.LISTENING);
 				this.warned = false;
 				this.failures = 0;
+				this.deafInRow = 0;
 				long heard = System.nanoTime();
 				long checkSent = 0;
 				while (current(generation)) {
