@@ -147,6 +147,11 @@ final class NodeChannel extends ByteToMessageDecoder {
 		return installed;
 	}
 
+	/** The handler names of the connection's pipeline. */
+	List<String> handlerNames() {
+		return this.channel.pipeline().names();
+	}
+
 	/** Whether requests can still be written: the connection is open. */
 	boolean isActive() {
 		return this.active;

@@ -236,9 +236,15 @@ final class NodeConnection implements AutoCloseable {
 				+ " ms; closing it, the next request opens a new one");
 	}
 
-	/** The connection failed (it is being closed). */
+	/** The connection failed (it is being closed): an I/O error at DEBUG, anything else (protocol) at WARN. */
 	void failed(Throwable cause) {
-		logger.debug("Redlock connection to " + address() + " failed; closing it", cause);
+		if (cause instanceof java.io.IOException) {
+			logger.debug("Redlock connection to " + address() + " failed; closing it", cause);
+		}
+		else {
+			// A reply that does not parse, or that no request asked for: out of step with the node.
+			logger.warn("Redlock connection to " + address() + " failed; closing it", cause);
+		}
 	}
 
 	// The open connection, or one being opened. A connection that failed to open, broke or was
@@ -270,9 +276,18 @@ final class NodeConnection implements AutoCloseable {
 				}
 			}
 			this.connectedAtNanos = System.nanoTime();
-			CompletableFuture<NodeChannel> opening = this.client.connectAsync()
+			CompletableFuture<NodeChannel> installing = this.client.connectAsync()
 				.toCompletableFuture()
 				.thenCompose((connection) -> NodeChannel.install(connection, this, this.io));
+			// Bounded: Redisson's opening never completes when the timer of the client it was made
+			// like is stopped (that client shut down first). A connection that opens too late is
+			// closed.
+			CompletableFuture<NodeChannel> opening = installing.copy().orTimeout(openTimeoutMillis(), TimeUnit.MILLISECONDS);
+			installing.thenAccept((late) -> {
+				if (opening.isCompletedExceptionally()) {
+					late.close();
+				}
+			});
 			this.channel = opening;
 			opening.whenComplete((opened, error) -> settle(opening));
 			return opening;
@@ -283,6 +298,17 @@ final class NodeConnection implements AutoCloseable {
 		finally {
 			this.connecting.unlock();
 		}
+	}
+
+	// TCP and TLS (connect timeout), then AUTH, HELLO, SELECT, CLIENT SETNAME (command timeout).
+	private long openTimeoutMillis() {
+		return (long) this.client.getConfig().getConnectTimeout() + this.client.getConfig().getCommandTimeout();
+	}
+
+	/** The handler names of the open connection's pipeline, empty while none is open (for tests). */
+	java.util.List<String> handlerNames() {
+		NodeChannel ready = ready();
+		return (ready != null) ? ready.handlerNames() : java.util.List.of();
 	}
 
 	private static boolean usable(CompletableFuture<NodeChannel> channel) {

@@ -146,7 +146,9 @@ public final class RedlockLockBackend
 	 * @param clients one client per node, each connected to one independent Redis master
 	 * (single-server configuration); the quorum is {@code clients.size() / 2 + 1}. The backend
 	 * opens one more connection per node like the client's, on an I/O thread of its own, and closes
-	 * them on {@link #close()}
+	 * them on {@link #close()}. Close the backend before the clients: a connection that the backend
+	 * opens again after a client was shut down is opened with that client's stopped timer, and
+	 * fails only after the connect timeout plus the command timeout, when it fails at all
 	 * @throws IllegalArgumentException when a client is not a single-server Redisson client
 	 * @param settings the timing of the algorithm
 	 */
