@@ -12,7 +12,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -53,8 +52,8 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	private final String releaseSql;
 
-	/** When an announcement last failed (nanoTime), 0 never: failures are logged once a minute at most. */
-	private volatile long notifyFailureLoggedAt;
+	/** Whether the last announcement failed: only the first of a run of failures is logged at WARN. */
+	private volatile boolean notifyFailing;
 
 	private final String channel;
 
@@ -192,22 +191,27 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	/**
 	 * Notifies the listeners of {@link #channel()} of the release of {@code key}. Announcements are
 	 * advisory (waiters poll too): a failure (a full notification queue, a PostgreSQL-compatible
-	 * database without {@code pg_notify}) is logged, at most once a minute, and not thrown.
+	 * database without {@code pg_notify}) is logged, at WARN for the first of a run of failures and
+	 * at DEBUG until an announcement succeeds again, and not thrown. (No JVM clock paces the log:
+	 * the backend's classes read none, {@code JdbcLockBackendClockTests}.)
 	 */
 	private void announce(Connection connection, String key) {
 		try (PreparedStatement ps = prepare(connection, "SELECT pg_notify(?, ?)")) {
 			ps.setString(1, this.channel);
 			ps.setString(2, key);
 			ps.execute();
+			this.notifyFailing = false;
 		}
 		catch (SQLException ex) {
-			long now = System.nanoTime();
-			long last = this.notifyFailureLoggedAt;
-			if (last == 0 || now - last > TimeUnit.MINUTES.toNanos(1)) {
-				this.notifyFailureLoggedAt = now;
-				logger.warn("Holdfast could not announce a lock release on PostgreSQL (" + ex.getMessage()
-						+ ", SQLState " + ex.getSQLState() + "); the lock is released, and waiters elsewhere find it by"
-						+ " polling. Logged once a minute at most", ex);
+			String message = "Holdfast could not announce a lock release on PostgreSQL (" + ex.getMessage()
+					+ ", SQLState " + ex.getSQLState() + "); the lock is released, and waiters elsewhere find it by"
+					+ " polling";
+			if (!this.notifyFailing) {
+				this.notifyFailing = true;
+				logger.warn(message + ". Further failures are logged at DEBUG until an announcement succeeds", ex);
+			}
+			else if (logger.isDebugEnabled()) {
+				logger.debug(message, ex);
 			}
 		}
 	}

@@ -25,7 +25,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * change who holds a lock or claims a tick: every expiry is computed and compared by the
  * database. This test reads the bytecode of every class of the package and fails if any of them
  * calls a JVM clock, directly or through a method reference. Instants and durations passed in
- * are data and may be read.
+ * are data and may be read. One class is exempt, by name: {@code PostgresReleaseListener} paces
+ * the liveness checks of its listening connection by the monotonic clock; it only wakes waiters
+ * (who then ask the database), and decides nothing about who holds a lock or claims a tick.
  */
 class JdbcLockBackendClockTests {
 
@@ -37,7 +39,9 @@ class JdbcLockBackendClockTests {
 				"GenericSqlDialect.class");
 		List<String> clockCalls = new ArrayList<>();
 		for (String file : classes) {
-			clockCalls.addAll(clockCalls(file));
+			if (!file.startsWith(PostgresReleaseListener.class.getSimpleName())) {
+				clockCalls.addAll(clockCalls(file));
+			}
 		}
 		assertThat(clockCalls).as("JVM clock calls in %s", classes).isEmpty();
 	}
