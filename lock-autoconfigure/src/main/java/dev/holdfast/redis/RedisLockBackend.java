@@ -10,7 +10,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
@@ -507,16 +506,16 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * Owner, channel, the random number that draws a waiter, the shortest claim window, the
-	 * releasing process's next waiter ('' for none) and how long to record it.
+	 * Owner, channel, the shortest claim window, the releasing process's next waiter ('' for
+	 * none) and how long to record it. The script draws a waiter by Redis TIME's microseconds,
+	 * so a release allocates no random number.
 	 */
 	private byte[][] releaseArguments(String key, String owner, @Nullable String localWaiter,
 			@Nullable Duration recordFor) {
 		byte[] waiter = (localWaiter != null && recordFor != null) ? ownerBytes(localWaiter) : EMPTY;
 		byte[] record = (localWaiter != null && recordFor != null) ? recordBytes(recordFor) : NOT_RECORDED;
 		return new byte[][] { ownerBytes(owner), this.channelBytes,
-				bytes(Integer.toString(ThreadLocalRandom.current().nextInt(1 << 30))), MIN_CLAIM_WINDOW, waiter,
-				record };
+				MIN_CLAIM_WINDOW, waiter, record };
 	}
 
 	/** The acquire script's answer: see {@link RedisScripts#ACQUIRE}. */

@@ -68,16 +68,16 @@ final class RedisScripts {
 			""".replace("FENCE_TTL_MILLIS", Long.toString(RedisLockBackend.FENCE_TTL_MILLIS)), Long.class);
 
 	// Hands the lock (held or reserved; its value in `holder`) to one recorded waiter. First the
-	// releasing process's next local waiter ARGV[5] (if given and not '') is recorded for ARGV[6]
+	// releasing process's next local waiter ARGV[4] (if given and not '') is recorded for ARGV[5]
 	// ms, as its own attempt would record it. Stale records (score <= Redis TIME in ms) are
-	// dropped, one of the others is drawn with the client's random number ARGV[3], removed, and
-	// the lock set to the reservation '*' .. waiter for a claim window of max(ARGV[4], the
+	// dropped, one of the others is drawn by TIME's microseconds (no client argument), removed, and
+	// the lock set to the reservation '*' .. waiter for a claim window of max(ARGV[3], the
 	// record's remaining time), which covers the waiter's next poll; the grant '{key}' .. waiter
-	// is published. Answers 3 when the drawn waiter is ARGV[5], else 2. With no waiter recorded
+	// is published. Answers 3 when the drawn waiter is ARGV[4], else 2. With no waiter recorded
 	// (no set at all: one EXISTS, as for a lock contended only by try-once callers),
 	// the lock is deleted and, if it was contended, its key (without the braces) is published.
 	private static final String HAND_ON = """
-			local nextLocal = ARGV[5]
+			local nextLocal = ARGV[4]
 			if nextLocal == '' then nextLocal = nil end
 			if not nextLocal and redis.call('EXISTS', KEYS[2]) == 0 then
 				redis.call('DEL', KEYS[1])
@@ -89,7 +89,7 @@ final class RedisScripts {
 			local time = redis.call('TIME')
 			local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 			if nextLocal then
-				local recordFor = tonumber(ARGV[6])
+				local recordFor = tonumber(ARGV[5])
 				redis.call('ZADD', KEYS[2], string.format('%d', now + recordFor), nextLocal)
 				if redis.call('PTTL', KEYS[2]) < recordFor then
 					redis.call('PEXPIRE', KEYS[2], string.format('%d', recordFor))
@@ -98,9 +98,9 @@ final class RedisScripts {
 			redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now))
 			local waiting = redis.call('ZCARD', KEYS[2])
 			if waiting > 0 then
-				local index = tonumber(ARGV[3]) % waiting
+				local index = tonumber(time[2]) % waiting
 				local drawn = redis.call('ZRANGE', KEYS[2], index, index, 'WITHSCORES')
-				local window = math.max(tonumber(ARGV[4]), tonumber(drawn[2]) - now)
+				local window = math.max(tonumber(ARGV[3]), tonumber(drawn[2]) - now)
 				redis.call('ZREM', KEYS[2], drawn[1])
 				redis.call('SET', KEYS[1], '*' .. drawn[1], 'PX', string.format('%d', window))
 				redis.call('PUBLISH', ARGV[2], KEYS[1] .. drawn[1])
@@ -117,7 +117,7 @@ final class RedisScripts {
 	// Owner-checked. An uncontended lock (no '*') has no recorded waiter: see ACQUIRE. A
 	// contended one goes to a recorded waiter, or is deleted and announced (HAND_ON).
 	// Answers 0 (not held by the owner), 1 (released), 2 (handed to a waiter) or 3 (handed to
-	// the releasing process's next waiter ARGV[5]).
+	// the releasing process's next waiter ARGV[4]).
 	static final RedisScript<Long> RELEASE = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
 			local holder = redis.call('GET', KEYS[1])
