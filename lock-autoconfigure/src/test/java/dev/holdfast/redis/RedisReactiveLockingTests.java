@@ -10,8 +10,10 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -38,6 +40,7 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.WaiterHandoff;
 import dev.holdfast.test.server.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -142,6 +145,8 @@ class RedisReactiveLockingTests {
 				.block(Duration.ofSeconds(30));
 			assertThat(done).hasSize(10);
 			assertThat(most).hasValue(1);
+			assertThat(this.backend.recordedAsyncAttempts).as("waiting subscriptions recorded themselves")
+				.hasPositiveValue();
 		});
 	}
 
@@ -188,15 +193,20 @@ class RedisReactiveLockingTests {
 
 	/**
 	 * The application's Redis backend, recording every blocking call made on a Reactor
-	 * non-blocking thread and counting the non-blocking ones.
+	 * non-blocking thread and counting the non-blocking ones. It forwards {@link WaiterHandoff}
+	 * as the real backend offers it, so the app's waiters record themselves and its releases hand
+	 * on as in production.
 	 */
-	static final class WatchedBackend implements AsyncLockBackend, LeaseRenewal, ReleaseEvents, AutoCloseable {
+	static final class WatchedBackend
+			implements AsyncLockBackend, LeaseRenewal, WaiterHandoff, ReleaseEvents, AutoCloseable {
 
 		final List<String> blockingOnReactorThreads = new CopyOnWriteArrayList<>();
 
 		final AtomicInteger asyncAcquisitions = new AtomicInteger();
 
 		final AtomicInteger asyncReleases = new AtomicInteger();
+
+		final AtomicInteger recordedAsyncAttempts = new AtomicInteger();
 
 		private final RedisLockBackend delegate;
 
@@ -234,6 +244,48 @@ class RedisReactiveLockingTests {
 		public CompletionStage<Boolean> releaseAsync(String key, String owner) {
 			this.asyncReleases.incrementAndGet();
 			return this.async.releaseAsync(key, owner);
+		}
+
+		@Override
+		public AcquireResult tryAcquireWaiting(String key, String owner, Duration ttl, Duration recordFor) {
+			watch("acquire");
+			return this.delegate.tryAcquireWaiting(key, owner, ttl, recordFor);
+		}
+
+		@Override
+		public CompletionStage<AcquireResult> tryAcquireWaitingAsync(String key, String owner, Duration ttl,
+				Duration recordFor) {
+			this.asyncAcquisitions.incrementAndGet();
+			this.recordedAsyncAttempts.incrementAndGet();
+			return this.delegate.tryAcquireWaitingAsync(key, owner, ttl, recordFor);
+		}
+
+		@Override
+		public boolean release(String key, String owner, @Nullable String localWaiter, Duration recordFor) {
+			watch("release");
+			return this.delegate.release(key, owner, localWaiter, recordFor);
+		}
+
+		@Override
+		public void releaseAsync(String key, String owner, @Nullable String localWaiter, Duration recordFor,
+				BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
+			this.asyncReleases.incrementAndGet();
+			this.delegate.releaseAsync(key, owner, localWaiter, recordFor, whenAnswered);
+		}
+
+		@Override
+		public void withdraw(String key, String owner) {
+			this.delegate.withdraw(key, owner);
+		}
+
+		@Override
+		public AutoCloseable subscribe(Consumer<String> released, BiConsumer<String, String> granted) {
+			return this.delegate.subscribe(released, granted);
+		}
+
+		@Override
+		public boolean isListening() {
+			return this.delegate.isListening();
 		}
 
 		@Override
