@@ -115,6 +115,55 @@ class RedisWaiterHandoffTests {
 	}
 
 	@Test
+	void aQueuedThreadThatTimesOutBeforeTheReleaseLeavesNoReservation() throws Exception {
+		DefaultLockTemplate instance = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		DefaultLockTemplate other = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		Lease first = other.acquire(this.name, null, ONCE);
+		// The racer of this instance waits (recorded); a second thread queues behind it locally.
+		CompletableFuture<Lease> racing = waitInBackground(instance, WAIT);
+		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+		CompletableFuture<Lease> queued = waitInBackground(instance,
+				LockOptions.defaults().waitTime(Duration.ofSeconds(3)));
+		Thread.sleep(300);
+		first.close();
+		// The racer takes the lock with a thread queued: a successor is registered, adopted by the
+		// queued thread, which races, is refused, and gives up at its deadline.
+		Lease held = racing.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+		try {
+			queued.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+			throw new AssertionError("the queued thread got a lock that is held");
+		}
+		catch (java.util.concurrent.ExecutionException expected) {
+			// timed out
+		}
+		catch (java.util.concurrent.TimeoutException ex) {
+			throw new AssertionError("the queued thread did not give up", ex);
+		}
+		List<String> grants = new java.util.concurrent.CopyOnWriteArrayList<>();
+		LettuceConnectionFactory listening = RedisClients.connectionFactory(server);
+		this.factories.add(listening);
+		org.springframework.data.redis.connection.RedisConnection subscriber = listening.getConnection();
+		subscriber.subscribe((message, pattern) -> {
+			String body = new String(message.getBody(), java.nio.charset.StandardCharsets.UTF_8);
+			if (body.startsWith(this.lockKey)) {
+				grants.add(body);
+			}
+		}, RedisLockBackend.DEFAULT_CHANNEL.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+		this.closeables.add(subscriber::close);
+		Thread.sleep(200);
+		held.close();
+		// Nothing recorded nor reserved for the thread that left: the key is free at once, for
+		// a try-once caller of another instance (a reservation would refuse it for >= 2 s), and
+		// the release granted it to nobody (a successor that outlived its thread would be
+		// recorded, drawn and granted, then withdrawn by the grant's copy).
+		await().atMost(Duration.ofSeconds(1)).until(() -> !raw().hasKey(this.lockKey));
+		Thread.sleep(300);
+		assertThat(grants).as("grants after the release").isEmpty();
+		assertThat(raw().hasKey(this.waitersKey)).as("no record left").isFalse();
+		assertThat(other.tryAcquire(this.name, null, ONCE)).isPresent().get().satisfies(Lease::close);
+	}
+
+	@Test
 	void aReservedLockIsRefusedToEveryoneButItsWaiter() throws Exception {
 		RedisLockBackend first = backend(RedisLockBackend.DEFAULT_CHANNEL);
 		RedisLockBackend second = backend(RedisLockBackend.DEFAULT_CHANNEL);
