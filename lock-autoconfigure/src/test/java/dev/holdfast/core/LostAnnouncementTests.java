@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 
 import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
+import dev.holdfast.TestThreads;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AnnouncedReleases;
@@ -106,7 +107,7 @@ class LostAnnouncementTests {
 			}
 		});
 		waiter.start();
-		Thread.sleep(300);
+		TestThreads.awaitParked(waiter, Duration.ofMillis(300));
 		long releasedAt = System.nanoTime();
 		held.close();
 		waiter.join(15_000);

@@ -28,6 +28,7 @@ import org.postgresql.PGNotification;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import dev.holdfast.TestThreads;
 import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.DefaultLockTemplate;
@@ -194,10 +195,9 @@ class PostgresReleaseEventsTests {
 				}
 			});
 			waiter.start();
-			awaitParked(waiter);
 			await().atMost(Duration.ofSeconds(5)).until(secondBackend::isListening);
 			// Parked for 300 ms: past the attempt, the subscription and the second attempt.
-			Thread.sleep(300);
+			TestThreads.awaitParked(waiter, Duration.ofMillis(300));
 			long releasedAt = System.nanoTime();
 			held.close();
 			waiter.join(15_000);
@@ -270,7 +270,7 @@ class PostgresReleaseEventsTests {
 		});
 		waiter.start();
 		await().atMost(Duration.ofSeconds(2)).until(() -> !secondBackend.announcesReleases());
-		Thread.sleep(300);
+		TestThreads.awaitParked(waiter, Duration.ofMillis(300));
 		long releasedAt = System.nanoTime();
 		held.close();
 		waiter.join(15_000);
@@ -369,8 +369,7 @@ class PostgresReleaseEventsTests {
 		assertThat(backend.announcesReleases()).isFalse();
 		backend.subscribe((key) -> {
 		});
-		Thread.sleep(500);
-		assertThat(backend.isListening()).isFalse();
+		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !backend.isListening());
 		assertThat(pool.getHikariPoolMXBean().getActiveConnections()).as("no connection kept for LISTEN").isZero();
 	}
 
@@ -454,8 +453,7 @@ class PostgresReleaseEventsTests {
 		});
 		waiter.start();
 		// Asleep in notifying mode: its pause is 2.5-5 s, unless something wakes it.
-		awaitParked(waiter);
-		Thread.sleep(300);
+		TestThreads.awaitParked(waiter, Duration.ofMillis(300));
 		JdbcTemplate operator = new JdbcTemplate(dataSource());
 		assertThat(operator.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, pid)).isTrue();
 		long releasedAt = System.nanoTime();
@@ -545,8 +543,7 @@ class PostgresReleaseEventsTests {
 	}
 
 	private static void awaitParked(Thread thread) {
-		await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(5))
-			.until(() -> thread.getState() == Thread.State.WAITING || thread.getState() == Thread.State.TIMED_WAITING);
+		TestThreads.awaitParked(thread, Duration.ofMillis(100));
 	}
 
 }

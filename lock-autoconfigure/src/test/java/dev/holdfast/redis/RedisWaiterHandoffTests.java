@@ -157,7 +157,7 @@ class RedisWaiterHandoffTests {
 		// the release granted it to nobody (a successor that outlived its thread would be
 		// recorded, drawn and granted, then withdrawn by the grant's copy).
 		await().atMost(Duration.ofSeconds(1)).until(() -> !raw().hasKey(this.lockKey));
-		Thread.sleep(300);
+		await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(grants::isEmpty);
 		assertThat(grants).as("grants after the release").isEmpty();
 		assertThat(raw().hasKey(this.waitersKey)).as("no record left").isFalse();
 		assertThat(other.tryAcquire(this.name, null, ONCE)).isPresent().get().satisfies(Lease::close);

@@ -119,7 +119,7 @@ class RedlockConnectionTests {
 						RedlockLockBackend.releaseParams(key, "first"));
 				CompletableFuture<List<Object>> second = connection.eval(RedlockScripts.ACQUIRE, 2, key,
 						key + RedlockLockBackend.FENCE_SUFFIX, "second", 10_000L, 60_000L);
-				Thread.sleep(200);
+				await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(2)).until(() -> !first.isDone());
 				assertThat(first).as("parked while the connection opens").isNotDone();
 				server.resume();
 				assertThat(RedlockScripts.isGranted(first.get(5, TimeUnit.SECONDS))).as("first acquire").isTrue();
