@@ -143,14 +143,23 @@ class RedisWaiterHandoffTests {
 		LettuceConnectionFactory listening = RedisClients.connectionFactory(server);
 		this.factories.add(listening);
 		org.springframework.data.redis.connection.RedisConnection subscriber = listening.getConnection();
+		String probe = "probe-" + UUID.randomUUID();
+		List<String> probes = new java.util.concurrent.CopyOnWriteArrayList<>();
 		subscriber.subscribe((message, pattern) -> {
 			String body = new String(message.getBody(), java.nio.charset.StandardCharsets.UTF_8);
 			if (body.startsWith(this.lockKey)) {
 				grants.add(body);
 			}
+			else if (body.equals(probe)) {
+				probes.add(body);
+			}
 		}, RedisLockBackend.DEFAULT_CHANNEL.getBytes(java.nio.charset.StandardCharsets.UTF_8));
 		this.closeables.add(subscriber::close);
-		Thread.sleep(200);
+		// Subscribed once a message published on the channel arrives (a key no lock has).
+		await().atMost(Duration.ofSeconds(5)).until(() -> {
+			raw().convertAndSend(RedisLockBackend.DEFAULT_CHANNEL, probe);
+			return !probes.isEmpty();
+		});
 		held.close();
 		// Nothing recorded nor reserved for the thread that left: the key is free at once, for
 		// a try-once caller of another instance (a reservation would refuse it for >= 2 s), and
