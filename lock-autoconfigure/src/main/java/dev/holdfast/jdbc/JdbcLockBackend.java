@@ -6,13 +6,16 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.regex.Pattern;
 
@@ -168,6 +171,16 @@ public class JdbcLockBackend
 	private final int queryTimeoutSeconds;
 
 	private final String process;
+
+	/**
+	 * This backend's instance id (12 random hexadecimal digits): what a mark of a refused attempt
+	 * names, and for whom a release reserves a lock, on PostgreSQL.
+	 */
+	private final String instance = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong())
+		.substring(16 - PostgreSqlDialect.INSTANCE_LENGTH);
+
+	/** Draws, at a release that reserves the lock, whether this instance goes first. */
+	private volatile BooleanSupplier localFirst = () -> ThreadLocalRandom.current().nextBoolean();
 
 	private final long sweepAfterMicros;
 
@@ -363,7 +376,7 @@ public class JdbcLockBackend
 		Assert.hasLength(owner, "'owner' must not be empty");
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
 		return execute("acquire lock '" + key + "'",
-				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, holder()));
+				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, holder(), this.instance));
 	}
 
 	/**
@@ -383,14 +396,19 @@ public class JdbcLockBackend
 
 	/**
 	 * Releases as {@link #release} does and, on PostgreSQL, announces the release to the
-	 * listeners of every backend on the table, this one included, in the same statement, whether
-	 * or not a refused attempt marked it; elsewhere the plain release.
+	 * listeners of every backend on the table, this one included, whether or not a refused
+	 * attempt marked it; elsewhere the plain release. The engine calls it when a racer of its own
+	 * waits for the key: on PostgreSQL, when another backend instance's refused attempt marked the
+	 * row, the lock is then reserved, for a claim window of 100 ms on the database clock, for this
+	 * instance or that one, drawn with equal chances, and only an acquisition of the drawn instance
+	 * takes it within the window. A reservation is nobody's lock: no owner renews or releases it.
 	 */
 	@Override
 	public boolean releaseAnnounced(String key, String owner) {
 		Assert.hasLength(owner, "'owner' must not be empty");
-		boolean released = execute("release lock '" + key + "'",
-				(dialect, connection) -> dialect.releaseAnnounced(connection, key, owner));
+		boolean localFirst = this.localFirst.getAsBoolean();
+		boolean released = execute("release lock '" + key + "'", (dialect, connection) -> dialect
+			.releaseAnnounced(connection, key, owner, this.instance, localFirst));
 		sweepIfDue();
 		return released;
 	}
@@ -551,6 +569,16 @@ public class JdbcLockBackend
 		// Straight from the DataSource, never DataSourceUtils: a transaction of the caller must
 		// not be joined.
 		return this.dataSource.getConnection();
+	}
+
+	/** This backend's instance id; for tests. */
+	String instance() {
+		return this.instance;
+	}
+
+	/** Replaces the draw of {@link #releaseAnnounced}; for tests. */
+	void localFirst(BooleanSupplier localFirst) {
+		this.localFirst = localFirst;
 	}
 
 	/** Replaces the detected SQL dialect; for tests of the portable one. */

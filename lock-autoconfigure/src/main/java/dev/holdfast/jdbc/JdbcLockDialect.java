@@ -17,6 +17,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.TickClaims.TickClaim;
@@ -46,6 +48,16 @@ abstract class JdbcLockDialect {
 	abstract AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
 			throws SQLException;
 
+	/**
+	 * {@link #acquire(Connection, String, String, long, String)} by an attempt of the backend
+	 * instance {@code instance}; where the dialect hands released locks to instances (PostgreSQL),
+	 * it also takes a lock reserved for {@code instance}. Elsewhere the plain acquisition.
+	 */
+	AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder,
+			@Nullable String instance) throws SQLException {
+		return acquire(connection, key, owner, ttlMicros, holder);
+	}
+
 	abstract Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException;
 
 	/**
@@ -61,6 +73,17 @@ abstract class JdbcLockDialect {
 	 */
 	boolean releaseAnnounced(Connection connection, String key, String owner) throws SQLException {
 		return release(connection, key, owner);
+	}
+
+	/**
+	 * {@link #releaseAnnounced(Connection, String, String)} by the backend instance
+	 * {@code instance}, one of whose racers waits for the key; where the dialect hands released
+	 * locks to instances (PostgreSQL), a lock that another instance waits for is reserved for
+	 * {@code instance} if {@code localFirst}, else for that other instance.
+	 */
+	boolean releaseAnnounced(Connection connection, String key, String owner, String instance, boolean localFirst)
+			throws SQLException {
+		return releaseAnnounced(connection, key, owner);
 	}
 
 	/** The database's current time in microseconds since the Unix epoch. */

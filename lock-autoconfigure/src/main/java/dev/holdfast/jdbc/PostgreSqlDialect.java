@@ -52,6 +52,8 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	private final String releaseSql;
 
+	private final String releaseDrawSql;
+
 	/** Whether the last announcement failed: only the first of a run of failures is logged at WARN. */
 	private volatile boolean notifyFailing;
 
@@ -79,25 +81,45 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		this.acquireSql = "INSERT INTO " + table + " AS l (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
 				+ " SELECT ?, ?, n.us, n.us + ?, n.us, ? FROM " + NOW + " n ON CONFLICT (lock_key) DO UPDATE SET"
 				+ " owner_token = EXCLUDED.owner_token, fence = GREATEST(l.fence + 1, EXCLUDED.fence),"
-				+ " expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at, holder = EXCLUDED.holder"
-				+ " WHERE l.expires_at <= EXCLUDED.acquired_at RETURNING l.fence";
+				+ " expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at,"
+				// A claim of a reservation (a live row) marks the new holder's row for the instance that
+				// the release drew against (it waits too), so that this holder's release announces.
+				+ " holder = CASE WHEN l.expires_at <= EXCLUDED.acquired_at THEN EXCLUDED.holder"
+				+ " ELSE left('" + MARK + "[' || substr(l.holder, " + (RESERVED_PREFIX_LENGTH + 2) + ", " + INSTANCE_LENGTH
+				+ ") || ']' || EXCLUDED.holder, 255) END"
+				// Expired, or reserved for this attempt's instance (parameter 5, null for none): a
+				// reservation has no owner and a holder '>[<instance>][<other instance>]'.
+				+ " WHERE l.expires_at <= EXCLUDED.acquired_at OR (l.owner_token = '' AND left(l.holder, "
+				+ RESERVED_PREFIX_LENGTH + ") = ?) RETURNING l.fence";
 		// A refused attempt marks the holder's row (a '*' before the holder's description), so that
 		// its release announces itself; under the row's lock, so a release that committed meanwhile
 		// is seen (no row: retry at once), never a stale remaining time. A row marked already is not
 		// written again (no new row version, no WAL): its remaining time is read instead, and only
 		// if it still reads as marked; a release racing with that read is then announced, while a
 		// row that reads unmarked but was not marked changed meanwhile (no row: retry at once).
-		this.markSql = "WITH m AS (UPDATE " + table + " SET holder = '" + MARK + "' || left(holder, 254)"
-				+ " WHERE lock_key = ? AND expires_at > " + CLOCK + " AND left(holder, 1) <> '" + MARK + "'"
-				+ " RETURNING expires_at) SELECT expires_at - " + CLOCK + " FROM m UNION ALL SELECT expires_at - "
-				+ CLOCK + " FROM " + table + " WHERE lock_key = ? AND expires_at > " + CLOCK + " AND left(holder, 1) = '"
-				+ MARK + "' AND NOT EXISTS (SELECT 1 FROM m)";
+		// The mark names the marking instance ('*[<instance>]', parameter 1), so that a release can
+		// hand the lock to it. A reservation ('>') is never marked: it is read like a marked row.
+		this.markSql = "WITH m AS (UPDATE " + table + " SET holder = left(? || holder, 255)"
+				+ " WHERE lock_key = ? AND expires_at > " + CLOCK + " AND left(holder, 1) NOT IN ('" + MARK + "', '"
+				+ RESERVED + "') RETURNING expires_at) SELECT expires_at - " + CLOCK
+				+ " FROM m UNION ALL SELECT expires_at - " + CLOCK + " FROM " + table + " WHERE lock_key = ? AND expires_at > "
+				+ CLOCK + " AND left(holder, 1) IN ('" + MARK + "', '" + RESERVED + "') AND NOT EXISTS (SELECT 1 FROM m)";
 		this.channel = releaseChannel(relation);
 		// The release reports whether a refused attempt marked the row; the announcement is a
 		// statement of its own after it (release()), so that it can never fail the release. The
 		// mark stays on the released row: the next acquisition or tick claim writes its own holder.
 		this.releaseSql = "UPDATE " + table + " SET owner_token = '', expires_at = LEAST(expires_at, " + CLOCK
 				+ ") WHERE lock_key = ? AND owner_token = ? RETURNING left(holder, 1) = '" + MARK + "'";
+		// The release that a racer of the releasing instance waits for: when another instance marked
+		// the row, the lock is reserved for one of the two, drawn by the caller (parameter 1: the
+		// releasing instance first), for the claim window; else the plain release. The marking
+		// instance is read from the row under its lock (the UPDATE's), so a mark is never missed.
+		String waiter = "NULLIF(substring(l.holder FROM '^\\" + MARK + "\\[([0-9a-f]{" + INSTANCE_LENGTH + "})\\]'), ?)";
+		this.releaseDrawSql = "UPDATE " + table + " AS l SET owner_token = '', expires_at = CASE WHEN " + waiter
+				+ " IS NULL THEN LEAST(l.expires_at, n.us) ELSE n.us + " + CLAIM_WINDOW_MICROS + " END, holder = CASE WHEN "
+				+ waiter + " IS NULL THEN l.holder WHEN ? THEN '" + RESERVED + "[' || ? || '][' || " + waiter + " || ']' ELSE '"
+				+ RESERVED + "[' || " + waiter + " || '][' || ? || ']' END FROM " + NOW
+				+ " n WHERE l.lock_key = ? AND l.owner_token = ? RETURNING left(l.holder, 1)";
 		this.renewSql = "WITH n AS " + NOW + " UPDATE " + table + " AS l SET expires_at = n.us + v.ttl"
 				+ " FROM n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
 				+ " WHERE l.lock_key = v.k AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
@@ -113,6 +135,23 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	/** Begins the holder's description of a row whose release is awaited. */
 	static final String MARK = "*";
+
+	/** Begins the holder of a row reserved for an instance ({@code >[<instance>][<other instance>]}). */
+	static final String RESERVED = ">";
+
+	/** The length of an instance id ({@link JdbcLockBackend}: hexadecimal digits). */
+	static final int INSTANCE_LENGTH = 12;
+
+	/** The length of {@code >[<instance>]}, which tells for whom a row is reserved. */
+	static final int RESERVED_PREFIX_LENGTH = INSTANCE_LENGTH + 3;
+
+	/**
+	 * How long a release reserves the lock for the drawn instance: its racer, woken by the
+	 * announcement, claims within milliseconds; a reservation for an instance that stopped waiting
+	 * (or whose announcement was lost) keeps the lock idle for no longer than this. A claim after
+	 * it is an ordinary race, never a second holder.
+	 */
+	static final long CLAIM_WINDOW_MICROS = 100_000;
 
 	/**
 	 * The notification channel of releases of {@code relation} (a {@link #relation}): the same in
@@ -175,6 +214,37 @@ final class PostgreSqlDialect extends SqlClockDialect {
 			announce(connection, key);
 		}
 		return marked != null;
+	}
+
+	/**
+	 * The release that a racer of {@code instance} waits for, announced whether or not it was
+	 * awaited. When another instance marked the row, the lock is not released to whoever attempts
+	 * first but reserved, for {@link #CLAIM_WINDOW_MICROS}, for {@code instance} if
+	 * {@code localFirst} and for the marking instance otherwise; only an acquisition of the
+	 * reserved instance takes it in that window.
+	 */
+	@Override
+	boolean releaseAnnounced(Connection connection, String key, String owner, String instance, boolean localFirst)
+			throws SQLException {
+		boolean released;
+		try (PreparedStatement ps = prepare(connection, this.releaseDrawSql)) {
+			ps.setString(1, instance);
+			ps.setString(2, instance);
+			ps.setBoolean(3, localFirst);
+			ps.setString(4, instance);
+			ps.setString(5, instance);
+			ps.setString(6, instance);
+			ps.setString(7, instance);
+			ps.setString(8, key);
+			ps.setString(9, owner);
+			try (ResultSet rs = ps.executeQuery()) {
+				released = rs.next();
+			}
+		}
+		if (released) {
+			announce(connection, key);
+		}
+		return released;
 	}
 
 	/** The release: whether the row was marked, {@code null} if {@code owner} did not hold the lock. */
@@ -253,15 +323,29 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	@Override
 	AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
 			throws SQLException {
-		try (PreparedStatement ps = prepareAcquire(connection, this.acquireSql, key, owner, ttlMicros, holder);
-				ResultSet rs = ps.executeQuery()) {
-			if (rs.next()) {
-				return AcquireResult.acquired(rs.getLong(1));
+		return acquire(connection, key, owner, ttlMicros, holder, null);
+	}
+
+	/**
+	 * As {@link #acquire(Connection, String, String, long, String)}, by an attempt of
+	 * {@code instance} (null for none): it also takes a lock reserved for that instance, and its
+	 * mark names it.
+	 */
+	@Override
+	AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder,
+			@Nullable String instance) throws SQLException {
+		try (PreparedStatement ps = prepareAcquire(connection, this.acquireSql, key, owner, ttlMicros, holder)) {
+			ps.setString(5, (instance != null) ? RESERVED + "[" + instance + "]" : null);
+			try (ResultSet rs = ps.executeQuery()) {
+				if (rs.next()) {
+					return AcquireResult.acquired(rs.getLong(1));
+				}
 			}
 		}
 		try (PreparedStatement ps = prepare(connection, this.markSql)) {
-			ps.setString(1, key);
+			ps.setString(1, (instance != null) ? MARK + "[" + instance + "]" : MARK);
 			ps.setString(2, key);
+			ps.setString(3, key);
 			try (ResultSet rs = ps.executeQuery()) {
 				return AcquireResult.held(rs.next() ? remainingMillis(rs.getLong(1)) : 0);
 			}

@@ -78,6 +78,7 @@ class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
 			ps.setString(2, owner());
 			ps.setLong(3, 10_000_000);
 			ps.setString(4, "test");
+			ps.setString(5, null);
 			StringBuilder lines = new StringBuilder();
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {

@@ -1,0 +1,262 @@
+package dev.holdfast.jdbc;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import com.zaxxer.hikari.HikariDataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockOptions;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.test.server.PostgresServer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * On PostgreSQL, a release that a racer of the releasing instance waits for, of a row that
+ * another instance's refused attempt marked, reserves the lock for one of the two instances,
+ * drawn, for the claim window: only the drawn instance takes it meanwhile.
+ */
+class PostgresInstanceHandoffTests {
+
+	private static final Duration TTL = Duration.ofSeconds(10);
+
+	private final List<AutoCloseable> closeables = new ArrayList<>();
+
+	@BeforeAll
+	static void createSchema() {
+		try (HikariDataSource dataSource = PostgresServer.shared().newDataSource()) {
+			AbstractJdbcBackendTests.createSchema(dataSource, "postgresql");
+		}
+	}
+
+	@AfterEach
+	void close() throws Exception {
+		for (int i = this.closeables.size() - 1; i >= 0; i--) {
+			this.closeables.get(i).close();
+		}
+	}
+
+	private HikariDataSource dataSource() {
+		HikariDataSource dataSource = PostgresServer.shared().newDataSource();
+		this.closeables.add(dataSource);
+		return dataSource;
+	}
+
+	private JdbcLockBackend backend() {
+		JdbcLockBackend backend = new JdbcLockBackend(dataSource(), JdbcLockBackend.DEFAULT_TABLE_NAME,
+				Duration.ofSeconds(2));
+		backend.checkTable();
+		this.closeables.add(backend);
+		return backend;
+	}
+
+	private static String key() {
+		return "handoff-" + UUID.randomUUID();
+	}
+
+	private String holder(String key) {
+		return new JdbcTemplate(dataSource()).queryForObject("SELECT holder FROM holdfast_lock WHERE lock_key = ?",
+				String.class, key);
+	}
+
+	@Test
+	void releaseOfARowMarkedByAnotherInstanceReservesItForTheDrawnOtherInstance() {
+		JdbcLockBackend releasing = backend();
+		JdbcLockBackend waiting = backend();
+		JdbcLockBackend third = backend();
+		String key = key();
+		AcquireResult first = releasing.tryAcquire(key, "a", TTL);
+		assertThat(first.acquired()).isTrue();
+		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isFalse();
+		assertThat(holder(key)).as("the mark names the waiting instance")
+			.startsWith(PostgreSqlDialect.MARK + "[" + waiting.instance() + "]");
+		releasing.localFirst(() -> false);
+		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		assertThat(holder(key)).isEqualTo(">[" + waiting.instance() + "][" + releasing.instance() + "]");
+		AcquireResult refused = releasing.tryAcquire(key, "c", TTL);
+		assertThat(refused.acquired()).as("reserved for the other instance").isFalse();
+		assertThat(refused.holderRemainingMillis()).as("for the claim window at most").isBetween(0L, 100L);
+		assertThat(third.tryAcquire(key, "d", TTL).acquired()).isFalse();
+		assertThat(holder(key)).as("a refused attempt does not mark a reservation").startsWith(">");
+		AcquireResult claimed = waiting.tryAcquire(key, "b", TTL);
+		assertThat(claimed.acquired()).isTrue();
+		assertThat(claimed.fencingToken()).isGreaterThan(first.fencingToken());
+		assertThat(holder(key)).as("the claim marks the row for the instance that lost the draw")
+			.startsWith(PostgreSqlDialect.MARK + "[" + releasing.instance() + "]");
+		assertThat(waiting.release(key, "b")).isTrue();
+	}
+
+	@Test
+	void releaseOfARowMarkedByAnotherInstanceReservesItForTheReleasingInstanceWhenDrawn() {
+		JdbcLockBackend releasing = backend();
+		JdbcLockBackend waiting = backend();
+		String key = key();
+		assertThat(releasing.tryAcquire(key, "a", TTL).acquired()).isTrue();
+		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isFalse();
+		releasing.localFirst(() -> true);
+		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).as("reserved for the releasing instance")
+			.isFalse();
+		assertThat(releasing.tryAcquire(key, "c", TTL).acquired()).isTrue();
+		assertThat(holder(key)).startsWith(PostgreSqlDialect.MARK + "[" + waiting.instance() + "]");
+	}
+
+	@Test
+	void reservationIsNobodysLock() {
+		JdbcLockBackend releasing = backend();
+		JdbcLockBackend waiting = backend();
+		String key = key();
+		assertThat(releasing.tryAcquire(key, "a", TTL).acquired()).isTrue();
+		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isFalse();
+		releasing.localFirst(() -> false);
+		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		assertThat(releasing.release(key, "a")).isFalse();
+		assertThat(releasing.renew(List.of(new HeldLock(key, "a", TTL)))).isEmpty();
+		assertThat(waiting.release(key, "b")).as("the reserved instance holds nothing before it claims").isFalse();
+		assertThat(waiting.renew(List.of(new HeldLock(key, "b", TTL)))).isEmpty();
+		assertThat(holder(key)).startsWith(">");
+	}
+
+	@Test
+	void reservationNobodyClaimsExpiresAfterTheClaimWindow() {
+		JdbcLockBackend releasing = backend();
+		JdbcLockBackend waiting = backend();
+		JdbcLockBackend third = backend();
+		String key = key();
+		AcquireResult first = releasing.tryAcquire(key, "a", TTL);
+		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isFalse();
+		releasing.localFirst(() -> false);
+		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		AtomicReference<AcquireResult> taken = new AtomicReference<>();
+		await().atMost(Duration.ofSeconds(2)).pollInterval(Duration.ofMillis(10)).until(() -> {
+			taken.set(third.tryAcquire(key, "d", TTL));
+			return taken.get().acquired();
+		});
+		assertThat(taken.get().fencingToken()).isGreaterThan(first.fencingToken());
+		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).as("the reservation is over").isFalse();
+	}
+
+	@Test
+	void releaseWithoutAnotherInstancesMarkFreesTheLock() {
+		JdbcLockBackend releasing = backend();
+		JdbcLockBackend other = backend();
+		String key = key();
+		assertThat(releasing.tryAcquire(key, "a", TTL).acquired()).isTrue();
+		releasing.localFirst(() -> false);
+		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		assertThat(other.tryAcquire(key, "b", TTL).acquired()).isTrue();
+	}
+
+	@Test
+	void fencingTokensOnlyGrowAcrossReservedHandoffs() {
+		JdbcLockBackend[] instances = { backend(), backend() };
+		String key = key();
+		long last = 0;
+		int holder = 0;
+		assertThat(instances[0].tryAcquire(key, "o0", TTL).acquired()).isTrue();
+		for (int i = 1; i <= 40; i++) {
+			int other = 1 - holder;
+			assertThat(instances[other].tryAcquire(key, "o" + i, TTL).acquired()).isFalse();
+			boolean localFirst = (i % 3) == 0;
+			instances[holder].localFirst(() -> localFirst);
+			assertThat(instances[holder].releaseAnnounced(key, "o" + (i - 1))).isTrue();
+			int next = localFirst ? holder : other;
+			assertThat(instances[1 - next].tryAcquire(key, "x" + i, TTL).acquired()).isFalse();
+			AcquireResult claimed = instances[next].tryAcquire(key, "o" + i, TTL);
+			assertThat(claimed.acquired()).isTrue();
+			assertThat(claimed.fencingToken()).isGreaterThan(last);
+			last = claimed.fencingToken();
+			holder = next;
+		}
+	}
+
+	/**
+	 * Two instances (templates on backends of their own) × 4 threads, waiting acquisitions of one
+	 * key for three seconds: holders never overlap, fencing tokens grow with holders, both
+	 * instances take the lock, and releases reserved it for the other instance.
+	 */
+	@Test
+	void twoInstancesHammeringOneKeyNeverOverlap() throws Exception {
+		String name = key();
+		List<DefaultLockTemplate> templates = new ArrayList<>();
+		for (int i = 0; i < 2; i++) {
+			DefaultLockTemplate template = new DefaultLockTemplate(backend(),
+					LockSettings.defaults().withPollInterval(Duration.ofMillis(500)));
+			template.prepare();
+			this.closeables.add(template);
+			templates.add(template);
+		}
+		AtomicInteger inside = new AtomicInteger();
+		AtomicInteger overlaps = new AtomicInteger();
+		AtomicLong lastToken = new AtomicLong();
+		AtomicInteger tokenRegressions = new AtomicInteger();
+		AtomicInteger lastInstance = new AtomicInteger(-1);
+		AtomicInteger crossings = new AtomicInteger();
+		Map<Integer, AtomicInteger> taken = new ConcurrentHashMap<>();
+		AtomicReference<Throwable> failure = new AtomicReference<>();
+		long end = System.nanoTime() + Duration.ofSeconds(3).toNanos();
+		CountDownLatch done = new CountDownLatch(8);
+		for (int t = 0; t < 8; t++) {
+			int instance = t % 2;
+			DefaultLockTemplate template = templates.get(instance);
+			Thread thread = new Thread(() -> {
+				try {
+					while (System.nanoTime() < end) {
+						try (Lease lease = template.acquire(name, null,
+								LockOptions.defaults().waitTime(Duration.ofSeconds(10)))) {
+							if (inside.incrementAndGet() != 1) {
+								overlaps.incrementAndGet();
+							}
+							if (lease.fencingToken() <= lastToken.get()) {
+								tokenRegressions.incrementAndGet();
+							}
+							lastToken.set(lease.fencingToken());
+							if (lastInstance.getAndSet(instance) != instance) {
+								crossings.incrementAndGet();
+							}
+							taken.computeIfAbsent(instance, (k) -> new AtomicInteger()).incrementAndGet();
+							Thread.onSpinWait();
+							inside.decrementAndGet();
+						}
+					}
+				}
+				catch (Throwable ex) {
+					failure.compareAndSet(null, ex);
+				}
+				finally {
+					done.countDown();
+				}
+			}, "hammer-" + t);
+			thread.start();
+		}
+		done.await();
+		assertThat(failure.get()).isNull();
+		assertThat(overlaps.get()).isZero();
+		assertThat(tokenRegressions.get()).isZero();
+		assertThat(taken.get(0)).isNotNull();
+		assertThat(taken.get(1)).isNotNull();
+		int total = taken.get(0).get() + taken.get(1).get();
+		assertThat(Math.min(taken.get(0).get(), taken.get(1).get())).as("each instance's share of %d", total)
+			.isGreaterThan(total / 5);
+		assertThat(crossings.get()).as("handoffs to the other instance of %d", total).isGreaterThan(total / 5);
+	}
+
+}
