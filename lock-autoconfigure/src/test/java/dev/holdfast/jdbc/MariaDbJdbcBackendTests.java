@@ -1,11 +1,16 @@
 package dev.holdfast.jdbc;
 
+import java.time.Duration;
+
 import com.zaxxer.hikari.HikariDataSource;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import dev.holdfast.test.server.MariaDbServer;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * {@link JdbcLockBackend} on a real MariaDB server.
@@ -45,4 +50,29 @@ class MariaDbJdbcBackendTests extends AbstractJdbcBackendTests {
 		return operator.queryForObject(
 				"SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'", Long.class);
 	}
+
+	/**
+	 * MariaDB announces nothing, so a release never reserves a lock for an instance: after another
+	 * instance's refused attempt, the release that a local racer waits for frees the lock for
+	 * whoever comes first, as before, and the row's holder is left as it was.
+	 */
+	@Test
+	void releaseWithAnotherInstanceWaitingFreesTheLockForAnyone() {
+		JdbcLockBackend releasing = newBackend();
+		JdbcLockBackend waiting = newBackend();
+		JdbcLockBackend third = newBackend();
+		String key = key();
+		assertThat(releasing.tryAcquire(key, "a", Duration.ofSeconds(10)).acquired()).isTrue();
+		String holder = new JdbcTemplate(dataSource())
+			.queryForObject("SELECT holder FROM holdfast_lock WHERE lock_key = ?", String.class, key);
+		assertThat(waiting.tryAcquire(key, "b", Duration.ofSeconds(10)).acquired()).isFalse();
+		releasing.localFirst(() -> false);
+		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		assertThat(new JdbcTemplate(dataSource())
+			.queryForObject("SELECT holder FROM holdfast_lock WHERE lock_key = ?", String.class, key))
+			.isEqualTo(holder);
+		assertThat(third.tryAcquire(key, "c", Duration.ofSeconds(10)).acquired()).isTrue();
+		assertThat(third.release(key, "c")).isTrue();
+	}
+
 }
