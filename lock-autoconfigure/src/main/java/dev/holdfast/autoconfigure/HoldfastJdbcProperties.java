@@ -42,6 +42,15 @@ public class HoldfastJdbcProperties extends DatabaseInitializationProperties {
 	 */
 	private boolean releaseEvents = true;
 
+	/**
+	 * Whether, on PostgreSQL with release events, a release of a lock that threads of this
+	 * instance and of another instance wait for reserves it for one of the two, drawn with equal
+	 * chances (a fair share of handoffs between instances), instead of letting the first attempt
+	 * take it. A handoff to another instance then waits for the announcement's delivery, which
+	 * makes the median handoff slower.
+	 */
+	private boolean fairHandoff = false;
+
 	public String getTableName() {
 		return this.tableName;
 	}
@@ -64,6 +73,14 @@ public class HoldfastJdbcProperties extends DatabaseInitializationProperties {
 
 	public void setSweepAfter(Duration sweepAfter) {
 		this.sweepAfter = sweepAfter;
+	}
+
+	public boolean isFairHandoff() {
+		return this.fairHandoff;
+	}
+
+	public void setFairHandoff(boolean fairHandoff) {
+		this.fairHandoff = fairHandoff;
 	}
 
 	public boolean isReleaseEvents() {

@@ -50,6 +50,7 @@ class JdbcBackendConfiguration {
 		JdbcLockBackend backend = new JdbcLockBackend(lockDataSource(holdfastDataSource, dataSource),
 				properties.getTableName(), queryTimeout, properties.getSweepAfter());
 		backend.setReleaseEvents(properties.isReleaseEvents());
+		backend.setFairHandoff(properties.isFairHandoff());
 		backend.checkTable();
 		checkKeyLength(backend, holdfastProperties.getMaxKeyLength());
 		return backend;

@@ -458,6 +458,11 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		return this.racer.awaitAnnouncement(key);
 	}
 
+	/** Whether a thread of this template queues or races for {@code key} now. */
+	boolean wantedLocally(String key) {
+		return this.racer.wanted(key);
+	}
+
 	/** Whether this template holds {@code key} under {@code owner} (valid, or its release in flight). */
 	private boolean holds(String key, String owner) {
 		HeldLease lease = this.held.get(key);

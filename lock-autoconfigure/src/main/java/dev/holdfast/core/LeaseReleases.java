@@ -142,6 +142,17 @@ final class LeaseReleases {
 				// This template's own subscription must listen: another template's on the same
 				// backend delivers the announcement to that template only.
 				else if (this.backend instanceof AnnouncedReleases events && this.template.releaseEventsListening()
+						&& events.announcesReleases() && events.drawsNextInstance()) {
+					if (this.template.wantedLocally(lease.key())) {
+						// A thread of this process wants the key: the backend draws between this process
+						// and another that waits, so its racer starts from the answer.
+						events.releaseWanted(lease.key(), lease.owner());
+					}
+					else {
+						this.backend.release(lease.key(), lease.owner());
+					}
+				}
+				else if (this.backend instanceof AnnouncedReleases events && this.template.releaseEventsListening()
 						&& events.announcesReleases() && this.template.awaitAnnouncement(lease.key())) {
 					// A racer of this process waits for the key: it starts from the announcement,
 					// with the other processes' racers.

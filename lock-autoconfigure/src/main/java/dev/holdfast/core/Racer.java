@@ -424,6 +424,11 @@ final class Racer implements AutoCloseable {
 		}
 	}
 
+	/** Whether a thread of this process queues or races for {@code key} now (its gate has users). */
+	boolean wanted(String key) {
+		return this.gates.containsKey(key);
+	}
+
 	/** How many keys have a gate now (threads that race or wait for them). */
 	int gateCount() {
 		return this.gates.size();

@@ -206,6 +206,9 @@ public class JdbcLockBackend
 
 	private volatile boolean closed;
 
+	/** Whether releases draw the next instance on PostgreSQL; set before the first statement. */
+	private volatile boolean fairHandoff;
+
 	/** Whether release events are used on PostgreSQL; set before the first statement. */
 	private volatile boolean releaseEvents = true;
 
@@ -396,19 +399,37 @@ public class JdbcLockBackend
 
 	/**
 	 * Releases as {@link #release} does and, on PostgreSQL, announces the release to the
-	 * listeners of every backend on the table, this one included, whether or not a refused
-	 * attempt marked it; elsewhere the plain release. The engine calls it when a racer of its own
-	 * waits for the key: on PostgreSQL, when another backend instance's refused attempt marked the
-	 * row, the lock is then reserved, for a claim window of 100 ms on the database clock, for this
-	 * instance or that one, drawn with equal chances, and only an acquisition of the drawn instance
-	 * takes it within the window. A reservation is nobody's lock: no owner renews or releases it.
+	 * listeners of every backend on the table, this one included, in the same statement, whether
+	 * or not a refused attempt marked it; elsewhere the plain release.
 	 */
 	@Override
 	public boolean releaseAnnounced(String key, String owner) {
 		Assert.hasLength(owner, "'owner' must not be empty");
+		boolean released = execute("release lock '" + key + "'",
+				(dialect, connection) -> dialect.releaseAnnounced(connection, key, owner));
+		sweepIfDue();
+		return released;
+	}
+
+	/**
+	 * Releases the lock if {@code owner} holds it, for a thread of this process that wants the key:
+	 * with {@linkplain #setFairHandoff fair handoff} on PostgreSQL, when another backend instance's refused attempt marked the row, the lock is
+	 * reserved, for a claim window of 100 ms on the database clock, for this instance or that one,
+	 * drawn with equal chances; only an acquisition of the drawn instance takes it within the window.
+	 * A reservation for the other instance is announced to that instance's waiters only; one for
+	 * this instance is not announced (the engine wakes its racer with the answer). A row that no
+	 * other instance marked is released as {@link #release} releases it. A reservation is nobody's
+	 * lock: no owner renews or releases it. Otherwise the plain release.
+	 */
+	@Override
+	public boolean releaseWanted(String key, String owner) {
+		if (!this.fairHandoff) {
+			return release(key, owner);
+		}
+		Assert.hasLength(owner, "'owner' must not be empty");
 		boolean localFirst = this.localFirst.getAsBoolean();
 		boolean released = execute("release lock '" + key + "'", (dialect, connection) -> dialect
-			.releaseAnnounced(connection, key, owner, this.instance, localFirst));
+			.releaseWanted(connection, key, owner, this.instance, localFirst));
 		sweepIfDue();
 		return released;
 	}
@@ -596,6 +617,20 @@ public class JdbcLockBackend
 		this.releaseEvents = releaseEvents;
 	}
 
+	/**
+	 * Whether a release for which threads of this instance and of another backend instance wait
+	 * reserves the lock for one of the two, drawn (off by default): see {@link #releaseWanted}. Only
+	 * on PostgreSQL with release events. Set before the backend is used.
+	 */
+	public void setFairHandoff(boolean fairHandoff) {
+		this.fairHandoff = fairHandoff;
+	}
+
+	/** Whether releases draw the next instance; see {@link #setFairHandoff}. */
+	public boolean isFairHandoff() {
+		return this.fairHandoff;
+	}
+
 	/** Whether this backend may listen for lock releases on PostgreSQL; see {@link #setReleaseEvents}. */
 	public boolean isReleaseEvents() {
 		return this.releaseEvents;
@@ -642,7 +677,12 @@ public class JdbcLockBackend
 			throw new IllegalStateException("The JDBC lock backend is closed");
 		}
 		PostgresReleaseListener releases = this.releaseListener;
-		return (releases != null) ? releases.subscribe(listener, onInterrupted) : () -> {
+		return (releases != null) ? releases.subscribe((payload) -> {
+			String key = PostgreSqlDialect.keyFor(payload, this.instance);
+			if (key != null) {
+				listener.accept(key);
+			}
+		}, onInterrupted) : () -> {
 		};
 	}
 
@@ -651,6 +691,15 @@ public class JdbcLockBackend
 	public boolean isListening() {
 		PostgresReleaseListener releases = this.releaseListener;
 		return releases != null && releases.isListening();
+	}
+
+	/**
+	 * On PostgreSQL: {@link #releaseWanted} draws the next instance, so the engine need not make a
+	 * racer of its own start from an announcement.
+	 */
+	@Override
+	public boolean drawsNextInstance() {
+		return this.fairHandoff && this.dialect instanceof PostgreSqlDialect;
 	}
 
 	/**

@@ -76,14 +76,14 @@ abstract class JdbcLockDialect {
 	}
 
 	/**
-	 * {@link #releaseAnnounced(Connection, String, String)} by the backend instance
-	 * {@code instance}, one of whose racers waits for the key; where the dialect hands released
-	 * locks to instances (PostgreSQL), a lock that another instance waits for is reserved for
-	 * {@code instance} if {@code localFirst}, else for that other instance.
+	 * Releases for the backend instance {@code instance}, a thread of which wants the key but
+	 * waits for no announcement: where the dialect hands released locks to instances
+	 * (PostgreSQL), a lock that another instance waits for is reserved for {@code instance} if
+	 * {@code localFirst}, else for that other instance; elsewhere the plain release.
 	 */
-	boolean releaseAnnounced(Connection connection, String key, String owner, String instance, boolean localFirst)
+	boolean releaseWanted(Connection connection, String key, String owner, String instance, boolean localFirst)
 			throws SQLException {
-		return releaseAnnounced(connection, key, owner);
+		return release(connection, key, owner);
 	}
 
 	/** The database's current time in microseconds since the Unix epoch. */

@@ -119,7 +119,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ " IS NULL THEN LEAST(l.expires_at, n.us) ELSE n.us + " + CLAIM_WINDOW_MICROS + " END, holder = CASE WHEN "
 				+ waiter + " IS NULL THEN l.holder WHEN ? THEN '" + RESERVED + "[' || ? || '][' || " + waiter + " || ']' ELSE '"
 				+ RESERVED + "[' || " + waiter + " || '][' || ? || ']' END FROM " + NOW
-				+ " n WHERE l.lock_key = ? AND l.owner_token = ? RETURNING left(l.holder, 1)";
+				+ " n WHERE l.lock_key = ? AND l.owner_token = ? RETURNING left(l.holder, " + RESERVED_PREFIX_LENGTH + ")";
 		this.renewSql = "WITH n AS " + NOW + " UPDATE " + table + " AS l SET expires_at = n.us + v.ttl"
 				+ " FROM n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
 				+ " WHERE l.lock_key = v.k AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
@@ -217,16 +217,17 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	}
 
 	/**
-	 * The release that a racer of {@code instance} waits for, announced whether or not it was
-	 * awaited. When another instance marked the row, the lock is not released to whoever attempts
-	 * first but reserved, for {@link #CLAIM_WINDOW_MICROS}, for {@code instance} if
-	 * {@code localFirst} and for the marking instance otherwise; only an acquisition of the
-	 * reserved instance takes it in that window.
+	 * The release for {@code instance}, a thread of which wants the key. When another instance
+	 * marked the row, the lock is not released to whoever attempts first but reserved, for
+	 * {@link #CLAIM_WINDOW_MICROS}, for {@code instance} if {@code localFirst} and for the marking
+	 * instance otherwise; only an acquisition of the reserved instance takes it in that window. A
+	 * reservation for the other instance is announced, named, so that only that instance's
+	 * waiters wake; one for {@code instance} is not (the engine wakes its racer with the answer).
 	 */
 	@Override
-	boolean releaseAnnounced(Connection connection, String key, String owner, String instance, boolean localFirst)
+	boolean releaseWanted(Connection connection, String key, String owner, String instance, boolean localFirst)
 			throws SQLException {
-		boolean released;
+		String state;
 		try (PreparedStatement ps = prepare(connection, this.releaseDrawSql)) {
 			ps.setString(1, instance);
 			ps.setString(2, instance);
@@ -238,13 +239,48 @@ final class PostgreSqlDialect extends SqlClockDialect {
 			ps.setString(8, key);
 			ps.setString(9, owner);
 			try (ResultSet rs = ps.executeQuery()) {
-				released = rs.next();
+				if (!rs.next()) {
+					return false;
+				}
+				state = rs.getString(1);
 			}
 		}
-		if (released) {
+		if (state != null && state.startsWith(RESERVED)) {
+			String drawn = state.substring(2, 2 + INSTANCE_LENGTH);
+			// Named in the announcement: only the drawn instance's waiters wake (JdbcLockBackend),
+			// the others would only be refused. Not announced when the drawn instance is the
+			// releasing one: the engine wakes its racer with the answer.
+			if (!drawn.equals(instance)) {
+				announce(connection, reservedPayload(key, drawn));
+			}
+		}
+		else if (state != null && state.startsWith(MARK)) {
+			// Marked by an attempt that names no instance (an earlier version's) or by this instance.
 			announce(connection, key);
 		}
-		return released;
+		return true;
+	}
+
+	/**
+	 * The payload of the announcement of a lock reserved for {@code instance}: the key, then
+	 * <code>{&gt;instance}</code>. Lock keys have no brace, so an earlier version's listener finds
+	 * no waiter of such a key and ignores it.
+	 */
+	static String reservedPayload(String key, String instance) {
+		return key + "{" + RESERVED + instance + "}";
+	}
+
+	/**
+	 * The key of an announcement whose payload is {@code payload}, if it concerns the waiters of
+	 * {@code instance}: a plain release concerns every instance, a reservation only the reserved
+	 * one; {@code null} otherwise.
+	 */
+	static @Nullable String keyFor(String payload, String instance) {
+		int brace = payload.indexOf("{" + RESERVED);
+		if (brace < 0) {
+			return payload;
+		}
+		return payload.regionMatches(brace + 2, instance, 0, instance.length()) ? payload.substring(0, brace) : null;
 	}
 
 	/** The release: whether the row was marked, {@code null} if {@code owner} did not hold the lock. */

@@ -16,4 +16,25 @@ public interface AnnouncedReleases extends ReleaseEvents {
 	 */
 	boolean releaseAnnounced(String key, String owner);
 
+	/**
+	 * Whether {@link #releaseWanted} decides which process gets a lock that threads of this process
+	 * and of another process wait for: the engine then uses it whenever a thread of its own wants
+	 * the key, and wakes that thread with the release's answer instead of an announcement.
+	 */
+	default boolean drawsNextInstance() {
+		return false;
+	}
+
+	/**
+	 * Releases the lock if {@code owner} holds it, as {@link LockBackend#release} does, when a
+	 * thread of this process wants the key; used only if {@link #drawsNextInstance()}. When
+	 * another process waits for the key too, the backend reserves it for one of the two, drawn,
+	 * and announces a reservation for the other process to that process. The default:
+	 * {@link #releaseAnnounced}.
+	 * @return whether {@code owner} held the lock
+	 */
+	default boolean releaseWanted(String key, String owner) {
+		return releaseAnnounced(key, owner);
+	}
+
 }

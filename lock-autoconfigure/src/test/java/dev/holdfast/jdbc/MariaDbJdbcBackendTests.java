@@ -66,8 +66,10 @@ class MariaDbJdbcBackendTests extends AbstractJdbcBackendTests {
 		String holder = new JdbcTemplate(dataSource())
 			.queryForObject("SELECT holder FROM holdfast_lock WHERE lock_key = ?", String.class, key);
 		assertThat(waiting.tryAcquire(key, "b", Duration.ofSeconds(10)).acquired()).isFalse();
+		releasing.setFairHandoff(true);
 		releasing.localFirst(() -> false);
-		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		assertThat(releasing.drawsNextInstance()).isFalse();
+		assertThat(releasing.releaseWanted(key, "a")).isTrue();
 		assertThat(new JdbcTemplate(dataSource())
 			.queryForObject("SELECT holder FROM holdfast_lock WHERE lock_key = ?", String.class, key))
 			.isEqualTo(holder);

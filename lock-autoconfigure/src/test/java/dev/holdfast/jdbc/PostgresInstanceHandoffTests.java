@@ -63,6 +63,7 @@ class PostgresInstanceHandoffTests {
 	private JdbcLockBackend backend() {
 		JdbcLockBackend backend = new JdbcLockBackend(dataSource(), JdbcLockBackend.DEFAULT_TABLE_NAME,
 				Duration.ofSeconds(2));
+		backend.setFairHandoff(true);
 		backend.checkTable();
 		this.closeables.add(backend);
 		return backend;
@@ -89,7 +90,7 @@ class PostgresInstanceHandoffTests {
 		assertThat(holder(key)).as("the mark names the waiting instance")
 			.startsWith(PostgreSqlDialect.MARK + "[" + waiting.instance() + "]");
 		releasing.localFirst(() -> false);
-		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		assertThat(releasing.releaseWanted(key, "a")).isTrue();
 		assertThat(holder(key)).isEqualTo(">[" + waiting.instance() + "][" + releasing.instance() + "]");
 		AcquireResult refused = releasing.tryAcquire(key, "c", TTL);
 		assertThat(refused.acquired()).as("reserved for the other instance").isFalse();
@@ -112,7 +113,7 @@ class PostgresInstanceHandoffTests {
 		assertThat(releasing.tryAcquire(key, "a", TTL).acquired()).isTrue();
 		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isFalse();
 		releasing.localFirst(() -> true);
-		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		assertThat(releasing.releaseWanted(key, "a")).isTrue();
 		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).as("reserved for the releasing instance")
 			.isFalse();
 		assertThat(releasing.tryAcquire(key, "c", TTL).acquired()).isTrue();
@@ -127,7 +128,7 @@ class PostgresInstanceHandoffTests {
 		assertThat(releasing.tryAcquire(key, "a", TTL).acquired()).isTrue();
 		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isFalse();
 		releasing.localFirst(() -> false);
-		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		assertThat(releasing.releaseWanted(key, "a")).isTrue();
 		assertThat(releasing.release(key, "a")).isFalse();
 		assertThat(releasing.renew(List.of(new HeldLock(key, "a", TTL)))).isEmpty();
 		assertThat(waiting.release(key, "b")).as("the reserved instance holds nothing before it claims").isFalse();
@@ -144,7 +145,7 @@ class PostgresInstanceHandoffTests {
 		AcquireResult first = releasing.tryAcquire(key, "a", TTL);
 		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isFalse();
 		releasing.localFirst(() -> false);
-		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		assertThat(releasing.releaseWanted(key, "a")).isTrue();
 		AtomicReference<AcquireResult> taken = new AtomicReference<>();
 		await().atMost(Duration.ofSeconds(2)).pollInterval(Duration.ofMillis(10)).until(() -> {
 			taken.set(third.tryAcquire(key, "d", TTL));
@@ -155,13 +156,36 @@ class PostgresInstanceHandoffTests {
 	}
 
 	@Test
+	void announcementOfAReservationConcernsTheReservedInstanceOnly() {
+		String payload = PostgreSqlDialect.reservedPayload("holdfast:k", "0123456789ab");
+		assertThat(PostgreSqlDialect.keyFor(payload, "0123456789ab")).isEqualTo("holdfast:k");
+		assertThat(PostgreSqlDialect.keyFor(payload, "ba9876543210")).isNull();
+		assertThat(PostgreSqlDialect.keyFor("holdfast:k", "ba9876543210")).isEqualTo("holdfast:k");
+	}
+
+	@Test
+	void withoutFairHandoffAReleaseNeverReserves() {
+		JdbcLockBackend releasing = backend();
+		releasing.setFairHandoff(false);
+		JdbcLockBackend waiting = backend();
+		JdbcLockBackend third = backend();
+		String key = key();
+		assertThat(releasing.tryAcquire(key, "a", TTL).acquired()).isTrue();
+		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isFalse();
+		releasing.localFirst(() -> false);
+		assertThat(releasing.drawsNextInstance()).isFalse();
+		assertThat(releasing.releaseWanted(key, "a")).isTrue();
+		assertThat(third.tryAcquire(key, "c", TTL).acquired()).isTrue();
+	}
+
+	@Test
 	void releaseWithoutAnotherInstancesMarkFreesTheLock() {
 		JdbcLockBackend releasing = backend();
 		JdbcLockBackend other = backend();
 		String key = key();
 		assertThat(releasing.tryAcquire(key, "a", TTL).acquired()).isTrue();
 		releasing.localFirst(() -> false);
-		assertThat(releasing.releaseAnnounced(key, "a")).isTrue();
+		assertThat(releasing.releaseWanted(key, "a")).isTrue();
 		assertThat(other.tryAcquire(key, "b", TTL).acquired()).isTrue();
 	}
 
@@ -177,7 +201,7 @@ class PostgresInstanceHandoffTests {
 			assertThat(instances[other].tryAcquire(key, "o" + i, TTL).acquired()).isFalse();
 			boolean localFirst = (i % 3) == 0;
 			instances[holder].localFirst(() -> localFirst);
-			assertThat(instances[holder].releaseAnnounced(key, "o" + (i - 1))).isTrue();
+			assertThat(instances[holder].releaseWanted(key, "o" + (i - 1))).isTrue();
 			int next = localFirst ? holder : other;
 			assertThat(instances[1 - next].tryAcquire(key, "x" + i, TTL).acquired()).isFalse();
 			AcquireResult claimed = instances[next].tryAcquire(key, "o" + i, TTL);
