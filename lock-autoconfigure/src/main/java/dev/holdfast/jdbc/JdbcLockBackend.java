@@ -416,9 +416,10 @@ public class JdbcLockBackend
 
 	/**
 	 * Releases the lock if {@code owner} holds it, for a thread of this process that wants the key:
-	 * with {@linkplain #setFairHandoff fair handoff} on PostgreSQL, when another backend instance's refused attempt marked the row, the lock is
-	 * reserved, for a claim window of 100 ms on the database clock, for this instance or that one,
-	 * drawn with equal chances; only an acquisition of the drawn instance takes it within the window.
+	 * with {@linkplain #setFairHandoff fair handoff} on PostgreSQL, when another backend instance's
+	 * refused attempt marked the row, the lock is reserved, for a claim window of 100 ms on the
+	 * database clock, for this instance or that one, drawn with equal chances; only an acquisition
+	 * of the drawn instance takes it within the window.
 	 * A reservation for the other instance is announced to that instance's waiters only; one for
 	 * this instance is not announced (the engine wakes its racer with the answer). A row that no
 	 * other instance marked is released as {@link #release} releases it. A reservation is nobody's
@@ -600,7 +601,7 @@ public class JdbcLockBackend
 		return this.instance;
 	}
 
-	/** Replaces the draw of {@link #releaseAnnounced}; for tests. */
+	/** Replaces the draw of {@link #releaseWanted}; for tests. */
 	void localFirst(BooleanSupplier localFirst) {
 		this.localFirst = localFirst;
 	}

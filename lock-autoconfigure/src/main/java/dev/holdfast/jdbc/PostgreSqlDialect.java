@@ -110,10 +110,10 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		// mark stays on the released row: the next acquisition or tick claim writes its own holder.
 		this.releaseSql = "UPDATE " + table + " SET owner_token = '', expires_at = LEAST(expires_at, " + CLOCK
 				+ ") WHERE lock_key = ? AND owner_token = ? RETURNING left(holder, 1) = '" + MARK + "'";
-		// The release that a racer of the releasing instance waits for: when another instance marked
-		// the row, the lock is reserved for one of the two, drawn by the caller (parameter 1: the
-		// releasing instance first), for the claim window; else the plain release. The marking
-		// instance is read from the row under its lock (the UPDATE's), so a mark is never missed.
+		// The release for an instance a thread of which wants the key (releaseWanted): when another
+		// instance marked the row, the lock is reserved for one of the two, drawn by the caller
+		// (parameter 3: the releasing instance first), for the claim window; else the plain release.
+		// The marking instance is read from the row under the UPDATE's lock, so it is never stale.
 		String waiter = "NULLIF(substring(l.holder FROM '^\\" + MARK + "\\[([0-9a-f]{" + INSTANCE_LENGTH + "})\\]'), ?)";
 		this.releaseDrawSql = "UPDATE " + table + " AS l SET owner_token = '', expires_at = CASE WHEN " + waiter
 				+ " IS NULL THEN LEAST(l.expires_at, n.us) ELSE n.us + " + CLAIM_WINDOW_MICROS + " END, holder = CASE WHEN "
@@ -147,7 +147,8 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	/**
 	 * How long a release reserves the lock for the drawn instance: its racer, woken by the
-	 * announcement, claims within milliseconds; a reservation for an instance that stopped waiting
+	 * announcement (or, in the releasing instance, the release's answer), claims within
+	 * milliseconds; a reservation for an instance that stopped waiting
 	 * (or whose announcement was lost) keeps the lock idle for no longer than this. A claim after
 	 * it is an ordinary race, never a second holder.
 	 */
