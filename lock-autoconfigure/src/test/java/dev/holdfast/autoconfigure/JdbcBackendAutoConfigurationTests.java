@@ -65,6 +65,14 @@ class JdbcBackendAutoConfigurationTests {
 	}
 
 	@Test
+	void fairHandoffIsOffByDefaultAndCanBeTurnedOn() {
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url())
+			.run((context) -> assertThat(context.getBean(JdbcLockBackend.class).isFairHandoff()).isFalse());
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.fair-handoff=true")
+			.run((context) -> assertThat(context.getBean(JdbcLockBackend.class).isFairHandoff()).isTrue());
+	}
+
+	@Test
 	void explicitJdbcBackendIsUsed() {
 		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.backend=jdbc")
 			.run((context) -> assertThat(context.getBean(LockBackend.class)).isInstanceOf(JdbcLockBackend.class));
