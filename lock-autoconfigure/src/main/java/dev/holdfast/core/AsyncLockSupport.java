@@ -76,7 +76,7 @@ final class AsyncLockSupport {
 		if (handoff != null && wait.toNanos() > 0) {
 			// A waiting acquisition records itself with each refused attempt, under one owner token;
 			// a grant from the backend's release wakes it. Registered before the first attempt.
-			acquisition.recorded = handoff.register(key, acquisition::granted);
+			acquisition.recorded = handoff.register(key, ttl, acquisition::granted);
 		}
 		acquisition.result.whenComplete((lease, ex) -> {
 			Waiter waiter = acquisition.waiter;
@@ -86,7 +86,7 @@ final class AsyncLockSupport {
 			HandoffWaiters.Waiter recorded = acquisition.recorded;
 			if (recorded != null) {
 				// Ended without taking the lock (timeout, cancel, failure): withdraw the record and
-				// hand on a reservation for it; does nothing once an attempt took the lock.
+				// hand on a lock a release gave it; does nothing once the lock was returned.
 				recorded.gaveUp();
 			}
 			// A granted lease told its observation already, before anyone could release it.
@@ -219,7 +219,7 @@ final class AsyncLockSupport {
 			long attemptStart = System.nanoTime();
 			CompletionStage<AcquireResult> answer;
 			try {
-				answer = (recorded != null) ? recorded.attemptAsync(this.ttl, this.deadline)
+				answer = (recorded != null) ? recorded.attemptAsync(this.deadline)
 						: AsyncLockSupport.this.backend.tryAcquireAsync(this.key, owner, this.ttl);
 			}
 			catch (RuntimeException ex) {
@@ -234,6 +234,9 @@ final class AsyncLockSupport {
 				}
 				else {
 					HandoffWaiters.Waiter recordedNow = this.recorded;
+					if (recordedNow != null) {
+						recordedNow.refused(attemptStart);
+					}
 					if (recordedNow != null && this.result.isDone()) {
 						// Cancelled while this attempt was being sent: it recorded the waiter after
 						// its withdrawal.
@@ -244,8 +247,19 @@ final class AsyncLockSupport {
 			});
 		}
 
-		/** A grant from the backend names this acquisition: wakes its wait, or the next one. */
+		/**
+		 * A grant from the backend names this acquisition: takes the lock it was handed, or wakes
+		 * its wait (a reservation, or a lease start too old to trust), or the next one. Runs on the
+		 * client's I/O thread; an attempt may be in flight, whose answer then finds the waiter
+		 * taken and is dropped.
+		 */
 		void granted() {
+			HandoffWaiters.Waiter recorded = this.recorded;
+			if (recorded != null && recorded.takeGranted()) {
+				Waiter current = this.waiter;
+				complete(recorded.owner, recorded.fencingToken(), recorded.leaseFrom(), current);
+				return;
+			}
 			Waiter current = this.waiter;
 			if (current != null) {
 				current.signal();
@@ -253,12 +267,28 @@ final class AsyncLockSupport {
 		}
 
 		private void acquired(String owner, long token, long attemptStart, @Nullable Waiter current) {
+			HandoffWaiters.Waiter recorded = this.recorded;
+			HandoffWaiters.Took took = (recorded != null) ? recorded.took() : HandoffWaiters.Took.NOW;
+			if (took != HandoffWaiters.Took.NOW) {
+				if (current != null) {
+					unqueue(current);
+				}
+				if (took == HandoffWaiters.Took.AFTER_GIVING_UP) {
+					// Cancelled, and withdrawn: the withdrawal hands this lock on (it ran after this
+					// attempt) or finds nothing (the attempt ran after it). Never registered, so it
+					// cannot displace the lease of whoever holds the key next; released in case
+					// the attempt came last (owner-checked: nothing if handed on).
+					AsyncLockSupport.this.backend.releaseAsync(this.key, owner);
+				}
+				// BY_GRANT: its grant made it the holder and returned the lock already: the same lock.
+				return;
+			}
+			complete(owner, token, attemptStart, current);
+		}
+
+		private void complete(String owner, long token, long attemptStart, @Nullable Waiter current) {
 			if (current != null) {
 				unqueue(current);
-			}
-			HandoffWaiters.Waiter recorded = this.recorded;
-			if (recorded != null) {
-				recorded.took();
 			}
 			LeaseHandle lease;
 			try {

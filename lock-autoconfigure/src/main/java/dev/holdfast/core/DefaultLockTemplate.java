@@ -301,7 +301,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 				HeldLease lease = this.racer.race(name, key, ttl, options.isRenew(), gated ? deadline : System.nanoTime(),
 						observation);
 				if (lease != null && gated) {
-					this.racer.tookWithQueue(key, gate);
+					this.racer.tookWithQueue(key, ttl, gate);
 				}
 				if (lease == null) {
 					observation.notAcquired();

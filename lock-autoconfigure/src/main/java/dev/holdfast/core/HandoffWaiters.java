@@ -4,8 +4,8 @@ import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.BiPredicate;
 
@@ -16,26 +16,34 @@ import dev.holdfast.spi.WaiterHandoff;
 
 /**
  * The waiting acquisitions of one template on a {@link WaiterHandoff} backend, by owner token:
- * each records itself with its refused attempts, the backend's release hands the lock to one
- * recorded waiter and announces the grant, and this class wakes the waiter it names.
+ * each records itself (owner and lease time) with its refused attempts, the backend's release
+ * makes one recorded waiter the holder and announces the grant with its fencing token, and this
+ * class hands that lock to the acquisition it names, which returns it without another call.
  * <p>
- * One state per waiter, changed atomically: {@code WAITING -> GRANTED} (a grant arrived; its next
- * attempt claims the lock), {@code -> TAKEN} when an attempt took the lock, and
- * {@code WAITING or GRANTED -> GONE} when the acquisition ends without the lock (timeout,
- * interrupt, cancel, failure), which then withdraws it on the backend: the record goes and a
- * reservation for it is handed on. A waiter that took the lock leaves without withdrawing. A
- * grant for a waiter that is gone, or for an owner of this template that waits no more (and does
- * not hold the key), is handed on at once rather than held for the claim window. Withdrawals are
- * safe whatever the waiter did: the backend hands on only a reservation, never a lock the owner
- * took.
+ * One state per waiter, changed atomically: {@code WAITING -> ASSIGNED} (a grant with a token
+ * arrived: the backend made it the holder), {@code -> TAKEN} when the acquisition returned the
+ * lock (by the grant, {@link Waiter#takeGranted}, or by an attempt, {@link Waiter#took}; whichever
+ * comes second finds {@code TAKEN} and does nothing), and {@code WAITING or ASSIGNED -> GONE}
+ * when the acquisition ends without the lock (timeout, interrupt, cancel, failure), which then
+ * withdraws it on the backend: the record goes and a lock handed to it is handed on. {@code GONE}
+ * is final and owner tokens are never reused, so a withdrawn owner never uses its lock, and a
+ * waiter that took the lock never withdraws. A grant for a waiter that is gone, or for an owner of
+ * this template that waits no more (and does not hold the key, and is not one of the last 64
+ * that took their lock), is handed on at once rather than left to expire. A lease taken by a
+ * grant starts no later than the release that set the lock's expiry: at the send time of the
+ * waiter's latest refused attempt (or of its first attempt, or of a release that recorded it);
+ * if that is more than a third of the lease time ago, the next attempt acquires the lock again
+ * instead (idempotent for its holder). {@code GRANTED} is the tokenless grant of a record of an
+ * earlier version: the lock is only reserved, the next attempt claims it.
  * <p>
  * The blocking path's waiter of a key (one per key: the local gate's head) may be created ahead
  * of its racer: when a racer takes the lock while other threads of this process queue for the
  * key, a <em>successor</em> is registered for the key, and the release of that lock records it
- * before the draw ({@link WaiterHandoff#release(String, String, String, Duration)}), so that this
+ * with its lease time before the draw
+ * ({@link WaiterHandoff#release(String, String, String, Duration, Duration)}), so that this
  * process's next waiter is drawn as often as another process's, even when the critical section
  * ends before that thread has run. The next racer of the key adopts it; if none does (the queue
- * emptied), it is withdrawn.
+ * emptied), or it asks for another lease time, it is withdrawn.
  * <p>
  * One entry per waiting acquisition (no cap of its own): an entry lives from the waiter's
  * registration to the end of its acquisition (or, for
@@ -50,6 +58,9 @@ final class HandoffWaiters {
 	private static final int GONE = 2;
 
 	private static final int TAKEN = 3;
+
+	/** A grant with a fencing token: the backend made this waiter the holder; not yet returned. */
+	private static final int ASSIGNED = 4;
 
 	private static final Runnable NOBODY = () -> {
 	};
@@ -112,9 +123,9 @@ final class HandoffWaiters {
 	 * before its first attempt so that no grant for it arrives unknown; {@code onGrant} must not
 	 * block (it runs on the client's I/O thread).
 	 */
-	Waiter register(String key, Runnable onGrant) {
+	Waiter register(String key, Duration ttl, Runnable onGrant) {
 		// The non-blocking path's acquisitions: not the key's racer, never a successor.
-		Waiter waiter = new Waiter(key, this.owners.next(), onGrant);
+		Waiter waiter = new Waiter(key, this.owners.next(), ttl, onGrant);
 		this.waiters.put(waiter.owner, waiter);
 		return waiter;
 	}
@@ -123,14 +134,19 @@ final class HandoffWaiters {
 	 * The waiter of the key's racer (the local gate's head): the key's successor if one waits to
 	 * be adopted, else a new one.
 	 */
-	Waiter adopt(String key, Runnable onGrant) {
+	Waiter adopt(String key, Duration ttl, Runnable onGrant) {
 		while (true) {
 			Waiter current = this.racers.get(key);
+			if (current != null && !current.ttl.equals(ttl) && current.adopt(NOBODY)) {
+				// Recorded (and perhaps handed the lock) with another lease time: not this racer's.
+				current.gaveUp();
+				continue;
+			}
 			if (current != null && current.adopt(onGrant)) {
 				return current;
 			}
-			Waiter fresh = new Waiter(key, this.owners.next(), onGrant);
-			fresh.adopted.set(true);
+			Waiter fresh = new Waiter(key, this.owners.next(), ttl, onGrant);
+			ADOPTED.set(fresh, 1);
 			// Replaces a successor being withdrawn; never leaves an entry nobody removes.
 			if ((current != null) ? this.racers.replace(key, current, fresh)
 					: this.racers.putIfAbsent(key, fresh) == null) {
@@ -141,9 +157,9 @@ final class HandoffWaiters {
 	}
 
 	/** A racer took {@code key} while other threads of this process queue for it. */
-	void successor(String key) {
+	void successor(String key, Duration ttl) {
 		this.racers.computeIfAbsent(key, (k) -> {
-			Waiter waiter = new Waiter(k, this.owners.next(), NOBODY);
+			Waiter waiter = new Waiter(k, this.owners.next(), ttl, NOBODY);
 			this.waiters.put(waiter.owner, waiter);
 			return waiter;
 		});
@@ -157,34 +173,64 @@ final class HandoffWaiters {
 		}
 	}
 
-	/** The owner of this process's next waiter for {@code key}, to record with a release, or {@code null}. */
-	@Nullable String localWaiter(String key) {
+	/**
+	 * This process's next waiter for {@code key}, to record with a release (its owner and lease
+	 * time), or {@code null}. Called just before the release is sent, of a lease valid until
+	 * {@code heldUntilNanos}: while it is valid the waiter cannot hold the lock, so if it is still
+	 * valid now, now precedes every moment a release may make the waiter the holder, and may start
+	 * the waiter's lease.
+	 */
+	@Nullable Waiter localWaiter(String key, long heldUntilNanos) {
 		Waiter waiter = this.racers.get(key);
 		if (waiter == null) {
 			return null;
 		}
-		int state = waiter.state.get();
-		return (state == WAITING || state == GRANTED) ? waiter.owner : null;
+		int state = STATE.get(waiter);
+		if (state == WAITING) {
+			long now = System.nanoTime();
+			if (heldUntilNanos - now > 0) {
+				waiter.recordedAt(now);
+			}
+			return waiter;
+		}
+		return (state == GRANTED) ? waiter : null;
 	}
 
-	/** A grant published by the backend (or learned from a release's answer), for any process's waiter. */
-	void onGrant(String key, String owner) {
+	/**
+	 * A grant published by the backend (or learned from a release's answer), for any process's
+	 * waiter: with a token, the backend made {@code owner} the holder; with 0, it reserved the lock
+	 * for it (a record of an earlier version).
+	 */
+	void onGrant(String key, String owner, long fencingToken) {
 		Waiter waiter = this.waiters.get(owner);
 		if (waiter != null && waiter.key.equals(key)) {
-			if (waiter.state.compareAndSet(WAITING, GRANTED) || waiter.state.get() == GRANTED) {
+			if (fencingToken > 0) {
+				// Written before the state that publishes it; a second copy writes the same token.
+				waiter.fencingToken = fencingToken;
+				if (STATE.compareAndSet(waiter, WAITING, ASSIGNED) || STATE.compareAndSet(waiter, GRANTED, ASSIGNED)) {
+					waiter.onGrant.run();
+					return;
+				}
+			}
+			else if (STATE.compareAndSet(waiter, WAITING, GRANTED) || STATE.get(waiter) == GRANTED) {
 				waiter.onGrant.run();
+				return;
+			}
+			int state = STATE.get(waiter);
+			if (state != GONE) {
+				// ASSIGNED or TAKEN: a second copy of the grant (the answer's and the announcement's
+				// come in either order). Never withdraw an owner that holds or may return the lock.
 				return;
 			}
 		}
 		else if (!this.owners.isOwn(owner) || this.holds.test(key, owner) || tookRecently(owner)) {
-			// Another process's waiter, or ours that took the lock already (it claimed before this
-			// copy of the grant arrived: the answer's and the announcement's copies come in either
-			// order), even if it has released it since.
+			// Another process's waiter, or ours that took the lock already (by an attempt or an
+			// earlier copy of this grant), even if it has released it since.
 			return;
 		}
-		// Gone, or no longer (or never) waiting here: hand it on rather than hold it for the claim
-		// window. The backend passes on a reservation only, so this cannot touch a lock the owner
-		// took.
+		// Gone, or no longer (or never) waiting here: its acquisition ended without the lock and
+		// never takes it (owner tokens are never reused), so the lock handed to it is nobody's in
+		// use: hand it on rather than let it expire.
 		this.backend.withdraw(key, owner);
 	}
 
@@ -202,6 +248,20 @@ final class HandoffWaiters {
 		return this.waiters.size();
 	}
 
+	/** What an attempt that took the lock finds: see {@link Waiter#took()}. */
+	enum Took {
+
+		NOW, BY_GRANT, AFTER_GIVING_UP
+
+	}
+
+	/** The state of each waiter: a field, not an object of its own per waiting acquisition. */
+	private static final AtomicIntegerFieldUpdater<Waiter> STATE = AtomicIntegerFieldUpdater.newUpdater(Waiter.class,
+			"state");
+
+	private static final AtomicIntegerFieldUpdater<Waiter> ADOPTED = AtomicIntegerFieldUpdater.newUpdater(Waiter.class,
+			"adopted");
+
 	/** One waiting acquisition. */
 	final class Waiter {
 
@@ -209,27 +269,91 @@ final class HandoffWaiters {
 
 		final String owner;
 
+		/** The lease time of every attempt and record of this waiter. */
+		final Duration ttl;
+
 		private volatile Runnable onGrant;
 
-		private final AtomicInteger state = new AtomicInteger(WAITING);
+		/** The fencing token of a grant that made this waiter the holder (state ASSIGNED). */
+		private volatile long fencingToken;
 
-		/** Whether a racer adopted this waiter (or it was withdrawn before any did). */
-		private final AtomicBoolean adopted = new AtomicBoolean();
+		/**
+		 * A nanoTime known to precede every moment a release may have made this waiter the
+		 * holder: the send time of its latest refused attempt (refused, it ran before any such
+		 * release), of a release that recorded it while its own lease was valid, or this waiter's
+		 * creation (before any record of it).
+		 */
+		private volatile long leaseFrom = System.nanoTime();
 
-		Waiter(String key, String owner, Runnable onGrant) {
+		/** WAITING, GRANTED, ASSIGNED, TAKEN or GONE ({@link #STATE}). */
+		private volatile int state = WAITING;
+
+		/** 1 once a racer adopted this waiter (or it was withdrawn before any did; {@link #ADOPTED}). */
+		private volatile int adopted;
+
+		Waiter(String key, String owner, Duration ttl, Runnable onGrant) {
 			this.key = key;
 			this.owner = owner;
+			this.ttl = ttl;
 			this.onGrant = onGrant;
+		}
+
+		/** A release that records this waiter is about to be sent. */
+		void recordedAt(long nanos) {
+			advanceLeaseFrom(nanos);
+		}
+
+		/** An attempt of this waiter sent at {@code sentAt} was refused. */
+		void refused(long sentAt) {
+			advanceLeaseFrom(sentAt);
+		}
+
+		private void advanceLeaseFrom(long nanos) {
+			// Only while no grant is known: a refusal that ran after a handoff (the lock expired in
+			// between) must not move a lease's start past the handoff.
+			if (STATE.get(this) == WAITING && nanos - this.leaseFrom > 0) {
+				this.leaseFrom = nanos;
+			}
+		}
+
+		/**
+		 * Whether a grant made this waiter the holder and its lease start is recent (at most a
+		 * third of the lease time ago): then the acquisition takes the lock now, without another
+		 * call ({@link #fencingToken()}, {@link #leaseFrom()}); leaves as {@link #took} does.
+		 * False if no grant came, another path took it, or the start is too old to trust the
+		 * lease time left (the next attempt then acquires again idempotently).
+		 */
+		boolean takeGranted() {
+			if (STATE.get(this) != ASSIGNED || System.nanoTime() - this.leaseFrom > this.ttl.toNanos() / 3) {
+				return false;
+			}
+			if (!STATE.compareAndSet(this, ASSIGNED, TAKEN)) {
+				return false;
+			}
+			rememberTaken();
+			leave();
+			return true;
+		}
+
+		/** The fencing token of the grant that {@link #takeGranted} took. */
+		long fencingToken() {
+			return this.fencingToken;
+		}
+
+		/** The lease start of the grant that {@link #takeGranted} took (nanoTime). */
+		long leaseFrom() {
+			return this.leaseFrom;
 		}
 
 		/** Takes this waiter over for a racer; false if another racer did, or it was withdrawn. */
 		private boolean adopt(Runnable onGrant) {
-			if (!this.adopted.compareAndSet(false, true)) {
+			if (!ADOPTED.compareAndSet(this, 0, 1)) {
 				return false;
 			}
 			this.onGrant = onGrant;
-			if (this.state.get() == GRANTED) {
-				// Granted before the racer came: it attempts at once anyway; wake it all the same.
+			int state = STATE.get(this);
+			if (state == GRANTED || state == ASSIGNED) {
+				// Granted before the racer came: it attempts (or takes it) at once anyway; wake it all the same.
 				onGrant.run();
 			}
 			return true;
@@ -240,32 +364,57 @@ final class HandoffWaiters {
 		 * until two poll intervals from now or the caller's {@code deadline} (nanoTime), whichever
 		 * comes first: a record dies with its wait even when the withdrawal is lost.
 		 */
-		AcquireResult attempt(Duration ttl, long deadline) {
-			return HandoffWaiters.this.backend.tryAcquireWaiting(this.key, this.owner, ttl, recordFor(deadline));
+		AcquireResult attempt(long deadline) {
+			return HandoffWaiters.this.backend.tryAcquireWaiting(this.key, this.owner, this.ttl, recordFor(deadline));
 		}
 
 		/** {@link #attempt} without blocking. */
-		CompletionStage<AcquireResult> attemptAsync(Duration ttl, long deadline) {
-			return HandoffWaiters.this.backend.tryAcquireWaitingAsync(this.key, this.owner, ttl,
+		CompletionStage<AcquireResult> attemptAsync(long deadline) {
+			return HandoffWaiters.this.backend.tryAcquireWaitingAsync(this.key, this.owner, this.ttl,
 					recordFor(deadline));
 		}
 
-		/** The acquisition took the lock: leaves without withdrawing (a later {@link #gaveUp} does nothing). */
-		void took() {
-			this.state.set(TAKEN);
+		/**
+		 * An attempt took the lock: leaves without withdrawing (a later {@link #gaveUp} does
+		 * nothing) and answers {@link Took#NOW}. {@link Took#BY_GRANT} if a grant took it first
+		 * ({@link #takeGranted}): that answer is the same lock, already returned.
+		 * {@link Took#AFTER_GIVING_UP} if the acquisition ended first (a cancelled non-blocking
+		 * one): its withdrawal hands the lock on, or, if this attempt ran after it, nobody does;
+		 * the caller releases it and never registers it.
+		 */
+		Took took() {
+			while (true) {
+				int current = STATE.get(this);
+				if (current == TAKEN) {
+					return Took.BY_GRANT;
+				}
+				if (current == GONE) {
+					return Took.AFTER_GIVING_UP;
+				}
+				if (STATE.compareAndSet(this, current, TAKEN)) {
+					rememberTaken();
+					leave();
+					return Took.NOW;
+				}
+			}
+		}
+
+		private void rememberTaken() {
 			HandoffWaiters.this.recentlyTaken.set(
 					Math.floorMod(HandoffWaiters.this.recentlyTakenNext.getAndIncrement(), RECENTLY_TAKEN), this.owner);
-			leave();
 		}
 
 		/**
 		 * The acquisition ends without the lock (also after a failure): leaves, and withdraws its
-		 * record and any reservation for it. Idempotent; nothing once it took the lock.
+		 * record and any lock a release handed to it (a grant it did not return). Idempotent;
+		 * nothing once it took the lock.
 		 */
 		void gaveUp() {
 			leave();
-			int previous = this.state.getAndUpdate((current) -> (current == TAKEN) ? TAKEN : GONE);
-			if (previous == WAITING || previous == GRANTED) {
+			int previous = STATE.getAndUpdate(this, (current) -> (current == TAKEN) ? TAKEN : GONE);
+			if (previous == WAITING || previous == GRANTED || previous == ASSIGNED) {
+				// ASSIGNED: a grant made it the holder, but the acquisition ends without returning
+				// the lock (the state decided it): hand the lock on.
 				HandoffWaiters.this.backend.withdraw(this.key, this.owner);
 			}
 		}
@@ -275,7 +424,7 @@ final class HandoffWaiters {
 		 * this waiter again: withdraws it once more.
 		 */
 		void recordedAfterGivingUp() {
-			if (this.state.get() == GONE) {
+			if (STATE.get(this) == GONE) {
 				HandoffWaiters.this.backend.withdraw(this.key, this.owner);
 			}
 		}

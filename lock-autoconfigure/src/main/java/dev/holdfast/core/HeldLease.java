@@ -210,6 +210,11 @@ final class HeldLease {
 		return isActive() && System.nanoTime() - this.validUntilNanos < 0 && !this.template.backendSuspended();
 	}
 
+	/** The nanoTime at which this lease stops counting as held for sure, whatever its state. */
+	long validUntilNanos() {
+		return this.validUntilNanos;
+	}
+
 	/** How long until this lease stops counting as held for sure, in nanoseconds, whatever its state. */
 	long untilExpiryNanos() {
 		return Math.max(0, this.validUntilNanos - System.nanoTime());

@@ -136,8 +136,9 @@ final class LeaseReleases {
 			if (onBackend) {
 				HandoffWaiters waiters = this.handoff;
 				if (waiters != null) {
-					waiters.backend().release(lease.key(), lease.owner(), waiters.localWaiter(lease.key()),
-							waiters.recordFor());
+					HandoffWaiters.Waiter next = waiters.localWaiter(lease.key(), lease.validUntilNanos());
+					waiters.backend().release(lease.key(), lease.owner(), (next != null) ? next.owner : null,
+							(next != null) ? next.ttl : null, waiters.recordFor());
 				}
 				// This template's own subscription must listen: another template's on the same
 				// backend delivers the announcement to that template only.
@@ -301,8 +302,9 @@ final class LeaseReleases {
 			if (waiters != null) {
 				// This process's next waiter for the key, which may not have attempted yet, is drawn
 				// like any recorded waiter.
-				waiters.backend().releaseAsync(lease.key(), lease.owner(), waiters.localWaiter(lease.key()),
-						waiters.recordFor(), done);
+				HandoffWaiters.Waiter next = waiters.localWaiter(lease.key(), lease.validUntilNanos());
+				waiters.backend().releaseAsync(lease.key(), lease.owner(), (next != null) ? next.owner : null,
+						(next != null) ? next.ttl : null, waiters.recordFor(), done);
 			}
 			else {
 				nonBlocking.releaseAsync(lease.key(), lease.owner(), done);

@@ -111,7 +111,7 @@ final class Racer implements AutoCloseable {
 			// announces the grant, which wakes it through its signal. Registered before the first
 			// attempt, so that a grant never arrives for an owner this template does not know.
 			signal = listen(key);
-			recorded = handoff.adopt(key, signal::release);
+			recorded = handoff.adopt(key, ttl, signal::release);
 			// Listening from the start: no retry after the first refused attempt is needed.
 			listening = subscribed();
 		}
@@ -120,6 +120,13 @@ final class Racer implements AutoCloseable {
 			while (true) {
 				if (Thread.interrupted()) {
 					throw new InterruptedException();
+				}
+				if (recorded != null && recorded.takeGranted()) {
+					// A release made this waiter the holder, and its grant carried the fencing token:
+					// no claim to send. The lease starts before the release set the lock's expiry.
+					took = true;
+					return this.template.register(name, key, recorded.owner, recorded.fencingToken(), ttl, renew,
+							recorded.leaseFrom(), observation);
 				}
 				if (events != null && events.announcesReleases() != notifying) {
 					// The backend started or stopped announcing releases (its listening connection
@@ -172,7 +179,8 @@ final class Racer implements AutoCloseable {
 				long attemptStart = System.nanoTime();
 				AcquireResult result;
 				try {
-					result = (recorded != null) ? recorded.attempt(ttl, deadline) : this.backend.tryAcquire(key, owner, ttl);
+					result = (recorded != null) ? recorded.attempt(deadline)
+							: this.backend.tryAcquire(key, owner, ttl);
 				}
 				catch (RuntimeException failure) {
 					RuntimeException ex = this.template.backendFailure(failure, "acquire", key);
@@ -189,10 +197,14 @@ final class Racer implements AutoCloseable {
 				if (result.acquired()) {
 					took = true;
 					if (recorded != null) {
+						// The racer's own thread: never after giving up, never beside takeGranted.
 						recorded.took();
 					}
 					return this.template.register(name, key, owner, result.fencingToken(), ttl, renew, attemptStart,
 							observation);
+				}
+				if (recorded != null) {
+					recorded.refused(attemptStart);
 				}
 				if (recorded == null && !retriedOwnRelease && this.template.awaitOwnRelease(key, releaseBefore)) {
 					// Found held while this process's own release of the key was in flight (when the
@@ -203,6 +215,12 @@ final class Racer implements AutoCloseable {
 				}
 				long remaining = deadline - System.nanoTime();
 				if (remaining <= 0) {
+					if (recorded != null && recorded.takeGranted()) {
+						// Granted as the wait ran out: the grant came first, the lock is returned.
+						took = true;
+						return this.template.register(name, key, recorded.owner, recorded.fencingToken(), ttl, renew,
+								recorded.leaseFrom(), observation);
+					}
 					return null;
 				}
 				if (notifying && !listening && subscribed()) {
@@ -418,9 +436,9 @@ final class Racer implements AutoCloseable {
 	 * A racer of {@code key} took the lock: if other threads of this process queue for it, its
 	 * successor is registered now, so that the release records it even if it has not run yet.
 	 */
-	void tookWithQueue(String key, Gate gate) {
+	void tookWithQueue(String key, Duration ttl, Gate gate) {
 		if (this.handoff != null && gate.hasQueuedThreads()) {
-			this.handoff.successor(key);
+			this.handoff.successor(key, ttl);
 		}
 	}
 

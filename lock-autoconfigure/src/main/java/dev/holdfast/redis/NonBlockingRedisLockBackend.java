@@ -99,14 +99,15 @@ final class NonBlockingRedisLockBackend extends RedisLockBackend implements Asyn
 	@Override
 	public void releaseAsync(String key, String owner,
 			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
-		releaseAsync(this.scripts, key, owner, null, null, whenAnswered);
+		releaseAsync(this.scripts, key, owner, null, null, null, whenAnswered);
 	}
 
 	/** One callback on Lettuce's reply, as the release without a local waiter. */
 	@Override
-	public void releaseAsync(String key, String owner, @Nullable String localWaiter, Duration recordFor,
+	public void releaseAsync(String key, String owner, @Nullable String localWaiter,
+			@Nullable Duration localWaiterTtl, Duration recordFor,
 			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
-		releaseAsync(this.scripts, key, owner, localWaiter, recordFor, whenAnswered);
+		releaseAsync(this.scripts, key, owner, localWaiter, localWaiterTtl, recordFor, whenAnswered);
 	}
 
 }

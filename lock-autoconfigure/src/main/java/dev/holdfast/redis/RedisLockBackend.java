@@ -41,6 +41,7 @@ import dev.holdfast.spi.TickClaims;
 import dev.holdfast.spi.WaiterHandoff;
 
 import static dev.holdfast.redis.RedisCalls.bytes;
+import static dev.holdfast.redis.RedisCalls.checkOwner;
 import static dev.holdfast.redis.RedisCalls.evalSha;
 import static dev.holdfast.redis.RedisCalls.failure;
 import static dev.holdfast.redis.RedisCalls.fenceKey;
@@ -78,7 +79,9 @@ import static dev.holdfast.redis.RedisCalls.waitersKey;
  * lost, and an expiry publishes nothing, so the engine also polls. A failed acquisition reports
  * the holder's remaining time to live ({@code PTTL}), which bounds the polling.</li>
  * <li><b>Fencing tokens.</b> Each successful acquisition sets the counter {@code {<key>}:fence}
- * to {@code max(counter + 1, Redis TIME in microseconds)} in the same script and returns it.
+ * to {@code max(counter + 1, Redis TIME in microseconds)} in the same script and returns it (a
+ * release that hands the lock to a recorded waiter takes that waiter's token by the same rule,
+ * in the release script, and publishes it with the grant; see {@link WaiterHandoff}).
  * Within one Redis, scripts run one at a time, so a later holder's token is larger than every
  * earlier holder's as long as the counter survives. When it does not (a Redis without
  * persistence restarts, or the counter's 24-hour expiry passes without an acquisition), the
@@ -125,8 +128,8 @@ public class RedisLockBackend
 	static final char CONTENDED = '*';
 
 	/**
-	 * The shortest time a lock handed to a waiter stays reserved for it: the waiter's claim comes
-	 * after the grant message, or, if that was lost, after its next poll.
+	 * The shortest time a lock stays reserved for a waiter of an earlier version (its record
+	 * carries no lease time): its claim comes after the grant message, or after its next poll.
 	 */
 	static final long MIN_CLAIM_WINDOW_MILLIS = 2000;
 
@@ -262,7 +265,9 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * {@link #tryAcquire}, also taking the lock when it is reserved for {@code owner}; when
+	 * {@link #tryAcquire}, also acquiring the lock again (lease time reset, the current fencing
+	 * token) when a release handed it to {@code owner}, or taking it when an earlier version's
+	 * release reserved it for {@code owner}; when
 	 * refused, records {@code owner} as a waiter of the key for {@code recordFor} by Redis's clock
 	 * (see {@link WaiterHandoff}).
 	 * @throws IllegalArgumentException as {@link #tryAcquire}, or if {@code recordFor} is below
@@ -400,7 +405,7 @@ public class RedisLockBackend
 	/** {@link #release} without blocking, for {@link NonBlockingRedisLockBackend}. */
 	final CompletionStage<Boolean> releaseAsync(LettuceScripts scripts, String key, String owner) {
 		CompletableFuture<Boolean> result = new CompletableFuture<>();
-		releaseAsync(scripts, key, owner, null, null, (released, ex) -> {
+		releaseAsync(scripts, key, owner, null, null, null, (released, ex) -> {
 			if (ex == null) {
 				result.complete(released);
 			}
@@ -416,12 +421,12 @@ public class RedisLockBackend
 	 * {@code LockBackendException}, handed to {@code whenAnswered}; one callback on Lettuce's reply.
 	 */
 	final void releaseAsync(LettuceScripts scripts, String key, String owner, @Nullable String localWaiter,
-			@Nullable Duration recordFor, BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
+			@Nullable Duration localWaiterTtl, @Nullable Duration recordFor, BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
 		byte[][] keys;
 		byte[][] args;
 		try {
 			keys = releaseKeys(key);
-			args = releaseArguments(key, owner, localWaiter, recordFor);
+			args = releaseArguments(key, owner, localWaiter, localWaiterTtl, recordFor);
 		}
 		catch (RuntimeException ex) {
 			whenAnswered.accept(null, ex);
@@ -506,14 +511,16 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * Owner, channel, the shortest claim window, the releasing process's next waiter ('' for
-	 * none) and how long to record it. The script draws a waiter by Redis TIME's microseconds,
-	 * so a release allocates no random number.
+	 * Owner, channel, the shortest claim window (records of earlier versions), the releasing
+	 * process's next waiter as recorded ({@code owner|ttl}, '' for none) and how long to record
+	 * it. The script draws a waiter by Redis TIME's microseconds, so a release allocates no random
+	 * number, and an uncontended release nothing for the next waiter.
 	 */
 	private byte[][] releaseArguments(String key, String owner, @Nullable String localWaiter,
-			@Nullable Duration recordFor) {
-		byte[] waiter = (localWaiter != null && recordFor != null) ? ownerBytes(localWaiter) : EMPTY;
-		byte[] record = (localWaiter != null && recordFor != null) ? recordBytes(recordFor) : NOT_RECORDED;
+			@Nullable Duration localWaiterTtl, @Nullable Duration recordFor) {
+		boolean next = localWaiter != null && localWaiterTtl != null && recordFor != null;
+		byte[] waiter = next ? bytes(checkOwner(localWaiter) + '|' + ttlMillis(localWaiterTtl)) : EMPTY;
+		byte[] record = next ? recordBytes(recordFor) : NOT_RECORDED;
 		return new byte[][] { ownerBytes(owner), this.channelBytes,
 				MIN_CLAIM_WINDOW, waiter, record };
 	}
@@ -544,7 +551,7 @@ public class RedisLockBackend
 	 */
 	@Override
 	public boolean release(String key, String owner) {
-		return release(key, owner, null, null);
+		return release(key, owner, null, null, null);
 	}
 
 	/**
@@ -553,9 +560,10 @@ public class RedisLockBackend
 	 * from the answer, ahead of the announcement.
 	 */
 	@Override
-	public boolean release(String key, String owner, @Nullable String localWaiter, @Nullable Duration recordFor) {
+	public boolean release(String key, String owner, @Nullable String localWaiter, @Nullable Duration localWaiterTtl,
+			@Nullable Duration recordFor) {
 		byte[][] keys = releaseKeys(key);
-		byte[][] args = releaseArguments(key, owner, localWaiter, recordFor);
+		byte[][] args = releaseArguments(key, owner, localWaiter, localWaiterTtl, recordFor);
 		Object reply;
 		try {
 			reply = eval(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args);
@@ -567,26 +575,32 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * 1: released; 2: handed to a recorded waiter (released by this owner, too); 3: handed to
-	 * {@code localWaiter}, whose grant is dispatched here at once.
+	 * 1: released; 2: handed to a recorded waiter (released by this owner, too); -token: handed
+	 * to {@code localWaiter}, which now holds the lock under that fencing token; its grant is
+	 * dispatched here at once.
 	 */
 	private boolean released(String key, @Nullable Object reply, @Nullable String localWaiter) {
 		if (!(reply instanceof Number number)) {
 			return false;
 		}
 		long outcome = number.longValue();
-		if (outcome == 3 && localWaiter != null) {
-			this.subscription.dispatchGrant(key, localWaiter);
+		if (outcome < 0 && localWaiter != null) {
+			long token = -outcome;
+			if (token < MAX_TOKEN) {
+				this.subscription.dispatchGrant(key, localWaiter, token);
+			}
+			return true;
 		}
 		return outcome >= 1;
 	}
 
 	/**
-	 * Removes {@code owner}'s waiter record and, if the lock is reserved for it, hands the lock on
-	 * as a release would; a lock that {@code owner} took is left alone. Sent on one background
-	 * thread of this backend (the non-blocking backend: on its shared connection), never on the
-	 * caller's; failures are logged at DEBUG: the record expires by itself, the reservation after
-	 * its claim window.
+	 * Removes {@code owner}'s waiter records and, if the lock is held by it (handed to it by a
+	 * release) or reserved for it, hands the lock on as a release would: only for an owner whose
+	 * acquisition ended without the lock (see {@link WaiterHandoff#withdraw}). Sent on one
+	 * background thread of this backend (the non-blocking backend: on its shared connection),
+	 * never on the caller's; failures are logged at DEBUG: the record expires by itself, a lock
+	 * handed to the owner after its lease time.
 	 */
 	@Override
 	public void withdraw(String key, String owner) {
@@ -594,7 +608,7 @@ public class RedisLockBackend
 		byte[][] args;
 		try {
 			keys = releaseKeys(key);
-			args = releaseArguments(key, owner, null, null);
+			args = releaseArguments(key, owner, null, null, null);
 		}
 		catch (RuntimeException ex) {
 			logger.debug("Cannot withdraw waiter of lock '" + key + "'", ex);
@@ -617,7 +631,7 @@ public class RedisLockBackend
 
 	/** {@link #withdraw} keys and arguments, for the non-blocking backend. */
 	final byte[][][] withdrawCall(String key, String owner) {
-		return new byte[][][] { releaseKeys(key), releaseArguments(key, owner, null, null) };
+		return new byte[][][] { releaseKeys(key), releaseArguments(key, owner, null, null, null) };
 	}
 
 	/**
@@ -687,13 +701,14 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * {@link #subscribe(Consumer)}, and also calls {@code granted} with the key and the owner of
-	 * each waiter that a release handed a lock to (see {@link WaiterHandoff}); a grant is published
-	 * on the release channel as {@code {<key>}<owner>}, which earlier versions ignore (no key
+	 * {@link #subscribe(Consumer)}, and also calls {@code granted} with the key, the owner and the
+	 * fencing token of each waiter that a release made the holder (see {@link WaiterHandoff}); a
+	 * grant is published on the release channel as {@code {<key>}<owner>#<token>} (a record of an
+	 * earlier version: {@code {<key>}<owner>}, token 0 here), which earlier versions ignore (no key
 	 * contains a brace).
 	 */
 	@Override
-	public AutoCloseable subscribe(Consumer<String> released, BiConsumer<String, String> granted) {
+	public AutoCloseable subscribe(Consumer<String> released, Grants granted) {
 		return this.subscription.subscribe(released, granted);
 	}
 

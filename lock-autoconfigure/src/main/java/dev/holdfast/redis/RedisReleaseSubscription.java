@@ -7,7 +7,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 import org.apache.commons.logging.Log;
@@ -21,6 +20,8 @@ import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.listener.ChannelTopic;
 import org.springframework.data.redis.listener.RedisMessageListenerContainer;
 import org.springframework.util.Assert;
+
+import dev.holdfast.spi.WaiterHandoff.Grants;
 
 /**
  * The one release subscription of a {@link RedisLockBackend}: a listener container on the
@@ -73,7 +74,7 @@ final class RedisReleaseSubscription implements AutoCloseable {
 	 * @return a handle that stops deliveries to this listener when closed
 	 * @throws IllegalStateException if the subscription is closed
 	 */
-	AutoCloseable subscribe(Consumer<String> released, @Nullable BiConsumer<String, String> granted) {
+	AutoCloseable subscribe(Consumer<String> released, @Nullable Grants granted) {
 		Assert.notNull(released, "'listener' must not be null");
 		Listener listener = new Listener(released, granted);
 		this.lifecycleLock.lock();
@@ -248,14 +249,14 @@ final class RedisReleaseSubscription implements AutoCloseable {
 	 * Hands a grant learned from a release's answer to the grant listeners, as its announcement
 	 * will be, on the calling thread.
 	 */
-	void dispatchGrant(String key, String owner) {
+	void dispatchGrant(String key, String owner, long fencingToken) {
 		for (Listener listener : this.listeners) {
-			BiConsumer<String, String> granted = listener.granted();
+			Grants granted = listener.granted();
 			if (granted == null) {
 				continue;
 			}
 			try {
-				granted.accept(key, owner);
+				granted.granted(key, owner, fencingToken);
 			}
 			catch (RuntimeException ex) {
 				logger.warn("Grant listener failed for lock '" + key + "'", ex);
@@ -268,9 +269,9 @@ final class RedisReleaseSubscription implements AutoCloseable {
 
 		private final Consumer<String> released;
 
-		private final @Nullable BiConsumer<String, String> granted;
+		private final @Nullable Grants granted;
 
-		Listener(Consumer<String> released, @Nullable BiConsumer<String, String> granted) {
+		Listener(Consumer<String> released, @Nullable Grants granted) {
 			this.released = released;
 			this.granted = granted;
 		}
@@ -279,10 +280,27 @@ final class RedisReleaseSubscription implements AutoCloseable {
 			return this.released;
 		}
 
-		@Nullable BiConsumer<String, String> granted() {
+		@Nullable Grants granted() {
 			return this.granted;
 		}
 
+	}
+
+	/** The decimal token from {@code start} to the end, or -1 if it is not one in 1..2^53. */
+	private static long token(String text, int start) {
+		int length = text.length();
+		if (start >= length || length - start > 16) {
+			return -1;
+		}
+		long value = 0;
+		for (int i = start; i < length; i++) {
+			char c = text.charAt(i);
+			if (c < '0' || c > '9') {
+				return -1;
+			}
+			value = value * 10 + (c - '0');
+		}
+		return (value > 0 && value < RedisLockBackend.MAX_TOKEN) ? value : -1;
 	}
 
 	private final class Dispatcher implements MessageListener {
@@ -290,17 +308,30 @@ final class RedisReleaseSubscription implements AutoCloseable {
 		@Override
 		public void onMessage(Message message, byte @Nullable [] pattern) {
 			String body = new String(message.getBody(), StandardCharsets.UTF_8);
-			// A grant is "{<key>}<owner>" (keys contain no braces); a release is the key alone.
+			// A grant is "{<key>}<owner>#<token>", or "{<key>}<owner>" for a record of an earlier
+			// version (keys contain no braces); a release is the key alone.
 			int end = (body.startsWith("{")) ? body.indexOf('}') : -1;
 			String key = (end > 0) ? body.substring(1, end) : body;
 			String owner = (end > 0) ? body.substring(end + 1) : null;
+			long token = 0;
+			if (owner != null) {
+				int mark = owner.lastIndexOf('#');
+				token = (mark > 0) ? token(owner, mark + 1) : 0;
+				if (token < 0) {
+					logger.debug("Ignored a malformed grant for lock '" + key + "'");
+					return;
+				}
+				if (mark > 0) {
+					owner = owner.substring(0, mark);
+				}
+			}
 			for (Listener listener : RedisReleaseSubscription.this.listeners) {
 				try {
 					if (owner == null) {
 						listener.released().accept(key);
 					}
 					else if (listener.granted() != null && !owner.isEmpty()) {
-						listener.granted().accept(key, owner);
+						listener.granted().granted(key, owner, token);
 					}
 				}
 				catch (RuntimeException ex) {

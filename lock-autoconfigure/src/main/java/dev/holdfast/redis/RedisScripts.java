@@ -14,22 +14,49 @@ import org.springframework.data.redis.core.script.RedisScript;
  */
 final class RedisScripts {
 
+	// Takes the fencing token of a new holder into `token`: max(Redis TIME in microseconds, the
+	// counter `fence` + 1), kept below 2^53 (Lua numbers are doubles). The one text of ACQUIRE
+	// and HAND_ON, so that an acquisition and a handoff take tokens by the same rule.
+	private static final String TAKE_TOKEN = """
+			local tokenTime = redis.call('TIME')
+			token = tonumber(tokenTime[1]) * 1000000 + tonumber(tokenTime[2])
+			local last = tonumber(redis.call('GET', fence))
+			if last and last >= token then token = last + 1 end
+			if token >= 9007199254740992 then
+				redis.call('DEL', KEYS[1])
+				return redis.error_reply('fencing counter ' .. fence .. ' reached 2^53')
+			end
+			redis.call('SET', fence, string.format('%d', token), 'PX', FENCE_TTL_MILLIS)
+			""".replace("FENCE_TTL_MILLIS", Long.toString(RedisLockBackend.FENCE_TTL_MILLIS));
+
 	// A failed attempt marks the lock as contended in the lock's own value, so the mark lives,
 	// is renewed and is deleted with the lock, and needs no key of its own. A waiting attempt
-	// (ARGV[3] > 0) also records its owner in the waiters' sorted set KEYS[3], scored with the
-	// server time (ms) after which the record is stale. A lock reserved for a waiter (value '*'
-	// .. owner, see HAND_ON) is taken only by that owner. An acquisition removes its own record
-	// and marks its lock if other waiters remain recorded, so that its release hands the lock on.
+	// (ARGV[3] > 0) also records itself in the waiters' sorted set KEYS[3] as owner .. '|' .. ttl
+	// (what a release needs to make it the holder), scored with the server time (ms) after which
+	// the record is stale. A waiting attempt finds a lock that a release handed to its owner
+	// (value owner or owner .. '*': a grant it has not heard yet) already its lock: it renews it
+	// to ARGV[2] and answers the counter's value, the token that release took for it (only holders
+	// take tokens); a try-once attempt (ARGV[3] = 0) is never reentrant.
+	// A lock reserved for a waiter of an earlier version (value '*' .. owner) is taken only by
+	// that owner. An acquisition removes its own record and marks its lock if other waiters remain
+	// recorded, so that its release hands the lock on.
 	// One integer answers (no array for the client to decode): the fencing token (> 0) when
 	// acquired; when held, -1 - the holder's PTTL, or 0 when the holder has no expiry.
 	static final RedisScript<Long> ACQUIRE = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
 			local owner = ARGV[1]
+			local fence = KEYS[2]
+			local recordFor = tonumber(ARGV[3])
 			local holder = nil
+			local token = nil
 			local taken = redis.call('SET', KEYS[1], owner, 'NX', 'PX', ARGV[2])
 			if not taken then
 				holder = redis.call('GET', KEYS[1])
-				if holder == '*' .. owner or holder == '*' .. owner .. '*' then
+				if recordFor > 0 and (holder == owner or holder == owner .. '*') then
+					redis.call('PEXPIRE', KEYS[1], ARGV[2])
+					token = tonumber(redis.call('GET', fence))
+					taken = true
+				elseif holder == '*' .. owner or holder == '*' .. owner .. '*' then
 					redis.call('SET', KEYS[1], owner, 'PX', ARGV[2])
 					taken = true
 				end
@@ -37,27 +64,19 @@ final class RedisScripts {
 			if taken then
 				local marked = holder and string.sub(holder, -1) == '*'
 				if redis.call('EXISTS', KEYS[3]) == 1 then
-					redis.call('ZREM', KEYS[3], owner)
+					redis.call('ZREM', KEYS[3], owner .. '|' .. ARGV[2])
 					if redis.call('EXISTS', KEYS[3]) == 1 then marked = true end
 				end
-				if marked then redis.call('APPEND', KEYS[1], '*') end
-				local time = redis.call('TIME')
-				local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
-				local last = tonumber(redis.call('GET', KEYS[2]))
-				if last and last >= token then token = last + 1 end
-				if token >= 9007199254740992 then
-					redis.call('DEL', KEYS[1])
-					return redis.error_reply('fencing counter ' .. KEYS[2] .. ' reached 2^53')
-				end
-				redis.call('SET', KEYS[2], string.format('%d', token), 'PX', FENCE_TTL_MILLIS)
+				if marked and holder ~= owner .. '*' then redis.call('APPEND', KEYS[1], '*') end
+				if token then return token end
+			""" + TAKE_TOKEN + """
 				return token
 			end
 			if holder and string.sub(holder, -1) ~= '*' then redis.call('APPEND', KEYS[1], '*') end
-			local recordFor = tonumber(ARGV[3])
-			if recordFor and recordFor > 0 then
+			if recordFor > 0 then
 				local time = redis.call('TIME')
 				local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-				redis.call('ZADD', KEYS[3], string.format('%d', now + recordFor), owner)
+				redis.call('ZADD', KEYS[3], string.format('%d', now + recordFor), owner .. '|' .. ARGV[2])
 				if redis.call('PTTL', KEYS[3]) < recordFor then
 					redis.call('PEXPIRE', KEYS[3], string.format('%d', recordFor))
 				end
@@ -65,17 +84,22 @@ final class RedisScripts {
 			local remaining = redis.call('PTTL', KEYS[1])
 			if remaining < 0 then return 0 end
 			return -1 - remaining
-			""".replace("FENCE_TTL_MILLIS", Long.toString(RedisLockBackend.FENCE_TTL_MILLIS)), Long.class);
+			""", Long.class);
 
-	// Hands the lock (held or reserved; its value in `holder`) to one recorded waiter. First the
-	// releasing process's next local waiter ARGV[4] (if given and not '') is recorded for ARGV[5]
-	// ms, as its own attempt would record it. Stale records (score <= Redis TIME in ms) are
-	// dropped, one of the others is drawn by TIME's microseconds (no client argument), removed, and
-	// the lock set to the reservation '*' .. waiter for a claim window of max(ARGV[3], the
-	// record's remaining time), which covers the waiter's next poll; the grant '{key}' .. waiter
-	// is published. Answers 3 when the drawn waiter is ARGV[4], else 2. With no waiter recorded
-	// (no set at all: one EXISTS, as for a lock contended only by try-once callers),
-	// the lock is deleted and, if it was contended, its key (without the braces) is published.
+	// Hands the lock (its value in `holder`) to one recorded waiter. First the releasing
+	// process's next local waiter ARGV[4] (if given and not '': its record, owner .. '|' .. ttl)
+	// is recorded for ARGV[5] ms, as its own attempt would record it. Stale records (score <=
+	// Redis TIME in ms) are dropped, one of the others is drawn by TIME's microseconds (no client
+	// argument) and removed, and the waiter made the holder as if its ACQUIRE had taken the lock:
+	// the lock set to its owner (marked '*' while other records remain) with PX = its ttl, a
+	// fencing token taken by the rule of ACQUIRE (TAKE_TOKEN; the counter is KEYS[1] .. ':fence',
+	// in the lock's hash slot), and the grant '{key}' .. owner .. '#' .. token published. Answers
+	// -token when the drawn waiter is ARGV[4] (the releasing process dispatches its grant from
+	// the answer), else 2. A record of an earlier version (no '|') is reserved for its next
+	// ACQUIRE as that version expects: the lock set to '*' .. owner for max(ARGV[3], the record's
+	// remaining time) and the grant '{key}' .. owner published. With no waiter recorded (no set
+	// at all: one EXISTS, as for a lock contended only by try-once callers), the lock is deleted
+	// and, if it was contended, its key (without the braces) is published; answers 1.
 	private static final String HAND_ON = """
 			local nextLocal = ARGV[4]
 			if nextLocal == '' then nextLocal = nil end
@@ -100,11 +124,22 @@ final class RedisScripts {
 			if waiting > 0 then
 				local index = tonumber(time[2]) % waiting
 				local drawn = redis.call('ZRANGE', KEYS[2], index, index, 'WITHSCORES')
-				local window = math.max(tonumber(ARGV[3]), tonumber(drawn[2]) - now)
 				redis.call('ZREM', KEYS[2], drawn[1])
+				local waiter, ttl = string.match(drawn[1], '^(.*)|(%d+)$')
+				if waiter then
+					local value = waiter
+					if waiting > 1 then value = waiter .. '*' end
+					redis.call('SET', KEYS[1], value, 'PX', ttl)
+					local fence = KEYS[1] .. ':fence'
+					local token = nil
+			""" + TAKE_TOKEN + """
+					redis.call('PUBLISH', ARGV[2], KEYS[1] .. waiter .. '#' .. string.format('%d', token))
+					if drawn[1] == nextLocal then return -token end
+					return 2
+				end
+				local window = math.max(tonumber(ARGV[3]), tonumber(drawn[2]) - now)
 				redis.call('SET', KEYS[1], '*' .. drawn[1], 'PX', string.format('%d', window))
 				redis.call('PUBLISH', ARGV[2], KEYS[1] .. drawn[1])
-				if drawn[1] == nextLocal then return 3 end
 				return 2
 			end
 			redis.call('DEL', KEYS[1])
@@ -116,8 +151,8 @@ final class RedisScripts {
 
 	// Owner-checked. An uncontended lock (no '*') has no recorded waiter: see ACQUIRE. A
 	// contended one goes to a recorded waiter, or is deleted and announced (HAND_ON).
-	// Answers 0 (not held by the owner), 1 (released), 2 (handed to a waiter) or 3 (handed to
-	// the releasing process's next waiter ARGV[4]).
+	// Answers 0 (not held by the owner), 1 (released), 2 (handed to a waiter) or -token (handed
+	// to the releasing process's next waiter ARGV[4], which holds it under that fencing token).
 	static final RedisScript<Long> RELEASE = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
 			local holder = redis.call('GET', KEYS[1])
@@ -128,13 +163,27 @@ final class RedisScripts {
 			if holder ~= ARGV[1] .. '*' then return 0 end
 			""" + HAND_ON, Long.class);
 
-	// A waiter gives up: its record goes, and a lock reserved for it is handed on (HAND_ON).
-	// A lock it took (value owner, not '*' .. owner) is left alone. Answers as RELEASE.
+	// A waiter gives up: its records go, and a lock held by it (handed to it by a release whose
+	// grant it did not use) or reserved for it (earlier version) is handed on (HAND_ON). The
+	// client sends it only for an owner whose acquisition ended without the lock and never will
+	// take it (owner tokens are never reused), so it never takes a lock from a holder in use.
+	// Answers as RELEASE.
 	static final RedisScript<Long> WITHDRAW = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
-			redis.call('ZREM', KEYS[2], ARGV[1])
+			local owner = ARGV[1]
+			if redis.call('EXISTS', KEYS[2]) == 1 then
+				local prefix = owner .. '|'
+				for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+					if member == owner or string.sub(member, 1, #prefix) == prefix then
+						redis.call('ZREM', KEYS[2], member)
+					end
+				end
+			end
 			local holder = redis.call('GET', KEYS[1])
-			if holder ~= '*' .. ARGV[1] and holder ~= '*' .. ARGV[1] .. '*' then return 0 end
+			if holder ~= owner and holder ~= owner .. '*' and holder ~= '*' .. owner
+					and holder ~= '*' .. owner .. '*' then
+				return 0
+			end
 			""" + HAND_ON, Long.class);
 
 	@SuppressWarnings("rawtypes")

@@ -8,7 +8,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 import org.junit.jupiter.api.Test;
@@ -24,6 +23,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class HandoffWaitersTests {
 
+	private static final Duration TTL = Duration.ofSeconds(30);
+
 	private final List<String> withdrawn = new CopyOnWriteArrayList<>();
 
 	private final Set<String> held = ConcurrentHashMap.newKeySet();
@@ -36,8 +37,8 @@ class HandoffWaitersTests {
 	@Test
 	void aGrantWakesItsWaiterOnce() {
 		AtomicInteger woken = new AtomicInteger();
-		HandoffWaiters.Waiter waiter = this.waiters.register("k", woken::incrementAndGet);
-		this.waiters.onGrant("k", waiter.owner);
+		HandoffWaiters.Waiter waiter = this.waiters.register("k", TTL, woken::incrementAndGet);
+		this.waiters.onGrant("k", waiter.owner, 7);
 		assertThat(woken).hasValue(1);
 		waiter.took();
 		waiter.gaveUp();
@@ -46,62 +47,132 @@ class HandoffWaitersTests {
 	}
 
 	@Test
+	void aGrantWithATokenMakesTheWaiterTheHolderWithoutAnAttemptAndItsLeaseStartsBeforeTheGrant() {
+		AtomicInteger woken = new AtomicInteger();
+		HandoffWaiters.Waiter waiter = this.waiters.register("k", TTL, woken::incrementAndGet);
+		long sent = System.nanoTime();
+		waiter.attempt(sent + TTL.toNanos());
+		waiter.refused(sent);
+		assertThat(waiter.takeGranted()).as("no grant yet").isFalse();
+		this.waiters.onGrant("k", waiter.owner, 42);
+		this.waiters.onGrant("k", waiter.owner, 42);
+		assertThat(woken).as("the second copy wakes nobody").hasValue(1);
+		assertThat(waiter.takeGranted()).isTrue();
+		assertThat(waiter.fencingToken()).isEqualTo(42);
+		assertThat(waiter.leaseFrom()).isEqualTo(sent);
+		assertThat(waiter.took()).as("an attempt's answer after the grant is the same lock")
+			.isEqualTo(HandoffWaiters.Took.BY_GRANT);
+		this.waiters.onGrant("k", waiter.owner, 42);
+		waiter.gaveUp();
+		assertThat(this.withdrawn).as("a waiter that took the lock by its grant never withdraws").isEmpty();
+		assertThat(this.waiters.size()).isZero();
+	}
+
+	@Test
+	void aGrantWhoseLeaseStartIsTooOldIsLeftToTheNextAttempt() {
+		long created = System.nanoTime();
+		HandoffWaiters.Waiter waiter = this.waiters.register("k", Duration.ofMillis(30), () -> {
+		});
+		// Refused long ago: its last refusal was its first attempt, at its creation.
+		org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5))
+			.until(() -> System.nanoTime() - created > Duration.ofMillis(20).toNanos());
+		this.waiters.onGrant("k", waiter.owner, 42);
+		assertThat(waiter.takeGranted()).as("started more than a third of the lease time ago").isFalse();
+		assertThat(waiter.took()).as("the idempotent attempt takes it").isEqualTo(HandoffWaiters.Took.NOW);
+		waiter.gaveUp();
+		assertThat(this.withdrawn).isEmpty();
+	}
+
+	@Test
+	void aGrantAndAGiveUpThatCrossEitherReturnTheLockOrHandItOnNeverBoth() throws Exception {
+		for (int i = 0; i < 2_000; i++) {
+			this.withdrawn.clear();
+			HandoffWaiters.Waiter waiter = this.waiters.register("k", TTL, () -> {
+			});
+			waiter.refused(System.nanoTime());
+			CyclicBarrier start = new CyclicBarrier(2);
+			Thread grant = new Thread(() -> {
+				await(start);
+				this.waiters.onGrant("k", waiter.owner, 42);
+			});
+			grant.start();
+			await(start);
+			// The racer as its wait runs out: takes a grant that came first, else gives up.
+			boolean took = waiter.takeGranted();
+			if (!took) {
+				waiter.gaveUp();
+			}
+			grant.join();
+			boolean tookLate = waiter.takeGranted();
+			assertThat(tookLate).as("round " + i + ": nothing to take after giving up").isFalse();
+			long withdrawals = this.withdrawn.stream().filter(("k " + waiter.owner)::equals).count();
+			if (took) {
+				assertThat(withdrawals).as("round " + i + ": returned, so never withdrawn").isZero();
+			}
+			else {
+				assertThat(withdrawals).as("round " + i + ": gone, so the handed lock is withdrawn").isBetween(1L, 2L);
+			}
+			assertThat(this.waiters.size()).as("round " + i).isZero();
+		}
+	}
+
+	@Test
 	void aWaiterThatGivesUpWithdrawsOnceAndAGrantForItIsHandedOn() {
-		HandoffWaiters.Waiter waiter = this.waiters.register("k", () -> {
+		HandoffWaiters.Waiter waiter = this.waiters.register("k", TTL, () -> {
 		});
 		waiter.gaveUp();
 		waiter.gaveUp();
 		assertThat(this.withdrawn).containsExactly("k " + waiter.owner);
-		this.waiters.onGrant("k", waiter.owner);
+		this.waiters.onGrant("k", waiter.owner, 7);
 		assertThat(this.withdrawn).containsExactly("k " + waiter.owner, "k " + waiter.owner);
 		assertThat(this.waiters.size()).isZero();
 	}
 
 	@Test
 	void aGrantedWaiterThatGivesUpWithdrawsSoThatTheReservationIsHandedOn() {
-		HandoffWaiters.Waiter waiter = this.waiters.register("k", () -> {
+		HandoffWaiters.Waiter waiter = this.waiters.register("k", TTL, () -> {
 		});
-		this.waiters.onGrant("k", waiter.owner);
+		this.waiters.onGrant("k", waiter.owner, 7);
 		waiter.gaveUp();
 		assertThat(this.withdrawn).containsExactly("k " + waiter.owner);
 	}
 
 	@Test
 	void aLateGrantForAnOwnerThatTookTheLockWithdrawsNothing() {
-		HandoffWaiters.Waiter held = this.waiters.register("k", () -> {
+		HandoffWaiters.Waiter held = this.waiters.register("k", TTL, () -> {
 		});
 		held.took();
 		this.held.add(held.owner);
-		this.waiters.onGrant("k", held.owner);
-		HandoffWaiters.Waiter released = this.waiters.register("k", () -> {
+		this.waiters.onGrant("k", held.owner, 7);
+		HandoffWaiters.Waiter released = this.waiters.register("k", TTL, () -> {
 		});
 		released.took();
 		// Taken and already released: one of the last owners that took their lock.
-		this.waiters.onGrant("k", released.owner);
+		this.waiters.onGrant("k", released.owner, 7);
 		assertThat(this.withdrawn).isEmpty();
 	}
 
 	@Test
 	void aGrantForAnotherProcesssWaiterIsIgnoredAndOneForAnUnknownOwnerOfOursIsHandedOn() {
-		this.waiters.onGrant("k", "elsewhere.1");
+		this.waiters.onGrant("k", "elsewhere.1", 7);
 		assertThat(this.withdrawn).isEmpty();
 		String unknown = this.owners.next();
-		this.waiters.onGrant("k", unknown);
+		this.waiters.onGrant("k", unknown, 7);
 		assertThat(this.withdrawn).containsExactly("k " + unknown);
 	}
 
 	@Test
 	void aSuccessorIsAdoptedByTheNextRacerAndAGrantBeforeThatWakesItOnAdoption() {
-		this.waiters.successor("k");
-		String successor = this.waiters.localWaiter("k");
+		this.waiters.successor("k", TTL);
+		String successor = this.waiters.localWaiter("k", System.nanoTime() + TTL.toNanos()).owner;
 		assertThat(successor).isNotNull();
-		this.waiters.onGrant("k", successor);
+		this.waiters.onGrant("k", successor, 7);
 		AtomicInteger woken = new AtomicInteger();
-		HandoffWaiters.Waiter racer = this.waiters.adopt("k", woken::incrementAndGet);
+		HandoffWaiters.Waiter racer = this.waiters.adopt("k", TTL, woken::incrementAndGet);
 		assertThat(racer.owner).isEqualTo(successor);
 		assertThat(woken).as("granted before it was adopted").hasValue(1);
 		racer.took();
-		assertThat(this.waiters.localWaiter("k")).isNull();
+		assertThat(this.waiters.localWaiter("k", System.nanoTime() + TTL.toNanos())).isNull();
 		this.waiters.queueEmptied("k");
 		assertThat(this.withdrawn).isEmpty();
 		assertThat(this.waiters.size()).isZero();
@@ -109,11 +180,11 @@ class HandoffWaitersTests {
 
 	@Test
 	void aSuccessorNobodyAdoptsIsWithdrawnWhenTheQueueEmpties() {
-		this.waiters.successor("k");
-		String successor = this.waiters.localWaiter("k");
+		this.waiters.successor("k", TTL);
+		String successor = this.waiters.localWaiter("k", System.nanoTime() + TTL.toNanos()).owner;
 		this.waiters.queueEmptied("k");
 		assertThat(this.withdrawn).containsExactly("k " + successor);
-		assertThat(this.waiters.localWaiter("k")).isNull();
+		assertThat(this.waiters.localWaiter("k", System.nanoTime() + TTL.toNanos())).isNull();
 		assertThat(this.waiters.size()).isZero();
 	}
 
@@ -121,13 +192,13 @@ class HandoffWaitersTests {
 	void aSuccessorIsEitherAdoptedOrWithdrawnNeverBoth() throws Exception {
 		for (int i = 0; i < 2_000; i++) {
 			this.withdrawn.clear();
-			this.waiters.successor("k");
-			String successor = this.waiters.localWaiter("k");
+			this.waiters.successor("k", TTL);
+			String successor = this.waiters.localWaiter("k", System.nanoTime() + TTL.toNanos()).owner;
 			CyclicBarrier start = new CyclicBarrier(2);
 			AtomicBoolean adopted = new AtomicBoolean();
 			Thread racer = new Thread(() -> {
 				await(start);
-				HandoffWaiters.Waiter waiter = this.waiters.adopt("k", () -> {
+				HandoffWaiters.Waiter waiter = this.waiters.adopt("k", TTL, () -> {
 				});
 				adopted.set(waiter.owner.equals(successor));
 				waiter.gaveUp();
@@ -139,7 +210,7 @@ class HandoffWaitersTests {
 			long withdrawalsOfSuccessor = this.withdrawn.stream().filter(("k " + successor)::equals).count();
 			assertThat(withdrawalsOfSuccessor).as("round " + i).isEqualTo(1);
 			assertThat(this.waiters.size()).as("round " + i).isZero();
-			assertThat(this.waiters.localWaiter("k")).isNull();
+			assertThat(this.waiters.localWaiter("k", System.nanoTime() + TTL.toNanos())).isNull();
 			if (adopted.get()) {
 				// The racer adopted it and withdrew it when it gave up; the queue's end did nothing.
 				assertThat(this.withdrawn).hasSize(1);
@@ -164,7 +235,8 @@ class HandoffWaitersTests {
 		}
 
 		@Override
-		public boolean release(String key, String owner, String localWaiter, Duration recordFor) {
+		public boolean release(String key, String owner, String localWaiter, Duration localWaiterTtl,
+				Duration recordFor) {
 			return true;
 		}
 
@@ -174,7 +246,7 @@ class HandoffWaitersTests {
 		}
 
 		@Override
-		public AutoCloseable subscribe(Consumer<String> released, BiConsumer<String, String> granted) {
+		public AutoCloseable subscribe(Consumer<String> released, Grants granted) {
 			return () -> {
 			};
 		}

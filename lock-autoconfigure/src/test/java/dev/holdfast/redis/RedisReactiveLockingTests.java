@@ -261,16 +261,18 @@ class RedisReactiveLockingTests {
 		}
 
 		@Override
-		public boolean release(String key, String owner, @Nullable String localWaiter, Duration recordFor) {
+		public boolean release(String key, String owner, @Nullable String localWaiter,
+				@Nullable Duration localWaiterTtl, Duration recordFor) {
 			watch("release");
-			return this.delegate.release(key, owner, localWaiter, recordFor);
+			return this.delegate.release(key, owner, localWaiter, localWaiterTtl, recordFor);
 		}
 
 		@Override
-		public void releaseAsync(String key, String owner, @Nullable String localWaiter, Duration recordFor,
+		public void releaseAsync(String key, String owner, @Nullable String localWaiter,
+				@Nullable Duration localWaiterTtl, Duration recordFor,
 				BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
 			this.asyncReleases.incrementAndGet();
-			this.delegate.releaseAsync(key, owner, localWaiter, recordFor, whenAnswered);
+			this.delegate.releaseAsync(key, owner, localWaiter, localWaiterTtl, recordFor, whenAnswered);
 		}
 
 		@Override
@@ -279,7 +281,7 @@ class RedisReactiveLockingTests {
 		}
 
 		@Override
-		public AutoCloseable subscribe(Consumer<String> released, BiConsumer<String, String> granted) {
+		public AutoCloseable subscribe(Consumer<String> released, Grants granted) {
 			return this.delegate.subscribe(released, granted);
 		}
 

@@ -28,8 +28,9 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * The handoff on Redis between instances (two templates over two clients, as two processes
- * would have): waiting acquisitions record themselves, the release hands the lock to a recorded
- * waiter, reserved for it and announced, and only that waiter takes it.
+ * would have): waiting acquisitions record themselves, the release makes a recorded waiter the
+ * holder and announces it with the fencing token, and that waiter holds the lock without another
+ * call.
  */
 class RedisWaiterHandoffTests {
 
@@ -58,6 +59,8 @@ class RedisWaiterHandoffTests {
 	private final String lockKey = "{" + this.name + "}";
 
 	private final String waitersKey = "{" + this.name + "}:waiters";
+
+	private final String fenceKey = "{" + this.name + "}:fence";
 
 	@BeforeAll
 	static void startRedis() {
@@ -173,10 +176,11 @@ class RedisWaiterHandoffTests {
 	}
 
 	@Test
-	void aReservedLockIsRefusedToEveryoneButItsWaiter() throws Exception {
+	void aLockReservedForARecordOfAnEarlierVersionIsRefusedToEveryoneButItsWaiter() throws Exception {
 		RedisLockBackend first = backend(RedisLockBackend.DEFAULT_CHANNEL);
 		RedisLockBackend second = backend(RedisLockBackend.DEFAULT_CHANNEL);
-		// A waiter of a process that is not listening here: nobody hands its reservation on.
+		// A waiter of an earlier version (its record is its owner alone) of a process that is not
+		// listening here: nobody hands its reservation on.
 		record("elsewhere.1", Duration.ofSeconds(30));
 		AcquireResult held = first.tryAcquire(this.name, "first.1", Duration.ofSeconds(30));
 		assertThat(held.acquired()).isTrue();
@@ -194,16 +198,16 @@ class RedisWaiterHandoffTests {
 			.isEmpty();
 		await().atMost(WAKE_BOUND)
 			.untilAsserted(() -> assertThat(raw().opsForZSet().range(this.waitersKey, 0, -1))
-				.containsExactly("second.1"));
+				.containsExactly("second.1|30000"));
 		AcquireResult claimed = second.tryAcquireWaiting(this.name, "elsewhere.1", Duration.ofSeconds(30),
 				Duration.ofSeconds(30));
 		assertThat(claimed.acquired()).as("the reserved waiter claims it").isTrue();
 		assertThat(claimed.fencingToken()).isGreaterThan(held.fencingToken());
 		assertThat(raw().opsForValue().get(this.lockKey)).as("owned and marked: a waiter remains recorded")
 			.isEqualTo("elsewhere.1*");
-		// Its release hands the lock to the remaining recorded waiter.
+		// Its release makes the remaining recorded waiter (of this version) the holder.
 		assertThat(second.release(this.name, "elsewhere.1")).isTrue();
-		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("*second.1");
+		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("second.1");
 	}
 
 	@Test
@@ -211,45 +215,118 @@ class RedisWaiterHandoffTests {
 		RedisLockBackend backend = backend(RedisLockBackend.DEFAULT_CHANNEL);
 		List<String> grants = new java.util.concurrent.CopyOnWriteArrayList<>();
 		AutoCloseable subscription = backend.subscribe((key) -> {
-		}, (key, owner) -> grants.add(key + " " + owner + " " + Thread.currentThread().getName()));
+		}, (key, owner, token) -> grants.add(key + " " + owner + " " + token + " " + Thread.currentThread().getName()));
 		this.closeables.add(subscription);
 		await().atMost(Duration.ofSeconds(60)).until(backend::isListening);
-		assertThat(backend.tryAcquire(this.name, "holder.1", Duration.ofSeconds(30)).acquired()).isTrue();
+		AcquireResult first = backend.tryAcquire(this.name, "holder.1", Duration.ofSeconds(30));
+		assertThat(first.acquired()).isTrue();
 		// Contended (as when another process's waiter was refused), but no waiter recorded yet.
 		assertThat(backend.tryAcquire(this.name, "other.1", Duration.ofSeconds(30)).acquired()).isFalse();
-		assertThat(backend.release(this.name, "holder.1", "next.1", Duration.ofSeconds(10))).isTrue();
-		assertThat(raw().opsForValue().get(this.lockKey)).as("the only recorded waiter drew it")
-			.isEqualTo("*next.1");
+		assertThat(backend.release(this.name, "holder.1", "next.1", Duration.ofSeconds(20), Duration.ofSeconds(10)))
+			.isTrue();
+		assertThat(raw().opsForValue().get(this.lockKey)).as("the only recorded waiter drew it: its lock")
+			.isEqualTo("next.1");
+		assertThat(raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS)).as("its lease time")
+			.isBetween(15_000L, 20_000L);
+		long token = Long.parseLong(raw().opsForValue().get(this.fenceKey));
+		assertThat(token).as("a token taken for it").isGreaterThan(first.fencingToken());
 		// The announcement may come first (on the subscription's I/O thread), but the answer's
 		// dispatch has happened when release returns.
-		assertThat(grants).as("told from the answer, on the releasing thread")
-			.contains(this.name + " next.1 " + Thread.currentThread().getName());
-		assertThat(backend.tryAcquireWaiting(this.name, "next.1", Duration.ofSeconds(30), Duration.ofSeconds(10))
-			.acquired()).isTrue();
+		assertThat(grants).as("told from the answer, with the token, on the releasing thread")
+			.contains(this.name + " next.1 " + token + " " + Thread.currentThread().getName());
+		AcquireResult again = backend.tryAcquireWaiting(this.name, "next.1", Duration.ofSeconds(30),
+				Duration.ofSeconds(10));
+		assertThat(again.acquired()).as("idempotent for the holder").isTrue();
+		assertThat(again.fencingToken()).isEqualTo(token);
+		assertThat(raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS)).as("renewed to its lease time")
+			.isGreaterThan(20_000L);
 	}
 
 	@Test
-	void aLostGrantIsClaimedByTheWaitersPollWithinTheClaimWindow() throws Exception {
+	void aLostGrantIsMadeGoodByTheWaitersNextPollWhichFindsItHoldsTheLock() throws Exception {
 		DefaultLockTemplate releasing = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
 		// Listens on another channel: it never hears the grant.
-		Duration poll = Duration.ofSeconds(5);
+		Duration poll = Duration.ofSeconds(2);
 		DefaultLockTemplate deaf = listeningTemplate("holdfast:elsewhere", poll);
 		Lease held = releasing.acquire(this.name, null, ONCE);
 		CompletableFuture<Lease> waiting = waitInBackground(deaf, LockOptions.defaults().waitTime(SLOW_POLL));
 		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
-		String waiter = raw().opsForZSet().range(this.waitersKey, 0, 0).iterator().next();
+		String record = raw().opsForZSet().range(this.waitersKey, 0, 0).iterator().next();
+		assertThat(record).as("owner and lease time").endsWith("|" + SLOW_POLL.toMillis());
+		String waiter = record.substring(0, record.lastIndexOf('|'));
 		held.close();
-		await().atMost(WAKE_BOUND).until(() -> ("*" + waiter).equals(raw().opsForValue().get(this.lockKey)));
-		long reservedAt = System.nanoTime();
-		long window = raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS);
-		// The record lasted two polls from the waiter's last attempt, the window as long: its next
-		// poll comes at least one poll interval before the window ends.
-		assertThat(window).isGreaterThan(poll.toMillis());
-		Lease next = waiting.get(2 * poll.toSeconds(), TimeUnit.SECONDS);
-		long claimedAfter = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - reservedAt);
-		assertThat(claimedAfter).as("claimed from the reservation, not taken after it expired").isLessThan(window);
+		assertThat(raw().opsForValue().get(this.lockKey)).as("the release made the waiter the holder")
+			.isEqualTo(waiter);
+		long token = Long.parseLong(raw().opsForValue().get(this.fenceKey));
+		Lease next = waiting.get(4 * poll.toSeconds(), TimeUnit.SECONDS);
 		assertThat(next.isValid()).isTrue();
+		assertThat(next.fencingToken()).as("the token the release took for it").isEqualTo(token);
+		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo(waiter);
 		next.close();
+		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
+	}
+
+	@Test
+	void aGrantMakesTheWaiterTheHolderWithoutAnotherCall() throws Exception {
+		DefaultLockTemplate releasing = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		DefaultLockTemplate other = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		for (boolean blocking : new boolean[] { true, false }) {
+			Lease held = releasing.acquire(this.name, null, ONCE);
+			CompletableFuture<Lease> waiting = blocking ? waitInBackground(other, WAIT)
+					: other.tryAcquireAsync(this.name, null, WAIT);
+			await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+			long scriptsBefore = scriptCalls();
+			held.close();
+			Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+			// The release is the only script run: before, the waiter claimed its reservation with an
+			// ACQUIRE after the grant.
+			assertThat(scriptCalls() - scriptsBefore).as((blocking ? "blocking" : "non-blocking")
+					+ ": scripts run from the release to the lease").isEqualTo(1);
+			assertThat(next.isValid()).isTrue();
+			assertThat(next.fencingToken()).isEqualTo(Long.parseLong(raw().opsForValue().get(this.fenceKey)))
+				.isGreaterThan(held.fencingToken());
+			if (blocking) {
+				next.close();
+			}
+			else {
+				other.releaseAsync(next).toCompletableFuture().get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+			}
+			assertThat(raw().hasKey(this.lockKey)).isFalse();
+		}
+	}
+
+	@Test
+	void aWaiterWithdrawnAsItIsDrawnLeavesTheLockFreeAtOnce() throws Exception {
+		RedisLockBackend backend = backend(RedisLockBackend.DEFAULT_CHANNEL);
+		assertThat(backend.tryAcquire(this.name, "holder.1", Duration.ofMinutes(1)).acquired()).isTrue();
+		assertThat(backend.tryAcquireWaiting(this.name, "waiter.1", Duration.ofMinutes(1), Duration.ofMinutes(1))
+			.acquired()).isFalse();
+		assertThat(backend.release(this.name, "holder.1")).isTrue();
+		assertThat(raw().opsForValue().get(this.lockKey)).as("handed to the waiter for its lease time")
+			.isEqualTo("waiter.1");
+		// Its acquisition ended (timed out) as the release drew it: nobody will use the lock.
+		backend.withdraw(this.name, "waiter.1");
+		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
+		assertThat(backend.tryAcquire(this.name, "other.1", Duration.ofMinutes(1)).acquired()).isTrue();
+		// A withdrawal of an owner that does not hold the lock leaves it alone.
+		backend.withdraw(this.name, "waiter.1");
+		assertThat(backend.release(this.name, "other.1")).isTrue();
+	}
+
+	/** Scripts that Redis ran (EVALSHA and EVAL), from INFO commandstats. */
+	private long scriptCalls() {
+		java.util.Properties stats = raw().execute(
+				(org.springframework.data.redis.core.RedisCallback<java.util.Properties>) (connection) -> connection
+					.serverCommands()
+					.info("commandstats"));
+		long calls = 0;
+		for (String command : List.of("cmdstat_evalsha", "cmdstat_eval")) {
+			String value = stats.getProperty(command);
+			if (value != null) {
+				calls += Long.parseLong(value.substring(value.indexOf("calls=") + 6, value.indexOf(',')));
+			}
+		}
+		return calls;
 	}
 
 	@Test
@@ -261,11 +338,11 @@ class RedisWaiterHandoffTests {
 		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
 		// A waiter of this instance that no longer waits, still recorded with a long record.
 		String gone = owner.substring(0, owner.lastIndexOf('.')) + ".999999999";
-		record(gone, Duration.ofMinutes(1));
+		record(gone + "|60000", Duration.ofMinutes(1));
 		RedisLockBackend other = backend(RedisLockBackend.DEFAULT_CHANNEL);
 		assertThat(other.tryAcquire(this.name, "other.1", Duration.ofMinutes(1)).acquired()).isTrue();
 		assertThat(other.release(this.name, "other.1")).isTrue();
-		// Reserved for a minute, unless the instance hands it on when it hears the grant.
+		// Held by it for a minute, unless the instance hands it on when it hears the grant.
 		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
 		assertThat(other.tryAcquire(this.name, "other.2", Duration.ofMinutes(1)).acquired()).isTrue();
 	}
