@@ -93,17 +93,25 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ RESERVED_PREFIX_LENGTH + ") = ?) RETURNING l.fence";
 		// A refused attempt marks the holder's row (a '*' before the holder's description), so that
 		// its release announces itself; under the row's lock, so a release that committed meanwhile
-		// is seen (no row: retry at once), never a stale remaining time. A row marked already is not
-		// written again (no new row version, no WAL): its remaining time is read instead, and only
-		// if it still reads as marked; a release racing with that read is then announced, while a
-		// row that reads unmarked but was not marked changed meanwhile (no row: retry at once).
-		// The mark names the marking instance ('*[<instance>]', parameter 1), so that a release can
-		// hand the lock to it. A reservation ('>') is never marked: it is read like a marked row.
-		this.markSql = "WITH m AS (UPDATE " + table + " SET holder = left(? || holder, 255)"
-				+ " WHERE lock_key = ? AND expires_at > " + CLOCK + " AND left(holder, 1) NOT IN ('" + MARK + "', '"
-				+ RESERVED + "') RETURNING expires_at) SELECT expires_at - " + CLOCK
+		// is seen (no row: retry at once), never a stale remaining time. The mark names the marking
+		// instance ('*[<instance>]', parameters 1 and 2), so that a release can hand the lock to it.
+		// A row marked by another instance is marked again, for this one (parameter 4, null for
+		// none): the last refused instance is the one the next release draws against, so that a
+		// third instance is not kept out by two that hand the lock to each other. A row marked by
+		// this instance (or by an attempt that names none), or reserved ('>'), is not written again
+		// (no new row version, no WAL): its remaining time is read instead, and only if it still
+		// reads as such; a release racing with that read is then announced, while a row that reads
+		// otherwise but was not marked changed meanwhile (no row: retry at once).
+		String named = "left(holder, 2) = '" + MARK + "[' AND substr(holder, " + (INSTANCE_LENGTH + 3) + ", 1) = ']'";
+		String markedByOther = "(" + named + " AND substr(holder, 3, " + INSTANCE_LENGTH
+				+ ") <> coalesce(?, substr(holder, 3, " + INSTANCE_LENGTH + ")))";
+		this.markSql = "WITH m AS (UPDATE " + table + " SET holder = CASE WHEN " + named + " THEN left(? || substr(holder, "
+				+ (INSTANCE_LENGTH + 4) + "), 255) ELSE left(? || holder, 255) END"
+				+ " WHERE lock_key = ? AND expires_at > " + CLOCK + " AND (left(holder, 1) NOT IN ('" + MARK + "', '"
+				+ RESERVED + "') OR " + markedByOther + ") RETURNING expires_at) SELECT expires_at - " + CLOCK
 				+ " FROM m UNION ALL SELECT expires_at - " + CLOCK + " FROM " + table + " WHERE lock_key = ? AND expires_at > "
-				+ CLOCK + " AND left(holder, 1) IN ('" + MARK + "', '" + RESERVED + "') AND NOT EXISTS (SELECT 1 FROM m)";
+				+ CLOCK + " AND left(holder, 1) IN ('" + MARK + "', '" + RESERVED + "') AND NOT " + markedByOther
+				+ " AND NOT EXISTS (SELECT 1 FROM m)";
 		this.channel = releaseChannel(relation);
 		// The release reports whether a refused attempt marked the row; the announcement is a
 		// statement of its own after it (release()), so that it can never fail the release. The
@@ -114,7 +122,8 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		// instance marked the row, the lock is reserved for one of the two, drawn by the caller
 		// (parameter 3: the releasing instance first), for the claim window; else the plain release.
 		// The marking instance is read from the row under the UPDATE's lock, so it is never stale.
-		String waiter = "NULLIF(substring(l.holder FROM '^\\" + MARK + "\\[([0-9a-f]{" + INSTANCE_LENGTH + "})\\]'), ?)";
+		// No backslash in the pattern: it reads the same whatever standard_conforming_strings says.
+		String waiter = "NULLIF(substring(l.holder FROM '^[" + MARK + "][[]([0-9a-f]{" + INSTANCE_LENGTH + "})[]]'), ?)";
 		this.releaseDrawSql = "UPDATE " + table + " AS l SET owner_token = '', expires_at = CASE WHEN " + waiter
 				+ " IS NULL THEN LEAST(l.expires_at, n.us) ELSE n.us + " + CLAIM_WINDOW_MICROS + " END, holder = CASE WHEN "
 				+ waiter + " IS NULL THEN l.holder WHEN ? THEN '" + RESERVED + "[' || ? || '][' || " + waiter + " || ']' ELSE '"
@@ -380,9 +389,13 @@ final class PostgreSqlDialect extends SqlClockDialect {
 			}
 		}
 		try (PreparedStatement ps = prepare(connection, this.markSql)) {
-			ps.setString(1, (instance != null) ? MARK + "[" + instance + "]" : MARK);
-			ps.setString(2, key);
+			String mark = (instance != null) ? MARK + "[" + instance + "]" : MARK;
+			ps.setString(1, mark);
+			ps.setString(2, mark);
 			ps.setString(3, key);
+			ps.setString(4, instance);
+			ps.setString(5, key);
+			ps.setString(6, instance);
 			try (ResultSet rs = ps.executeQuery()) {
 				return AcquireResult.held(rs.next() ? remainingMillis(rs.getLong(1)) : 0);
 			}
