@@ -84,9 +84,9 @@ import dev.holdfast.spi.TickClaims;
  * other databases, the backend does not {@linkplain #announcesReleases() announce releases} and
  * the engine polls with jittered, bounded back-off. The backend reports the holder's remaining
  * time so that polling never sleeps past a lease's expiry. With {@linkplain #setFairHandoff fair
- * handoff} on PostgreSQL, the mark names the waiting backend instance, and a release for which a
- * thread of this instance waits too reserves the lock for one of the two, drawn, for 100 ms
- * ({@link #releaseWanted}).</li>
+ * handoff} on PostgreSQL, the mark names the waiting backend instance refused last, and a
+ * release for which a thread of this instance waits too reserves the lock for one of the two,
+ * drawn, for 100 ms ({@link #releaseWanted}).</li>
  * <li><b>Fencing tokens</b>: a new row gets the database clock in microseconds; a row taken over
  * after expiry or release gets {@code GREATEST(previous + 1, clock)}, under the row's lock. Per
  * lock, tokens therefore increase strictly while the row exists: an acquisition that read the
