@@ -354,7 +354,15 @@ final class AsyncLockSupport {
 			if (current != null) {
 				unqueue(current);
 			}
-			// A timeout does not tell whether the backend took the lock.
+			HandoffWaiters.Waiter recorded = this.recorded;
+			if (recorded != null && !recorded.gaveUp()) {
+				// A grant returned the lock to the caller while this attempt was in flight (a
+				// timeout, a reset, a replica shortfall): the lock is the caller's lease now, and the
+				// attempt's answer would have been that same lock. Never released by owner here.
+				return;
+			}
+			// A timeout does not tell whether the backend took the lock (for a recorded waiter,
+			// now gone: a grant can no longer return it, and its withdrawal hands a handed lock on).
 			AsyncLockSupport.this.template.releaseUnknownOutcome(this.key, owner);
 			Throwable cause = (failure instanceof CompletionException && failure.getCause() != null)
 					? failure.getCause() : failure;

@@ -118,7 +118,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		this.renewer = (backend instanceof LeaseRenewal renewal)
 				? new LeaseRenewer(this, renewal, backend.name(), this.held.values()) : null;
 		HandoffWaiters handoff = (backend instanceof WaiterHandoff waiterHandoff)
-				? new HandoffWaiters(waiterHandoff, this.owners, settings.pollInterval(), this::holds) : null;
+				? new HandoffWaiters(waiterHandoff, this.owners, settings.pollInterval()) : null;
 		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? new AsyncLockSupport(this, asyncBackend,
 				this.listener, this.owners, settings.pollInterval(), handoff) : null;
 		this.racer = new Racer(this, backend, this.owners, settings.pollInterval(), this.async, handoff);
@@ -461,12 +461,6 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	/** Whether a thread of this template queues or races for {@code key} now. */
 	boolean wantedLocally(String key) {
 		return this.racer.wanted(key);
-	}
-
-	/** Whether this template holds {@code key} under {@code owner} (valid, or its release in flight). */
-	private boolean holds(String key, String owner) {
-		HeldLease lease = this.held.get(key);
-		return lease != null && lease.owner().equals(owner);
 	}
 
 	/**

@@ -4,10 +4,7 @@ import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
-import java.util.concurrent.atomic.AtomicReferenceArray;
-import java.util.function.BiPredicate;
 
 import org.jspecify.annotations.Nullable;
 
@@ -27,9 +24,10 @@ import dev.holdfast.spi.WaiterHandoff;
  * when the acquisition ends without the lock (timeout, interrupt, cancel, failure), which then
  * withdraws it on the backend: the record goes and a lock handed to it is handed on. {@code GONE}
  * is final and owner tokens are never reused, so a withdrawn owner never uses its lock, and a
- * waiter that took the lock never withdraws. A grant for a waiter that is gone, or for an owner of
- * this template that waits no more (and does not hold the key, and is not one of the last 64
- * that took their lock), is handed on at once rather than left to expire. A lease taken by a
+ * waiter that took the lock never withdraws. A grant for a waiter that is gone (found in the map
+ * as it leaves) is handed on at once; a grant for any other owner not waiting here is ignored:
+ * never a withdrawal by owner of a lock that owner may have taken and not yet registered (a lock
+ * handed to a waiter that gave up is handed on by its own withdrawal). A lease taken by a
  * grant starts no later than the release that set the lock's expiry: at the send time of the
  * waiter's latest refused attempt (or of its first attempt, or of a release that recorded it);
  * if that is more than a third of the lease time ago, the next attempt acquires the lock again
@@ -69,29 +67,17 @@ final class HandoffWaiters {
 
 	private final OwnerTokens owners;
 
-	/** Whether this template holds {@code key} under {@code owner} now. */
-	private final BiPredicate<String, String> holds;
-
 	/** How long a record lasts without another attempt: two poll intervals. */
 	private final Duration recordFor;
 
 	private final ConcurrentHashMap<String, Waiter> waiters = new ConcurrentHashMap<>();
 
-	/** Owners of the last {@value #RECENTLY_TAKEN} waiters that took their lock, oldest overwritten. */
-	private static final int RECENTLY_TAKEN = 64;
-
-	private final AtomicReferenceArray<String> recentlyTaken = new AtomicReferenceArray<>(RECENTLY_TAKEN);
-
-	private final AtomicInteger recentlyTakenNext = new AtomicInteger();
-
 	/** The blocking path's waiter of each key (a successor, or the gate head's). */
 	private final ConcurrentHashMap<String, Waiter> racers = new ConcurrentHashMap<>();
 
-	HandoffWaiters(WaiterHandoff backend, OwnerTokens owners, Duration pollInterval,
-			BiPredicate<String, String> holds) {
+	HandoffWaiters(WaiterHandoff backend, OwnerTokens owners, Duration pollInterval) {
 		this.backend = backend;
 		this.owners = owners;
-		this.holds = holds;
 		this.recordFor = pollInterval.multipliedBy(2);
 	}
 
@@ -223,24 +209,16 @@ final class HandoffWaiters {
 				return;
 			}
 		}
-		else if (!this.owners.isOwn(owner) || this.holds.test(key, owner) || tookRecently(owner)) {
-			// Another process's waiter, or ours that took the lock already (by an attempt or an
-			// earlier copy of this grant), even if it has released it since.
+		else {
+			// Another process's waiter, or ours that no longer waits here: it took the lock (and
+			// may not have registered its lease yet: never touch it), or it gave up, and its own
+			// withdrawal (gaveUp, recordedAfterGivingUp) removes its record and hands on a lock
+			// handed to it.
 			return;
 		}
-		// Gone, or no longer (or never) waiting here: its acquisition ended without the lock and
-		// never takes it (owner tokens are never reused), so the lock handed to it is nobody's in
-		// use: hand it on rather than let it expire.
+		// Gone: its acquisition ended without the lock and never takes it (owner tokens are never
+		// reused), so the lock handed to it is nobody's in use: hand it on rather than let it expire.
 		this.backend.withdraw(key, owner);
-	}
-
-	private boolean tookRecently(String owner) {
-		for (int i = 0; i < RECENTLY_TAKEN; i++) {
-			if (owner.equals(this.recentlyTaken.get(i))) {
-				return true;
-			}
-		}
-		return false;
 	}
 
 	/** How many waiters are registered now. */
@@ -330,7 +308,6 @@ final class HandoffWaiters {
 			if (!STATE.compareAndSet(this, ASSIGNED, TAKEN)) {
 				return false;
 			}
-			rememberTaken();
 			leave();
 			return true;
 		}
@@ -392,24 +369,20 @@ final class HandoffWaiters {
 					return Took.AFTER_GIVING_UP;
 				}
 				if (STATE.compareAndSet(this, current, TAKEN)) {
-					rememberTaken();
-					leave();
+							leave();
 					return Took.NOW;
 				}
 			}
 		}
 
-		private void rememberTaken() {
-			HandoffWaiters.this.recentlyTaken.set(
-					Math.floorMod(HandoffWaiters.this.recentlyTakenNext.getAndIncrement(), RECENTLY_TAKEN), this.owner);
-		}
-
 		/**
 		 * The acquisition ends without the lock (also after a failure): leaves, and withdraws its
 		 * record and any lock a release handed to it (a grant it did not return). Idempotent;
-		 * nothing once it took the lock.
+		 * nothing once it took the lock, and then answers false: the lock was returned (by a grant,
+		 * on another thread, perhaps while an attempt was in flight), so whoever ends the
+		 * acquisition must not release it by owner either.
 		 */
-		void gaveUp() {
+		boolean gaveUp() {
 			leave();
 			int previous = STATE.getAndUpdate(this, (current) -> (current == TAKEN) ? TAKEN : GONE);
 			if (previous == WAITING || previous == GRANTED || previous == ASSIGNED) {
@@ -417,6 +390,7 @@ final class HandoffWaiters {
 				// the lock (the state decided it): hand the lock on.
 				HandoffWaiters.this.backend.withdraw(this.key, this.owner);
 			}
+			return previous != TAKEN;
 		}
 
 		/**

@@ -21,12 +21,6 @@ final class OwnerTokens {
 		this.instance = Base64.getUrlEncoder().withoutPadding().encodeToString(random);
 	}
 
-	/** Whether {@code owner} is a token of this instance. */
-	boolean isOwn(String owner) {
-		return owner.length() > this.instance.length() + 1 && owner.startsWith(this.instance)
-				&& owner.charAt(this.instance.length()) == '.';
-	}
-
 	String next() {
 		// One concatenation, no intermediate string for the counter.
 		return this.instance + '.' + this.counter.incrementAndGet();

@@ -472,8 +472,16 @@ public class RedisLockBackend
 	}
 
 	private byte[][] acquireArguments(String owner, Duration ttl, byte[] recordFor) {
+		if (this.acks.replicas() > 0) {
+			// Recorded as the bare owner: a release only reserves the lock for it, and it claims
+			// the lock with its own acknowledged acquisition (see RedisScripts.ACQUIRE).
+			return new byte[][] { ownerBytes(owner), ttlBytes(ttlMillis(ttl)), recordFor, BARE_RECORD };
+		}
 		return new byte[][] { ownerBytes(owner), ttlBytes(ttlMillis(ttl)), recordFor };
 	}
+
+	/** ACQUIRE's fourth argument: record the waiter without its lease time (replicas-to-ack). */
+	private static final byte[] BARE_RECORD = bytes("1");
 
 	/** The last record duration sent, encoded: the engine sends one per template. */
 	private volatile TtlBytes lastRecord = new TtlBytes(-1, new byte[0]);
@@ -519,7 +527,10 @@ public class RedisLockBackend
 	private byte[][] releaseArguments(String key, String owner, @Nullable String localWaiter,
 			@Nullable Duration localWaiterTtl, @Nullable Duration recordFor) {
 		boolean next = localWaiter != null && localWaiterTtl != null && recordFor != null;
-		byte[] waiter = next ? bytes(checkOwner(localWaiter) + '|' + ttlMillis(localWaiterTtl)) : EMPTY;
+		// With replicas-to-ack, recorded as the bare owner as its own attempts record it.
+		byte[] waiter = !next ? EMPTY
+				: (this.acks.replicas() > 0) ? bytes(checkOwner(localWaiter))
+						: bytes(checkOwner(localWaiter) + '|' + ttlMillis(localWaiterTtl));
 		byte[] record = next ? recordBytes(recordFor) : NOT_RECORDED;
 		return new byte[][] { ownerBytes(owner), this.channelBytes,
 				MIN_CLAIM_WINDOW, waiter, record };

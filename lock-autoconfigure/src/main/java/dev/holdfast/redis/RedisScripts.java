@@ -36,7 +36,10 @@ final class RedisScripts {
 	// the record is stale. A waiting attempt finds a lock that a release handed to its owner
 	// (value owner or owner .. '*': a grant it has not heard yet) already its lock: it renews it
 	// to ARGV[2] and answers the counter's value, the token that release took for it (only holders
-	// take tokens); a try-once attempt (ARGV[3] = 0) is never reentrant.
+	// take tokens); a try-once attempt (ARGV[3] = 0) is never reentrant. With ARGV[4] (any value:
+	// a backend with replicas-to-ack) the record is the bare owner, the earlier version's format:
+	// a release then only reserves the lock for it, and its next ACQUIRE (acknowledged by the
+	// replicas) claims it, so no lock is handed over without that acknowledgement.
 	// A lock reserved for a waiter of an earlier version (value '*' .. owner) is taken only by
 	// that owner. An acquisition removes its own record and marks its lock if other waiters remain
 	// recorded, so that its release hands the lock on.
@@ -47,6 +50,8 @@ final class RedisScripts {
 			local owner = ARGV[1]
 			local fence = KEYS[2]
 			local recordFor = tonumber(ARGV[3])
+			local record = owner .. '|' .. ARGV[2]
+			if ARGV[4] then record = owner end
 			local holder = nil
 			local token = nil
 			local taken = redis.call('SET', KEYS[1], owner, 'NX', 'PX', ARGV[2])
@@ -64,7 +69,7 @@ final class RedisScripts {
 			if taken then
 				local marked = holder and string.sub(holder, -1) == '*'
 				if redis.call('EXISTS', KEYS[3]) == 1 then
-					redis.call('ZREM', KEYS[3], owner .. '|' .. ARGV[2])
+					redis.call('ZREM', KEYS[3], record)
 					if redis.call('EXISTS', KEYS[3]) == 1 then marked = true end
 				end
 				if marked and holder ~= owner .. '*' then redis.call('APPEND', KEYS[1], '*') end
@@ -76,7 +81,7 @@ final class RedisScripts {
 			if recordFor > 0 then
 				local time = redis.call('TIME')
 				local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-				redis.call('ZADD', KEYS[3], string.format('%d', now + recordFor), owner .. '|' .. ARGV[2])
+				redis.call('ZADD', KEYS[3], string.format('%d', now + recordFor), record)
 				if redis.call('PTTL', KEYS[3]) < recordFor then
 					redis.call('PEXPIRE', KEYS[3], string.format('%d', recordFor))
 				end

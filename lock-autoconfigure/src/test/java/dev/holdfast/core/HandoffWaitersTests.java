@@ -32,7 +32,24 @@ class HandoffWaitersTests {
 	private final OwnerTokens owners = new OwnerTokens();
 
 	private final HandoffWaiters waiters = new HandoffWaiters(new RecordingBackend(), this.owners,
-			Duration.ofMillis(500), (key, owner) -> this.held.contains(owner));
+			Duration.ofMillis(500));
+
+	@Test
+	void aSecondGrantCopyAfterManyOtherTakesNeverWithdrawsAHolderNotYetRegistered() {
+		HandoffWaiters.Waiter waiter = this.waiters.register("k", TTL, () -> {
+		});
+		this.waiters.onGrant("k", waiter.owner, 42);
+		assertThat(waiter.takeGranted()).isTrue();
+		// Not yet registered as held (the racer between takeGranted and register), while 64 other
+		// waiting acquisitions of this template take their locks.
+		for (int i = 0; i < 64; i++) {
+			this.waiters.register("other" + i, TTL, () -> {
+			}).took();
+		}
+		// The second copy of the grant (answer vs announcement) arrives now.
+		this.waiters.onGrant("k", waiter.owner, 42);
+		assertThat(this.withdrawn).as("withdraws a lock its owner is returning").isEmpty();
+	}
 
 	@Test
 	void aGrantWakesItsWaiterOnce() {
@@ -117,14 +134,15 @@ class HandoffWaitersTests {
 	}
 
 	@Test
-	void aWaiterThatGivesUpWithdrawsOnceAndAGrantForItIsHandedOn() {
+	void aWaiterThatGivesUpWithdrawsOnceAndALaterGrantForItIsLeftToThatWithdrawal() {
 		HandoffWaiters.Waiter waiter = this.waiters.register("k", TTL, () -> {
 		});
 		waiter.gaveUp();
 		waiter.gaveUp();
 		assertThat(this.withdrawn).containsExactly("k " + waiter.owner);
+		// Its withdrawal hands on a lock handed to it before it ran; after it, nothing draws it.
 		this.waiters.onGrant("k", waiter.owner, 7);
-		assertThat(this.withdrawn).containsExactly("k " + waiter.owner, "k " + waiter.owner);
+		assertThat(this.withdrawn).containsExactly("k " + waiter.owner);
 		assertThat(this.waiters.size()).isZero();
 	}
 
@@ -153,12 +171,14 @@ class HandoffWaitersTests {
 	}
 
 	@Test
-	void aGrantForAnotherProcesssWaiterIsIgnoredAndOneForAnUnknownOwnerOfOursIsHandedOn() {
+	void aGrantForAnotherProcesssWaiterOrAnUnknownOwnerOfOursIsIgnored() {
 		this.waiters.onGrant("k", "elsewhere.1", 7);
 		assertThat(this.withdrawn).isEmpty();
+		// Perhaps one that took the lock and has not registered its lease yet: never withdrawn.
 		String unknown = this.owners.next();
 		this.waiters.onGrant("k", unknown, 7);
-		assertThat(this.withdrawn).containsExactly("k " + unknown);
+		this.waiters.onGrant("k", unknown, 0);
+		assertThat(this.withdrawn).isEmpty();
 	}
 
 	@Test
