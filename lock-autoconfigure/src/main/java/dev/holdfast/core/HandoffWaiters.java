@@ -32,7 +32,8 @@ import dev.holdfast.spi.WaiterHandoff;
  * waiter's latest refused attempt (or of its first attempt, or of a release that recorded it);
  * if that is more than a third of the lease time ago, the next attempt acquires the lock again
  * instead (idempotent for its holder). {@code GRANTED} is the tokenless grant of a record of an
- * earlier version: the lock is only reserved, the next attempt claims it.
+ * earlier version, or of a backend that has replicas acknowledge each acquisition: the lock is
+ * only reserved, the next attempt claims it.
  * <p>
  * The blocking path's waiter of a key (one per key: the local gate's head) may be created ahead
  * of its racer: when a racer takes the lock while other threads of this process queue for the
@@ -185,7 +186,7 @@ final class HandoffWaiters {
 	/**
 	 * A grant published by the backend (or learned from a release's answer), for any process's
 	 * waiter: with a token, the backend made {@code owner} the holder; with 0, it reserved the lock
-	 * for it (a record of an earlier version).
+	 * for it (a record of an earlier version, or of a backend with replica acknowledgements).
 	 */
 	void onGrant(String key, String owner, long fencingToken) {
 		Waiter waiter = this.waiters.get(owner);

@@ -202,7 +202,8 @@ public class RedisLockBackend
 					Thread thread = new Thread(task, "holdfast-redis-withdraw");
 					thread.setDaemon(true);
 					return thread;
-				}, (task, executor) -> logger.debug("Too many waiter withdrawals queued; the record expires by itself"));
+				}, (task, executor) -> logger.debug("Too many waiter withdrawals queued; the record expires by itself, "
+						+ "a lock already handed to the waiter after its lease time"));
 		this.withdrawals.allowCoreThreadTimeOut(true);
 	}
 
@@ -472,12 +473,28 @@ public class RedisLockBackend
 	}
 
 	private byte[][] acquireArguments(String owner, Duration ttl, byte[] recordFor) {
+		if (recordFor != NOT_RECORDED) {
+			checkWaiter(owner);
+		}
 		if (this.acks.replicas() > 0) {
 			// Recorded as the bare owner: a release only reserves the lock for it, and it claims
 			// the lock with its own acknowledged acquisition (see RedisScripts.ACQUIRE).
 			return new byte[][] { ownerBytes(owner), ttlBytes(ttlMillis(ttl)), recordFor, BARE_RECORD };
 		}
 		return new byte[][] { ownerBytes(owner), ttlBytes(ttlMillis(ttl)), recordFor };
+	}
+
+	/**
+	 * A waiter's owner is recorded as {@code owner|ttl} and granted as {@code owner#token}: it
+	 * must contain neither separator (the engine's owner tokens never do).
+	 */
+	private static String checkWaiter(String owner) {
+		checkOwner(owner);
+		if (owner.indexOf('|') >= 0 || owner.indexOf('#') >= 0) {
+			throw new IllegalArgumentException("Waiting lock owner '" + owner
+					+ "' must not contain '|' or '#': the Redis backend records and announces waiters with them");
+		}
+		return owner;
 	}
 
 	/** ACQUIRE's fourth argument: record the waiter without its lease time (replicas-to-ack). */
@@ -529,8 +546,8 @@ public class RedisLockBackend
 		boolean next = localWaiter != null && localWaiterTtl != null && recordFor != null;
 		// With replicas-to-ack, recorded as the bare owner as its own attempts record it.
 		byte[] waiter = !next ? EMPTY
-				: (this.acks.replicas() > 0) ? bytes(checkOwner(localWaiter))
-						: bytes(checkOwner(localWaiter) + '|' + ttlMillis(localWaiterTtl));
+				: (this.acks.replicas() > 0) ? bytes(checkWaiter(localWaiter))
+						: bytes(checkWaiter(localWaiter) + '|' + ttlMillis(localWaiterTtl));
 		byte[] record = next ? recordBytes(recordFor) : NOT_RECORDED;
 		return new byte[][] { ownerBytes(owner), this.channelBytes,
 				MIN_CLAIM_WINDOW, waiter, record };

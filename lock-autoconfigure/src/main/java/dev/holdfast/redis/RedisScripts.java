@@ -100,7 +100,7 @@ final class RedisScripts {
 	// fencing token taken by the rule of ACQUIRE (TAKE_TOKEN; the counter is KEYS[1] .. ':fence',
 	// in the lock's hash slot), and the grant '{key}' .. owner .. '#' .. token published. Answers
 	// -token when the drawn waiter is ARGV[4] (the releasing process dispatches its grant from
-	// the answer), else 2. A record of an earlier version (no '|') is reserved for its next
+	// the answer), else 2. A record of an earlier version or of replicas-to-ack (no '|') is reserved for its next
 	// ACQUIRE as that version expects: the lock set to '*' .. owner for max(ARGV[3], the record's
 	// remaining time) and the grant '{key}' .. owner published. With no waiter recorded (no set
 	// at all: one EXISTS, as for a lock contended only by try-once callers), the lock is deleted

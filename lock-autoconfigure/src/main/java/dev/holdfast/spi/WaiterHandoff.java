@@ -101,8 +101,8 @@ public interface WaiterHandoff extends ReleaseEvents {
 
 		/**
 		 * A release made {@code owner} the holder of {@code key} under {@code fencingToken}; a
-		 * token of 0 means the lock is only reserved for it (a record of an earlier version):
-		 * its next attempt takes it.
+		 * token of 0 means the lock is only reserved for it (a record of an earlier version, or
+		 * of a backend that acknowledges acquisitions on replicas): its next attempt takes it.
 		 */
 		void granted(String key, String owner, long fencingToken);
 

@@ -385,6 +385,21 @@ class RedisLockBackendTests {
 	}
 
 	@Test
+	void waitingOwnersWithTheRecordOrGrantSeparatorsAreRejected() {
+		RedisLockBackend backend = newNonBlockingBackend(RedisLockBackend.DEFAULT_CHANNEL);
+		// Recorded as owner|ttl and announced as owner#token: "a|5" would be read as owner "a".
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> backend.tryAcquireWaiting(randomKey(), "a|5", TTL, Duration.ofSeconds(1)))
+			.withMessageContaining("'a|5'");
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> backend.tryAcquireWaiting(randomKey(), "x#12", TTL, Duration.ofSeconds(1)))
+			.withMessageContaining("'x#12'");
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> backend.release(randomKey(), "owner", "x#12", TTL, Duration.ofSeconds(1)))
+			.withMessageContaining("'x#12'");
+	}
+
+	@Test
 	void ownersEndingWithTheContentionMarkAreRejected() {
 		RedisLockBackend backend = newNonBlockingBackend(RedisLockBackend.DEFAULT_CHANNEL);
 		String key = randomKey();
