@@ -4,6 +4,8 @@ import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 import org.jspecify.annotations.Nullable;
@@ -25,9 +27,9 @@ import dev.holdfast.spi.WaiterHandoff;
  * withdraws it on the backend: the record goes and a lock handed to it is handed on. {@code GONE}
  * is final and owner tokens are never reused, so a withdrawn owner never uses its lock, and a
  * waiter that took the lock never withdraws. A grant for a waiter that is gone (found in the map
- * as it leaves) is handed on at once; a grant for any other owner not waiting here is ignored:
- * never a withdrawal by owner of a lock that owner may have taken and not yet registered (a lock
- * handed to a waiter that gave up is handed on by its own withdrawal). A lease taken by a
+ * as it leaves, or one of the last 64 that gave up) is handed on at once; a grant for any other
+ * owner not waiting here is ignored: never a withdrawal by owner of a lock that owner may have
+ * taken and not yet registered. A lease taken by a
  * grant starts no later than the release that set the lock's expiry: at the send time of the
  * waiter's latest refused attempt (or of its first attempt, or of a release that recorded it);
  * if that is more than a third of the lease time ago, the next attempt acquires the lock again
@@ -72,6 +74,18 @@ final class HandoffWaiters {
 	private final Duration recordFor;
 
 	private final ConcurrentHashMap<String, Waiter> waiters = new ConcurrentHashMap<>();
+
+	/**
+	 * Owners of the last {@value #RECENTLY_GONE} waiters that gave up (state {@code GONE}, final),
+	 * oldest overwritten: a grant for one of them is handed on at once. Only liveness depends on
+	 * it (a grant for a gone owner that rotated out leaves the lock to its lease time); an owner
+	 * that took its lock is never in it.
+	 */
+	private static final int RECENTLY_GONE = 64;
+
+	private final AtomicReferenceArray<String> recentlyGone = new AtomicReferenceArray<>(RECENTLY_GONE);
+
+	private final AtomicInteger recentlyGoneNext = new AtomicInteger();
 
 	/** The blocking path's waiter of each key (a successor, or the gate head's). */
 	private final ConcurrentHashMap<String, Waiter> racers = new ConcurrentHashMap<>();
@@ -210,16 +224,25 @@ final class HandoffWaiters {
 				return;
 			}
 		}
-		else {
-			// Another process's waiter, or ours that no longer waits here: it took the lock (and
-			// may not have registered its lease yet: never touch it), or it gave up, and its own
-			// withdrawal (gaveUp, recordedAfterGivingUp) removes its record and hands on a lock
-			// handed to it.
+		else if (!goneRecently(owner)) {
+			// Another process's waiter, or ours that no longer waits here and is not known gone: it
+			// may have taken the lock and not registered its lease yet: never touch it.
 			return;
 		}
-		// Gone: its acquisition ended without the lock and never takes it (owner tokens are never
+		// Gone (state GONE, final; found in the map as it left, or among the last gone): a release
+		// may have recorded and drawn it after its own withdrawal ran (a successor whose key's
+		// queue emptied while the release naming it was still to be sent). Its acquisition ended without the lock and never takes it (owner tokens are never
 		// reused), so the lock handed to it is nobody's in use: hand it on rather than let it expire.
 		this.backend.withdraw(key, owner);
+	}
+
+	private boolean goneRecently(String owner) {
+		for (int i = 0; i < RECENTLY_GONE; i++) {
+			if (owner.equals(this.recentlyGone.get(i))) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	/** How many waiters are registered now. */
@@ -387,6 +410,8 @@ final class HandoffWaiters {
 			leave();
 			int previous = STATE.getAndUpdate(this, (current) -> (current == TAKEN) ? TAKEN : GONE);
 			if (previous == WAITING || previous == GRANTED || previous == ASSIGNED) {
+				HandoffWaiters.this.recentlyGone.set(
+						Math.floorMod(HandoffWaiters.this.recentlyGoneNext.getAndIncrement(), RECENTLY_GONE), this.owner);
 				// ASSIGNED: a grant made it the holder, but the acquisition ends without returning
 				// the lock (the state decided it): hand the lock on.
 				HandoffWaiters.this.backend.withdraw(this.key, this.owner);

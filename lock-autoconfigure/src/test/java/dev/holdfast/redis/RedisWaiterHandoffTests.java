@@ -330,21 +330,24 @@ class RedisWaiterHandoffTests {
 	}
 
 	@Test
-	void aGrantToAWaiterThatIsGoneIsHandedOnAtOnce() throws Exception {
+	void aGrantForAnOwnerOfThisInstanceNotKnownGoneIsLeftAlone() throws Exception {
 		DefaultLockTemplate instance = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
 		Lease probe = instance.acquire(this.name, null, ONCE);
 		String owner = raw().opsForValue().get(this.lockKey);
 		probe.close();
 		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
-		// A waiter of this instance that no longer waits, still recorded with a long record.
+		// An owner token of this instance that is not waiting and not known gone: it may have
+		// taken the lock and not registered its lease yet, so the instance never withdraws it.
 		String gone = owner.substring(0, owner.lastIndexOf('.')) + ".999999999";
 		record(gone + "|60000", Duration.ofMinutes(1));
 		RedisLockBackend other = backend(RedisLockBackend.DEFAULT_CHANNEL);
 		assertThat(other.tryAcquire(this.name, "other.1", Duration.ofMinutes(1)).acquired()).isTrue();
 		assertThat(other.release(this.name, "other.1")).isTrue();
-		// Held by it for a minute, unless the instance hands it on when it hears the grant.
-		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
-		assertThat(other.tryAcquire(this.name, "other.2", Duration.ofMinutes(1)).acquired()).isTrue();
+		// Held by it (for a minute): the instance hears the grant and leaves it alone.
+		await().during(Duration.ofSeconds(1))
+			.atMost(Duration.ofSeconds(5))
+			.until(() -> gone.equals(raw().opsForValue().get(this.lockKey)));
+		raw().delete(this.lockKey);
 	}
 
 	@Test
