@@ -235,7 +235,9 @@ final class AsyncLockSupport {
 				else {
 					HandoffWaiters.Waiter recordedNow = this.recorded;
 					if (recordedNow != null) {
-						recordedNow.refused(attemptStart);
+						// The answer's arrival: a refusal answered a lease time after the lease start
+						// moves nothing (HandoffWaiters.Waiter.refused).
+						recordedNow.refused(attemptStart, System.nanoTime());
 					}
 					if (recordedNow != null && this.result.isDone()) {
 						// Cancelled while this attempt was being sent: it recorded the waiter after

@@ -118,7 +118,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		this.renewer = (backend instanceof LeaseRenewal renewal)
 				? new LeaseRenewer(this, renewal, backend.name(), this.held.values()) : null;
 		HandoffWaiters handoff = (backend instanceof WaiterHandoff waiterHandoff)
-				? new HandoffWaiters(waiterHandoff, this.owners, settings.pollInterval()) : null;
+				? new HandoffWaiters(waiterHandoff, this.owners, settings.pollInterval(), this::clockDriftNanos) : null;
 		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? new AsyncLockSupport(this, asyncBackend,
 				this.listener, this.owners, settings.pollInterval(), handoff) : null;
 		this.racer = new Racer(this, backend, this.owners, settings.pollInterval(), this.async, handoff);

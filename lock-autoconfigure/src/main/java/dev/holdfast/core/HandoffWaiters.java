@@ -7,6 +7,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.function.ToLongFunction;
 
 import org.jspecify.annotations.Nullable;
 
@@ -29,13 +30,15 @@ import dev.holdfast.spi.WaiterHandoff;
  * waiter that took the lock never withdraws. A grant for a waiter that is gone (found in the map
  * as it leaves, or one of the last 64 that gave up) is handed on at once; a grant for any other
  * owner not waiting here is ignored: never a withdrawal by owner of a lock that owner may have
- * taken and not yet registered. A lease taken by a
- * grant starts no later than the release that set the lock's expiry: at the send time of the
- * waiter's latest refused attempt (or of its first attempt, or of a release that recorded it);
- * if that is more than a third of the lease time ago, the next attempt acquires the lock again
- * instead (idempotent for its holder). {@code GRANTED} is the tokenless grant of a record of an
- * earlier version, or of a backend that has replicas acknowledge each acquisition: the lock is
- * only reserved, the next attempt claims it.
+ * taken and not yet registered. A lease taken by a grant starts no later than the release that
+ * set the lock's expiry: at the waiter's creation, moved to the send time of a refused attempt
+ * (or of a release that recorded it) only if that refusal was answered less than one lease time
+ * after the current start (one answered later may have run after a lock handed to this waiter
+ * expired unused, whose grant may still be on its way); if the start is more than a third of the
+ * lease time ago, the next attempt acquires the lock again instead (idempotent for its holder).
+ * {@code GRANTED} is the tokenless grant of a record of an earlier version, or of a backend that
+ * has replicas acknowledge each acquisition: the lock is only reserved, the next attempt claims
+ * it.
  * <p>
  * The blocking path's waiter of a key (one per key: the local gate's head) may be created ahead
  * of its racer: when a racer takes the lock while other threads of this process queue for the
@@ -90,10 +93,19 @@ final class HandoffWaiters {
 	/** The blocking path's waiter of each key (a successor, or the gate head's). */
 	private final ConcurrentHashMap<String, Waiter> racers = new ConcurrentHashMap<>();
 
+	/** The clock drift allowance for a lease time, in nanoseconds (as a lease's validity uses). */
+	private final ToLongFunction<Duration> clockDriftNanos;
+
 	HandoffWaiters(WaiterHandoff backend, OwnerTokens owners, Duration pollInterval) {
+		this(backend, owners, pollInterval, (ttl) -> 0L);
+	}
+
+	HandoffWaiters(WaiterHandoff backend, OwnerTokens owners, Duration pollInterval,
+			ToLongFunction<Duration> clockDriftNanos) {
 		this.backend = backend;
 		this.owners = owners;
 		this.recordFor = pollInterval.multipliedBy(2);
+		this.clockDriftNanos = clockDriftNanos;
 	}
 
 	WaiterHandoff backend() {
@@ -178,8 +190,8 @@ final class HandoffWaiters {
 	 * This process's next waiter for {@code key}, to record with a release (its owner and lease
 	 * time), or {@code null}. Called just before the release is sent, of a lease valid until
 	 * {@code heldUntilNanos}: while it is valid the waiter cannot hold the lock, so if it is still
-	 * valid now, now precedes every moment a release may make the waiter the holder, and may start
-	 * the waiter's lease.
+	 * valid now, no release made the waiter the holder in the lease time before now, and now may
+	 * start the waiter's lease (by the rule of {@link Waiter#refused}, as a refusal answered now).
 	 */
 	@Nullable Waiter localWaiter(String key, long heldUntilNanos) {
 		Waiter waiter = this.racers.get(key);
@@ -281,9 +293,9 @@ final class HandoffWaiters {
 
 		/**
 		 * A nanoTime known to precede every moment a release may have made this waiter the
-		 * holder: the send time of its latest refused attempt (refused, it ran before any such
-		 * release), of a release that recorded it while its own lease was valid, or this waiter's
-		 * creation (before any record of it).
+		 * holder: this waiter's creation (before any record of it), moved only to the send time of
+		 * a refused attempt, or of a release that recorded it while its own lease was valid, that
+		 * was answered less than one lease time after the value it replaces ({@link #refused}).
 		 */
 		private volatile long leaseFrom = System.nanoTime();
 
@@ -300,22 +312,43 @@ final class HandoffWaiters {
 			this.onGrant = onGrant;
 		}
 
-		/** A release that records this waiter is about to be sent. */
+		/**
+		 * A release that records this waiter is about to be sent, at {@code nanos}, while the
+		 * releasing lease is valid: the key is another owner's now, as if a refusal was answered
+		 * now.
+		 */
 		void recordedAt(long nanos) {
-			advanceLeaseFrom(nanos);
+			advanceLeaseFrom(nanos, nanos);
 		}
 
-		/** An attempt of this waiter sent at {@code sentAt} was refused. */
-		void refused(long sentAt) {
-			advanceLeaseFrom(sentAt);
+		/**
+		 * An attempt of this waiter sent at {@code sentAt} was refused, and its answer arrived at
+		 * {@code answeredAt} (both nanoTime). Moves the lease start to {@code sentAt} only if the
+		 * answer came less than one lease time (less the clock drift allowance) after the current
+		 * start: a release that made this waiter the holder after that start would have kept the
+		 * key this waiter's for a lease time, in which its attempts are not refused (idempotent),
+		 * so this refusal would have run, and been answered, more than a lease time after the
+		 * start. A later answer may come from a refusal that ran after a lock handed to this
+		 * waiter expired unused, whose grant may still be on its way: the start stays, only ages,
+		 * and a grant then is left to the next attempt.
+		 */
+		void refused(long sentAt, long answeredAt) {
+			advanceLeaseFrom(sentAt, answeredAt);
 		}
 
-		private void advanceLeaseFrom(long nanos) {
+		private void advanceLeaseFrom(long nanos, long answeredAt) {
 			// Only while no grant is known: a refusal that ran after a handoff (the lock expired in
-			// between) must not move a lease's start past the handoff.
-			if (STATE.get(this) == WAITING && nanos - this.leaseFrom > 0) {
+			// between) must not move a lease's start past the handoff; nor one answered a lease time
+			// or more after the start (review-redis-2 MEDIUM: a stale grant heard after it).
+			long from = this.leaseFrom;
+			if (STATE.get(this) == WAITING && nanos - from > 0 && answeredAt - from < trustedNanos()) {
 				this.leaseFrom = nanos;
 			}
+		}
+
+		/** The lease time less the clock drift allowance, in nanoseconds. */
+		private long trustedNanos() {
+			return this.ttl.toNanos() - HandoffWaiters.this.clockDriftNanos.applyAsLong(this.ttl);
 		}
 
 		/**

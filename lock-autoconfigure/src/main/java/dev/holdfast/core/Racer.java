@@ -204,7 +204,7 @@ final class Racer implements AutoCloseable {
 							observation);
 				}
 				if (recorded != null) {
-					recorded.refused(attemptStart);
+					recorded.refused(attemptStart, System.nanoTime());
 				}
 				if (recorded == null && !retriedOwnRelease && this.template.awaitOwnRelease(key, releaseBefore)) {
 					// Found held while this process's own release of the key was in flight (when the

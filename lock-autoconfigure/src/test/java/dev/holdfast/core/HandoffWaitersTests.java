@@ -8,6 +8,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 import org.junit.jupiter.api.Test;
@@ -69,7 +70,7 @@ class HandoffWaitersTests {
 		HandoffWaiters.Waiter waiter = this.waiters.register("k", TTL, woken::incrementAndGet);
 		long sent = System.nanoTime();
 		waiter.attempt(sent + TTL.toNanos());
-		waiter.refused(sent);
+		waiter.refused(sent, System.nanoTime());
 		assertThat(waiter.takeGranted()).as("no grant yet").isFalse();
 		this.waiters.onGrant("k", waiter.owner, 42);
 		this.waiters.onGrant("k", waiter.owner, 42);
@@ -101,12 +102,92 @@ class HandoffWaitersTests {
 	}
 
 	@Test
+	void aRefusalAnsweredALeaseTimeAfterTheLeaseStartMovesNothingSoAStaleGrantHeardThenIsLeftToTheNextAttempt() {
+		Duration ttl = Duration.ofMillis(300);
+		HandoffWaiters.Waiter waiter = this.waiters.register("k", ttl, () -> {
+		});
+		long first = System.nanoTime();
+		waiter.refused(first, System.nanoTime());
+		assertThat(waiter.leaseFrom()).as("answered promptly").isEqualTo(first);
+		// Now a release hands the key to the waiter (PX = ttl), and its grant is delayed (the
+		// listening thread stalls); the handed lock expires unused and another owner takes the key.
+		org.awaitility.Awaitility.await()
+			.atMost(Duration.ofSeconds(5))
+			.pollInterval(Duration.ofMillis(5))
+			.until(() -> System.nanoTime() - first > ttl.toNanos());
+		// The waiter's next poll finds the other owner's lock: refused, answered a lease time after
+		// the lease start, so it may have run after a handed lock expired.
+		long late = System.nanoTime();
+		waiter.refused(late, System.nanoTime());
+		assertThat(waiter.leaseFrom()).as("a refusal answered a lease time after the start moves nothing")
+			.isEqualTo(first);
+		// The stale grant arrives, within a third of the lease time of that refusal.
+		this.waiters.onGrant("k", waiter.owner, 42);
+		assertThat(waiter.takeGranted()).as("the stale grant is not trusted").isFalse();
+		assertThat(waiter.took()).as("the next attempt decides (idempotent if the key is the waiter's)")
+			.isEqualTo(HandoffWaiters.Took.NOW);
+		assertThat(this.withdrawn).isEmpty();
+		assertThat(this.waiters.size()).isZero();
+	}
+
+	@Test
+	void refusalsAnsweredPromptlyKeepMovingTheLeaseStartAndTheGrantIsTaken() {
+		Duration ttl = Duration.ofMillis(600);
+		HandoffWaiters.Waiter waiter = this.waiters.register("k", ttl, () -> {
+		});
+		long created = System.nanoTime();
+		AtomicLong lastSent = new AtomicLong();
+		// Polls answered promptly, each within a lease time of the start before it, for more than a
+		// lease time in all.
+		org.awaitility.Awaitility.await()
+			.atMost(Duration.ofSeconds(10))
+			.pollInterval(Duration.ofMillis(20))
+			.until(() -> {
+				long sent = System.nanoTime();
+				waiter.refused(sent, System.nanoTime());
+				lastSent.set(sent);
+				return sent - created > ttl.toNanos() + Duration.ofMillis(100).toNanos();
+			});
+		assertThat(waiter.leaseFrom()).as("the latest prompt refusal starts the lease").isEqualTo(lastSent.get());
+		this.waiters.onGrant("k", waiter.owner, 42);
+		assertThat(waiter.takeGranted()).isTrue();
+		assertThat(waiter.fencingToken()).isEqualTo(42);
+		assertThat(waiter.leaseFrom()).isEqualTo(lastSent.get());
+		assertThat(this.waiters.size()).isZero();
+	}
+
+	@Test
+	void aReleaseRecordingASuccessorALeaseTimeAfterItsLeaseStartMovesNothing() {
+		Duration ttl = Duration.ofMillis(300);
+		this.waiters.successor("k", ttl);
+		HandoffWaiters.Waiter successor = this.waiters.localWaiter("k", System.nanoTime() + TTL.toNanos());
+		long recorded = successor.leaseFrom();
+		// That release drew someone else; the next one records the successor a lease time later
+		// (a lock handed to it by a release in between would have expired unused by then).
+		org.awaitility.Awaitility.await()
+			.atMost(Duration.ofSeconds(5))
+			.pollInterval(Duration.ofMillis(5))
+			.until(() -> System.nanoTime() - recorded > ttl.toNanos());
+		assertThat(this.waiters.localWaiter("k", System.nanoTime() + TTL.toNanos())).isSameAs(successor);
+		assertThat(successor.leaseFrom()).as("recorded a lease time after its lease start").isEqualTo(recorded);
+		this.waiters.onGrant("k", successor.owner, 42);
+		HandoffWaiters.Waiter racer = this.waiters.adopt("k", ttl, () -> {
+		});
+		assertThat(racer).isSameAs(successor);
+		assertThat(racer.takeGranted()).as("a grant heard now is not trusted").isFalse();
+		assertThat(racer.took()).isEqualTo(HandoffWaiters.Took.NOW);
+		this.waiters.queueEmptied("k");
+		assertThat(this.withdrawn).isEmpty();
+		assertThat(this.waiters.size()).isZero();
+	}
+
+	@Test
 	void aGrantAndAGiveUpThatCrossEitherReturnTheLockOrHandItOnNeverBoth() throws Exception {
 		for (int i = 0; i < 2_000; i++) {
 			this.withdrawn.clear();
 			HandoffWaiters.Waiter waiter = this.waiters.register("k", TTL, () -> {
 			});
-			waiter.refused(System.nanoTime());
+			waiter.refused(System.nanoTime(), System.nanoTime());
 			CyclicBarrier start = new CyclicBarrier(2);
 			Thread grant = new Thread(() -> {
 				await(start);
