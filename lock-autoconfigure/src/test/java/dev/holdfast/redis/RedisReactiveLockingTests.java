@@ -1,9 +1,7 @@
 package dev.holdfast.redis;
 
 import java.time.Duration;
-import java.util.Collection;
 import java.util.List;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -11,7 +9,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
-import java.util.function.Consumer;
 
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
@@ -35,11 +32,7 @@ import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.spi.AcquireResult;
-import dev.holdfast.spi.AsyncLockBackend;
-import dev.holdfast.spi.HeldLock;
-import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
-import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.WaiterHandoff;
 import dev.holdfast.test.server.RedisServer;
 
@@ -197,8 +190,7 @@ class RedisReactiveLockingTests {
 	 * as the real backend offers it, so the app's waiters record themselves and its releases hand
 	 * on as in production.
 	 */
-	static final class WatchedBackend
-			implements AsyncLockBackend, LeaseRenewal, WaiterHandoff, ReleaseEvents, AutoCloseable {
+	static final class WatchedBackend extends ForwardingRedisBackend {
 
 		final List<String> blockingOnReactorThreads = new CopyOnWriteArrayList<>();
 
@@ -208,48 +200,38 @@ class RedisReactiveLockingTests {
 
 		final AtomicInteger recordedAsyncAttempts = new AtomicInteger();
 
-		private final RedisLockBackend delegate;
-
-		private final AsyncLockBackend async;
-
 		WatchedBackend(RedisLockBackend delegate) {
-			this.delegate = delegate;
-			this.async = (AsyncLockBackend) delegate;
-		}
-
-		@Override
-		public String name() {
-			return this.delegate.name();
+			super(delegate);
 		}
 
 		@Override
 		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
 			watch("acquire");
-			return this.delegate.tryAcquire(key, owner, ttl);
+			return super.tryAcquire(key, owner, ttl);
 		}
 
 		@Override
 		public boolean release(String key, String owner) {
 			watch("release");
-			return this.delegate.release(key, owner);
+			return super.release(key, owner);
 		}
 
 		@Override
 		public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
 			this.asyncAcquisitions.incrementAndGet();
-			return this.async.tryAcquireAsync(key, owner, ttl);
+			return super.tryAcquireAsync(key, owner, ttl);
 		}
 
 		@Override
 		public CompletionStage<Boolean> releaseAsync(String key, String owner) {
 			this.asyncReleases.incrementAndGet();
-			return this.async.releaseAsync(key, owner);
+			return super.releaseAsync(key, owner);
 		}
 
 		@Override
 		public AcquireResult tryAcquireWaiting(String key, String owner, Duration ttl, Duration recordFor) {
 			watch("acquire");
-			return this.delegate.tryAcquireWaiting(key, owner, ttl, recordFor);
+			return super.tryAcquireWaiting(key, owner, ttl, recordFor);
 		}
 
 		@Override
@@ -257,14 +239,14 @@ class RedisReactiveLockingTests {
 				Duration recordFor) {
 			this.asyncAcquisitions.incrementAndGet();
 			this.recordedAsyncAttempts.incrementAndGet();
-			return this.delegate.tryAcquireWaitingAsync(key, owner, ttl, recordFor);
+			return super.tryAcquireWaitingAsync(key, owner, ttl, recordFor);
 		}
 
 		@Override
 		public boolean release(String key, String owner, @Nullable String localWaiter,
 				@Nullable Duration localWaiterTtl, Duration recordFor) {
 			watch("release");
-			return this.delegate.release(key, owner, localWaiter, localWaiterTtl, recordFor);
+			return super.release(key, owner, localWaiter, localWaiterTtl, recordFor);
 		}
 
 		@Override
@@ -272,37 +254,7 @@ class RedisReactiveLockingTests {
 				@Nullable Duration localWaiterTtl, Duration recordFor,
 				BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
 			this.asyncReleases.incrementAndGet();
-			this.delegate.releaseAsync(key, owner, localWaiter, localWaiterTtl, recordFor, whenAnswered);
-		}
-
-		@Override
-		public void withdraw(String key, String owner) {
-			this.delegate.withdraw(key, owner);
-		}
-
-		@Override
-		public AutoCloseable subscribe(Consumer<String> released, Grants granted) {
-			return this.delegate.subscribe(released, granted);
-		}
-
-		@Override
-		public boolean isListening() {
-			return this.delegate.isListening();
-		}
-
-		@Override
-		public Set<String> renew(Collection<HeldLock> locks) {
-			return this.delegate.renew(locks);
-		}
-
-		@Override
-		public AutoCloseable subscribe(Consumer<String> listener) {
-			return this.delegate.subscribe(listener);
-		}
-
-		@Override
-		public void close() {
-			this.delegate.close();
+			super.releaseAsync(key, owner, localWaiter, localWaiterTtl, recordFor, whenAnswered);
 		}
 
 		private void watch(String operation) {
