@@ -409,6 +409,8 @@ final class PostgresReleaseListener implements AutoCloseable {
 			}
 			boolean listened = false;
 			int previousTimeout = JdbcConnections.networkTimeout(connection, this.timeoutMillis);
+			// Else every delivery waits for the driver's 1 ms look for more (see the class).
+			Object stream = PostgresNotificationWait.skipTrailingRead(pg);
 			try (Statement statement = connection.createStatement()) {
 				if (!connection.getAutoCommit()) {
 					connection.setAutoCommit(true);
@@ -470,8 +472,11 @@ final class PostgresReleaseListener implements AutoCloseable {
 						logger.debug("Could not abort the listening connection", ex);
 					}
 				}
-				else if (previousTimeout >= 0 && !connection.isClosed()) {
-					JdbcConnections.networkTimeout(connection, previousTimeout);
+				else if (!connection.isClosed()) {
+					PostgresNotificationWait.restore(stream);
+					if (previousTimeout >= 0) {
+						JdbcConnections.networkTimeout(connection, previousTimeout);
+					}
 				}
 			}
 		}
