@@ -5,8 +5,9 @@ import javax.sql.DataSource;
 import dev.holdfast.jdbc.JdbcLockBackend;
 
 /**
- * Holdfast on its JDBC backend, through {@code LockTemplate}; {@code -Dbench.jdbc.fairHandoff=true}
- * turns on {@link JdbcLockBackend#setFairHandoff fair handoff} ({@code holdfast.jdbc.fair-handoff}).
+ * Holdfast on its JDBC backend, through {@code LockTemplate}, with
+ * {@link JdbcLockBackend#setFairHandoff fair handoff} on as the auto-configuration sets it
+ * ({@code holdfast.jdbc.fair-handoff}); {@code -Dbench.jdbc.fairHandoff=false} turns it off.
  */
 final class HoldfastJdbcClients {
 
@@ -15,7 +16,7 @@ final class HoldfastJdbcClients {
 
 	static LockClient create(DataSource dataSource) {
 		JdbcLockBackend backend = new JdbcLockBackend(dataSource);
-		backend.setFairHandoff(Boolean.getBoolean("bench.jdbc.fairHandoff"));
+		backend.setFairHandoff(!"false".equals(System.getProperty("bench.jdbc.fairHandoff", "true")));
 		return HoldfastClients.templateClient(HoldfastClients.template(backend),
 				() -> ((AutoCloseable) dataSource).close());
 	}

@@ -623,8 +623,9 @@ public class JdbcLockBackend
 
 	/**
 	 * Whether a release for which threads of this instance and of another backend instance wait
-	 * reserves the lock for one of the two, drawn (off by default): see {@link #releaseWanted}. Only
-	 * on PostgreSQL with release events. Set before the backend is used.
+	 * reserves the lock for one of the two, drawn (off on a backend built by hand; the
+	 * auto-configuration turns it on, {@code holdfast.jdbc.fair-handoff}): see
+	 * {@link #releaseWanted}. Only on PostgreSQL with release events. Set before the backend is used.
 	 */
 	public void setFairHandoff(boolean fairHandoff) {
 		this.fairHandoff = fairHandoff;

@@ -65,11 +65,11 @@ class JdbcBackendAutoConfigurationTests {
 	}
 
 	@Test
-	void fairHandoffIsOffByDefaultAndCanBeTurnedOn() {
+	void fairHandoffIsOnByDefaultAndCanBeTurnedOff() {
 		this.runner.withPropertyValues("spring.datasource.url=" + h2Url())
-			.run((context) -> assertThat(context.getBean(JdbcLockBackend.class).isFairHandoff()).isFalse());
-		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.fair-handoff=true")
 			.run((context) -> assertThat(context.getBean(JdbcLockBackend.class).isFairHandoff()).isTrue());
+		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.jdbc.fair-handoff=false")
+			.run((context) -> assertThat(context.getBean(JdbcLockBackend.class).isFairHandoff()).isFalse());
 	}
 
 	@Test
