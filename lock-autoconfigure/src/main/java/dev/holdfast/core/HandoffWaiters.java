@@ -231,8 +231,9 @@ final class HandoffWaiters {
 			}
 			int state = STATE.get(waiter);
 			if (state != GONE) {
-				// ASSIGNED or TAKEN: a second copy of the grant (the answer's and the announcement's
-				// come in either order). Never withdraw an owner that holds or may return the lock.
+				// ASSIGNED or TAKEN: a second copy of the grant (an earlier version's release
+				// announced its own successor's grant too, which then came in either order with the
+				// answer). Never withdraw an owner that holds or may return the lock.
 				return;
 			}
 		}

@@ -585,7 +585,8 @@ public class RedisLockBackend
 	/**
 	 * {@link #release(String, String)} that first records {@code localWaiter} (see
 	 * {@link WaiterHandoff}); when the lock goes to it, this backend's grant listeners hear of it
-	 * from the answer, ahead of the announcement.
+	 * from the answer only: the release publishes no grant for it, which every subscribed process
+	 * would have to read and ignore.
 	 */
 	@Override
 	public boolean release(String key, String owner, @Nullable String localWaiter, @Nullable Duration localWaiterTtl,

@@ -99,8 +99,9 @@ final class RedisScripts {
 	// the lock set to its owner (marked '*' while other records remain) with PX = its ttl, a
 	// fencing token taken by the rule of ACQUIRE (TAKE_TOKEN; the counter is KEYS[1] .. ':fence',
 	// in the lock's hash slot), and the grant '{key}' .. owner .. '#' .. token published. Answers
-	// -token when the drawn waiter is ARGV[4] (the releasing process dispatches its grant from
-	// the answer), else 2. A record of an earlier version or of replicas-to-ack (no '|') is reserved for its next
+	// -token when the drawn waiter is ARGV[4], without publishing: the releasing process
+	// dispatches that grant from the answer, and every other subscriber would only wake to ignore
+	// it; else 2. A record of an earlier version or of replicas-to-ack (no '|') is reserved for its next
 	// ACQUIRE as that version expects: the lock set to '*' .. owner for max(ARGV[3], the record's
 	// remaining time) and the grant '{key}' .. owner published. With no waiter recorded (no set
 	// at all: one EXISTS, as for a lock contended only by try-once callers), the lock is deleted
@@ -138,8 +139,8 @@ final class RedisScripts {
 					local fence = KEYS[1] .. ':fence'
 					local token = nil
 			""" + TAKE_TOKEN + """
-					redis.call('PUBLISH', ARGV[2], KEYS[1] .. waiter .. '#' .. string.format('%d', token))
 					if drawn[1] == nextLocal then return -token end
+					redis.call('PUBLISH', ARGV[2], KEYS[1] .. waiter .. '#' .. string.format('%d', token))
 					return 2
 				end
 				local window = math.max(tonumber(ARGV[3]), tonumber(drawn[2]) - now)

@@ -52,8 +52,8 @@ public interface WaiterHandoff extends ReleaseEvents {
 	 * with its lease time {@code localWaiterTtl}, for {@code recordFor}: the releasing process's
 	 * next waiter for the key, which may not have made its first attempt yet, so that it is drawn
 	 * as any recorded waiter is. When the lock goes to {@code localWaiter}, the backend tells its
-	 * grant listeners at once, from the answer (with the fencing token), without waiting for the
-	 * announcement.
+	 * grant listeners at once, from the answer (with the fencing token); no other process needs
+	 * to hear of that grant, so a backend need not announce it.
 	 * @return whether the lock was held by {@code owner} and is now released (or handed on)
 	 */
 	boolean release(String key, String owner, @Nullable String localWaiter, @Nullable Duration localWaiterTtl,

@@ -243,6 +243,63 @@ class RedisWaiterHandoffTests {
 	}
 
 	@Test
+	void aLockHandedToTheReleasingProcesssNextWaiterIsNotPublishedButOneHandedToAnotherWaiterIs() throws Exception {
+		RedisLockBackend backend = backend(RedisLockBackend.DEFAULT_CHANNEL);
+		List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+		AutoCloseable subscription = backend.subscribe((key) -> {
+		}, (key, owner, token) -> heard.add(owner + " " + token));
+		this.closeables.add(subscription);
+		await().atMost(Duration.ofSeconds(60)).until(backend::isListening);
+		List<String> published = publishedGrants();
+		AcquireResult first = backend.tryAcquire(this.name, "holder.1", Duration.ofSeconds(30));
+		assertThat(first.acquired()).isTrue();
+		assertThat(backend.tryAcquire(this.name, "other.1", Duration.ofSeconds(30)).acquired()).isFalse();
+		assertThat(backend.release(this.name, "holder.1", "next.1", Duration.ofSeconds(20), Duration.ofSeconds(10)))
+			.isTrue();
+		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("next.1");
+		long token = Long.parseLong(raw().opsForValue().get(this.fenceKey));
+		assertThat(heard).as("told from the answer").containsExactly("next.1 " + token);
+		// Its own process learns it from the answer: no other process's subscription has to wake
+		// for a message addressed to nobody there.
+		await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(published::isEmpty);
+		assertThat(heard).as("one copy only").hasSize(1);
+		// A waiter of another process hears its grant only from the announcement.
+		assertThat(backend(RedisLockBackend.DEFAULT_CHANNEL)
+			.tryAcquireWaiting(this.name, "remote.1", Duration.ofSeconds(30), Duration.ofSeconds(30))
+			.acquired()).as("refused and recorded").isFalse();
+		assertThat(backend.release(this.name, "next.1")).isTrue();
+		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("remote.1");
+		long remoteToken = Long.parseLong(raw().opsForValue().get(this.fenceKey));
+		await().atMost(WAKE_BOUND)
+			.untilAsserted(() -> assertThat(published).containsExactly(this.lockKey + "remote.1#" + remoteToken));
+	}
+
+	/** Messages on the release channel that name this test's lock, from a subscriber that listens when this returns. */
+	private List<String> publishedGrants() {
+		List<String> grants = new java.util.concurrent.CopyOnWriteArrayList<>();
+		LettuceConnectionFactory listening = RedisClients.connectionFactory(server);
+		this.factories.add(listening);
+		org.springframework.data.redis.connection.RedisConnection subscriber = listening.getConnection();
+		String probe = "probe-" + UUID.randomUUID();
+		List<String> probes = new java.util.concurrent.CopyOnWriteArrayList<>();
+		subscriber.subscribe((message, pattern) -> {
+			String body = new String(message.getBody(), java.nio.charset.StandardCharsets.UTF_8);
+			if (body.startsWith(this.lockKey)) {
+				grants.add(body);
+			}
+			else if (body.equals(probe)) {
+				probes.add(body);
+			}
+		}, RedisLockBackend.DEFAULT_CHANNEL.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+		this.closeables.add(subscriber::close);
+		await().atMost(Duration.ofSeconds(5)).until(() -> {
+			raw().convertAndSend(RedisLockBackend.DEFAULT_CHANNEL, probe);
+			return !probes.isEmpty();
+		});
+		return grants;
+	}
+
+	@Test
 	void aLostGrantIsMadeGoodByTheWaitersNextPollWhichFindsItHoldsTheLock() throws Exception {
 		DefaultLockTemplate releasing = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
 		// Listens on another channel: it never hears the grant.
