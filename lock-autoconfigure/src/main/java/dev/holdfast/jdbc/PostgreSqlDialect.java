@@ -54,6 +54,16 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	private final String releaseDrawSql;
 
+	/** {@link #releaseDrawSql} and its announcement in one statement; see {@link #releaseWanted}. */
+	private final String releaseDrawAnnouncedSql;
+
+	/**
+	 * Whether {@link #releaseWanted} announces in its own statement: false after that statement
+	 * failed (a full notification queue, no {@code pg_notify}), until an announcement of its own
+	 * succeeds again.
+	 */
+	private volatile boolean announceInRelease = true;
+
 	/** Whether the last announcement failed: only the first of a run of failures is logged at WARN. */
 	private volatile boolean notifyFailing;
 
@@ -129,6 +139,14 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ waiter + " IS NULL THEN l.holder WHEN ? THEN '" + RESERVED + "[' || ? || '][' || " + waiter + " || ']' ELSE '"
 				+ RESERVED + "[' || " + waiter + " || '][' || ? || ']' END FROM " + NOW
 				+ " n WHERE l.lock_key = ? AND l.owner_token = ? RETURNING left(l.holder, " + RESERVED_PREFIX_LENGTH + ")";
+		// The same, announcing in the same statement (one round trip less before the other
+		// instance hears; the notification leaves at the commit of the reservation): a
+		// reservation for the other instance (parameter 10) is announced to it, with the key
+		// (parameter 11) and the drawn instance, a row marked otherwise with the key alone.
+		this.releaseDrawAnnouncedSql = "WITH r AS (" + this.releaseDrawSql + " AS s) SELECT r.s, CASE WHEN left(r.s, 1) = '"
+				+ RESERVED + "' AND substr(r.s, 3, " + INSTANCE_LENGTH + ") <> ? THEN pg_notify(?, ? || '{" + RESERVED
+				+ "' || substr(r.s, 3, " + INSTANCE_LENGTH + ") || '}') WHEN left(r.s, 1) = '" + MARK
+				+ "' THEN pg_notify(?, ?) END FROM r";
 		this.renewSql = "WITH n AS " + NOW + " UPDATE " + table + " AS l SET expires_at = n.us + v.ttl"
 				+ " FROM n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
 				+ " WHERE l.lock_key = v.k AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
@@ -237,17 +255,31 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	@Override
 	boolean releaseWanted(Connection connection, String key, String owner, String instance, boolean localFirst)
 			throws SQLException {
+		if (this.announceInRelease) {
+			try (PreparedStatement ps = prepare(connection, this.releaseDrawAnnouncedSql)) {
+				bindReleaseDraw(ps, key, owner, instance, localFirst);
+				ps.setString(10, instance);
+				ps.setString(11, this.channel);
+				ps.setString(12, key);
+				ps.setString(13, this.channel);
+				ps.setString(14, key);
+				try (ResultSet rs = ps.executeQuery()) {
+					return rs.next();
+				}
+			}
+			catch (SQLException ex) {
+				if (!announcementFailed(connection, ex)) {
+					throw ex;
+				}
+				// The statement failed as a whole (autocommit): nothing was released. Released
+				// below, and announced in a statement of its own, which cannot fail the release.
+				this.announceInRelease = false;
+				logger.debug("Holdfast's release with its announcement failed; releasing, then announcing on its own", ex);
+			}
+		}
 		String state;
 		try (PreparedStatement ps = prepare(connection, this.releaseDrawSql)) {
-			ps.setString(1, instance);
-			ps.setString(2, instance);
-			ps.setBoolean(3, localFirst);
-			ps.setString(4, instance);
-			ps.setString(5, instance);
-			ps.setString(6, instance);
-			ps.setString(7, instance);
-			ps.setString(8, key);
-			ps.setString(9, owner);
+			bindReleaseDraw(ps, key, owner, instance, localFirst);
 			try (ResultSet rs = ps.executeQuery()) {
 				if (!rs.next()) {
 					return false;
@@ -269,6 +301,31 @@ final class PostgreSqlDialect extends SqlClockDialect {
 			announce(connection, key);
 		}
 		return true;
+	}
+
+	private static void bindReleaseDraw(PreparedStatement ps, String key, String owner, String instance,
+			boolean localFirst) throws SQLException {
+		ps.setString(1, instance);
+		ps.setString(2, instance);
+		ps.setBoolean(3, localFirst);
+		ps.setString(4, instance);
+		ps.setString(5, instance);
+		ps.setString(6, instance);
+		ps.setString(7, instance);
+		ps.setString(8, key);
+		ps.setString(9, owner);
+	}
+
+	/**
+	 * Whether {@code ex}, thrown by the release that announces, is the server's refusal of the
+	 * statement (as a failing {@code pg_notify}), after which nothing was released, rather than a
+	 * lost connection, a timeout or a rolled-back transaction, whose outcome is unknown or which
+	 * the backend retries: those are thrown as for any other statement.
+	 */
+	private static boolean announcementFailed(Connection connection, SQLException ex) throws SQLException {
+		String state = ex.getSQLState();
+		return state != null && !state.startsWith("08") && !state.startsWith("57") && !state.startsWith("40")
+				&& !state.startsWith("53") && !state.startsWith("58") && !connection.isClosed();
 	}
 
 	/**
@@ -317,6 +374,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 			ps.setString(2, key);
 			ps.execute();
 			this.notifyFailing = false;
+			this.announceInRelease = true;
 		}
 		catch (SQLException ex) {
 			String message = "Holdfast could not announce a lock release on PostgreSQL (" + ex.getMessage()

@@ -142,6 +142,80 @@ class PostgresInstanceHandoffTests {
 		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isTrue();
 	}
 
+	/** A backend whose connections find {@code schema}'s functions before PostgreSQL's own. */
+	private JdbcLockBackend backendWithFunctionsOf(String schema) {
+		HikariDataSource dataSource = PostgresServer.shared().newDataSource();
+		dataSource.setJdbcUrl(PostgresServer.shared().jdbcUrl() + "?options=-c%20search_path%3D" + schema
+				+ ",public,pg_catalog");
+		this.closeables.add(dataSource);
+		JdbcLockBackend backend = new JdbcLockBackend(dataSource, JdbcLockBackend.DEFAULT_TABLE_NAME,
+				Duration.ofSeconds(2));
+		backend.setFairHandoff(true);
+		backend.checkTable();
+		this.closeables.add(backend);
+		return backend;
+	}
+
+	/**
+	 * The reservation for the other instance and its announcement are one statement: the
+	 * notification leaves at the reservation's commit, one round trip sooner than an announcement
+	 * of its own after the release's answer. Seen through a {@code pg_notify} that records its
+	 * transaction: the same as the reserved row's {@code xmin}.
+	 */
+	@Test
+	void reservationForTheOtherInstanceIsAnnouncedInTheSameTransaction() {
+		JdbcTemplate operator = new JdbcTemplate(dataSource());
+		operator.execute("CREATE SCHEMA IF NOT EXISTS holdfast_recording");
+		operator.execute("CREATE TABLE IF NOT EXISTS holdfast_recording.notified (tx bigint, payload text)");
+		operator.execute("CREATE OR REPLACE FUNCTION holdfast_recording.pg_notify(text, text) RETURNS void"
+				+ " LANGUAGE sql AS $$ INSERT INTO holdfast_recording.notified VALUES (txid_current() % 4294967296, $2);"
+				+ " SELECT pg_catalog.pg_notify($1, $2) $$");
+		JdbcLockBackend releasing = backendWithFunctionsOf("holdfast_recording");
+		JdbcLockBackend waiting = backend();
+		String key = key();
+		assertThat(releasing.tryAcquire(key, "a", TTL).acquired()).isTrue();
+		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isFalse();
+		releasing.localFirst(() -> false);
+		assertThat(releasing.releaseWanted(key, "a")).isTrue();
+		long reservedIn = operator.queryForObject("SELECT xmin::text::bigint FROM holdfast_lock WHERE lock_key = ?",
+				Long.class, key);
+		assertThat(operator.queryForList("SELECT tx FROM holdfast_recording.notified WHERE payload = ?", Long.class,
+				PostgreSqlDialect.reservedPayload(key, waiting.instance())))
+			.as("announced once, in the reservation's transaction")
+			.containsExactly(reservedIn);
+		assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isTrue();
+		assertThat(waiting.release(key, "b")).isTrue();
+	}
+
+	/**
+	 * A failing announcement (a full notification queue, a database without {@code pg_notify})
+	 * fails the statement that reserves and announces as a whole: the release is made again
+	 * without it and announced on its own, so the lock is still reserved, then claimed.
+	 */
+	@Test
+	void reservationSucceedsWhenItsAnnouncementFails() {
+		JdbcTemplate operator = new JdbcTemplate(dataSource());
+		operator.execute("CREATE SCHEMA IF NOT EXISTS holdfast_broken");
+		operator.execute("CREATE OR REPLACE FUNCTION holdfast_broken.pg_notify(text, text) RETURNS void"
+				+ " LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'too many notifications in the NOTIFY queue'; END $$");
+		JdbcLockBackend releasing = backendWithFunctionsOf("holdfast_broken");
+		JdbcLockBackend waiting = backend();
+		for (boolean localFirst : new boolean[] { false, true, false }) {
+			String key = key();
+			AcquireResult first = releasing.tryAcquire(key, "a", TTL);
+			assertThat(first.acquired()).isTrue();
+			assertThat(waiting.tryAcquire(key, "b", TTL).acquired()).isFalse();
+			releasing.localFirst(() -> localFirst);
+			assertThat(releasing.releaseWanted(key, "a")).isTrue();
+			JdbcLockBackend drawn = localFirst ? releasing : waiting;
+			assertThat(holder(key)).isEqualTo(">[" + drawn.instance() + "][" + (localFirst ? waiting : releasing).instance() + "]");
+			AcquireResult claimed = drawn.tryAcquire(key, "c", TTL);
+			assertThat(claimed.acquired()).isTrue();
+			assertThat(claimed.fencingToken()).isGreaterThan(first.fencingToken());
+			assertThat(drawn.release(key, "c")).isTrue();
+		}
+	}
+
 	@Test
 	void reservationIsNobodysLock() {
 		JdbcLockBackend releasing = backend();
