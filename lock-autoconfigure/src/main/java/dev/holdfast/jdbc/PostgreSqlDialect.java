@@ -26,7 +26,8 @@ import dev.holdfast.spi.TickClaims.TickClaim;
 /**
  * PostgreSQL: acquisition and fencing token in one statement, plus a mark of the holder's row
  * that also reads its remaining time only when the lock is held; a release that reports whether
- * the row was marked, followed by a {@code pg_notify} of its own only then; renewal of any number of locks in one statement
+ * the row was marked, followed by a {@code pg_notify} of its own only then (the release that
+ * draws the next instance announces in its own statement); renewal of any number of locks in one statement
  * over arrays.
  */
 final class PostgreSqlDialect extends SqlClockDialect {
