@@ -474,6 +474,15 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	}
 
 	/**
+	 * How long this template's lease of {@code key} is still valid, in nanoseconds; {@code 0}
+	 * when there is none or it is no longer valid (released, releasing, lost).
+	 */
+	long validHoldNanos(String key) {
+		HeldLease lease = this.held.get(key);
+		return (lease != null && lease.isValid()) ? lease.untilExpiryNanos() : 0;
+	}
+
+	/**
 	 * The backend's {@linkplain LockBackend#clockDriftAllowance drift allowance} for {@code ttl}, in
 	 * nanoseconds; the last one is kept, as applications use one or a few times to live.
 	 */

@@ -399,6 +399,11 @@ final class HandoffWaiters {
 		 * until two poll intervals from now or the caller's {@code deadline} (nanoTime), whichever
 		 * comes first: a record dies with its wait even when the withdrawal is lost.
 		 */
+		/** Whether no grant reached this waiter and it has not left. */
+		boolean waiting() {
+			return STATE.get(this) == WAITING;
+		}
+
 		AcquireResult attempt(long deadline) {
 			return HandoffWaiters.this.backend.tryAcquireWaiting(this.key, this.owner, this.ttl, recordFor(deadline));
 		}

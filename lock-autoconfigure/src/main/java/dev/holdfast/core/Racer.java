@@ -169,6 +169,23 @@ final class Racer implements AutoCloseable {
 					}
 					continue;
 				}
+				if (recorded != null && signal != null && this.subscription != null && recorded.waiting()) {
+					// This template holds the key: its release names this waiter to the backend
+					// (HandoffWaiters.localWaiter), which records it and draws, and the answer's grant
+					// wakes it; an attempt now would only be refused. The waiter is in the racers map
+					// before the lease's validity is read here, and a release marks its lease released
+					// before it reads that map, so a lease seen valid here is released naming this
+					// waiter. Not while that release is in flight: it may have been sent before this
+					// waiter was known.
+					long held = this.template.validHoldNanos(key);
+					long wait = Math.min(Math.min(held, pollNanos), deadline - System.nanoTime());
+					if (held > 0 && wait > 0) {
+						if (signal.tryAcquire(wait, TimeUnit.NANOSECONDS)) {
+							signal.drainPermits();
+						}
+						continue;
+					}
+				}
 				String owner = (recorded != null) ? recorded.owner : this.owners.next();
 				// Looked at before the attempt is sent: the backend may run the attempt before that
 				// release and answer the release first, so it is gone from the map by the answer.

@@ -155,18 +155,23 @@ final class RedisScripts {
 			return 1
 			""";
 
-	// Owner-checked. An uncontended lock (no '*') has no recorded waiter: see ACQUIRE. A
-	// contended one goes to a recorded waiter, or is deleted and announced (HAND_ON).
+	// Owner-checked. An uncontended lock (no '*') has no recorded waiter (see ACQUIRE): it is
+	// deleted, unless the releasing process names its next waiter (ARGV[4]), which then gets it
+	// (HAND_ON: recorded, drawn as the only record). A contended one goes to a recorded waiter,
+	// or is deleted and announced (HAND_ON).
 	// Answers 0 (not held by the owner), 1 (released), 2 (handed to a waiter) or -token (handed
 	// to the releasing process's next waiter ARGV[4], which holds it under that fencing token).
 	static final RedisScript<Long> RELEASE = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
 			local holder = redis.call('GET', KEYS[1])
 			if holder == ARGV[1] then
-				redis.call('DEL', KEYS[1])
-				return 1
+				if ARGV[4] == '' then
+					redis.call('DEL', KEYS[1])
+					return 1
+				end
+			elseif holder ~= ARGV[1] .. '*' then
+				return 0
 			end
-			if holder ~= ARGV[1] .. '*' then return 0 end
 			""" + HAND_ON, Long.class);
 
 	// A waiter gives up: its records go, and a lock held by it (handed to it by a release whose

@@ -51,7 +51,9 @@ public interface WaiterHandoff extends ReleaseEvents {
 	 * {@link LockBackend#release}, that first records {@code localWaiter}, if not {@code null},
 	 * with its lease time {@code localWaiterTtl}, for {@code recordFor}: the releasing process's
 	 * next waiter for the key, which may not have made its first attempt yet, so that it is drawn
-	 * as any recorded waiter is. When the lock goes to {@code localWaiter}, the backend tells its
+	 * as any recorded waiter is, also when no other waiter is recorded (the engine's racer does not
+	 * attempt while its own process validly holds the key: it relies on this release to make it
+	 * the holder). When the lock goes to {@code localWaiter}, the backend tells its
 	 * grant listeners at once, from the answer (with the fencing token); no other process needs
 	 * to hear of that grant, so a backend need not announce it.
 	 * @return whether the lock was held by {@code owner} and is now released (or handed on)

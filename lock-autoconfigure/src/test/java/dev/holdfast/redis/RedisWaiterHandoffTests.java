@@ -105,16 +105,26 @@ class RedisWaiterHandoffTests {
 	}
 
 	@Test
-	void aLocalWaiterRecordsItselfWhileItsOwnInstanceHoldsTheKeyAndIsGrantedTheLock() throws Exception {
+	void aLocalWaiterSendsNothingWhileItsOwnInstanceHoldsTheKeyAndIsGrantedTheLockByItsRelease() throws Exception {
 		DefaultLockTemplate instance = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
 		Lease held = instance.acquire(this.name, null, ONCE);
+		long scriptsBefore = scriptCalls();
 		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
-		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+		Thread.sleep(500);
+		// Its attempt would only be refused: the release names it (the releasing process's next
+		// waiter) and makes it the holder.
+		assertThat(scriptCalls() - scriptsBefore).as("scripts while its own instance holds the key").isZero();
+		assertThat(raw().hasKey(this.waitersKey)).as("not recorded by an attempt").isFalse();
+		assertThat(waiting).isNotDone();
 		held.close();
-		// The grant wakes it, long before its poll.
+		// The grant (from the release's answer) wakes it, long before its poll.
 		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+		assertThat(scriptCalls() - scriptsBefore).as("the release is the only script").isEqualTo(1);
 		assertThat(next.isValid()).isTrue();
+		assertThat(next.fencingToken()).isEqualTo(Long.parseLong(raw().opsForValue().get(this.fenceKey)))
+			.isGreaterThan(held.fencingToken());
 		next.close();
+		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
 	}
 
 	@Test
