@@ -175,6 +175,9 @@ public class JdbcLockBackend
 
 	private final String process;
 
+	/** Per thread: its name, and the {@link #holder} description made of it. */
+	private final ThreadLocal<String[]> holders = new ThreadLocal<>();
+
 	/**
 	 * This backend's instance id (12 random hexadecimal digits): what a mark of a refused attempt
 	 * names, and for whom a release reserves a lock, on PostgreSQL.
@@ -381,7 +384,7 @@ public class JdbcLockBackend
 		checkLockKey(key);
 		Assert.hasLength(owner, "'owner' must not be empty");
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
-		return execute("acquire lock '" + key + "'",
+		return execute("acquire lock", key,
 				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, holder(), this.instance));
 	}
 
@@ -394,7 +397,7 @@ public class JdbcLockBackend
 	@Override
 	public boolean release(String key, String owner) {
 		Assert.hasLength(owner, "'owner' must not be empty");
-		boolean released = execute("release lock '" + key + "'",
+		boolean released = execute("release lock", key,
 				(dialect, connection) -> dialect.release(connection, key, owner));
 		sweepIfDue();
 		return released;
@@ -408,7 +411,7 @@ public class JdbcLockBackend
 	@Override
 	public boolean releaseAnnounced(String key, String owner) {
 		Assert.hasLength(owner, "'owner' must not be empty");
-		boolean released = execute("release lock '" + key + "'",
+		boolean released = execute("release lock", key,
 				(dialect, connection) -> dialect.releaseAnnounced(connection, key, owner));
 		sweepIfDue();
 		return released;
@@ -537,6 +540,14 @@ public class JdbcLockBackend
 	 * retries with that abort.
 	 */
 	private <T> T execute(String action, SqlWork<T> work) {
+		return execute(action, null, work);
+	}
+
+	/**
+	 * As {@link #execute(String, SqlWork)}, for {@code action} on the lock {@code key}: the
+	 * description is only put together for a failure, not for every acquisition and release.
+	 */
+	private <T> T execute(String action, @Nullable String key, SqlWork<T> work) {
 		try (Connection connection = connection()) {
 			int networkTimeout = JdbcConnections.networkTimeout(connection, this.timeoutMillis);
 			boolean autoCommit = connection.getAutoCommit();
@@ -579,7 +590,7 @@ public class JdbcLockBackend
 			}
 		}
 		catch (SQLException ex) {
-			throw failure(action, ex);
+			throw failure((key != null) ? action + " '" + key + "'" : action, ex);
 		}
 	}
 
@@ -758,9 +769,20 @@ public class JdbcLockBackend
 		return dialect;
 	}
 
+	/**
+	 * The holder description of the current thread: made again only when the thread's name
+	 * changed, so that an acquisition puts no string together.
+	 */
 	private String holder() {
-		String holder = this.process + " " + Thread.currentThread().getName();
-		return (holder.length() <= MAX_HOLDER_LENGTH) ? holder : holder.substring(0, MAX_HOLDER_LENGTH);
+		String name = Thread.currentThread().getName();
+		String[] cached = this.holders.get();
+		if (cached != null && cached[0] == name) {
+			return cached[1];
+		}
+		String holder = this.process + " " + name;
+		holder = (holder.length() <= MAX_HOLDER_LENGTH) ? holder : holder.substring(0, MAX_HOLDER_LENGTH);
+		this.holders.set(new String[] { name, holder });
+		return holder;
 	}
 
 	private LockBackendException failure(String action, SQLException ex) {
