@@ -94,14 +94,15 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ " owner_token = EXCLUDED.owner_token, fence = GREATEST(l.fence + 1, EXCLUDED.fence),"
 				+ " expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at,"
 				// A claim of a reservation (a live row) marks the new holder's row for the instance that
-				// the release drew against (it waits too), so that this holder's release announces.
+				// the release drew against (it waits too), so that this holder's release announces: the
+				// reservation '>[<instance>][<other instance>]' gives '*[<other instance>]' + the holder.
 				+ " holder = CASE WHEN l.expires_at <= EXCLUDED.acquired_at THEN EXCLUDED.holder"
-				+ " ELSE left('" + MARK + "[' || substr(l.holder, " + (RESERVED_PREFIX_LENGTH + 2) + ", " + INSTANCE_LENGTH
-				+ ") || ']' || EXCLUDED.holder, 255) END"
-				// Expired, or reserved for this attempt's instance (parameter 5, null for none): a
-				// reservation has no owner and a holder '>[<instance>][<other instance>]'.
-				+ " WHERE l.expires_at <= EXCLUDED.acquired_at OR (l.owner_token = '' AND left(l.holder, "
-				+ RESERVED_PREFIX_LENGTH + ") = ?) RETURNING l.fence";
+				+ " ELSE left('" + MARK + "' || substr(l.holder, " + (RESERVED_PREFIX_LENGTH + 1) + ") || EXCLUDED.holder, 255) END"
+				// Expired, or reserved for this attempt's instance (parameter 5, '>[<instance>]', null
+				// for none). Only a release that reserves (releaseDrawSql) writes a holder that begins
+				// with '>', with no owner; every other holder begins with "pid " or '*'. The statement is
+				// built, and so paid for, on every acquisition: each node costs the server (issue 19).
+				+ " WHERE l.expires_at <= EXCLUDED.acquired_at OR starts_with(l.holder, ?) RETURNING l.fence";
 		// A refused attempt marks the holder's row (a '*' before the holder's description), so that
 		// its release announces itself; under the row's lock, so a release that committed meanwhile
 		// is seen (no row: retry at once), never a stale remaining time. The mark names the marking
@@ -127,8 +128,10 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		// The release reports whether a refused attempt marked the row; the announcement is a
 		// statement of its own after it (release()), so that it can never fail the release. The
 		// mark stays on the released row: the next acquisition or tick claim writes its own holder.
+		// It returns the holder as stored, tested in Java: an expression in RETURNING costs the
+		// server more than the few bytes of the column (issue 19).
 		this.releaseSql = "UPDATE " + table + " SET owner_token = '', expires_at = LEAST(expires_at, " + CLOCK
-				+ ") WHERE lock_key = ? AND owner_token = ? RETURNING left(holder, 1) = '" + MARK + "'";
+				+ ") WHERE lock_key = ? AND owner_token = ? RETURNING holder";
 		// The release for an instance a thread of which wants the key (releaseWanted): when another
 		// instance marked the row, the lock is reserved for one of the two, drawn by the caller
 		// (parameter 3: the releasing instance first), for the claim window; else the plain release.
@@ -357,7 +360,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 			ps.setString(1, key);
 			ps.setString(2, owner);
 			try (ResultSet rs = ps.executeQuery()) {
-				return rs.next() ? rs.getBoolean(1) : null;
+				return rs.next() ? rs.getString(1).startsWith(MARK) : null;
 			}
 		}
 	}
@@ -439,8 +442,9 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	@Override
 	AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder,
 			@Nullable String instance) throws SQLException {
+		Tags tags = tags(instance);
 		try (PreparedStatement ps = prepareAcquire(connection, this.acquireSql, key, owner, ttlMicros, holder)) {
-			ps.setString(5, (instance != null) ? RESERVED + "[" + instance + "]" : null);
+			ps.setString(5, tags.reserved);
 			try (ResultSet rs = ps.executeQuery()) {
 				if (rs.next()) {
 					return AcquireResult.acquired(rs.getLong(1));
@@ -448,9 +452,8 @@ final class PostgreSqlDialect extends SqlClockDialect {
 			}
 		}
 		try (PreparedStatement ps = prepare(connection, this.markSql)) {
-			String mark = (instance != null) ? MARK + "[" + instance + "]" : MARK;
-			ps.setString(1, mark);
-			ps.setString(2, mark);
+			ps.setString(1, tags.mark);
+			ps.setString(2, tags.mark);
 			ps.setString(3, key);
 			ps.setString(4, instance);
 			ps.setString(5, key);
@@ -459,6 +462,42 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				return AcquireResult.held(rs.next() ? remainingMillis(rs.getLong(1)) : 0);
 			}
 		}
+	}
+
+	/**
+	 * The strings an attempt of {@code instance} binds, made once per instance: a backend's
+	 * instance id is fixed, so its acquisitions build none.
+	 */
+	private Tags tags(@Nullable String instance) {
+		Tags tags = this.tags;
+		if (tags.instance != instance) {
+			tags = new Tags(instance);
+			this.tags = tags;
+		}
+		return tags;
+	}
+
+	/** The last instance's tags ({@link #tags}). */
+	private volatile Tags tags = new Tags(null);
+
+	/**
+	 * What an attempt of {@code instance} (null for none) binds: the reservation it claims
+	 * ({@code >[<instance>]}) and the mark it writes ({@code *[<instance>]}).
+	 */
+	private static final class Tags {
+
+		final @Nullable String instance;
+
+		final @Nullable String reserved;
+
+		final String mark;
+
+		Tags(@Nullable String instance) {
+			this.instance = instance;
+			this.reserved = (instance != null) ? RESERVED + "[" + instance + "]" : null;
+			this.mark = (instance != null) ? MARK + "[" + instance + "]" : MARK;
+		}
+
 	}
 
 	@Override

@@ -92,6 +92,18 @@ class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
 	}
 
 	/**
+	 * The shipped table is created at fillfactor 25: every acquisition and release updates the
+	 * key's row in place, and a page pruned only when nearly full lets the chain of dead
+	 * versions that each statement walks grow to dozens (issue 19, docs/DESIGN.md).
+	 */
+	@Test
+	void schemaLeavesRoomForShortUpdateChains() throws Exception {
+		JdbcTemplate operator = createTable("holdfast_fillfactor_lock");
+		assertThat(operator.queryForObject("SELECT array_to_string(reloptions, ',') FROM pg_class"
+				+ " WHERE oid = to_regclass('holdfast_fillfactor_lock')", String.class)).isEqualTo("fillfactor=25");
+	}
+
+	/**
 	 * The PostgreSQL driver bounds a silent server with the network timeout, so lock statements
 	 * set no statement timeout, which would schedule a task on the driver's cancellation timer for
 	 * every statement. A connection without network timeouts keeps the statement timeout.
