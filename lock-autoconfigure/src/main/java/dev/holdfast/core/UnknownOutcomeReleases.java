@@ -41,18 +41,26 @@ final class UnknownOutcomeReleases {
 
 	static final int MAX_PENDING = 1024;
 
-	private static final long FIRST_RETRY_MILLIS = 100;
+	static final long FIRST_RETRY_MILLIS = 100;
 
 	private static final Log logger = LogFactory.getLog(UnknownOutcomeReleases.class);
 
 	private final LockBackend backend;
+
+	private final long firstRetryMillis;
 
 	private final AtomicInteger pending = new AtomicInteger();
 
 	private final ThreadPoolExecutor blocking;
 
 	UnknownOutcomeReleases(LockBackend backend) {
+		this(backend, FIRST_RETRY_MILLIS);
+	}
+
+	/** With another first retry delay, for tests (the schedule doubles from it as from 100 ms). */
+	UnknownOutcomeReleases(LockBackend backend, long firstRetryMillis) {
 		this.backend = backend;
+		this.firstRetryMillis = firstRetryMillis;
 		// One thread at most, started on demand and ended after a second idle; the queue is
 		// bounded by MAX_PENDING.
 		this.blocking = new ThreadPoolExecutor(1, 1, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), (task) -> {
@@ -108,7 +116,7 @@ final class UnknownOutcomeReleases {
 				}
 				return;
 			}
-			long delay = FIRST_RETRY_MILLIS << (attempt - 1);
+			long delay = this.firstRetryMillis << (attempt - 1);
 			// attempt() never blocks: it sends, or queues for the blocking thread.
 			CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS, Runnable::run)
 				.execute(() -> attempt(key, owner, attempt + 1));

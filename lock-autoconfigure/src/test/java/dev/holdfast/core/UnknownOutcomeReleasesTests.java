@@ -23,12 +23,14 @@ class UnknownOutcomeReleasesTests {
 	@Test
 	void releaseWithoutAnAnswerIsSentAgainABoundedNumberOfTimes() {
 		AtomicInteger calls = new AtomicInteger();
+		// First retry after 1 ms instead of 100 (the schedule doubles alike): 9 attempts in ~0.26 s
+		// instead of ~25 s.
 		UnknownOutcomeReleases releases = new UnknownOutcomeReleases(backend(() -> {
 			calls.incrementAndGet();
 			throw new LockBackendException("down", null);
-		}));
+		}), 1);
 		releases.release("key", "owner");
-		await().atMost(Duration.ofSeconds(60)).until(() -> releases.pending() == 0);
+		await().atMost(Duration.ofSeconds(10)).until(() -> releases.pending() == 0);
 		assertThat(calls).hasValue(UnknownOutcomeReleases.ATTEMPTS);
 		releases.shutdown();
 	}
