@@ -435,7 +435,7 @@ public class JdbcLockBackend
 		}
 		Assert.hasLength(owner, "'owner' must not be empty");
 		boolean localFirst = this.localFirst.getAsBoolean();
-		boolean released = execute("release lock '" + key + "'", (dialect, connection) -> dialect
+		boolean released = execute("release lock", key, (dialect, connection) -> dialect
 			.releaseWanted(connection, key, owner, this.instance, localFirst));
 		sweepIfDue();
 		return released;

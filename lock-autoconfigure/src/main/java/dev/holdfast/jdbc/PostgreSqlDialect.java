@@ -100,9 +100,12 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ " ELSE left('" + MARK + "' || substr(l.holder, " + (RESERVED_PREFIX_LENGTH + 1) + ") || EXCLUDED.holder, 255) END"
 				// Expired, or reserved for this attempt's instance (parameter 5, '>[<instance>]', null
 				// for none). Only a release that reserves (releaseDrawSql) writes a holder that begins
-				// with '>', with no owner; every other holder begins with "pid " or '*'. The statement is
-				// built, and so paid for, on every acquisition: each node costs the server (issue 19).
-				+ " WHERE l.expires_at <= EXCLUDED.acquired_at OR starts_with(l.holder, ?) RETURNING l.fence";
+				// with '>', with no owner; every other holder begins with "pid " or '*'. The owner test
+				// keeps a live holder's row out of reach whatever its holder text says (the holder
+				// format is not what exclusion rests on; review of 305689e). The statement is built,
+				// and so paid for, on every acquisition: each node costs the server (issue 19).
+				+ " WHERE l.expires_at <= EXCLUDED.acquired_at OR (l.owner_token = '' AND left(l.holder, "
+				+ RESERVED_PREFIX_LENGTH + ") = ?) RETURNING l.fence";
 		// A refused attempt marks the holder's row (a '*' before the holder's description), so that
 		// its release announces itself; under the row's lock, so a release that committed meanwhile
 		// is seen (no row: retry at once), never a stale remaining time. The mark names the marking
@@ -360,7 +363,11 @@ final class PostgreSqlDialect extends SqlClockDialect {
 			ps.setString(1, key);
 			ps.setString(2, owner);
 			try (ResultSet rs = ps.executeQuery()) {
-				return rs.next() ? rs.getString(1).startsWith(MARK) : null;
+				if (!rs.next()) {
+					return null;
+				}
+				String holder = rs.getString(1);
+				return holder != null && holder.startsWith(MARK);
 			}
 		}
 	}

@@ -104,6 +104,24 @@ class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
 	}
 
 	/**
+	 * A reservation is a row with no owner whose holder names the instance it is kept for. A live
+	 * row with an owner is never taken by an acquisition, whatever its holder text begins with:
+	 * exclusion does not rest on how holders are described (review of 305689e, which tested the
+	 * holder alone).
+	 */
+	@Test
+	void liveOwnedRowIsNotTakenWhateverItsHolderText() {
+		DataSource dataSource = dataSource();
+		JdbcLockBackend backend = newBackend(dataSource);
+		String key = key();
+		assertThat(backend.tryAcquire(key, "holder", Duration.ofSeconds(30)).acquired()).isTrue();
+		new JdbcTemplate(dataSource).update("UPDATE holdfast_lock SET holder = ? WHERE lock_key = ?",
+				PostgreSqlDialect.RESERVED + "[" + backend.instance() + "][000000000000]pid 1@host thread", key);
+		assertThat(backend.tryAcquire(key, "intruder", Duration.ofSeconds(30)).acquired()).isFalse();
+		assertThat(backend.release(key, "holder")).isTrue();
+	}
+
+	/**
 	 * The PostgreSQL driver bounds a silent server with the network timeout, so lock statements
 	 * set no statement timeout, which would schedule a task on the driver's cancellation timer for
 	 * every statement. A connection without network timeouts keeps the statement timeout.
