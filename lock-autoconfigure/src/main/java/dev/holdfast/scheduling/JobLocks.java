@@ -13,6 +13,7 @@ import dev.holdfast.LockListener;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.EngineLease;
 import dev.holdfast.core.LockEngine;
+import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
 import dev.holdfast.spi.TickClaims.TickClaim;
@@ -110,23 +111,37 @@ final class JobLocks {
 	}
 
 	/**
+	 * Whether {@link #keepFor} asks the backend whether it still holds the lock (an owner-checked
+	 * update of its time to live) rather than releasing it later from the scheduler.
+	 */
+	boolean confirmsKeep() {
+		return this.backend instanceof LeaseRenewal;
+	}
+
+	/**
 	 * Lets the lock of {@code lease} go {@code keep} from now: by setting its time to live and
 	 * forgetting it where the backend can, else by releasing it later from the scheduler. The
-	 * lease is detached from the calling thread at once.
+	 * lease is detached from the calling thread at once. Never released now: whether the lock is
+	 * still this lease's, only the owner-checked update decides, even for a lease no longer valid
+	 * here.
+	 * @return {@code false} if the backend no longer held the lock for this lease (it is closed
+	 * then, and marked lost), else {@code true}
+	 * @throws RuntimeException if the update failed: the lease is forgotten, and the lock expires
+	 * after its time to live
 	 */
-	void keepFor(EngineLease lease, Duration keep) {
+	boolean keepFor(EngineLease lease, Duration keep) {
 		EngineLease.detach(lease);
-		if (!(this.backend instanceof dev.holdfast.spi.LeaseRenewal)) {
+		if (!confirmsKeep()) {
 			this.scheduler.schedule(lease::close, clock().instant().plus(keep));
-			return;
+			return true;
 		}
 		try {
 			if (lease.extend(keep)) {
 				lease.forget();
+				return true;
 			}
-			else {
-				lease.close();
-			}
+			lease.close();
+			return false;
 		}
 		catch (RuntimeException ex) {
 			// The lock expires after lockAtMostFor; a release now would end it before keep.

@@ -33,8 +33,10 @@ import dev.holdfast.spi.TickClaims.TickClaim;
  * <li>invokes the method with a hold of that lease bound to {@link LockContext}, logging what the
  * method throws;</li>
  * <li>releases the job lock, or keeps it on the backend until {@code lockAtLeastFor} after the
- * start (fixed-delay jobs: for {@code fixedDelay} after the end, at least); a run that ended after
- * its lease expired marks the lease lost (WARN, lost-lease counter).</li>
+ * start (fixed-delay jobs: for {@code fixedDelay} after the end, at least), also after a run
+ * that outlived the validity of its lease if the backend still holds the lock for it (an
+ * owner-checked update); a run whose lock the backend no longer held, or whose backend cannot
+ * tell, marks the lease lost (WARN, lost-lease counter).</li>
  * </ol>
  * A tick this instance does not run is counted with its {@link SkipReason}: DEBUG when it ran
  * elsewhere, INFO or WARN for a drop. Once {@link JobRuns} is closed (the context is stopping),
@@ -247,35 +249,72 @@ final class SingleInstanceJob implements Runnable {
 	}
 
 	/**
-	 * Ends the run's hold of the job lock: marks it lost if the run outlived it, then releases it,
-	 * or keeps it for what remains of {@code lockAtLeastFor} (fixed-delay jobs: at least
-	 * {@code fixedDelay} from now).
+	 * Ends the run's hold of the job lock: releases it, or keeps it for what remains of
+	 * {@code lockAtLeastFor} (fixed-delay jobs: at least {@code fixedDelay} from now). A lease no
+	 * longer valid here may still be this run's lock on the backend: its validity counts from
+	 * before the acquisition was sent (a slow acquisition on a loaded host leaves little of it) and
+	 * leaves out the backend's clock-drift allowance. Its lock is then kept in the same way by the
+	 * owner-checked update, which only the backend can decide: a release would end a lock still held
+	 * at once, and the next run would start anywhere without the delay after this one. The lease is
+	 * marked lost (WARN, lost-lease counter) unless the backend still held it for this run.
 	 */
 	private void finish(JobLocks locks, EngineLease lease, long startNanos) {
 		Duration ran = Duration.ofNanos(System.nanoTime() - startNanos);
-		if (!lease.isValid()) {
-			lease.markLost("job '" + this.definition.name() + "' ran for " + ran.toMillis()
-						+ " ms, past the validity of its lock (lockAtMostFor " + this.definition.lockAtMostFor()
-						+ "): another instance may have started it meanwhile. Raise lockAtMostFor, or call "
-						+ "LockContext.requireLease().extend(...) in long runs");
-			lease.close();
-			return;
-		}
 		Duration keep = this.definition.lockAtLeastFor().minus(ran);
 		Duration delay = this.definition.fixedDelay();
 		if (delay != null && delay.compareTo(keep) > 0) {
 			keep = delay;
 		}
-		if (keep.compareTo(MIN_KEEP) < 0) {
-			lease.close();
+		boolean keeps = keep.compareTo(MIN_KEEP) >= 0;
+		if (lease.isValid()) {
+			if (keeps) {
+				keep(locks, lease, keep);
+			}
+			else {
+				lease.close();
+			}
 			return;
 		}
+		String overran = "job '" + this.definition.name() + "' ran for " + ran.toMillis()
+				+ " ms, past the validity of its lock (lockAtMostFor " + this.definition.lockAtMostFor() + ")";
+		String advice = "Raise lockAtMostFor, or call LockContext.requireLease().extend(...) in long runs";
+		if (keeps && locks.confirmsKeep()) {
+			Boolean kept = keep(locks, lease, keep);
+			if (Boolean.TRUE.equals(kept)) {
+				logger.warn("Holdfast " + overran + " here, but the " + locks.backendName()
+						+ " backend still held it for this run (the validity counts from before the acquisition "
+						+ "was sent): the lock is kept for " + keep.toMillis() + " ms as after any run. " + advice);
+			}
+			else if (kept != null) {
+				logger.warn("Holdfast " + overran + ", and the " + locks.backendName()
+						+ " backend no longer held it: another instance may have started it meanwhile. " + advice);
+			}
+			return;
+		}
+		lease.markLost(overran + ": another instance may have started it meanwhile. " + advice);
+		if (keeps) {
+			// Released later on a backend that cannot set a lock's time to live: the lock may still
+			// be this run's there.
+			keep(locks, lease, keep);
+		}
+		else {
+			lease.close();
+		}
+	}
+
+	/**
+	 * Keeps the lock of {@code lease} for {@code keep} ({@link JobLocks#keepFor}).
+	 * @return whether the backend still held it for this run, {@code null} if the update failed
+	 * (logged; the lock expires after lockAtMostFor)
+	 */
+	private @Nullable Boolean keep(JobLocks locks, EngineLease lease, Duration keep) {
 		try {
-			locks.keepFor(lease, keep);
+			return locks.keepFor(lease, keep);
 		}
 		catch (RuntimeException ex) {
 			logger.warn("Holdfast could not keep the lock of job '" + this.definition.name() + "' for " + keep
 					+ "; it expires after lockAtMostFor", ex);
+			return null;
 		}
 	}
 

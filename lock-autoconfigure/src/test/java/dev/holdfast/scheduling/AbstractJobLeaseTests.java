@@ -2,7 +2,9 @@ package dev.holdfast.scheduling;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Collection;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -15,12 +17,19 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
 
 import dev.holdfast.Lease;
 import dev.holdfast.LockContext;
+import dev.holdfast.LockListener;
 import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -90,8 +99,39 @@ abstract class AbstractJobLeaseTests {
 				.until(() -> backend.tryAcquire(lease.key(), "probe", Duration.ofMillis(200)).acquired());
 			run.finish.countDown();
 			await().atMost(Duration.ofSeconds(5))
-				.until(() -> output.toString().contains("because job '" + this.jobName + "' ran for"));
-			assertThat(output).contains("past the validity of its lock (lockAtMostFor PT0.5S)");
+				.until(() -> output.toString().contains("job '" + this.jobName + "' ran for"));
+			assertThat(output).contains("past the validity of its lock (lockAtMostFor PT0.5S)")
+				.contains("backend no longer held it: another instance may have started it meanwhile");
+		});
+	}
+
+	/**
+	 * The lease's validity counts from before its acquisition was sent: an acquisition that waits
+	 * long before it reaches the backend (here held back 1.5 s, as a starved client on a loaded host
+	 * does; seen taking 12 s) leaves a lease that turns invalid here while the backend still holds
+	 * the lock for the run. The run's end keeps that lock for fixedDelay with the owner-checked
+	 * update, as after any run; releasing it let the next run start on another instance at once.
+	 */
+	@Test
+	void runWhoseLeaseLapsedHereKeepsTheLockTheBackendStillHoldsForIt(CapturedOutput output) {
+		LongRun run = LongRun.expiring();
+		ApplicationContextRunner late = instance("a", LateJob.class, run).withUserConfiguration(LateAcquisitions.class);
+		late.run((context) -> {
+			assertThat(run.expired.await(20, TimeUnit.SECONDS)).as("the lease turned invalid").isTrue();
+			LockBackend backend = context.getBean(LockBackend.class);
+			String key = run.lease.key();
+			assertThat(backend.tryAcquire(key, "probe", Duration.ofMillis(200)).acquired())
+				.as("another owner, while the run whose lease lapsed here still holds the lock on the backend")
+				.isFalse();
+			run.finish.countDown();
+			await().atMost(Duration.ofSeconds(5))
+				.until(() -> output.toString().contains("job '" + this.jobName + "' ran for")
+						|| backend.tryAcquire(key, "probe", Duration.ofMillis(200)).acquired());
+			assertThat(backend.tryAcquire(key, "probe", Duration.ofMillis(200)).acquired())
+				.as("the job lock after the run, kept for fixedDelay (1h)")
+				.isFalse();
+			assertThat(output).contains("backend still held it for this run")
+				.doesNotContain("another instance may have started it meanwhile");
 		});
 	}
 
@@ -199,6 +239,71 @@ abstract class AbstractJobLeaseTests {
 			this.body.accept(this);
 			this.expired.countDown();
 			this.finish.await(20, TimeUnit.SECONDS);
+		}
+
+	}
+
+	/** {@link LongJob} with a lockAtMostFor of 2 s, on {@link LateAcquisitions}. */
+	static class LateJob {
+
+		private final LongRun run;
+
+		LateJob(LongRun run) {
+			this.run = run;
+		}
+
+		@SingleInstanceScheduled(fixedDelay = "1h", name = "${job.name}", lockAtMostFor = "2s")
+		void run() throws InterruptedException {
+			this.run.run(LockContext.requireLease());
+		}
+
+	}
+
+	/**
+	 * The lock engine on the backend under test, whose acquisitions wait 1.5 s before they reach
+	 * it: a request held up in a starved client. Renewals and releases go through at once.
+	 */
+	@Configuration(proxyBeanMethods = false)
+	static class LateAcquisitions {
+
+		@Bean(destroyMethod = "close")
+		DefaultLockTemplate lateTemplate(LockBackend backend) {
+			return new DefaultLockTemplate(new LateBackend(backend), LockSettings.defaults(), LockListener.NONE);
+		}
+
+	}
+
+	record LateBackend(LockBackend backend) implements LockBackend, LeaseRenewal {
+
+		@Override
+		public String name() {
+			return this.backend.name();
+		}
+
+		@Override
+		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+			try {
+				Thread.sleep(1500);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			return this.backend.tryAcquire(key, owner, ttl);
+		}
+
+		@Override
+		public boolean release(String key, String owner) {
+			return this.backend.release(key, owner);
+		}
+
+		@Override
+		public Set<String> renew(Collection<HeldLock> locks) {
+			return ((LeaseRenewal) this.backend).renew(locks);
+		}
+
+		@Override
+		public Duration clockDriftAllowance(Duration ttl) {
+			return this.backend.clockDriftAllowance(ttl);
 		}
 
 	}
