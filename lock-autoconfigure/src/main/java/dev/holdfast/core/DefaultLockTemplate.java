@@ -443,10 +443,13 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 
 	/**
 	 * The backend answered the release of {@code lease} (or it failed, or was not sent): wakes this
-	 * template's racer for its key, which does not race while the key is held or being released here.
+	 * template's racer for its key, which does not race while the key is held or being released
+	 * here; on a backend that hands released locks to recorded waiters, only if the release did
+	 * not hand the lock on ({@code handedOn} false: failed, answer lost, not held any more): the
+	 * grant wakes the waiter it went to.
 	 */
-	void releasedLocally(HeldLease lease, boolean announced) {
-		this.racer.onLocalRelease(lease.key(), announced);
+	void releasedLocally(HeldLease lease, boolean announced, boolean handedOn) {
+		this.racer.onLocalRelease(lease.key(), announced, handedOn);
 	}
 
 	/**
@@ -514,6 +517,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 					+ ". Code that still runs under it is no longer exclusive; fencing tokens protect the resource.");
 			lease.observation().lost();
 			this.listener.leaseLost(lease.name(), this.backend.name());
+			// A racer of this template that sent nothing while the lease was valid attempts now.
+			this.racer.onLocalLoss(lease.key());
 		}
 	}
 

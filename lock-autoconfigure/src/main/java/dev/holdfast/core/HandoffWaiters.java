@@ -394,16 +394,30 @@ final class HandoffWaiters {
 			return true;
 		}
 
-		/**
-		 * One attempt that takes the lock if free or reserved for this waiter, else records it
-		 * until two poll intervals from now or the caller's {@code deadline} (nanoTime), whichever
-		 * comes first: a record dies with its wait even when the withdrawal is lost.
-		 */
 		/** Whether no grant reached this waiter and it has not left. */
 		boolean waiting() {
 			return STATE.get(this) == WAITING;
 		}
 
+		/**
+		 * A release that named this waiter failed, or its answer was lost: the backend may have
+		 * handed the lock to this waiter with no grant heard. If it has left ({@code GONE}, final:
+		 * its acquisition never takes the lock), withdraws it once more, which hands such a lock
+		 * on; its own withdrawal may have reached the backend before that release. A waiter still
+		 * waiting is woken by the caller and finds the lock its own with its next attempt (a later
+		 * {@link #gaveUp} withdraws it then).
+		 */
+		void releaseFailed() {
+			if (STATE.get(this) == GONE) {
+				HandoffWaiters.this.backend.withdraw(this.key, this.owner);
+			}
+		}
+
+		/**
+		 * One attempt that takes the lock if free or reserved for this waiter, else records it
+		 * until two poll intervals from now or the caller's {@code deadline} (nanoTime), whichever
+		 * comes first: a record dies with its wait even when the withdrawal is lost.
+		 */
 		AcquireResult attempt(long deadline) {
 			return HandoffWaiters.this.backend.tryAcquireWaiting(this.key, this.owner, this.ttl, recordFor(deadline));
 		}

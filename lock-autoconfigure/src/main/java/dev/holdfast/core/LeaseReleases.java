@@ -132,13 +132,15 @@ final class LeaseReleases {
 		this.inFlight.incrementAndGet();
 		RuntimeException failure = null;
 		boolean announced = false;
+		HandoffWaiters.Waiter next = null;
+		boolean handedOn = false;
 		try {
 			if (onBackend) {
 				HandoffWaiters waiters = this.handoff;
 				if (waiters != null) {
-					HandoffWaiters.Waiter next = waiters.localWaiter(lease.key(), lease.validUntilNanos());
-					waiters.backend().release(lease.key(), lease.owner(), (next != null) ? next.owner : null,
-							(next != null) ? next.ttl : null, waiters.recordFor());
+					next = nextWaiter(waiters, lease);
+					handedOn = waiters.backend().release(lease.key(), lease.owner(), (next != null) ? next.owner : null,
+							(next != null) ? next.ttl : null, waiters.recordFor()) && next != null;
 				}
 				// This template's own subscription must listen: another template's on the same
 				// backend delivers the announcement to that template only.
@@ -168,8 +170,20 @@ final class LeaseReleases {
 			failure = ex;
 		}
 		finally {
-			answered(lease, failure, done, announced);
+			answered(lease, failure, done, announced, next, handedOn);
 		}
+	}
+
+	/**
+	 * This process's next waiter for the released {@code lease}'s key, to name in its release.
+	 * The full fence orders the lease's {@code markReleased} (a volatile read-modify-write) before
+	 * the read of the racers map, whose bin read is only an acquire load: a racer registers
+	 * itself there and then reads the lease's validity (Racer.race), so either it sees the lease
+	 * released and attempts, or this release names it.
+	 */
+	private static HandoffWaiters.@Nullable Waiter nextWaiter(HandoffWaiters waiters, HeldLease lease) {
+		VarHandle.fullFence();
+		return waiters.localWaiter(lease.key(), lease.validUntilNanos());
 	}
 
 	/**
@@ -302,7 +316,8 @@ final class LeaseReleases {
 			if (waiters != null) {
 				// This process's next waiter for the key, which may not have attempted yet, is drawn
 				// like any recorded waiter.
-				HandoffWaiters.Waiter next = waiters.localWaiter(lease.key(), lease.validUntilNanos());
+				HandoffWaiters.Waiter next = nextWaiter(waiters, lease);
+				done.next = next;
 				waiters.backend().releaseAsync(lease.key(), lease.owner(), (next != null) ? next.owner : null,
 						(next != null) ? next.ttl : null, waiters.recordFor(), done);
 			}
@@ -337,6 +352,9 @@ final class LeaseReleases {
 
 		private final HeldLease lease;
 
+		/** The waiter the release named, set before it is sent (the answer reads it after). */
+		private HandoffWaiters.@Nullable Waiter next;
+
 		private volatile boolean answered;
 
 		Release(HeldLease lease) {
@@ -347,21 +365,34 @@ final class LeaseReleases {
 		public void accept(@Nullable Boolean released, @Nullable Throwable ex) {
 			// Once, even if a backend both answered and threw.
 			if (ANSWERED.compareAndSet(this, false, true)) {
-				answered(this.lease, ex, this);
+				HandoffWaiters.Waiter named = this.next;
+				answered(this.lease, ex, this, false, named,
+						ex == null && named != null && Boolean.TRUE.equals(released));
 			}
 		}
 
 	}
 
-	private void answered(HeldLease lease, @Nullable Throwable ex, CompletableFuture<Void> done) {
-		answered(lease, ex, done, false);
-	}
-
-	/** {@code announced}: whether the backend announced the release to this process's racer too. */
-	private void answered(HeldLease lease, @Nullable Throwable ex, CompletableFuture<Void> done, boolean announced) {
+	/**
+	 * {@code announced}: whether the backend announced the release to this process's racer too;
+	 * {@code next}: the waiter the release named to a backend that hands released locks to
+	 * recorded waiters; {@code handedOn}: whether the backend answered that it handed the lock on
+	 * (to {@code next} or another recorded waiter).
+	 */
+	private void answered(HeldLease lease, @Nullable Throwable ex, CompletableFuture<Void> done, boolean announced,
+			HandoffWaiters.@Nullable Waiter next, boolean handedOn) {
 		try {
 			this.held.remove(lease.key(), lease);
-			this.template.releasedLocally(lease, announced);
+			if (ex != null && next != null) {
+				// The backend may have run the release and handed the lock to the named waiter, and the
+				// answer, the grant's only copy, was lost (a timeout, a reset, an interrupted call).
+				// A waiter still waiting is woken below and finds the lock its own with its next
+				// attempt; one that has left meanwhile (its withdrawal may have reached the backend
+				// before this release) never will: withdraw it again, owner-checked and idempotent,
+				// which hands such a lock on.
+				next.releaseFailed();
+			}
+			this.template.releasedLocally(lease, announced, handedOn);
 			if (ex != null) {
 				failed(lease, ex);
 			}

@@ -63,6 +63,13 @@ final class Racer implements AutoCloseable {
 	/** The template's recorded waiters, when the backend hands released locks to them. */
 	private final @Nullable HandoffWaiters handoff;
 
+	/**
+	 * Whether the backend's release hands an unmarked lock to this process's named next waiter
+	 * ({@link dev.holdfast.spi.WaiterHandoff#handsUnmarkedLockToLocalWaiter()}): only then does
+	 * the racer send nothing while this template validly holds the key.
+	 */
+	private final boolean releaseNamesRacer;
+
 	/** Local queues of threads that want a key, by key. */
 	private final ConcurrentHashMap<String, Gate> gates = new ConcurrentHashMap<>();
 
@@ -85,6 +92,7 @@ final class Racer implements AutoCloseable {
 		this.pollNanos = pollInterval.toNanos();
 		this.async = async;
 		this.handoff = handoff;
+		this.releaseNamesRacer = handoff != null && handoff.backend().handsUnmarkedLockToLocalWaiter();
 	}
 
 	/**
@@ -169,12 +177,16 @@ final class Racer implements AutoCloseable {
 					}
 					continue;
 				}
-				if (recorded != null && signal != null && this.subscription != null && recorded.waiting()) {
+				if (this.releaseNamesRacer && recorded != null && signal != null && this.subscription != null
+						&& recorded.waiting()) {
 					// This template holds the key: its release names this waiter to the backend
 					// (HandoffWaiters.localWaiter), which records it and draws, and the answer's grant
-					// wakes it; an attempt now would only be refused. The waiter is in the racers map
-					// before the lease's validity is read here, and a release marks its lease released
-					// before it reads that map, so a lease seen valid here is released naming this
+					// wakes it; an attempt now would only be refused. A release that did not hand the
+					// lock on (failed, answer lost, answered "not held") or a lease lost wakes it too
+					// (onLocalRelease, onLocalLoss). The waiter is in the racers map before the lease's
+					// validity is read here (a volatile write), and a release marks its lease released
+					// (a volatile read-modify-write), then fences, before it reads that map
+					// (LeaseReleases.nextWaiter), so a lease seen valid here is released naming this
 					// waiter. Not while that release is in flight: it may have been sent before this
 					// waiter was known.
 					long held = this.template.validHoldNanos(key);
@@ -358,12 +370,23 @@ final class Racer implements AutoCloseable {
 	/**
 	 * A lease of this template on {@code key} was released (after the backend's release call
 	 * returned) or forgotten: wakes the racer that waits for it, unless the backend announced the
-	 * release to this process too, whose announcement wakes it then. Other instances learn of it
-	 * from the backend, if at all.
+	 * release to this process too, whose announcement wakes it then, or ({@code handedOn}) the
+	 * backend handed the lock to a recorded waiter, whose grant wakes it. Other instances learn
+	 * of it from the backend, if at all.
 	 */
-	void onLocalRelease(String key, boolean announced) {
+	void onLocalRelease(String key, boolean announced, boolean handedOn) {
 		if (this.handoff != null) {
-			// The release handed the lock to a recorded waiter, if any: its grant wakes it.
+			if (!handedOn) {
+				// The release failed, its answer was lost, or the key was not held any more: no
+				// grant may come. The racer, which sent nothing while the lease was valid, attempts
+				// now; idempotent if the lock was handed to it all the same.
+				Signal signal = this.waiters.get(key);
+				if (signal != null) {
+					signal.release();
+				}
+			}
+			// Else handed to a recorded waiter: its grant wakes it; this process's racer, named
+			// and so recorded by the release, is drawn by the next one.
 			return;
 		}
 		Signal signal = this.waiters.get(key);
@@ -377,6 +400,17 @@ final class Racer implements AutoCloseable {
 				return;
 			}
 			signal.awaitingAnnouncement = false;
+			signal.release();
+		}
+	}
+
+	/**
+	 * A lease of this template on {@code key} was marked lost (a renewal found it gone, or could not
+	 * be made in time): wakes the racer that waits while that lease was valid; it attempts now.
+	 */
+	void onLocalLoss(String key) {
+		Signal signal = this.waiters.get(key);
+		if (signal != null) {
 			signal.release();
 		}
 	}

@@ -603,6 +603,12 @@ public class RedisLockBackend
 		return released(key, reply, localWaiter);
 	}
 
+	/** {@code RELEASE} records a named {@code localWaiter} and draws it also as the only record. */
+	@Override
+	public boolean handsUnmarkedLockToLocalWaiter() {
+		return true;
+	}
+
 	/**
 	 * 1: released; 2: handed to a recorded waiter (released by this owner, too); -token: handed
 	 * to {@code localWaiter}, which now holds the lock under that fencing token; its grant is

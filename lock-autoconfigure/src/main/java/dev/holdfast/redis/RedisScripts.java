@@ -157,7 +157,7 @@ final class RedisScripts {
 
 	// Owner-checked. An uncontended lock (no '*') has no recorded waiter (see ACQUIRE): it is
 	// deleted, unless the releasing process names its next waiter (ARGV[4]), which then gets it
-	// (HAND_ON: recorded, drawn as the only record). A contended one goes to a recorded waiter,
+	// (HAND_ON: recorded and drawn like any record). A contended one goes to a recorded waiter,
 	// or is deleted and announced (HAND_ON).
 	// Answers 0 (not held by the owner), 1 (released), 2 (handed to a waiter) or -token (handed
 	// to the releasing process's next waiter ARGV[4], which holds it under that fencing token).

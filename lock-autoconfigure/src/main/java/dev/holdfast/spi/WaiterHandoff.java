@@ -51,11 +51,11 @@ public interface WaiterHandoff extends ReleaseEvents {
 	 * {@link LockBackend#release}, that first records {@code localWaiter}, if not {@code null},
 	 * with its lease time {@code localWaiterTtl}, for {@code recordFor}: the releasing process's
 	 * next waiter for the key, which may not have made its first attempt yet, so that it is drawn
-	 * as any recorded waiter is, also when no other waiter is recorded (the engine's racer does not
-	 * attempt while its own process validly holds the key: it relies on this release to make it
-	 * the holder). When the lock goes to {@code localWaiter}, the backend tells its
-	 * grant listeners at once, from the answer (with the fencing token); no other process needs
-	 * to hear of that grant, so a backend need not announce it.
+	 * as any recorded waiter is. A backend that does so also when no other waiter is recorded
+	 * says so with {@link #handsUnmarkedLockToLocalWaiter()}. When the lock goes to
+	 * {@code localWaiter}, the backend tells its grant listeners at once, from the answer (with
+	 * the fencing token); no other process needs to hear of that grant, so a backend need not
+	 * announce it.
 	 * @return whether the lock was held by {@code owner} and is now released (or handed on)
 	 */
 	boolean release(String key, String owner, @Nullable String localWaiter, @Nullable Duration localWaiterTtl,
@@ -79,6 +79,19 @@ public interface WaiterHandoff extends ReleaseEvents {
 			return;
 		}
 		whenAnswered.accept(released, null);
+	}
+
+	/**
+	 * Whether {@link #release(String, String, String, Duration, Duration)} hands the lock to the
+	 * named {@code localWaiter} also when no waiter is recorded (a lock nobody else asked for):
+	 * then the engine's racer sends no attempt while its own process validly holds the key (the
+	 * attempt would only be refused) and relies on that release to make it the holder. A backend
+	 * that records {@code localWaiter} only beside other waiters answers {@code false}, the
+	 * default: there the racer's refused attempt is what marks the lock as wanted.
+	 * @return whether an unmarked lock is handed to the releasing process's named next waiter
+	 */
+	default boolean handsUnmarkedLockToLocalWaiter() {
+		return false;
 	}
 
 	/**

@@ -83,6 +83,11 @@ class ForwardingRedisBackend
 	}
 
 	@Override
+	public boolean handsUnmarkedLockToLocalWaiter() {
+		return this.delegate.handsUnmarkedLockToLocalWaiter();
+	}
+
+	@Override
 	public void withdraw(String key, String owner) {
 		this.delegate.withdraw(key, owner);
 	}

@@ -110,9 +110,12 @@ class RedisWaiterHandoffTests {
 		Lease held = instance.acquire(this.name, null, ONCE);
 		long scriptsBefore = scriptCalls();
 		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
-		Thread.sleep(500);
+		awaitParkedInRace(lastThread());
 		// Its attempt would only be refused: the release names it (the releasing process's next
 		// waiter) and makes it the holder.
+		await().during(Duration.ofMillis(300))
+			.atMost(WAKE_BOUND)
+			.until(() -> scriptCalls() - scriptsBefore == 0);
 		assertThat(scriptCalls() - scriptsBefore).as("scripts while its own instance holds the key").isZero();
 		assertThat(raw().hasKey(this.waitersKey)).as("not recorded by an attempt").isFalse();
 		assertThat(waiting).isNotDone();
@@ -125,6 +128,163 @@ class RedisWaiterHandoffTests {
 			.isGreaterThan(held.fencingToken());
 		next.close();
 		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
+	}
+
+	@Test
+	void aLocalWaiterAttemptsWhileItsOwnInstanceHoldsTheKeyIfTheBackendHandsNoUnmarkedLockToIt() throws Exception {
+		// A backend of the earlier contract: its release records the named waiter only beside others.
+		ForwardingRedisBackend earlierContract = new ForwardingRedisBackend(backend(RedisLockBackend.DEFAULT_CHANNEL)) {
+
+			@Override
+			public boolean handsUnmarkedLockToLocalWaiter() {
+				return false;
+			}
+
+		};
+		DefaultLockTemplate instance = listeningTemplate(earlierContract, SLOW_POLL, SLOW_POLL);
+		Lease held = instance.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
+		// Its refused attempt records it: the mark the release of such a backend looks for.
+		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+		held.close();
+		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+		assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
+		next.close();
+	}
+
+	@Test
+	void aLocalWaiterIsWokenWhenTheReleaseOfItsInstanceFindsTheKeyGone() throws Exception {
+		DefaultLockTemplate instance = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+		Lease held = instance.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
+		awaitParkedInRace(lastThread());
+		// Lost on Redis (a failover, an eviction) while the lease is still valid here: the release
+		// answers 0 and hands nothing on. Not woken, the waiter slept to its poll (a minute).
+		raw().delete(this.lockKey);
+		held.close();
+		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+		assertThat(next.isValid()).isTrue();
+		next.close();
+	}
+
+	@Test
+	void aLocalWaiterIsWokenWhenTheLeaseOfItsInstanceIsLost() throws Exception {
+		Duration lease = Duration.ofSeconds(15);
+		DefaultLockTemplate instance = listeningTemplate(backend(RedisLockBackend.DEFAULT_CHANNEL), SLOW_POLL, lease);
+		Lease held = instance.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
+		awaitParkedInRace(lastThread());
+		raw().delete(this.lockKey);
+		// The renewal (a third of the lease time after the acquisition) finds the lock gone and marks
+		// the lease lost, which wakes the waiter. Not woken, it slept to the lease's end.
+		Lease next = waiting.get(lease.toSeconds() * 2 / 3, TimeUnit.SECONDS);
+		assertThat(held.isValid()).isFalse();
+		assertThat(next.isValid()).isTrue();
+		next.close();
+		held.close();
+	}
+
+	@Test
+	void aLocalWaiterIsWokenWhenTheAnswerOfTheReleaseThatHandedItTheLockIsLost() throws Exception {
+		LosingReleaseAnswers backend = losingReleaseAnswers();
+		DefaultLockTemplate instance = listeningTemplate(backend, SLOW_POLL, SLOW_POLL);
+		Lease held = instance.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
+		awaitParkedInRace(lastThread());
+		backend.loseNextReleaseAnswer(() -> {
+		});
+		held.close();
+		assertThat(backend.lostAnswer).as("Redis handed the lock to the named waiter").isNegative();
+		// Not woken, it slept to its poll (a minute); woken, its attempt finds it holds the lock.
+		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+		assertThat(next.fencingToken()).isEqualTo(-backend.lostAnswer);
+		next.close();
+		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
+	}
+
+	@Test
+	void aLockHandedToALocalWaiterThatLeftIsHandedOnWhenTheReleasesAnswerIsLost() throws Exception {
+		LosingReleaseAnswers backend = losingReleaseAnswers();
+		DefaultLockTemplate instance = listeningTemplate(backend, SLOW_POLL, SLOW_POLL);
+		Lease held = instance.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
+		Thread waiter = lastThread();
+		awaitParkedInRace(waiter);
+		// Loaded, so that the waiter's withdrawal is one EVALSHA that runs (no NOSCRIPT retry).
+		raw().execute((org.springframework.data.redis.core.RedisCallback<String>) (connection) -> connection
+			.scriptingCommands()
+			.scriptLoad(RedisScripts.WITHDRAW.getScriptAsString().getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+		backend.loseNextReleaseAnswer(() -> {
+			// The release named the waiter; before it is sent, the waiter leaves, and its withdrawal
+			// reaches Redis first (it finds nothing to withdraw).
+			long before = scriptCalls();
+			waiter.interrupt();
+			await().atMost(WAKE_BOUND).until(waiting::isDone);
+			await().atMost(WAKE_BOUND).until(() -> scriptCalls() > before);
+		});
+		held.close();
+		assertThat(waiting).isCompletedExceptionally();
+		assertThat(backend.lostAnswer).as("Redis handed the lock to the waiter that left").isNegative();
+		// The answer, the grant's only copy, was lost. Held by the gone waiter, the lock stayed
+		// blocked for its lease time (a minute): the failed release withdraws it again instead.
+		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
+		assertThat(instance.tryAcquire(this.name, null, ONCE)).isPresent().get().satisfies(Lease::close);
+	}
+
+	/** Waits until {@code thread} waits in its racer (not yet, or no longer, sending anything). */
+	private static void awaitParkedInRace(Thread thread) {
+		await().atMost(WAKE_BOUND)
+			.until(() -> thread.getState() == Thread.State.TIMED_WAITING && java.util.Arrays
+				.stream(thread.getStackTrace())
+				.anyMatch((frame) -> frame.getClassName().equals("dev.holdfast.core.Racer")
+						&& frame.getMethodName().equals("race")));
+	}
+
+	private Thread lastThread() {
+		return this.threads.get(this.threads.size() - 1);
+	}
+
+	private LosingReleaseAnswers losingReleaseAnswers() {
+		LettuceConnectionFactory factory = RedisClients.connectionFactory(server);
+		this.factories.add(factory);
+		LosingReleaseAnswers backend = new LosingReleaseAnswers(factory);
+		this.backends.add(backend);
+		return backend;
+	}
+
+	/**
+	 * A blocking backend whose next {@code RELEASE} runs on Redis and then fails as a command
+	 * timeout after Redis ran it would: its answer is lost.
+	 */
+	private static final class LosingReleaseAnswers extends RedisLockBackend {
+
+		private volatile Runnable beforeLostRelease;
+
+		volatile long lostAnswer;
+
+		LosingReleaseAnswers(LettuceConnectionFactory factory) {
+			super(factory, RedisLockBackend.DEFAULT_CHANNEL);
+		}
+
+		/** The next release runs {@code before} first (after it named its waiter), then loses its answer. */
+		void loseNextReleaseAnswer(Runnable before) {
+			this.beforeLostRelease = before;
+		}
+
+		@Override
+		<T> T eval(org.springframework.data.redis.core.script.RedisScript<?> script,
+				org.springframework.data.redis.connection.ReturnType type, byte[][] keys, byte[][] args) {
+			Runnable before = this.beforeLostRelease;
+			if (script != RedisScripts.RELEASE || before == null) {
+				return super.eval(script, type, keys, args);
+			}
+			this.beforeLostRelease = null;
+			before.run();
+			Object answer = super.eval(script, type, keys, args);
+			this.lostAnswer = ((Number) answer).longValue();
+			throw new org.springframework.dao.QueryTimeoutException("Redis command timed out (the answer is lost)");
+		}
+
 	}
 
 	@Test
@@ -594,8 +754,13 @@ class RedisWaiterHandoffTests {
 	}
 
 	private DefaultLockTemplate listeningTemplate(String channel, Duration poll) {
-		DefaultLockTemplate template = new DefaultLockTemplate(backend(channel),
-				LockSettings.defaults().withKeyPrefix("").withLeaseTime(SLOW_POLL).withPollInterval(poll));
+		return listeningTemplate(backend(channel), poll, SLOW_POLL);
+	}
+
+	private DefaultLockTemplate listeningTemplate(dev.holdfast.spi.LockBackend backend, Duration poll,
+			Duration leaseTime) {
+		DefaultLockTemplate template = new DefaultLockTemplate(backend,
+				LockSettings.defaults().withKeyPrefix("").withLeaseTime(leaseTime).withPollInterval(poll));
 		this.closeables.add(template);
 		template.prepare();
 		await().atMost(Duration.ofSeconds(60)).until(template::releaseEventsListening);
