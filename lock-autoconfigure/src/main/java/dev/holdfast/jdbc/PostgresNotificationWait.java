@@ -19,11 +19,13 @@ import org.postgresql.core.BaseConnection;
  * {@code pg_notify} answer to the dispatch, 0.04 ms without that read), which made a handoff to
  * another instance about four times slower than one within the instance. The stream skips that
  * read while its {@code nextStreamAvailableCheckTime} lies ahead (a throttle of its own); this
- * sets it to the far future while the connection listens and back to 0 before the connection
- * returns to the pool. Nothing is lost: notifications already in the buffer are still read in
- * the same call, and bytes that arrive later are read by the next call, which blocks on the
- * socket. The fields are the driver's private ones: with a driver that lacks them (or a module
- * path that refuses access) nothing changes and deliveries keep the 1 ms.
+ * sets it to the far future on the listening connection (before its {@code LISTEN}) and back to
+ * the value it replaced when the listening ends, before the connection returns to the pool.
+ * Nothing is lost: notifications already in the buffer are still read in the same call, and
+ * bytes that arrive later are read by the next call, which blocks on the socket. The fields are the driver's private ones. pgjdbc is an automatic module, whose
+ * packages are open, so they are reached on the class path and the module path alike; with a
+ * driver that lacks them (a renamed field, a repackaged driver, a native image without reflection
+ * hints for them) nothing changes and deliveries keep the 1 ms.
  */
 final class PostgresNotificationWait {
 
@@ -40,26 +42,10 @@ final class PostgresNotificationWait {
 
 	/**
 	 * Stops the driver's trailing 1 ms read after notifications on {@code connection}.
-	 * @return the driver's stream to give to {@link #restore}, or {@code null} if the driver
-	 * could not be adjusted
+	 * @return what to give to {@link #restore}: the driver's stream and the value replaced, or
+	 * {@code null} if the driver could not be adjusted
 	 */
-	static @Nullable Object skipTrailingRead(PGConnection connection) {
-		return set(connection, Long.MAX_VALUE);
-	}
-
-	/** Gives the stream of {@link #skipTrailingRead} the driver's own behaviour back. */
-	static void restore(@Nullable Object stream) {
-		if (stream != null && NEXT_CHECK != null) {
-			try {
-				NEXT_CHECK.setLong(stream, 0L);
-			}
-			catch (IllegalAccessException | RuntimeException ex) {
-				logger.debug("Could not restore the PostgreSQL driver's notification wait", ex);
-			}
-		}
-	}
-
-	private static @Nullable Object set(PGConnection connection, long value) {
+	static @Nullable Skipped skipTrailingRead(PGConnection connection) {
 		if (PG_STREAM == null || NEXT_CHECK == null || !(connection instanceof BaseConnection base)) {
 			return null;
 		}
@@ -68,13 +54,30 @@ final class PostgresNotificationWait {
 			if (stream == null || !NEXT_CHECK.getDeclaringClass().isInstance(stream)) {
 				return null;
 			}
-			NEXT_CHECK.setLong(stream, value);
-			return stream;
+			long previous = NEXT_CHECK.getLong(stream);
+			NEXT_CHECK.setLong(stream, Long.MAX_VALUE);
+			return new Skipped(stream, previous);
 		}
 		catch (IllegalAccessException | RuntimeException ex) {
 			logger.debug("Could not shorten the PostgreSQL driver's notification wait", ex);
 			return null;
 		}
+	}
+
+	/** Gives the stream of {@link #skipTrailingRead} the value it had before. */
+	static void restore(@Nullable Skipped skipped) {
+		if (skipped != null && NEXT_CHECK != null) {
+			try {
+				NEXT_CHECK.setLong(skipped.stream, skipped.previous);
+			}
+			catch (IllegalAccessException | RuntimeException ex) {
+				logger.debug("Could not restore the PostgreSQL driver's notification wait", ex);
+			}
+		}
+	}
+
+	/** A stream whose trailing read is skipped, and the value of its field before. */
+	record Skipped(Object stream, long previous) {
 	}
 
 	private static @Nullable Field field(String className, String name, @Nullable Class<?> type) {

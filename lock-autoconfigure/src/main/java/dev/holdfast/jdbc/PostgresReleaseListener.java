@@ -410,7 +410,7 @@ final class PostgresReleaseListener implements AutoCloseable {
 			boolean listened = false;
 			int previousTimeout = JdbcConnections.networkTimeout(connection, this.timeoutMillis);
 			// Else every delivery waits for the driver's 1 ms look for more (see the class).
-			Object stream = PostgresNotificationWait.skipTrailingRead(pg);
+			PostgresNotificationWait.Skipped stream = PostgresNotificationWait.skipTrailingRead(pg);
 			try (Statement statement = connection.createStatement()) {
 				if (!connection.getAutoCommit()) {
 					connection.setAutoCommit(true);
@@ -463,6 +463,9 @@ final class PostgresReleaseListener implements AutoCloseable {
 			}
 			finally {
 				this.backendPid = 0;
+				// First, whatever follows: a connection that goes back to the pool, even one whose
+				// abort failed, reads notifications as the driver does (harmless on an aborted one).
+				PostgresNotificationWait.restore(stream);
 				if (listened) {
 					// Back in the pool, a listening connection would collect notifications for ever.
 					try {
@@ -470,15 +473,39 @@ final class PostgresReleaseListener implements AutoCloseable {
 					}
 					catch (SQLException | RuntimeException ex) {
 						logger.debug("Could not abort the listening connection", ex);
+						evict(connection);
 					}
 				}
 				else if (!connection.isClosed()) {
-					PostgresNotificationWait.restore(stream);
 					if (previousTimeout >= 0) {
 						JdbcConnections.networkTimeout(connection, previousTimeout);
 					}
 				}
 			}
+		}
+	}
+
+	/**
+	 * Keeps a connection that still listens out of the pool: evicted from a pool that can
+	 * ({@code evictConnection}, as Hikari's), else its physical connection closed (the pool then
+	 * finds it closed and drops it).
+	 */
+	private void evict(Connection connection) {
+		try {
+			Method evict = ReflectionUtils.findMethod(this.dataSource.getClass(), "evictConnection", Connection.class);
+			if (evict != null) {
+				evict.invoke(this.dataSource, connection);
+				return;
+			}
+		}
+		catch (ReflectiveOperationException | RuntimeException ex) {
+			logger.debug("Could not evict the listening connection from the pool", ex);
+		}
+		try {
+			((Connection) connection.unwrap(PGConnection.class)).close();
+		}
+		catch (SQLException | RuntimeException ex) {
+			logger.debug("Could not close the listening connection", ex);
 		}
 	}
 
