@@ -171,6 +171,8 @@ public final class FaultClient {
 				HikariDataSource pool = PostgresNode.clientPool(nodes.get(0), "faults-locks", 4);
 				JdbcLockBackend backend = new JdbcLockBackend(pool, JdbcLockBackend.DEFAULT_TABLE_NAME,
 						Duration.ofSeconds(1));
+				// Explicit, as the auto-configuration's holdfast.jdbc.fair-handoff (and the default).
+				backend.setFairHandoff(true);
 				backend.checkTable();
 				return new Backend(backend, pool::close);
 			}

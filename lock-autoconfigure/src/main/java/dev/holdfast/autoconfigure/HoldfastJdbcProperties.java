@@ -46,8 +46,8 @@ public class HoldfastJdbcProperties extends DatabaseInitializationProperties {
 	 * Whether, on PostgreSQL with release events, a release of a lock that threads of this
 	 * instance and of another instance wait for reserves it for one of the two, drawn with equal
 	 * chances (a fair share of handoffs between instances), instead of letting the first attempt
-	 * take it. A handoff to another instance then waits for the announcement's delivery (tens of
-	 * microseconds); off, the releasing instance's own waiters win most handoffs.
+	 * take it. A handoff to another instance then waits for two round trips (the release that
+	 * announces, then the claim); off, the releasing instance's own waiters win most handoffs.
 	 */
 	private boolean fairHandoff = true;
 

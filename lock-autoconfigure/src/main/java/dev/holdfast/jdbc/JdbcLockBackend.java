@@ -84,7 +84,7 @@ import dev.holdfast.spi.TickClaims;
  * other databases, the backend does not {@linkplain #announcesReleases() announce releases} and
  * the engine polls with jittered, bounded back-off. The backend reports the holder's remaining
  * time so that polling never sleeps past a lease's expiry. With {@linkplain #setFairHandoff fair
- * handoff} on PostgreSQL, the mark names the waiting backend instance refused last, and a
+ * handoff} (on by default) on PostgreSQL, the mark names the waiting backend instance refused last, and a
  * release for which a thread of this instance waits too reserves the lock for one of the two,
  * drawn, for 100 ms ({@link #releaseWanted}).</li>
  * <li><b>Fencing tokens</b>: a new row gets the database clock in microseconds; a row taken over
@@ -213,7 +213,10 @@ public class JdbcLockBackend
 	private volatile boolean closed;
 
 	/** Whether releases draw the next instance on PostgreSQL; set before the first statement. */
-	private volatile boolean fairHandoff;
+	private volatile boolean fairHandoff = true;
+
+	/** How long a release reserves the lock on PostgreSQL; set before the first statement, for tests. */
+	private volatile long claimWindowMicros = PostgreSqlDialect.CLAIM_WINDOW_MICROS;
 
 	/** Whether release events are used on PostgreSQL; set before the first statement. */
 	private volatile boolean releaseEvents = true;
@@ -612,6 +615,14 @@ public class JdbcLockBackend
 		return this.instance;
 	}
 
+	/**
+	 * Replaces the claim window of a reservation on PostgreSQL (100 ms on the database clock);
+	 * for tests, before the first statement.
+	 */
+	void claimWindow(Duration window) {
+		this.claimWindowMicros = TimeUnit.NANOSECONDS.toMicros(window.toNanos());
+	}
+
 	/** Replaces the draw of {@link #releaseWanted}; for tests. */
 	void localFirst(BooleanSupplier localFirst) {
 		this.localFirst = localFirst;
@@ -634,9 +645,11 @@ public class JdbcLockBackend
 
 	/**
 	 * Whether a release for which threads of this instance and of another backend instance wait
-	 * reserves the lock for one of the two, drawn (off on a backend built by hand; the
-	 * auto-configuration turns it on, {@code holdfast.jdbc.fair-handoff}): see
-	 * {@link #releaseWanted}. Only on PostgreSQL with release events. Set before the backend is used.
+	 * reserves the lock for one of the two, drawn (on by default, as
+	 * {@code holdfast.jdbc.fair-handoff} in the auto-configuration): see {@link #releaseWanted}.
+	 * Only on PostgreSQL with release events. Set before the backend is used. Instances with it
+	 * on and off can share a table safely, but not fairly: an instance with it off never hands a
+	 * release to another instance, while the others give away half of theirs.
 	 */
 	public void setFairHandoff(boolean fairHandoff) {
 		this.fairHandoff = fairHandoff;
@@ -761,7 +774,8 @@ public class JdbcLockBackend
 		JdbcLockDialect dialect = this.dialect;
 		if (dialect == null) {
 			// racing threads may both detect; they find the same answer
-			dialect = JdbcLockDialect.detect(connection, this.tableName, this.queryTimeoutSeconds, networkTimeouts);
+			dialect = JdbcLockDialect.detect(connection, this.tableName, this.queryTimeoutSeconds, networkTimeouts,
+					this.claimWindowMicros);
 			this.switchIsolation = JdbcConnections.switchesIsolation(dialect, connection.getTransactionIsolation());
 			useReleaseListener(dialect);
 			this.dialect = dialect;

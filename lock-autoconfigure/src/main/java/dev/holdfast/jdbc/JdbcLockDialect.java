@@ -255,10 +255,19 @@ abstract class JdbcLockDialect {
 	 */
 	static JdbcLockDialect detect(Connection connection, String table, int queryTimeoutSeconds,
 			boolean networkTimeouts) throws SQLException {
+		return detect(connection, table, queryTimeoutSeconds, networkTimeouts, PostgreSqlDialect.CLAIM_WINDOW_MICROS);
+	}
+
+	/**
+	 * As {@link #detect(Connection, String, int, boolean)}, with the claim window of PostgreSQL's
+	 * fair handoff in microseconds ({@link PostgreSqlDialect#CLAIM_WINDOW_MICROS} but in tests).
+	 */
+	static JdbcLockDialect detect(Connection connection, String table, int queryTimeoutSeconds,
+			boolean networkTimeouts, long claimWindowMicros) throws SQLException {
 		String product = connection.getMetaData().getDatabaseProductName().toLowerCase(Locale.ROOT);
 		if (product.contains("postgresql")) {
 			return new PostgreSqlDialect(table, networkTimeouts ? 0 : queryTimeoutSeconds,
-					PostgreSqlDialect.relation(connection, table));
+					PostgreSqlDialect.relation(connection, table), claimWindowMicros);
 		}
 		if (product.contains("mariadb")) {
 			return new MySqlDialect(table, queryTimeoutSeconds, "mariadb");

@@ -83,6 +83,14 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	 * one table gets one release channel
 	 */
 	PostgreSqlDialect(String table, int queryTimeoutSeconds, String relation) {
+		this(table, queryTimeoutSeconds, relation, CLAIM_WINDOW_MICROS);
+	}
+
+	/**
+	 * @param claimWindowMicros how long a release reserves the lock for the drawn instance:
+	 * {@link #CLAIM_WINDOW_MICROS} but in tests
+	 */
+	PostgreSqlDialect(String table, int queryTimeoutSeconds, String relation, long claimWindowMicros) {
 		super(table, queryTimeoutSeconds, CLOCK);
 		// A subquery with a volatile function is not flattened: one "now" for the whole statement,
 		// read before the row is locked. The conflict condition sees the latest committed row
@@ -142,7 +150,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		// No backslash in the pattern: it reads the same whatever standard_conforming_strings says.
 		String waiter = "NULLIF(substring(l.holder FROM '^[" + MARK + "][[]([0-9a-f]{" + INSTANCE_LENGTH + "})[]]'), ?)";
 		this.releaseDrawSql = "UPDATE " + table + " AS l SET owner_token = '', expires_at = CASE WHEN " + waiter
-				+ " IS NULL THEN LEAST(l.expires_at, n.us) ELSE n.us + " + CLAIM_WINDOW_MICROS + " END, holder = CASE WHEN "
+				+ " IS NULL THEN LEAST(l.expires_at, n.us) ELSE n.us + " + claimWindowMicros + " END, holder = CASE WHEN "
 				+ waiter + " IS NULL THEN l.holder WHEN ? THEN '" + RESERVED + "[' || ? || '][' || " + waiter + " || ']' ELSE '"
 				+ RESERVED + "[' || " + waiter + " || '][' || ? || ']' END FROM " + NOW
 				+ " n WHERE l.lock_key = ? AND l.owner_token = ? RETURNING left(l.holder, " + RESERVED_PREFIX_LENGTH + ")";
@@ -324,15 +332,26 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	}
 
 	/**
-	 * Whether {@code ex}, thrown by the release that announces, is the server's refusal of the
-	 * statement (as a failing {@code pg_notify}), after which nothing was released, rather than a
-	 * lost connection, a timeout or a rolled-back transaction, whose outcome is unknown or which
-	 * the backend retries: those are thrown as for any other statement.
+	 * Whether {@code ex}, thrown by the release that announces, is an error that its
+	 * {@code pg_notify} can raise ({@link #ANNOUNCEMENT_FAILURES}) on a connection still open:
+	 * the statement failed as a whole (autocommit), so nothing was released.
 	 */
 	private static boolean announcementFailed(Connection connection, SQLException ex) throws SQLException {
-		String state = ex.getSQLState();
-		return state != null && !state.startsWith("08") && !state.startsWith("57") && !state.startsWith("40")
-				&& !state.startsWith("53") && !state.startsWith("58") && !connection.isClosed();
+		return ANNOUNCEMENT_FAILURES.contains(ex.getSQLState()) && !connection.isClosed();
+	}
+
+	/**
+	 * The SQLStates that {@code pg_notify} raises: a full notification queue (54000), a channel
+	 * or payload too long (22023), no such function (42883), no right to execute it (42501), and
+	 * a server that does not support it (0A000). Any other error of the release that announces
+	 * (a lock timeout, a lost connection, a serialization failure) is thrown as for any other
+	 * statement, and the release is not made again.
+	 */
+	private static final Set<String> ANNOUNCEMENT_FAILURES = Set.of("54000", "22023", "42883", "42501", "0A000");
+
+	/** Whether {@link #releaseWanted} announces in its own statement now; for tests. */
+	boolean announcesInRelease() {
+		return this.announceInRelease;
 	}
 
 	/**

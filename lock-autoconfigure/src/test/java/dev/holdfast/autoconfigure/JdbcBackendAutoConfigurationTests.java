@@ -73,6 +73,13 @@ class JdbcBackendAutoConfigurationTests {
 	}
 
 	@Test
+	void fairHandoffDefaultsAlikeOnABackendBuiltByHand() {
+		DataSource dataSource = DataSourceBuilder.create().url(h2Url()).build();
+		assertThat(new JdbcLockBackend(dataSource).isFairHandoff()).isTrue()
+			.isEqualTo(new HoldfastJdbcProperties().isFairHandoff());
+	}
+
+	@Test
 	void explicitJdbcBackendIsUsed() {
 		this.runner.withPropertyValues("spring.datasource.url=" + h2Url(), "holdfast.backend=jdbc")
 			.run((context) -> assertThat(context.getBean(LockBackend.class)).isInstanceOf(JdbcLockBackend.class));

@@ -68,8 +68,13 @@ class PostgresReleaseEventsTests {
 	}
 
 	private JdbcLockBackend backend(HikariDataSource dataSource) {
+		return backend(dataSource, true);
+	}
+
+	private JdbcLockBackend backend(HikariDataSource dataSource, boolean fairHandoff) {
 		JdbcLockBackend backend = new JdbcLockBackend(dataSource, JdbcLockBackend.DEFAULT_TABLE_NAME,
 				Duration.ofSeconds(2));
+		backend.setFairHandoff(fairHandoff);
 		backend.checkTable();
 		this.closeables.add(backend);
 		return backend;
@@ -126,14 +131,15 @@ class PostgresReleaseEventsTests {
 	}
 
 	/**
-	 * A thread of the releasing process that waits for the key makes the release announced (to
-	 * every process, its own included), though no attempt was refused on the row: that thread
-	 * starts from the announcement, as waiters of other processes do. Without such a thread, a
-	 * release nobody waited for announces nothing.
+	 * With fair handoff off, a thread of the releasing process that waits for the key makes the
+	 * release announced (to every process, its own included), though no attempt was refused on
+	 * the row: that thread starts from the announcement, as waiters of other processes do. Without
+	 * such a thread, a release nobody waited for announces nothing. (With fair handoff on, the
+	 * default, the release's answer wakes that thread instead: PostgresInstanceHandoffTests.)
 	 */
 	@Test
 	void releaseWithALocalWaiterIsAnnouncedToItsOwnProcessToo() throws Exception {
-		JdbcLockBackend backend = backend(dataSource());
+		JdbcLockBackend backend = backend(dataSource(), false);
 		DefaultLockTemplate template = template(backend, Duration.ofSeconds(5));
 		template.prepare();
 		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
@@ -432,30 +438,35 @@ class PostgresReleaseEventsTests {
 	 * pgjdbc's {@code getNotifications(timeout)}, after a notification, reads the socket with a
 	 * 1 ms timeout before it returns, so without {@link PostgresNotificationWait} no delivery
 	 * comes sooner than 1 ms after the {@code pg_notify} statement was sent (the timeout cannot
-	 * fire early). With it, the least of 50 deliveries, from sending the statement to the
-	 * subscriber, is about the statement's round trip (0.1–0.4 ms), even on a busy machine.
+	 * fire early). With it, a delivery, from sending the statement to the subscriber, takes about
+	 * the statement's round trip (0.1–0.4 ms): of up to 300, the first under 1 ms ends the test, so
+	 * that a busy machine that delays some deliveries does not fail it. Without the fix none can be.
 	 */
 	@Test
 	void announcementReachesTheSubscriberWithoutTheDriversTrailingWait() throws Exception {
 		JdbcLockBackend backend = backend(dataSource());
 		String channel = PostgreSqlDialect.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
 		String prefix = "delivery-" + UUID.randomUUID() + "-";
-		AtomicReference<String> heard = new AtomicReference<>();
+		AtomicReference<String> expected = new AtomicReference<>("");
+		AtomicReference<CountDownLatch> heard = new AtomicReference<>(new CountDownLatch(1));
 		AtomicLong heardAt = new AtomicLong();
 		this.closeables.add(backend.subscribe((key) -> {
-			if (key.startsWith(prefix)) {
+			if (key.equals(expected.get())) {
 				heardAt.set(System.nanoTime());
-				heard.set(key);
+				heard.get().countDown();
 			}
 		}));
 		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
 		try (Connection notifying = dataSource().getConnection(); Statement statement = notifying.createStatement()) {
 			long least = Long.MAX_VALUE;
-			for (int i = 0; i < 50; i++) {
+			for (int i = 0; i < 300 && least >= TimeUnit.MILLISECONDS.toNanos(1); i++) {
 				String key = prefix + i;
+				CountDownLatch latch = new CountDownLatch(1);
+				heard.set(latch);
+				expected.set(key);
 				long sent = System.nanoTime();
 				statement.execute("SELECT pg_notify('" + channel + "', '" + key + "')");
-				await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(1)).until(() -> key.equals(heard.get()));
+				assertThat(latch.await(5, TimeUnit.SECONDS)).as("delivery of %s", key).isTrue();
 				least = Math.min(least, heardAt.get() - sent);
 			}
 			assertThat(TimeUnit.NANOSECONDS.toMicros(least)).as("least delivery time, µs").isLessThan(1000);
