@@ -6,7 +6,7 @@ import org.junit.jupiter.api.BeforeAll;
 import dev.holdfast.test.server.PostgresServer;
 
 /**
- * The contracts on a real PostgreSQL server.
+ * The contracts on a real PostgreSQL server, with the backend's defaults (fair handoff on).
  */
 class PostgresJdbcContractTests extends JdbcContractTests {
 
