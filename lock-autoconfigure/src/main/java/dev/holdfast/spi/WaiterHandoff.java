@@ -87,7 +87,10 @@ public interface WaiterHandoff extends ReleaseEvents {
 	 * then the engine's racer sends no attempt while its own process validly holds the key (the
 	 * attempt would only be refused) and relies on that release to make it the holder. A backend
 	 * that records {@code localWaiter} only beside other waiters answers {@code false}, the
-	 * default: there the racer's refused attempt is what marks the lock as wanted.
+	 * default: there the racer's refused attempt is what marks the lock as wanted. A backend that
+	 * answers {@code true} never deletes the lock on a release that names a {@code localWaiter}
+	 * and succeeds: it hands it to one recorded waiter, the named one included, so the engine
+	 * reads such a release as "handed on".
 	 * @return whether an unmarked lock is handed to the releasing process's named next waiter
 	 */
 	default boolean handsUnmarkedLockToLocalWaiter() {

@@ -176,8 +176,9 @@ class RedisWaiterHandoffTests {
 		awaitParkedInRace(lastThread());
 		raw().delete(this.lockKey);
 		// The renewal (a third of the lease time after the acquisition) finds the lock gone and marks
-		// the lease lost, which wakes the waiter. Not woken, it slept to the lease's end.
-		Lease next = waiting.get(lease.toSeconds() * 2 / 3, TimeUnit.SECONDS);
+		// the lease lost, which wakes the waiter (~5 s after the acquisition). Not woken, it slept to
+		// the lease's end (15 s): waited for up to 2 s less than that, room for a loaded machine.
+		Lease next = waiting.get(lease.toSeconds() - 2, TimeUnit.SECONDS);
 		assertThat(held.isValid()).isFalse();
 		assertThat(next.isValid()).isTrue();
 		next.close();
