@@ -124,12 +124,14 @@ final class JobLocks {
 	 * lease is detached from the calling thread at once. Never released now: whether the lock is
 	 * still this lease's, only the owner-checked update decides, even for a lease no longer valid
 	 * here.
+	 * @param lostIfFailed if not {@code null}, the update failing marks the lease lost for this
+	 * reason (before it is forgotten: a forgotten lease can no longer be marked lost)
 	 * @return {@code false} if the backend no longer held the lock for this lease (it is closed
 	 * then, and marked lost), else {@code true}
 	 * @throws RuntimeException if the update failed: the lease is forgotten, and the lock expires
 	 * after its time to live
 	 */
-	boolean keepFor(EngineLease lease, Duration keep) {
+	boolean keepFor(EngineLease lease, Duration keep, @Nullable String lostIfFailed) {
 		EngineLease.detach(lease);
 		if (!confirmsKeep()) {
 			this.scheduler.schedule(lease::close, clock().instant().plus(keep));
@@ -144,7 +146,10 @@ final class JobLocks {
 			return false;
 		}
 		catch (RuntimeException ex) {
-			// The lock expires after lockAtMostFor; a release now would end it before keep.
+			if (lostIfFailed != null) {
+				lease.markLost(lostIfFailed);
+			}
+			// The lock expires after its time to live; a release now would end it before keep.
 			lease.forget();
 			throw ex;
 		}

@@ -146,6 +146,7 @@ final class SingleInstanceJob implements Runnable {
 					"the job's lock is held by another run (or kept for lockAtLeastFor)");
 			return;
 		}
+		long runNanos = System.nanoTime();
 		Lease view = EngineLease.newHold(lease);
 		try (ThreadBindings.Binding scope = ThreadBindings.bind(view);
 				Observation.Scope held = lease.observation().openScope()) {
@@ -158,7 +159,7 @@ final class SingleInstanceJob implements Runnable {
 		}
 		finally {
 			view.close();
-			finish(locks, lease, startNanos);
+			finish(locks, lease, startNanos, runNanos);
 		}
 	}
 
@@ -256,10 +257,14 @@ final class SingleInstanceJob implements Runnable {
 	 * leaves out the backend's clock-drift allowance. Its lock is then kept in the same way by the
 	 * owner-checked update, which only the backend can decide: a release would end a lock still held
 	 * at once, and the next run would start anywhere without the delay after this one. The lease is
-	 * marked lost (WARN, lost-lease counter) unless the backend still held it for this run.
+	 * marked lost (WARN, lost-lease counter) unless the backend still held it for this run; also
+	 * when the backend could not be asked.
+	 * @param startNanos when the acquisition was sent
+	 * @param runNanos when the method started
 	 */
-	private void finish(JobLocks locks, EngineLease lease, long startNanos) {
-		Duration ran = Duration.ofNanos(System.nanoTime() - startNanos);
+	private void finish(JobLocks locks, EngineLease lease, long startNanos, long runNanos) {
+		long now = System.nanoTime();
+		Duration ran = Duration.ofNanos(now - startNanos);
 		Duration keep = this.definition.lockAtLeastFor().minus(ran);
 		Duration delay = this.definition.fixedDelay();
 		if (delay != null && delay.compareTo(keep) > 0) {
@@ -268,22 +273,27 @@ final class SingleInstanceJob implements Runnable {
 		boolean keeps = keep.compareTo(MIN_KEEP) >= 0;
 		if (lease.isValid()) {
 			if (keeps) {
-				keep(locks, lease, keep);
+				keep(locks, lease, keep, null);
 			}
 			else {
 				lease.close();
 			}
 			return;
 		}
-		String overran = "job '" + this.definition.name() + "' ran for " + ran.toMillis()
-				+ " ms, past the validity of its lock (lockAtMostFor " + this.definition.lockAtMostFor() + ")";
+		String overran = "job '" + this.definition.name() + "' ran for " + Duration.ofNanos(now - runNanos).toMillis()
+				+ " ms (" + ran.toMillis() + " ms since its lock's acquisition was sent), past the validity of its lock"
+				+ " (lockAtMostFor " + this.definition.lockAtMostFor() + ")";
 		String advice = "Raise lockAtMostFor, or call LockContext.requireLease().extend(...) in long runs";
 		if (keeps && locks.confirmsKeep()) {
-			Boolean kept = keep(locks, lease, keep);
+			Boolean kept = keep(locks, lease, keep, overran + ", and the " + locks.backendName()
+					+ " backend could not be asked whether it still held it: another instance may have started it"
+					+ " meanwhile. " + advice);
 			if (Boolean.TRUE.equals(kept)) {
+				// Not necessarily a slow acquisition: on ZooKeeper, a lock past its time to live that
+				// no other instance took is still there to renew.
 				logger.warn("Holdfast " + overran + " here, but the " + locks.backendName()
-						+ " backend still held it for this run (the validity counts from before the acquisition "
-						+ "was sent): the lock is kept for " + keep.toMillis() + " ms as after any run. " + advice);
+						+ " backend still held it for this run (no other instance took it meanwhile): the lock is kept"
+						+ " for " + keep.toMillis() + " ms as after any run. " + advice);
 			}
 			else if (kept != null) {
 				logger.warn("Holdfast " + overran + ", and the " + locks.backendName()
@@ -295,7 +305,7 @@ final class SingleInstanceJob implements Runnable {
 		if (keeps) {
 			// Released later on a backend that cannot set a lock's time to live: the lock may still
 			// be this run's there.
-			keep(locks, lease, keep);
+			keep(locks, lease, keep, null);
 		}
 		else {
 			lease.close();
@@ -304,16 +314,19 @@ final class SingleInstanceJob implements Runnable {
 
 	/**
 	 * Keeps the lock of {@code lease} for {@code keep} ({@link JobLocks#keepFor}).
+	 * @param lostIfFailed if not {@code null}, a failed update marks the lease lost with this reason
+	 * (which the engine logs at WARN) instead of logging that the lock expires after lockAtMostFor
 	 * @return whether the backend still held it for this run, {@code null} if the update failed
-	 * (logged; the lock expires after lockAtMostFor)
+	 * (logged; the lock expires by its time to live)
 	 */
-	private @Nullable Boolean keep(JobLocks locks, EngineLease lease, Duration keep) {
+	private @Nullable Boolean keep(JobLocks locks, EngineLease lease, Duration keep, @Nullable String lostIfFailed) {
 		try {
-			return locks.keepFor(lease, keep);
+			return locks.keepFor(lease, keep, lostIfFailed);
 		}
 		catch (RuntimeException ex) {
 			logger.warn("Holdfast could not keep the lock of job '" + this.definition.name() + "' for " + keep
-					+ "; it expires after lockAtMostFor", ex);
+					+ ((lostIfFailed != null) ? "; it was past its validity here already, and expires on the backend"
+							+ " by its time to live" : "; it expires after lockAtMostFor"), ex);
 			return null;
 		}
 	}

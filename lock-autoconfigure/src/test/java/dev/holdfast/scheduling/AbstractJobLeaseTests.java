@@ -9,6 +9,7 @@ import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
 import org.junit.jupiter.api.Test;
@@ -22,6 +23,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LockBackendException;
 import dev.holdfast.LockContext;
 import dev.holdfast.LockListener;
 import dev.holdfast.SingleInstanceScheduled;
@@ -101,16 +103,19 @@ abstract class AbstractJobLeaseTests {
 			await().atMost(Duration.ofSeconds(5))
 				.until(() -> output.toString().contains("job '" + this.jobName + "' ran for"));
 			assertThat(output).contains("past the validity of its lock (lockAtMostFor PT0.5S)")
-				.contains("backend no longer held it: another instance may have started it meanwhile");
+				.contains("backend no longer held it: another instance may have started it meanwhile")
+				.contains("Holdfast lost lock");
 		});
 	}
 
 	/**
 	 * The lease's validity counts from before its acquisition was sent: an acquisition that waits
-	 * long before it reaches the backend (here held back 1.5 s, as a starved client on a loaded host
-	 * does; seen taking 12 s) leaves a lease that turns invalid here while the backend still holds
-	 * the lock for the run. The run's end keeps that lock for fixedDelay with the owner-checked
-	 * update, as after any run; releasing it let the next run start on another instance at once.
+	 * long before it reaches the backend (as a starved client on a loaded host does; seen taking
+	 * 12 s) leaves a lease that turns invalid here while the backend still holds the lock for the
+	 * run. Here the backend is asked for 30 s more than lockAtMostFor, so that it holds the lock
+	 * well past the lease's validity however slow the machine. The run's end keeps that lock for
+	 * fixedDelay with the owner-checked update, as after any run, and the lease is not counted
+	 * lost; releasing it let the next run start on another instance at once.
 	 */
 	@Test
 	void runWhoseLeaseLapsedHereKeepsTheLockTheBackendStillHoldsForIt(CapturedOutput output) {
@@ -124,14 +129,45 @@ abstract class AbstractJobLeaseTests {
 				.as("another owner, while the run whose lease lapsed here still holds the lock on the backend")
 				.isFalse();
 			run.finish.countDown();
-			await().atMost(Duration.ofSeconds(5))
+			await().atMost(Duration.ofSeconds(10))
 				.until(() -> output.toString().contains("job '" + this.jobName + "' ran for")
 						|| backend.tryAcquire(key, "probe", Duration.ofMillis(200)).acquired());
 			assertThat(backend.tryAcquire(key, "probe", Duration.ofMillis(200)).acquired())
 				.as("the job lock after the run, kept for fixedDelay (1h)")
 				.isFalse();
+			assertThat(context.getBean(Late.class).lost).as("leases counted lost").hasValue(0);
 			assertThat(output).contains("backend still held it for this run")
-				.doesNotContain("another instance may have started it meanwhile");
+				.doesNotContain("another instance may have started it meanwhile")
+				.doesNotContain("Holdfast lost lock");
+		});
+	}
+
+	/**
+	 * A run past its lease's validity whose keep fails (the backend unreachable when the run ends)
+	 * cannot tell whether another instance took the lock meanwhile: it is reported as an overrun
+	 * and counted lost, and its lock is left to expire on the backend, not released.
+	 */
+	@Test
+	void runWhoseLeaseLapsedAndWhoseKeepFailsIsCountedLost(CapturedOutput output) {
+		LongRun run = LongRun.expiring();
+		ApplicationContextRunner late = instance("a", LateJob.class, run).withUserConfiguration(LateAcquisitions.class);
+		late.run((context) -> {
+			assertThat(run.expired.await(20, TimeUnit.SECONDS)).as("the lease turned invalid").isTrue();
+			Late lateBackend = context.getBean(Late.class);
+			lateBackend.failRenewals = true;
+			run.finish.countDown();
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> output.toString().contains("Holdfast could not keep the lock of job '" + this.jobName));
+			assertThat(lateBackend.lost).as("leases counted lost").hasValue(1);
+			assertThat(output).contains("Holdfast lost lock")
+				.contains("job '" + this.jobName + "' ran for")
+				.contains("past the validity of its lock (lockAtMostFor PT2S), and the " + expectedBackend()
+						+ " backend could not be asked whether it still held it")
+				.doesNotContain("it expires after lockAtMostFor");
+			LockBackend backend = context.getBean(LockBackend.class);
+			assertThat(backend.tryAcquire(run.lease.key(), "probe", Duration.ofMillis(200)).acquired())
+				.as("the job lock, left to expire on the backend rather than released")
+				.isFalse();
 		});
 	}
 
@@ -260,20 +296,41 @@ abstract class AbstractJobLeaseTests {
 	}
 
 	/**
-	 * The lock engine on the backend under test, whose acquisitions wait 1.5 s before they reach
-	 * it: a request held up in a starved client. Renewals and releases go through at once.
+	 * The lock engine on the backend under test, which asks the backend for 30 s more than each
+	 * acquisition's time to live: the lock outlives the lease's validity here by that much, as
+	 * when an acquisition is held up long in a starved client. {@link Late} counts lost leases and
+	 * can make renewals fail.
 	 */
 	@Configuration(proxyBeanMethods = false)
 	static class LateAcquisitions {
 
+		@Bean
+		Late late() {
+			return new Late();
+		}
+
 		@Bean(destroyMethod = "close")
-		DefaultLockTemplate lateTemplate(LockBackend backend) {
-			return new DefaultLockTemplate(new LateBackend(backend), LockSettings.defaults(), LockListener.NONE);
+		DefaultLockTemplate lateTemplate(LockBackend backend, Late late) {
+			return new DefaultLockTemplate(new LateBackend(backend, late), LockSettings.defaults(), late);
 		}
 
 	}
 
-	record LateBackend(LockBackend backend) implements LockBackend, LeaseRenewal {
+	/** Counts the late engine's lost leases; fails its renewals when told to. */
+	static class Late implements LockListener {
+
+		final AtomicInteger lost = new AtomicInteger();
+
+		volatile boolean failRenewals;
+
+		@Override
+		public void leaseLost(String name, String backend) {
+			this.lost.incrementAndGet();
+		}
+
+	}
+
+	record LateBackend(LockBackend backend, Late late) implements LockBackend, LeaseRenewal {
 
 		@Override
 		public String name() {
@@ -282,13 +339,7 @@ abstract class AbstractJobLeaseTests {
 
 		@Override
 		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
-			try {
-				Thread.sleep(1500);
-			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
-			}
-			return this.backend.tryAcquire(key, owner, ttl);
+			return this.backend.tryAcquire(key, owner, ttl.plus(Duration.ofSeconds(30)));
 		}
 
 		@Override
@@ -298,6 +349,9 @@ abstract class AbstractJobLeaseTests {
 
 		@Override
 		public Set<String> renew(Collection<HeldLock> locks) {
+			if (this.late.failRenewals) {
+				throw new LockBackendException("the backend is unreachable (test)", null);
+			}
 			return ((LeaseRenewal) this.backend).renew(locks);
 		}
 
