@@ -5,6 +5,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.aot.hint.MemberCategory;
 import org.springframework.aot.hint.RuntimeHints;
 import org.springframework.aot.hint.RuntimeHintsRegistrar;
+import org.springframework.aot.hint.TypeReference;
 
 import dev.holdfast.LeaseInfo;
 import dev.holdfast.actuate.LocksEndpoint;
@@ -14,7 +15,9 @@ import dev.holdfast.aop.LockExpressionRoot;
  * What Holdfast reads at run time that an ahead-of-time compiled application (a GraalVM native
  * image) must keep: the jdbc schema scripts and the Lua scripts, which are classpath resources;
  * the SpEL root object of {@code @DistributedLock} keys, whose getters expressions call
- * reflectively; and the records that the {@code locks} endpoint serialises to JSON.
+ * reflectively; the records that the {@code locks} endpoint serialises to JSON; and the two
+ * private fields of the PostgreSQL driver that the listening connection adjusts
+ * ({@code PostgresNotificationWait}), without which each release notification is 1 ms late.
  */
 class HoldfastRuntimeHints implements RuntimeHintsRegistrar {
 
@@ -29,6 +32,12 @@ class HoldfastRuntimeHints implements RuntimeHintsRegistrar {
 					MemberCategory.ACCESS_DECLARED_FIELDS)
 			.registerType(LocksEndpoint.LeaseDescriptor.class, MemberCategory.INVOKE_PUBLIC_METHODS,
 					MemberCategory.ACCESS_DECLARED_FIELDS);
+		hints.reflection()
+			.registerType(TypeReference.of("org.postgresql.core.QueryExecutorBase"),
+					(type) -> type.onReachableType(TypeReference.of("org.postgresql.PGConnection")).withField("pgStream"))
+			.registerType(TypeReference.of("org.postgresql.core.PGStream"),
+					(type) -> type.onReachableType(TypeReference.of("org.postgresql.PGConnection"))
+						.withField("nextStreamAvailableCheckTime"));
 	}
 
 }

@@ -23,9 +23,9 @@ import org.postgresql.core.BaseConnection;
  * the value it replaced when the listening ends, before the connection returns to the pool.
  * Nothing is lost: notifications already in the buffer are still read in the same call, and
  * bytes that arrive later are read by the next call, which blocks on the socket. The fields are the driver's private ones. pgjdbc is an automatic module, whose
- * packages are open, so they are reached on the class path and the module path alike; with a
- * driver that lacks them (a renamed field, a repackaged driver, a native image without reflection
- * hints for them) nothing changes and deliveries keep the 1 ms.
+ * packages are open, so they are reached on the class path and the module path alike (and in a
+ * native image through Holdfast's runtime hints); with a driver that lacks them (a renamed field,
+ * a repackaged driver) nothing changes and deliveries keep the 1 ms, logged once at INFO.
  */
 final class PostgresNotificationWait {
 
@@ -37,7 +37,20 @@ final class PostgresNotificationWait {
 	private static final @Nullable Field NEXT_CHECK = field("org.postgresql.core.PGStream",
 			"nextStreamAvailableCheckTime", long.class);
 
+	static {
+		if (PG_STREAM == null || NEXT_CHECK == null) {
+			logger.info("The PostgreSQL driver lacks the fields that Holdfast adjusts on its listening connection"
+					+ " (QueryExecutorBase.pgStream, PGStream.nextStreamAvailableCheckTime): each release"
+					+ " notification reaches the listener about 1 ms late; locks are unaffected");
+		}
+	}
+
 	private PostgresNotificationWait() {
+	}
+
+	/** Whether the driver's fields were found, so that {@link #skipTrailingRead} can act; for tests. */
+	static boolean available() {
+		return PG_STREAM != null && NEXT_CHECK != null;
 	}
 
 	/**

@@ -47,6 +47,16 @@ class HoldfastRuntimeHintsTests {
 	}
 
 	@Test
+	void postgresDriverFieldsOfTheListeningConnectionAreReachable() throws Exception {
+		assertThat(RuntimeHintsPredicates.reflection()
+			.onField(Class.forName("org.postgresql.core.QueryExecutorBase").getDeclaredField("pgStream")))
+			.accepts(this.hints);
+		assertThat(RuntimeHintsPredicates.reflection()
+			.onField(Class.forName("org.postgresql.core.PGStream").getDeclaredField("nextStreamAvailableCheckTime")))
+			.accepts(this.hints);
+	}
+
+	@Test
 	void autoConfigurationImportsTheRegistrar() {
 		assertThat(HoldfastAutoConfiguration.class
 			.getAnnotation(org.springframework.context.annotation.ImportRuntimeHints.class)
