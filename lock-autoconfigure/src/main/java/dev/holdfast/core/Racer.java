@@ -380,10 +380,7 @@ final class Racer implements AutoCloseable {
 				// The release failed, its answer was lost, or the key was not held any more: no
 				// grant may come. The racer, which sent nothing while the lease was valid, attempts
 				// now; idempotent if the lock was handed to it all the same.
-				Signal signal = this.waiters.get(key);
-				if (signal != null) {
-					signal.release();
-				}
+				wake(key);
 			}
 			// Else handed to a recorded waiter: its grant wakes it; this process's racer, named
 			// and so recorded by the release, is drawn by the next one.
@@ -409,6 +406,11 @@ final class Racer implements AutoCloseable {
 	 * be made in time): wakes the racer that waits while that lease was valid; it attempts now.
 	 */
 	void onLocalLoss(String key) {
+		wake(key);
+	}
+
+	/** Wakes the racer that waits for {@code key}, if any: it attempts at once. */
+	private void wake(String key) {
 		Signal signal = this.waiters.get(key);
 		if (signal != null) {
 			signal.release();
