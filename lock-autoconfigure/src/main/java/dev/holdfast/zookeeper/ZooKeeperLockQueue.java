@@ -109,6 +109,7 @@ final class ZooKeeperLockQueue {
 				own.setCzxid(found.getCzxid());
 				own.setCtime(found.getCtime());
 				own.setMtime(found.getMtime());
+				own.setEphemeralOwner(found.getEphemeralOwner());
 			}
 		}
 		long serverTime = own.getMtime();
@@ -131,8 +132,12 @@ final class ZooKeeperLockQueue {
 				}
 				if (index == 0) {
 					// This read, sent after any wait, listed this node first on a live session: it is
-					// the check a takeover makes, so only a stale node is written again.
-					long confirmed = (waited) ? takeHead(key, path, data, ttl, serverTimeNanos, true) : serverTimeNanos;
+					// the check a takeover makes, so only a stale node is written again. (A read on a
+					// later session than the node's could not list it; the session is compared anyway,
+					// as after the read below, which costs no request.)
+					long confirmed = (waited)
+							? takeHead(key, path, data, ttl, serverTimeNanos, sessionId(key) == own.getEphemeralOwner())
+							: serverTimeNanos;
 					this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
 					acquired = true;
 					return new Outcome(AcquireResult.acquired(own.getCzxid()), confirmed);
@@ -163,8 +168,13 @@ final class ZooKeeperLockQueue {
 						// this node heads the queue (none can come before it again), and this read was
 						// answered on a live session after that read listed it. What the queue's read
 						// would tell, so the hold starts here, as after a takeover: only a stale node
-						// is written again.
-						long confirmed = takeHead(key, path, data, ttl, serverTimeNanos, true);
+						// is written again. Only if it was answered on the session that owns this node:
+						// Curator retries a read across a session's expiry on the next session, and a
+						// read on the next session sees the state after the server deleted this node.
+						// Session ids are never reused and Curator never goes back to an old session,
+						// so the node's session still being the client's now means this read ran on it.
+						long confirmed = takeHead(key, path, data, ttl, serverTimeNanos,
+								sessionId(key) == own.getEphemeralOwner());
 						this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
 						acquired = true;
 						return new Outcome(AcquireResult.acquired(own.getCzxid()), confirmed);
@@ -216,7 +226,10 @@ final class ZooKeeperLockQueue {
 					// only grow, and the parent is replaced only when empty): this waiter heads the
 					// queue, no read of the queue needed. The read in the watch's registration saw
 					// the holder, so the deletion is the holder's release, expiry or session end.
-					// takeHead still confirms, with one read, that this node and session are alive.
+					// takeHead still confirms, with one read, that this node and session are alive: the
+					// event does not prove it (it may have waited in the socket while the session ended
+					// behind it, the watch may be on the session after the node's, and a deletion of
+					// this node by anyone else sends no event here; see docs/DESIGN.md).
 					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos, false);
 					this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
 					acquired = true;
@@ -446,7 +459,8 @@ final class ZooKeeperLockQueue {
 	 * queue behind it), and only a request fails on an expired session. A read is answered by the
 	 * connected server without a quorum. {@code checked}: a read sent after the wait already showed
 	 * this node at the head of the queue on a live session (the queue listing it first, or the
-	 * only node before it gone, just after the queue listed both): a fresh node needs no request.
+	 * only node before it gone, just after the queue listed both, answered on the session that
+	 * owns this node): a fresh node needs no request.
 	 */
 	private long takeHead(String key, String path, byte[] data, Duration ttl, long lastWriteNanos, boolean checked)
 			throws InterruptedException {
@@ -457,9 +471,7 @@ final class ZooKeeperLockQueue {
 		long sent = System.nanoTime();
 		Stat stat = this.backend.call("acquire", key,
 				() -> (fresh) ? this.client.checkExists().forPath(path) : this.client.setData().forPath(path, data));
-		long session = this.backend.call("acquire", key,
-				() -> this.client.getZookeeperClient().getZooKeeper().getSessionId());
-		if (stat == null || stat.getEphemeralOwner() != session) {
+		if (stat == null || stat.getEphemeralOwner() != sessionId(key)) {
 			throw new LockBackendException("The zookeeper backend lost its queued node for lock '" + key
 					+ "' while acquiring it (session expired, or the node was deleted)", null);
 		}
@@ -468,6 +480,11 @@ final class ZooKeeperLockQueue {
 		}
 		stamped(stat.getMtime(), sent);
 		return sent;
+	}
+
+	/** The client's session now (0 while a new one is being established); no request. */
+	private long sessionId(String key) throws InterruptedException {
+		return this.backend.call("acquire", key, () -> this.client.getZookeeperClient().getZooKeeper().getSessionId());
 	}
 
 	/** Remembers the ensemble's time stamped on a write of this process sent at {@code nanos}. */

@@ -467,6 +467,52 @@ class ZooKeeperLockBackendTests {
 	}
 
 	@Test
+	void waiterWhoseReadOfTheGoneHolderRanOnTheNextSessionDoesNotHold() throws Exception {
+		ZooKeeperLockBackend holderBackend = backend();
+		ZooKeeperLockBackend waiterBackend = backend();
+		String key = "holdfast:" + uniqueName();
+		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(30)).acquired()).isTrue();
+		long waiterSession = waiterBackend.client().getZookeeperClient().getZooKeeper().getSessionId();
+		AtomicBoolean expired = new AtomicBoolean();
+		waiterBackend.client().getZookeeperClient().setTracerDriver(new TracerDriver() {
+
+			@Override
+			public void addTrace(String name, long time, TimeUnit unit) {
+				// Between the waiter's read of the queue and its read of the holder's node, its
+				// session expires (the server deletes its node), Curator connects a new session,
+				// and the holder releases: the read of the holder's node, on the new session,
+				// finds it gone.
+				if (name.equals("GetChildrenBuilderImpl-Foreground") && expired.compareAndSet(false, true)) {
+					try {
+						expireSession(waiterBackend.client());
+						await().atMost(Duration.ofSeconds(10)).until(() -> {
+							ZooKeeper zk = waiterBackend.client().getZookeeperClient().getZooKeeper();
+							return zk.getSessionId() != waiterSession && zk.getState().isConnected();
+						});
+					}
+					catch (Exception ex) {
+						throw new IllegalStateException(ex);
+					}
+					assertThat(holderBackend.release(key, "holder")).isTrue();
+				}
+			}
+
+			@Override
+			public void addCount(String name, int increment) {
+			}
+
+		});
+
+		// a time to live of an hour: the waiter's create is still fresh when it finds the holder gone
+		assertThatThrownBy(() -> waiterBackend.acquire(key, "waiter", Duration.ofHours(1), Duration.ofSeconds(20)))
+			.isInstanceOf(LockBackendException.class)
+			.hasMessageContaining("lost its queued node");
+
+		assertThat(expired).isTrue();
+		assertThat(waiterBackend.release(key, "waiter")).isFalse();
+	}
+
+	@Test
 	void waiterFurtherBackHoldsOnItsReadOfTheQueueAfterItsPredecessorWent() throws Exception {
 		ZooKeeperLockBackend holderBackend = backend();
 		ZooKeeperLockBackend firstBackend = backend();
