@@ -131,12 +131,15 @@ final class ZooKeeperLockQueue {
 							+ "' while acquiring it (session expired, or the node was deleted)", null);
 				}
 				if (index == 0) {
-					// This read, sent after any wait, listed this node first on a live session: it is
-					// the check a takeover makes, so only a stale node is written again. (A read on a
-					// later session than the node's could not list it; the session is compared anyway,
-					// as after the read below, which costs no request.)
-					long confirmed = (waited)
-							? takeHead(key, path, data, ttl, serverTimeNanos, sessionId(key) == own.getEphemeralOwner())
+					// This read listed this node first: on the node's own session it is the check a
+					// takeover makes, so only a stale node is written again. A read on a later session
+					// can list it too: Curator injects a session expiration locally (SUSPENDED for the
+					// session timeout) while the server still keeps the old session and its node, which
+					// then goes when the server expires it. So on another session, even without a wait,
+					// takeHead reads the node and fails on its ephemeralOwner.
+					boolean ownSession = sessionId(key) == own.getEphemeralOwner();
+					long confirmed = (waited || !ownSession)
+							? takeHead(key, path, data, ttl, serverTimeNanos, ownSession)
 							: serverTimeNanos;
 					this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
 					acquired = true;
@@ -418,6 +421,12 @@ final class ZooKeeperLockQueue {
 				throw this.backend.failure("acquire", key, ex);
 			}
 			if (head.equals(ownName)) {
+				if (holderStat.getEphemeralOwner() != sessionId(key)) {
+					// Applied on a session the client has left (the transaction retried on the next
+					// one): the server deletes the node when it expires that session.
+					throw new LockBackendException("The zookeeper backend lost its queued node for lock '" + key
+							+ "' while acquiring it (session expired, or the node was deleted)", null);
+				}
 				this.holds.put(owner, new ZooKeeperHold(key, holder, ownSent, ttl.toNanos()));
 				return new Outcome(AcquireResult.acquired(holderStat.getCzxid()), ownSent);
 			}

@@ -513,6 +513,50 @@ class ZooKeeperLockBackendTests {
 	}
 
 	@Test
+	void waiterWhoseFirstReadRanOnTheNextSessionWhileTheServerKeepsTheOldOneDoesNotHold() throws Exception {
+		// Curator injects a session expiration on the client alone (ConnectionStateManager, after
+		// SUSPENDED for the session timeout) and goes on with a new session, while the server keeps
+		// the old one and its node until its own timeout: the waiter's first read of the queue, on
+		// the new session, lists the old session's node first. Before, the waiter held that node,
+		// and another client took the lock once the server expired the old session.
+		ZooKeeperLockBackend waiterBackend = backend();
+		String key = "holdfast:" + uniqueName();
+		long oldSession = waiterBackend.client().getZookeeperClient().getZooKeeper().getSessionId();
+		AtomicBoolean injected = new AtomicBoolean();
+		waiterBackend.client().getZookeeperClient().setTracerDriver(new TracerDriver() {
+
+			@Override
+			public void addTrace(String name, long time, TimeUnit unit) {
+				if (name.equals("CreateBuilderImpl-Foreground") && injected.compareAndSet(false, true)) {
+					try {
+						waiterBackend.client().getZookeeperClient().getZooKeeper().getTestable().injectSessionExpiration();
+						await().atMost(Duration.ofSeconds(10)).until(() -> {
+							ZooKeeper zk = waiterBackend.client().getZookeeperClient().getZooKeeper();
+							return zk.getSessionId() != oldSession && zk.getState().isConnected()
+									&& !waiterBackend.suspended();
+						});
+					}
+					catch (Exception ex) {
+						throw new IllegalStateException(ex);
+					}
+				}
+			}
+
+			@Override
+			public void addCount(String name, int increment) {
+			}
+
+		});
+
+		assertThatThrownBy(() -> waiterBackend.acquire(key, "waiter", Duration.ofSeconds(30), Duration.ofSeconds(5)))
+			.isInstanceOf(LockBackendException.class)
+			.hasMessageContaining("lost its queued node");
+
+		assertThat(injected).isTrue();
+		assertThat(waiterBackend.size()).isZero();
+	}
+
+	@Test
 	void waiterFurtherBackHoldsOnItsReadOfTheQueueAfterItsPredecessorWent() throws Exception {
 		ZooKeeperLockBackend holderBackend = backend();
 		ZooKeeperLockBackend firstBackend = backend();
