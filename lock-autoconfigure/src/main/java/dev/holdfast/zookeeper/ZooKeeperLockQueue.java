@@ -104,7 +104,15 @@ final class ZooKeeperLockQueue {
 		String node = ZooKeeperPaths.nodeName(path);
 		if (own.getCzxid() == 0) {
 			// Found again by protected mode after a connection loss: the create's Stat was not filled.
-			Stat found = this.backend.call("acquire", key, () -> this.client.checkExists().forPath(path));
+			// A failed read leaves the node to the background delete, as a failed wait below does.
+			Stat found;
+			try {
+				found = this.backend.call("acquire", key, () -> this.client.checkExists().forPath(path));
+			}
+			catch (RuntimeException | InterruptedException ex) {
+				this.backend.deleteInBackground(path);
+				throw ex;
+			}
 			if (found != null) {
 				own.setCzxid(found.getCzxid());
 				own.setCtime(found.getCtime());
