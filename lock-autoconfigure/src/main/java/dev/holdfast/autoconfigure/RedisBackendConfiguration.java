@@ -1,7 +1,6 @@
 package dev.holdfast.autoconfigure;
 
 import java.time.Duration;
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
