@@ -94,6 +94,150 @@ class RedisStalledAttemptTests {
 		lease.close();
 	}
 
+	/**
+	 * The thread that sends the waiter's next attempt is held up (preempted, on a loaded machine)
+	 * after it looked at the acquisition, which was still waiting, and before the attempt is
+	 * written: meanwhile a release hands the lock to the waiter, the grant returns the lease, and
+	 * the caller uses it and releases it. An attempt sent after that release finds the lock free
+	 * and takes it again for an acquisition that has ended: nobody releases it, and the lock stays
+	 * blocked for its lease time (a minute here).
+	 */
+	@Test
+	void anAttemptSentAfterTheGrantedLeaseWasReleasedLeavesTheLockFree() throws Exception {
+		Fixture fixture = new Fixture();
+		Lease lease = fixture.grantWhileTheNextAttemptIsHeldUp();
+		long token = lease.fencingToken();
+		fixture.b.releaseAsync(lease).toCompletableFuture().get(10, TimeUnit.SECONDS);
+		fixture.delaying.proceed.countDown();
+		await().atMost(Duration.ofSeconds(10)).until(() -> fixture.delaying.sent.get() >= 2);
+		// The lock is free at once (the held-up attempt either went out before the release, or its
+		// lock was given back): not held for a minute by an acquisition that has ended.
+		await().atMost(Duration.ofSeconds(5)).until(() -> fixture.raw.opsForValue().get(fixture.lockKey) == null);
+		Lease next = fixture.a.tryAcquire(this.name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5)))
+			.orElseThrow(() -> new AssertionError("the lock stayed held by " + fixture.raw.opsForValue().get(fixture.lockKey)));
+		assertThat(next.fencingToken()).isGreaterThan(token);
+		next.close();
+	}
+
+	/**
+	 * As above, but another instance holds the lock when the held-up attempt runs: refused, it
+	 * records the waiter again, and the next release hands the lock to that record, whose grant
+	 * its process ignores (the acquisition has ended with the lock): the lock stays blocked for
+	 * its lease time.
+	 */
+	@Test
+	void anAttemptSentAfterTheGrantedLeaseWasReleasedLeavesNoRecordBehind() throws Exception {
+		Fixture fixture = new Fixture();
+		Lease lease = fixture.grantWhileTheNextAttemptIsHeldUp();
+		fixture.b.releaseAsync(lease).toCompletableFuture().get(10, TimeUnit.SECONDS);
+		Lease other = fixture.a.tryAcquire(this.name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5)))
+			.orElseThrow();
+		fixture.delaying.proceed.countDown();
+		await().atMost(Duration.ofSeconds(10)).until(() -> fixture.delaying.sent.get() >= 2);
+		// Its answer is in once a later command on that connection is answered.
+		fixture.b.tryAcquire(this.name, null, LockOptions.defaults().waitTime(Duration.ZERO)).ifPresent(Lease::close);
+		other.close();
+		await().atMost(Duration.ofSeconds(5)).until(() -> fixture.raw.opsForValue().get(fixture.lockKey) == null);
+		assertThat(fixture.a.tryAcquire(this.name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5))))
+			.as("free after the release, held by %s", fixture.raw.opsForValue().get(fixture.lockKey))
+			.isPresent()
+			.get()
+			.satisfies(Lease::close);
+	}
+
+	/** Template a holds the lock; template b's non-blocking waiter has its second attempt held up. */
+	private final class Fixture {
+
+		final Duration slow = Duration.ofMinutes(1);
+
+		final String lockKey = "{" + RedisStalledAttemptTests.this.name + "}";
+
+		final DefaultLockTemplate a;
+
+		final DefaultLockTemplate b;
+
+		final DelayingBackend delaying;
+
+		final org.springframework.data.redis.core.StringRedisTemplate raw;
+
+		Fixture() {
+			LettuceConnectionFactory fa = RedisClients.connectionFactory(server);
+			LettuceConnectionFactory fb = RedisClients.connectionFactory(server);
+			RedisStalledAttemptTests.this.closeables.add(fa::destroy);
+			RedisStalledAttemptTests.this.closeables.add(fb::destroy);
+			this.a = new DefaultLockTemplate(RedisLockBackend.of(fa, RedisLockBackend.DEFAULT_CHANNEL),
+					LockSettings.defaults().withKeyPrefix("").withLeaseTime(this.slow).withPollInterval(this.slow));
+			this.delaying = new DelayingBackend(RedisLockBackend.of(fb, RedisLockBackend.DEFAULT_CHANNEL));
+			// Records last two poll intervals: the first attempt's record is still there for the release.
+			this.b = new DefaultLockTemplate(this.delaying, LockSettings.defaults()
+				.withKeyPrefix("")
+				.withLeaseTime(this.slow)
+				.withPollInterval(Duration.ofSeconds(2)));
+			RedisStalledAttemptTests.this.closeables.add(0, this.a);
+			RedisStalledAttemptTests.this.closeables.add(0, this.b);
+			this.a.prepare();
+			this.b.prepare();
+			await().atMost(Duration.ofSeconds(60))
+				.until(() -> this.a.releaseEventsListening() && this.b.releaseEventsListening());
+			this.raw = RedisClients.template(fa);
+		}
+
+		/**
+		 * a holds the lock, b waits without blocking; once b's second attempt is held up before it
+		 * is sent, a releases: the lease that b's acquisition returns (by the grant, or by that
+		 * attempt once it goes out: it is held up for two seconds at most).
+		 */
+		Lease grantWhileTheNextAttemptIsHeldUp() throws Exception {
+			Lease held = this.a.acquire(RedisStalledAttemptTests.this.name, null,
+					LockOptions.defaults().waitTime(Duration.ZERO));
+			CompletableFuture<Lease> waiting = this.b.tryAcquireAsync(RedisStalledAttemptTests.this.name, null,
+					LockOptions.defaults().waitTime(this.slow));
+			assertThat(this.delaying.heldUp.await(20, TimeUnit.SECONDS)).as("second attempt held up").isTrue();
+			held.close();
+			Lease lease = waiting.get(20, TimeUnit.SECONDS);
+			assertThat(lease.fencingToken()).isGreaterThan(held.fencingToken());
+			return lease;
+		}
+
+	}
+
+	/** Holds the second waiting attempt up before it is sent, until released or for two seconds. */
+	static final class DelayingBackend extends ForwardingRedisBackend {
+
+		final java.util.concurrent.CountDownLatch heldUp = new java.util.concurrent.CountDownLatch(1);
+
+		final java.util.concurrent.CountDownLatch proceed = new java.util.concurrent.CountDownLatch(1);
+
+		final AtomicInteger attempts = new AtomicInteger();
+
+		final AtomicInteger sent = new AtomicInteger();
+
+		DelayingBackend(RedisLockBackend delegate) {
+			super(delegate);
+		}
+
+		@Override
+		public CompletionStage<AcquireResult> tryAcquireWaitingAsync(String key, String owner, Duration ttl,
+				Duration recordFor) {
+			if (this.attempts.incrementAndGet() == 2) {
+				this.heldUp.countDown();
+				try {
+					this.proceed.await(2, TimeUnit.SECONDS);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+			}
+			try {
+				return super.tryAcquireWaitingAsync(key, owner, ttl, recordFor);
+			}
+			finally {
+				this.sent.incrementAndGet();
+			}
+		}
+
+	}
+
 	static final class StallingBackend extends ForwardingRedisBackend {
 
 		final AtomicInteger asyncAcquisitions = new AtomicInteger();
