@@ -13,6 +13,7 @@ import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 import org.jspecify.annotations.Nullable;
 
@@ -151,6 +152,9 @@ final class AsyncLockSupport {
 		return nanos / 2 + ThreadLocalRandom.current().nextLong(nanos / 2 + 1);
 	}
 
+	private static final AtomicIntegerFieldUpdater<Acquisition> SENDING = AtomicIntegerFieldUpdater
+		.newUpdater(Acquisition.class, "sending");
+
 	/** One call of tryAcquire: its attempts, its waits and its outcome. */
 	private final class Acquisition {
 
@@ -187,6 +191,14 @@ final class AsyncLockSupport {
 		/** Set before the first attempt when this acquisition waits on a handoff backend. */
 		volatile HandoffWaiters.@Nullable Waiter recorded;
 
+		/**
+		 * Attempts of the recorded waiter being sent: each counts from before it looks at the
+		 * waiter's state until it is written to the connection (a count, as the answer of one may
+		 * start the next on another thread before the first has left). A grant heard meanwhile is
+		 * left to the last sender, which takes it once its attempt is written (see {@link #attempt}).
+		 */
+		volatile int sending;
+
 		Acquisition(String name, String key, Duration ttl, boolean renew, long deadline, LockObservation observation) {
 			this.name = name;
 			this.key = key;
@@ -211,6 +223,43 @@ final class AsyncLockSupport {
 			}
 			Waiter current = next;
 			HandoffWaiters.Waiter recorded = this.recorded;
+			if (recorded != null) {
+				// An attempt written after a grant returned the lock would land behind the caller's
+				// release of it (on the same connection): it would take the lock again, or record
+				// the waiter again for a later release to hand the lock to, for an acquisition that
+				// has ended, and the lock would stay blocked for its lease time. So a grant heard
+				// from here until the attempt is written is taken after the write (granted() leaves
+				// it while this flag is set: a volatile write before the state is read here, the
+				// state set before the flag is read there, so one of the two sees the other).
+				SENDING.incrementAndGet(this);
+				if (recorded.takeGranted()) {
+					SENDING.decrementAndGet(this);
+					complete(recorded.owner, recorded.fencingToken(), recorded.leaseFrom(), current);
+					return;
+				}
+				if (recorded.ended()) {
+					// Taken by a grant just now, or given up: nothing to send.
+					SENDING.decrementAndGet(this);
+					if (current != null) {
+						unqueue(current);
+					}
+					return;
+				}
+			}
+			try {
+				send(recorded, current);
+			}
+			finally {
+				if (recorded != null && SENDING.decrementAndGet(this) == 0 && recorded.takeGranted()) {
+					// A grant heard while the attempt was being written: the attempt is ahead of any
+					// release of this lease; its answer finds the lock taken (Took.BY_GRANT).
+					complete(recorded.owner, recorded.fencingToken(), recorded.leaseFrom(), this.waiter);
+				}
+			}
+		}
+
+		/** Writes one attempt ({@link #attempt}) and handles its answer. */
+		private void send(HandoffWaiters.@Nullable Waiter recorded, @Nullable Waiter current) {
 			String owner = (recorded != null) ? recorded.owner : AsyncLockSupport.this.owners.next();
 			// Looked at before the attempt is sent: the backend may run the attempt before that
 			// release and answer the release first, so it is gone from the map by the answer.
@@ -257,7 +306,8 @@ final class AsyncLockSupport {
 		 */
 		void granted() {
 			HandoffWaiters.Waiter recorded = this.recorded;
-			if (recorded != null && recorded.takeGranted()) {
+			// While an attempt is being written, its sender takes the grant once it is written.
+			if (recorded != null && this.sending == 0 && recorded.takeGranted()) {
 				Waiter current = this.waiter;
 				complete(recorded.owner, recorded.fencingToken(), recorded.leaseFrom(), current);
 				return;

@@ -394,6 +394,12 @@ final class HandoffWaiters {
 			return true;
 		}
 
+		/** Whether the acquisition took the lock ({@code TAKEN}) or ended without it ({@code GONE}). */
+		boolean ended() {
+			int state = STATE.get(this);
+			return state == TAKEN || state == GONE;
+		}
+
 		/** Whether no grant reached this waiter and it has not left. */
 		boolean waiting() {
 			return STATE.get(this) == WAITING;
