@@ -229,8 +229,9 @@ final class AsyncLockSupport {
 				// the waiter again for a later release to hand the lock to, for an acquisition that
 				// has ended, and the lock would stay blocked for its lease time. So a grant heard
 				// from here until the attempt is written is taken after the write (granted() leaves
-				// it while this flag is set: a volatile write before the state is read here, the
-				// state set before the flag is read there, so one of the two sees the other).
+				// it while the count is above zero: the count raised before the state is read here,
+				// the state set before the count is read there, both volatile, so one of the two
+				// sees the other).
 				SENDING.incrementAndGet(this);
 				if (recorded.takeGranted()) {
 					SENDING.decrementAndGet(this);
