@@ -303,14 +303,20 @@ final class AsyncLockSupport {
 		 * A grant from the backend names this acquisition: takes the lock it was handed, or wakes
 		 * its wait (a reservation, or a lease start too old to trust), or the next one. Runs on the
 		 * client's I/O thread; an attempt may be in flight, whose answer then finds the waiter
-		 * taken and is dropped.
+		 * taken and is dropped. The caller's lease is completed on the executor, not here: an
+		 * attempt that returned from its send is queued on its connection's event loop, possibly
+		 * not yet written, and a release issued on that loop's own thread (the caller's
+		 * continuation, run where the result completes) would be written ahead of it; one issued
+		 * from another thread is queued behind it (review of the sending count). It also keeps
+		 * the caller's code off the client's I/O threads.
 		 */
 		void granted() {
 			HandoffWaiters.Waiter recorded = this.recorded;
 			// While an attempt is being written, its sender takes the grant once it is written.
 			if (recorded != null && this.sending == 0 && recorded.takeGranted()) {
 				Waiter current = this.waiter;
-				complete(recorded.owner, recorded.fencingToken(), recorded.leaseFrom(), current);
+				AsyncLockSupport.this.executor.execute(
+						() -> complete(recorded.owner, recorded.fencingToken(), recorded.leaseFrom(), current));
 				return;
 			}
 			Waiter current = this.waiter;

@@ -601,11 +601,15 @@ class RedisWaiterHandoffTests {
 		DefaultLockTemplate other = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
 		Lease held = releasing.acquire(this.name, null, ONCE);
 		CompletableFuture<Lease> waiting = other.tryAcquireAsync(this.name, null, WAIT);
+		// Where the caller's code runs when the grant completes its lease: never on the client's
+		// I/O thread, where a release it sends could be written ahead of the attempt still queued.
+		CompletableFuture<String> completedOn = waiting.thenApply((lease) -> Thread.currentThread().getName());
 		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
 		held.close();
 		assertThat(releasing.tryAcquire(this.name, null, ONCE)).isEmpty();
 		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
 		assertThat(next.isValid()).isTrue();
+		assertThat(completedOn.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS)).doesNotStartWith("lettuce-");
 		other.releaseAsync(next).toCompletableFuture().get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
 		// A cancelled one withdraws its record.
 		Lease again = releasing.acquire(this.name, null, ONCE);
