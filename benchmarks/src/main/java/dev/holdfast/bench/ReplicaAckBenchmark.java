@@ -50,14 +50,7 @@ public class ReplicaAckBenchmark {
 	@Setup(Level.Trial)
 	public void setUp() throws Exception {
 		this.primary = RedisServer.startWith(List.of("--repl-diskless-sync-delay", "0"));
-		this.replica = RedisServer.startWith(List.of("--replicaof", "127.0.0.1", Integer.toString(this.primary.port())));
-		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-		while (!"up".equals(this.replica.info("replication", "master_link_status"))) {
-			if (System.nanoTime() > deadline) {
-				throw new IllegalStateException("The replica did not sync within 30 s");
-			}
-			Thread.sleep(20);
-		}
+		this.replica = RedisServer.startReplicaOf(this.primary);
 		LettuceConnectionFactory factory = new LettuceConnectionFactory(
 				new RedisStandaloneConfiguration("127.0.0.1", this.primary.port()),
 				LettuceClientConfiguration.builder().commandTimeout(Duration.ofSeconds(5)).build());

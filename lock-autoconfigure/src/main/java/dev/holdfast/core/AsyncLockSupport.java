@@ -235,7 +235,7 @@ final class AsyncLockSupport {
 				SENDING.incrementAndGet(this);
 				if (recorded.takeGranted()) {
 					SENDING.decrementAndGet(this);
-					complete(recorded.owner, recorded.fencingToken(), recorded.leaseFrom(), current);
+					completeGranted(recorded, current);
 					return;
 				}
 				if (recorded.ended()) {
@@ -254,9 +254,14 @@ final class AsyncLockSupport {
 				if (recorded != null && SENDING.decrementAndGet(this) == 0 && recorded.takeGranted()) {
 					// A grant heard while the attempt was being written: the attempt is ahead of any
 					// release of this lease; its answer finds the lock taken (Took.BY_GRANT).
-					complete(recorded.owner, recorded.fencingToken(), recorded.leaseFrom(), this.waiter);
+					completeGranted(recorded, this.waiter);
 				}
 			}
+		}
+
+		/** Completes this acquisition with the lock a grant handed to {@code recorded}, taken. */
+		private void completeGranted(HandoffWaiters.Waiter recorded, @Nullable Waiter current) {
+			complete(recorded.owner, recorded.fencingToken(), recorded.leaseFrom(), current);
 		}
 
 		/** Writes one attempt ({@link #attempt}) and handles its answer. */
@@ -316,7 +321,7 @@ final class AsyncLockSupport {
 			if (recorded != null && this.sending == 0 && recorded.takeGranted()) {
 				Waiter current = this.waiter;
 				AsyncLockSupport.this.executor.execute(
-						() -> complete(recorded.owner, recorded.fencingToken(), recorded.leaseFrom(), current));
+						() -> completeGranted(recorded, current));
 				return;
 			}
 			Waiter current = this.waiter;

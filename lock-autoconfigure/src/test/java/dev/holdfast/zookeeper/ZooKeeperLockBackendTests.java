@@ -15,6 +15,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 import org.apache.curator.drivers.TracerDriver;
 import org.apache.curator.framework.CuratorFramework;
@@ -432,25 +433,16 @@ class ZooKeeperLockBackendTests {
 		assertThat(held.acquired()).isTrue();
 		List<String> names = new CopyOnWriteArrayList<>();
 		AtomicBoolean released = new AtomicBoolean();
-		waiterBackend.client().getZookeeperClient().setTracerDriver(new TracerDriver() {
-
-			@Override
-			public void addTrace(String name, long time, TimeUnit unit) {
-				if (name.endsWith("-Foreground")) {
-					names.add(name);
-				}
-				// the holder releases between the waiter's read of the queue and its read of the
-				// holder's node
-				if (name.equals("GetChildrenBuilderImpl-Foreground") && released.compareAndSet(false, true)) {
-					assertThat(holderBackend.release(key, "holder")).isTrue();
-				}
+		waiterBackend.client().getZookeeperClient().setTracerDriver(onTrace((name) -> {
+			if (name.endsWith("-Foreground")) {
+				names.add(name);
 			}
-
-			@Override
-			public void addCount(String name, int increment) {
+			// the holder releases between the waiter's read of the queue and its read of the
+			// holder's node
+			if (name.equals("GetChildrenBuilderImpl-Foreground") && released.compareAndSet(false, true)) {
+				assertThat(holderBackend.release(key, "holder")).isTrue();
 			}
-
-		});
+		}));
 
 		// a time to live of an hour: the waiter's create is still fresh when it finds itself the head
 		Outcome outcome = waiterBackend.acquire(key, "waiter", Duration.ofHours(1), Duration.ofSeconds(20));
@@ -474,34 +466,25 @@ class ZooKeeperLockBackendTests {
 		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(30)).acquired()).isTrue();
 		long waiterSession = waiterBackend.client().getZookeeperClient().getZooKeeper().getSessionId();
 		AtomicBoolean expired = new AtomicBoolean();
-		waiterBackend.client().getZookeeperClient().setTracerDriver(new TracerDriver() {
-
-			@Override
-			public void addTrace(String name, long time, TimeUnit unit) {
-				// Between the waiter's read of the queue and its read of the holder's node, its
-				// session expires (the server deletes its node), Curator connects a new session,
-				// and the holder releases: the read of the holder's node, on the new session,
-				// finds it gone.
-				if (name.equals("GetChildrenBuilderImpl-Foreground") && expired.compareAndSet(false, true)) {
-					try {
-						expireSession(waiterBackend.client());
-						await().atMost(Duration.ofSeconds(10)).until(() -> {
-							ZooKeeper zk = waiterBackend.client().getZookeeperClient().getZooKeeper();
-							return zk.getSessionId() != waiterSession && zk.getState().isConnected();
-						});
-					}
-					catch (Exception ex) {
-						throw new IllegalStateException(ex);
-					}
-					assertThat(holderBackend.release(key, "holder")).isTrue();
+		waiterBackend.client().getZookeeperClient().setTracerDriver(onTrace((name) -> {
+			// Between the waiter's read of the queue and its read of the holder's node, its
+			// session expires (the server deletes its node), Curator connects a new session,
+			// and the holder releases: the read of the holder's node, on the new session,
+			// finds it gone.
+			if (name.equals("GetChildrenBuilderImpl-Foreground") && expired.compareAndSet(false, true)) {
+				try {
+					expireSession(waiterBackend.client());
+					await().atMost(Duration.ofSeconds(10)).until(() -> {
+						ZooKeeper zk = waiterBackend.client().getZookeeperClient().getZooKeeper();
+						return zk.getSessionId() != waiterSession && zk.getState().isConnected();
+					});
 				}
+				catch (Exception ex) {
+					throw new IllegalStateException(ex);
+				}
+				assertThat(holderBackend.release(key, "holder")).isTrue();
 			}
-
-			@Override
-			public void addCount(String name, int increment) {
-			}
-
-		});
+		}));
 
 		// a time to live of an hour: the waiter's create is still fresh when it finds the holder gone
 		assertThatThrownBy(() -> waiterBackend.acquire(key, "waiter", Duration.ofHours(1), Duration.ofSeconds(20)))
@@ -523,30 +506,21 @@ class ZooKeeperLockBackendTests {
 		String key = "holdfast:" + uniqueName();
 		long oldSession = waiterBackend.client().getZookeeperClient().getZooKeeper().getSessionId();
 		AtomicBoolean injected = new AtomicBoolean();
-		waiterBackend.client().getZookeeperClient().setTracerDriver(new TracerDriver() {
-
-			@Override
-			public void addTrace(String name, long time, TimeUnit unit) {
-				if (name.equals("CreateBuilderImpl-Foreground") && injected.compareAndSet(false, true)) {
-					try {
-						waiterBackend.client().getZookeeperClient().getZooKeeper().getTestable().injectSessionExpiration();
-						await().atMost(Duration.ofSeconds(10)).until(() -> {
-							ZooKeeper zk = waiterBackend.client().getZookeeperClient().getZooKeeper();
-							return zk.getSessionId() != oldSession && zk.getState().isConnected()
-									&& !waiterBackend.suspended();
-						});
-					}
-					catch (Exception ex) {
-						throw new IllegalStateException(ex);
-					}
+		waiterBackend.client().getZookeeperClient().setTracerDriver(onTrace((name) -> {
+			if (name.equals("CreateBuilderImpl-Foreground") && injected.compareAndSet(false, true)) {
+				try {
+					waiterBackend.client().getZookeeperClient().getZooKeeper().getTestable().injectSessionExpiration();
+					await().atMost(Duration.ofSeconds(10)).until(() -> {
+						ZooKeeper zk = waiterBackend.client().getZookeeperClient().getZooKeeper();
+						return zk.getSessionId() != oldSession && zk.getState().isConnected()
+								&& !waiterBackend.suspended();
+					});
+				}
+				catch (Exception ex) {
+					throw new IllegalStateException(ex);
 				}
 			}
-
-			@Override
-			public void addCount(String name, int increment) {
-			}
-
-		});
+		}));
 
 		assertThatThrownBy(() -> waiterBackend.acquire(key, "waiter", Duration.ofSeconds(30), Duration.ofSeconds(5)))
 			.isInstanceOf(LockBackendException.class)
@@ -780,6 +754,25 @@ class ZooKeeperLockBackendTests {
 			this.count.incrementAndGet();
 		}
 
+	}
+
+	/**
+	 * A tracer that hands the name of each traced operation to {@code traced} (Curator's names,
+	 * such as {@code GetChildrenBuilderImpl-Foreground}).
+	 */
+	private static TracerDriver onTrace(Consumer<String> traced) {
+		return new TracerDriver() {
+
+			@Override
+			public void addTrace(String name, long time, TimeUnit unit) {
+				traced.accept(name);
+			}
+
+			@Override
+			public void addCount(String name, int increment) {
+			}
+
+		};
 	}
 
 }

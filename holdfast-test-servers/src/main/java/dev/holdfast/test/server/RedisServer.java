@@ -80,6 +80,30 @@ public final class RedisServer implements AutoCloseable {
 	}
 
 	/**
+	 * Starts a replica of {@code primary} (without persistence) and waits, at most 30 s, until its
+	 * link to the primary is up, so that writes from then on reach it.
+	 */
+	public static RedisServer startReplicaOf(RedisServer primary) {
+		RedisServer replica = startWith(List.of("--replicaof", "127.0.0.1", Integer.toString(primary.port())));
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+		while (!"up".equals(replica.info("replication", "master_link_status"))) {
+			if (System.nanoTime() > deadline) {
+				replica.close();
+				throw new IllegalStateException("The replica of " + primary.uri() + " did not sync within 30 s");
+			}
+			try {
+				Thread.sleep(10);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				replica.close();
+				throw new IllegalStateException("Interrupted while waiting for a replica to sync", ex);
+			}
+		}
+		return replica;
+	}
+
+	/**
 	 * Starts a Sentinel ({@code redis-server <config> --sentinel}) whose configuration file holds
 	 * {@code config} (for example {@code sentinel monitor ...} lines); Sentinel rewrites that file
 	 * as it learns the topology.
