@@ -46,6 +46,7 @@ import dev.holdfast.core.LockSettings;
 import dev.holdfast.jdbc.JdbcFencingGuard;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.WaitQueue.Outcome;
+import dev.holdfast.test.server.BlackholeProxy;
 import dev.holdfast.test.server.ZooKeeperServer;
 
 import static org.assertj.core.api.Assertions.assertThat;

@@ -8,7 +8,8 @@
  * A launcher for another server belongs here, beside these, with the same shape: a static
  * {@code start()} that returns a running server, the address a client needs, and
  * {@link java.lang.AutoCloseable#close()} that stops it and deletes its files; its port comes
- * from {@code FreePorts}.
+ * from {@code FreePorts}. {@link dev.holdfast.test.server.BlackholeProxy} stands between a client
+ * and any of them and loses the server's answers: a request whose outcome the client never learns.
  * <p>
  * Nothing here depends on Holdfast: any test can start these servers. The binaries and drivers of
  * each server are optional dependencies of this module, named in each launcher's documentation.

@@ -1,4 +1,4 @@
-package dev.holdfast.zookeeper;
+package dev.holdfast.test.server;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -6,6 +6,7 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -14,8 +15,10 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * {@link #dropAnswers(boolean) dropping answers}, bytes from the client still reach the server
  * but the server's answers are thrown away, until the connections are
  * {@linkplain #cutConnections() cut}: a request whose outcome the client never learns.
+ * {@link #dropAnswersFrom(String)} starts dropping at the request that carries a given text, so
+ * that exactly that request and the ones after it go unanswered.
  */
-final class BlackholeProxy implements AutoCloseable {
+public final class BlackholeProxy implements AutoCloseable {
 
 	private final ServerSocket listener;
 
@@ -25,7 +28,11 @@ final class BlackholeProxy implements AutoCloseable {
 
 	private volatile boolean dropping;
 
-	BlackholeProxy(int targetPort) throws IOException {
+	/** Starts {@link #dropping} when a client's bytes contain it; null for none. */
+	private volatile byte[] trigger;
+
+	/** A proxy to the server on loopback port {@code targetPort}. */
+	public BlackholeProxy(int targetPort) throws IOException {
 		this.target = targetPort;
 		this.listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
 		Thread acceptor = new Thread(this::accept, "blackhole-proxy-accept");
@@ -33,16 +40,39 @@ final class BlackholeProxy implements AutoCloseable {
 		acceptor.start();
 	}
 
-	String connectString() {
-		return "127.0.0.1:" + this.listener.getLocalPort();
+	/** {@code 127.0.0.1:<port>} of the proxy. */
+	public String connectString() {
+		return "127.0.0.1:" + port();
 	}
 
-	void dropAnswers(boolean drop) {
+	/** The proxy's loopback port, for clients to connect to instead of the server's. */
+	public int port() {
+		return this.listener.getLocalPort();
+	}
+
+	/** Starts or stops throwing the server's answers away. */
+	public void dropAnswers(boolean drop) {
+		this.trigger = null;
 		this.dropping = drop;
 	}
 
+	/**
+	 * Starts throwing the server's answers away once a client sends bytes that contain
+	 * {@code text} (in ASCII, within one read of the client's socket, as a short request is):
+	 * that request reaches the server, its answer and every later one do not.
+	 * {@link #dropping()} tells whether it happened.
+	 */
+	public void dropAnswersFrom(String text) {
+		this.trigger = text.getBytes(StandardCharsets.US_ASCII);
+	}
+
+	/** Whether the server's answers are being thrown away. */
+	public boolean dropping() {
+		return this.dropping;
+	}
+
 	/** Breaks every open connection, as a network failure does; new connections go through. */
-	void cutConnections() {
+	public void cutConnections() {
 		this.sockets.forEach(BlackholeProxy::closeQuietly);
 		this.sockets.clear();
 	}
@@ -72,6 +102,11 @@ final class BlackholeProxy implements AutoCloseable {
 					if (answers && this.dropping) {
 						continue;
 					}
+					byte[] trigger = this.trigger;
+					if (!answers && trigger != null && contains(buffer, read, trigger)) {
+						this.trigger = null;
+						this.dropping = true;
+					}
 					out.write(buffer, 0, read);
 					out.flush();
 				}
@@ -86,6 +121,19 @@ final class BlackholeProxy implements AutoCloseable {
 		}, "blackhole-proxy-pump");
 		thread.setDaemon(true);
 		thread.start();
+	}
+
+	private static boolean contains(byte[] buffer, int length, byte[] text) {
+		for (int start = 0; start + text.length <= length; start++) {
+			int i = 0;
+			while (i < text.length && buffer[start + i] == text[i]) {
+				i++;
+			}
+			if (i == text.length) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	private static void closeQuietly(Socket socket) {
