@@ -199,6 +199,9 @@ final class AsyncLockSupport {
 		 */
 		volatile int sending;
 
+		/** The lease this acquisition returned (or gave back, cancelled meanwhile), once it did. */
+		volatile @Nullable LeaseHandle returned;
+
 		Acquisition(String name, String key, Duration ttl, boolean renew, long deadline, LockObservation observation) {
 			this.name = name;
 			this.key = key;
@@ -298,6 +301,9 @@ final class AsyncLockSupport {
 						// Cancelled while this attempt was being sent: it recorded the waiter after
 						// its withdrawal.
 						recordedNow.recordedAfterGivingUp();
+						// Or a grant returned the lock and the caller released it before this answer:
+						// if the attempt ran after that release, it recorded the waiter again.
+						afterReturnedLeaseReleased(recordedNow::recordedAfterItsLeaseEnded);
 					}
 					retry(outcome, current, releaseBefore);
 				}
@@ -344,10 +350,33 @@ final class AsyncLockSupport {
 					// the attempt came last (owner-checked: nothing if handed on).
 					AsyncLockSupport.this.backend.releaseAsync(this.key, owner);
 				}
-				// BY_GRANT: its grant made it the holder and returned the lock already: the same lock.
+				else {
+					// BY_GRANT: its grant made it the holder and returned the lock already: the same
+					// lock, unless that lease was released before this answer came.
+					afterReturnedLeaseReleased(() -> AsyncLockSupport.this.backend.releaseAsync(this.key, owner));
+				}
 				return;
 			}
 			complete(owner, token, attemptStart, current);
+		}
+
+		/**
+		 * Runs {@code backstop} once the release of the lease a grant returned has been answered, if
+		 * that release had started when an attempt's answer came in. Such an attempt may have been
+		 * written after the release (Redis: an attempt resent after {@code NOSCRIPT} or a
+		 * reconnection, or sent while the connection was fetched again, which the sending count
+		 * does not order) and so taken the lock again, or recorded the waiter again, for an
+		 * acquisition that has ended: nobody would release it, and the lock would stay blocked for
+		 * its lease time. Owner tokens are never reused and the backstop is owner-checked, so it
+		 * does nothing when the attempt ran first. A lease not yet released when the answer came is
+		 * released after it, and its release deletes whatever the attempt did.
+		 */
+		private void afterReturnedLeaseReleased(Runnable backstop) {
+			LeaseHandle returned = this.returned;
+			CompletableFuture<Void> releasing = (returned != null) ? returned.lease().releasing() : null;
+			if (releasing != null) {
+				releasing.whenComplete((done, ex) -> backstop.run());
+			}
 		}
 
 		private void complete(String owner, long token, long attemptStart, @Nullable Waiter current) {
@@ -365,6 +394,7 @@ final class AsyncLockSupport {
 				return;
 			}
 			AsyncLockSupport.this.listener.acquired(this.name, AsyncLockSupport.this.backend.name(), waited());
+			this.returned = lease;
 			if (!this.result.complete(lease)) {
 				// Cancelled while the backend granted the lock: give it back.
 				lease.closeAsync();

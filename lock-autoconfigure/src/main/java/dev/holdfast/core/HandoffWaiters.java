@@ -488,6 +488,18 @@ final class HandoffWaiters {
 			}
 		}
 
+		/**
+		 * An attempt answered after the lease that this waiter's grant returned was released (and
+		 * the release answered) was refused, so it may have recorded this waiter again: withdraws it,
+		 * so that no later release hands the lock to an acquisition that has ended. The lease ended,
+		 * so no lock of this owner is in use.
+		 */
+		void recordedAfterItsLeaseEnded() {
+			if (STATE.get(this) == TAKEN) {
+				HandoffWaiters.this.backend.withdraw(this.key, this.owner);
+			}
+		}
+
 		private void leave() {
 			HandoffWaiters.this.waiters.remove(this.owner, this);
 			HandoffWaiters.this.racers.remove(this.key, this);

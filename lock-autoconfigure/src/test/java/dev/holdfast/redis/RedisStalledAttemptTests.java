@@ -145,6 +145,56 @@ class RedisStalledAttemptTests {
 			.satisfies(Lease::close);
 	}
 
+	/**
+	 * The waiter's second attempt is written only after the lease its grant returned was released
+	 * (as an attempt resent after {@code NOSCRIPT} or a reconnection is, which the sending count
+	 * does not order): it finds the lock free and takes it again for an acquisition that has
+	 * ended. Its answer releases that owner's lock again, so the lock is not blocked for its lease
+	 * time (a minute here).
+	 */
+	@Test
+	void anAttemptWrittenAfterTheGrantedLeaseWasReleasedDoesNotKeepTheLock() throws Exception {
+		Fixture fixture = new Fixture(true);
+		Lease lease = fixture.grantWhileTheNextAttemptIsHeldUp();
+		long token = lease.fencingToken();
+		fixture.b.releaseAsync(lease).toCompletableFuture().get(10, TimeUnit.SECONDS);
+		assertThat(fixture.raw.opsForValue().get(fixture.lockKey)).as("released").isNull();
+		AcquireResult late = fixture.delaying.sendDeferred().get(10, TimeUnit.SECONDS);
+		assertThat(late.acquired()).as("the late attempt took the free lock").isTrue();
+		await().atMost(Duration.ofSeconds(5)).until(() -> fixture.raw.opsForValue().get(fixture.lockKey) == null);
+		Lease next = fixture.a.tryAcquire(this.name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5)))
+			.orElseThrow(() -> new AssertionError("the lock stayed held by " + fixture.raw.opsForValue().get(fixture.lockKey)));
+		assertThat(next.fencingToken()).isGreaterThan(token);
+		next.close();
+	}
+
+	/**
+	 * As above, but another instance holds the lock when the late attempt runs: refused, it records
+	 * the waiter again, and its answer withdraws that record, so the holder's release does not hand
+	 * the lock to an acquisition that has ended.
+	 */
+	@Test
+	void anAttemptWrittenAfterTheGrantedLeaseWasReleasedLeavesNoRecordBehind() throws Exception {
+		Fixture fixture = new Fixture(true);
+		Lease lease = fixture.grantWhileTheNextAttemptIsHeldUp();
+		fixture.b.releaseAsync(lease).toCompletableFuture().get(10, TimeUnit.SECONDS);
+		Lease other = fixture.a.tryAcquire(this.name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5)))
+			.orElseThrow();
+		AcquireResult late = fixture.delaying.sendDeferred().get(10, TimeUnit.SECONDS);
+		assertThat(late.acquired()).as("the late attempt was refused").isFalse();
+		// The record lives two poll intervals (4 s) unless withdrawn: a release meanwhile would hand
+		// the lock to it, and nobody would use or release it for its lease time.
+		String waiters = fixture.lockKey + ":waiters";
+		await().atMost(Duration.ofMillis(2500)).until(() -> fixture.raw.opsForZSet().size(waiters) == 0);
+		other.close();
+		await().atMost(Duration.ofSeconds(5)).until(() -> fixture.raw.opsForValue().get(fixture.lockKey) == null);
+		assertThat(fixture.a.tryAcquire(this.name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(5))))
+			.as("free after the release, held by %s", fixture.raw.opsForValue().get(fixture.lockKey))
+			.isPresent()
+			.get()
+			.satisfies(Lease::close);
+	}
+
 	/** Template a holds the lock; template b's non-blocking waiter has its second attempt held up. */
 	private final class Fixture {
 
@@ -161,13 +211,18 @@ class RedisStalledAttemptTests {
 		final org.springframework.data.redis.core.StringRedisTemplate raw;
 
 		Fixture() {
+			this(false);
+		}
+
+		/** @param deferred whether b's second attempt is sent only by {@link DelayingBackend#sendDeferred} */
+		Fixture(boolean deferred) {
 			LettuceConnectionFactory fa = RedisClients.connectionFactory(server);
 			LettuceConnectionFactory fb = RedisClients.connectionFactory(server);
 			RedisStalledAttemptTests.this.closeables.add(fa::destroy);
 			RedisStalledAttemptTests.this.closeables.add(fb::destroy);
 			this.a = new DefaultLockTemplate(RedisLockBackend.of(fa, RedisLockBackend.DEFAULT_CHANNEL),
 					LockSettings.defaults().withKeyPrefix("").withLeaseTime(this.slow).withPollInterval(this.slow));
-			this.delaying = new DelayingBackend(RedisLockBackend.of(fb, RedisLockBackend.DEFAULT_CHANNEL));
+			this.delaying = new DelayingBackend(RedisLockBackend.of(fb, RedisLockBackend.DEFAULT_CHANNEL), deferred);
 			// Records last two poll intervals: the first attempt's record is still there for the release.
 			this.b = new DefaultLockTemplate(this.delaying, LockSettings.defaults()
 				.withKeyPrefix("")
@@ -212,14 +267,44 @@ class RedisStalledAttemptTests {
 
 		final AtomicInteger sent = new AtomicInteger();
 
-		DelayingBackend(RedisLockBackend delegate) {
+		/** Whether the second attempt returns at once and is written only by {@link #sendDeferred}. */
+		private final boolean deferred;
+
+		private final CompletableFuture<AcquireResult> deferredAnswer = new CompletableFuture<>();
+
+		private volatile @Nullable Runnable deferredSend;
+
+		DelayingBackend(RedisLockBackend delegate, boolean deferred) {
 			super(delegate);
+			this.deferred = deferred;
+		}
+
+		/** Writes the deferred second attempt now; its answer, as the acquisition sees it. */
+		CompletableFuture<AcquireResult> sendDeferred() {
+			Runnable send = this.deferredSend;
+			assertThat(send).as("a deferred attempt").isNotNull();
+			send.run();
+			return this.deferredAnswer;
 		}
 
 		@Override
 		public CompletionStage<AcquireResult> tryAcquireWaitingAsync(String key, String owner, Duration ttl,
 				Duration recordFor) {
-			if (this.attempts.incrementAndGet() == 2) {
+			if (this.deferred && this.attempts.incrementAndGet() == 2) {
+				this.deferredSend = () -> super.tryAcquireWaitingAsync(key, owner, ttl, recordFor)
+					.whenComplete((answer, ex) -> {
+						if (ex != null) {
+							this.deferredAnswer.completeExceptionally(ex);
+						}
+						else {
+							this.deferredAnswer.complete(answer);
+						}
+					});
+				this.heldUp.countDown();
+				this.sent.incrementAndGet();
+				return this.deferredAnswer.thenApply((answer) -> answer);
+			}
+			if (!this.deferred && this.attempts.incrementAndGet() == 2) {
 				this.heldUp.countDown();
 				try {
 					this.proceed.await(2, TimeUnit.SECONDS);
