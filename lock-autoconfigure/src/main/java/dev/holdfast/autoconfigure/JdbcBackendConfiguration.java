@@ -4,10 +4,14 @@ import java.time.Duration;
 
 import javax.sql.DataSource;
 
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.jdbc.EmbeddedDatabaseConnection;
 import org.springframework.boot.jdbc.init.DatabaseInitializationProperties;
 import org.springframework.boot.sql.autoconfigure.init.OnDatabaseInitializationCondition;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
@@ -16,6 +20,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
+import org.springframework.core.env.Environment;
 import org.springframework.jdbc.core.JdbcOperations;
 
 import dev.holdfast.LockConfigurationException;
@@ -36,19 +41,30 @@ import dev.holdfast.spi.LockBackend;
 @Import(DatabaseInitializationDependencyConfigurer.class)
 class JdbcBackendConfiguration {
 
+	private static final Log logger = LogFactory.getLog(JdbcBackendConfiguration.class);
+
 	@Bean
 	@DependsOnDatabaseInitialization
 	JdbcLockBackend holdfastLockBackend(@HoldfastDataSource ObjectProvider<DataSource> holdfastDataSource,
 			ObjectProvider<DataSource> dataSource, HoldfastJdbcProperties properties,
-			HoldfastProperties holdfastProperties) {
+			HoldfastProperties holdfastProperties, Environment environment) {
 		Duration queryTimeout = properties.getQueryTimeout();
 		if (queryTimeout == null || queryTimeout.isNegative() || queryTimeout.isZero()) {
 			throw new LockConfigurationException(
 					"holdfast.jdbc.query-timeout is " + queryTimeout + ": lock statements need a positive timeout.",
 					"Set holdfast.jdbc.query-timeout to a positive duration such as 5s, or remove it.");
 		}
-		JdbcLockBackend backend = new JdbcLockBackend(lockDataSource(holdfastDataSource, dataSource),
-				properties.getTableName(), queryTimeout, properties.getSweepAfter());
+		DataSource locks = lockDataSource(holdfastDataSource, dataSource);
+		if (!environment.containsProperty(OnBackendCondition.PROPERTY) && EmbeddedDatabaseConnection.isEmbedded(locks)) {
+			// Chosen because a DataSource exists, and that DataSource is an in-memory database that
+			// lives in this JVM (Boot's default without spring.datasource.url): like the memory backend.
+			logger.warn("Holdfast keeps locks in the jdbc backend on an in-memory database of this JVM: they are "
+					+ "local to this JVM and do not exclude other instances. Configure a shared database "
+					+ "(spring.datasource.url) or another backend, or set holdfast.backend=jdbc (or memory) to "
+					+ "silence this warning.");
+		}
+		JdbcLockBackend backend = new JdbcLockBackend(locks, properties.getTableName(), queryTimeout,
+				properties.getSweepAfter());
 		backend.setReleaseEvents(properties.isReleaseEvents());
 		backend.setFairHandoff(properties.isFairHandoff());
 		backend.checkTable();

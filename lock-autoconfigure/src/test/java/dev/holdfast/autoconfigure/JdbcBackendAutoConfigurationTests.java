@@ -6,12 +6,15 @@ import java.util.UUID;
 import javax.sql.DataSource;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.jdbc.DataSourceBuilder;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Primary;
@@ -27,6 +30,7 @@ import dev.holdfast.spi.LockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+@ExtendWith(OutputCaptureExtension.class)
 class JdbcBackendAutoConfigurationTests {
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
@@ -49,6 +53,37 @@ class JdbcBackendAutoConfigurationTests {
 				assertThat(jdbc.queryForObject("SELECT holder FROM holdfast_lock WHERE lock_key = ?", String.class,
 						lease.key())).startsWith("pid " + ProcessHandle.current().pid() + "@");
 			}
+		});
+	}
+
+	@Test
+	void anInMemoryDatabaseChosenBecauseItExistsWarnsThatLocksAreLocalToTheJvm(CapturedOutput output) {
+		// Boot's embedded H2 without spring.datasource.url, as an application gets it by accident
+		this.runner.run((context) -> {
+			assertThat(context).hasSingleBean(JdbcLockBackend.class);
+			assertThat(output).contains("Holdfast keeps locks in the jdbc backend on an in-memory database of this JVM")
+				.contains("do not exclude other instances")
+				.contains("spring.datasource.url");
+		});
+	}
+
+	@Test
+	void anInMemoryDatabaseChosenExplicitlyDoesNotWarn(CapturedOutput output) {
+		this.runner.withPropertyValues("holdfast.backend=jdbc").run((context) -> {
+			assertThat(context).hasSingleBean(JdbcLockBackend.class);
+			assertThat(output).doesNotContain("in-memory database");
+		});
+	}
+
+	@Test
+	void aDatabaseOnDiskDoesNotWarn(CapturedOutput output) throws Exception {
+		java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("holdfast-h2");
+		this.runner
+			.withPropertyValues("spring.datasource.url=jdbc:h2:file:" + dir.resolve("locks"),
+					"holdfast.jdbc.initialize-schema=always")
+			.run((context) -> {
+			assertThat(context).hasSingleBean(JdbcLockBackend.class);
+			assertThat(output).doesNotContain("in-memory database");
 		});
 	}
 
