@@ -40,6 +40,11 @@ import dev.holdfast.spi.LockBackend;
 		LockAopConfiguration.class, SchedulingConfiguration.class })
 public final class HoldfastAutoConfiguration {
 
+	@Bean
+	static HoldfastPropertyNamesCheck holdfastPropertyNamesCheck(Environment environment) {
+		return new HoldfastPropertyNamesCheck(environment);
+	}
+
 	@Bean(destroyMethod = "close")
 	@ConditionalOnMissingBean(LockTemplate.class)
 	DefaultLockTemplate holdfastLockTemplate(HoldfastProperties properties, ObjectProvider<LockBackend> backends,

@@ -13,6 +13,7 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.NestedExceptionUtils;
 
 import dev.holdfast.DistributedLock;
 import dev.holdfast.Lease;
@@ -62,6 +63,25 @@ class HoldfastAutoConfigurationTests {
 					assertThat(lease.key()).isEqualTo("app:job");
 				}
 			});
+	}
+
+	@Test
+	void knownPropertiesInAnySpellingAndTheirEntriesStartTheApplication() {
+		this.runner
+			.withPropertyValues("holdfast.backend=memory", "holdfast.leaseTime=5s", "holdfast.wait_time=1s",
+					"holdfast.aop.order=1", "holdfast.redlock.nodes[0]=redis://127.0.0.1:1",
+					"holdfast.zookeeper.retry.max-retries=3", "holdfast.scheduling.lock-at-most-for=10m")
+			.run((context) -> assertThat(context).hasNotFailed());
+	}
+
+	@Test
+	void anUnknownPropertyFailsAtStartupNamingTheNearestKnownOne() {
+		this.runner.withPropertyValues("holdfast.backend=memory", "holdfast.lock-at-most-for=10m").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(NestedExceptionUtils.getMostSpecificCause(context.getStartupFailure()))
+				.isInstanceOf(LockConfigurationException.class)
+				.hasMessageContaining("Holdfast has no property 'holdfast.lock-at-most-for'");
+		});
 	}
 
 	@Test

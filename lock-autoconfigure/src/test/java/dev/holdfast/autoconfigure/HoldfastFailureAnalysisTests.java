@@ -42,6 +42,10 @@ class HoldfastFailureAnalysisTests {
 			holdfast.backend=redlock    | no node is configured          | holdfast.redlock.nodes
 			holdfast.redlock.nodes=x    | 'x'                            | redis://
 			holdfast.backend=jdbc       | DataSource                     | DataSource
+			holdfast.lease-tme=5m       | no property                    | holdfast.lease-time
+			holdfast.redis.replicas-to-ak=1 | holdfast.redis.replicas-to-ak | holdfast.redis.replicas-to-ack
+			holdfast.sheduling.zone=UTC | holdfast.sheduling.zone        | holdfast.scheduling.zone
+			holdfast.colour=blue        | holdfast.colour                | Remove
 			""")
 	void misconfigurationFailsWithAnAction(String property, String descriptionMentions, String actionMentions,
 			CapturedOutput output) {

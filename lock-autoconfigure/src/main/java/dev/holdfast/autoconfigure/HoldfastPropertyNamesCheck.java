@@ -1,0 +1,193 @@
+package dev.holdfast.autoconfigure;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Enumeration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.beans.factory.config.BeanFactoryPostProcessor;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
+import org.springframework.boot.context.properties.source.ConfigurationProperty;
+import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySource;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
+import org.springframework.boot.context.properties.source.IterableConfigurationPropertySource;
+import org.springframework.boot.json.JsonParserFactory;
+import org.springframework.core.env.Environment;
+import org.springframework.core.env.SystemEnvironmentPropertySource;
+import org.springframework.util.StreamUtils;
+
+import dev.holdfast.LockConfigurationException;
+
+/**
+ * Fails the application at startup when its configuration sets a {@code holdfast.*} property that
+ * Holdfast does not have: Spring Boot ignores unknown names, so a typo such as
+ * {@code holdfast.lease-tme} or {@code holdfast.redis.replicas-to-ak} would leave the setting it was
+ * meant for at its default without a word. Holdfast's names are those of its configuration
+ * metadata ({@code META-INF/spring-configuration-metadata.json}, generated from the properties
+ * classes); relaxed spellings ({@code leaseTime}) and list or map entries of a known property are
+ * known. Environment variables are not checked: their mapping to property names is ambiguous
+ * ({@code HOLDFAST_LEASE_TIME} may mean {@code holdfast.lease.time}). A post-processor of the bean
+ * factory, so that it runs before any bean a misspelled property was meant for.
+ */
+final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
+
+	private static final Log logger = LogFactory.getLog(HoldfastPropertyNamesCheck.class);
+
+	private static final ConfigurationPropertyName HOLDFAST = ConfigurationPropertyName.of("holdfast");
+
+	static final String METADATA = "META-INF/spring-configuration-metadata.json";
+
+	private final Environment environment;
+
+	HoldfastPropertyNamesCheck(Environment environment) {
+		this.environment = environment;
+	}
+
+	@Override
+	public void postProcessBeanFactory(ConfigurableListableBeanFactory beanFactory) {
+		List<KnownName> known = knownNames(beanFactory.getBeanClassLoader());
+		if (known.isEmpty()) {
+			logger.debug("Holdfast's configuration metadata was not found: holdfast.* property names are not checked");
+			return;
+		}
+		Map<String, String> unknown = new TreeMap<>();
+		for (ConfigurationPropertySource source : ConfigurationPropertySources.get(this.environment)) {
+			if (!(source instanceof IterableConfigurationPropertySource names)
+					|| source.getUnderlyingSource() instanceof SystemEnvironmentPropertySource) {
+				continue;
+			}
+			names.stream()
+				.filter(HOLDFAST::isAncestorOf)
+				.filter((name) -> !isKnown(name, known))
+				.forEach((name) -> unknown.putIfAbsent(name.toString(), origin(source, name)));
+		}
+		if (!unknown.isEmpty()) {
+			throw failure(unknown, known);
+		}
+	}
+
+	/**
+	 * Whether {@code name} is a known property (in any relaxed spelling), an entry of one (a list
+	 * element or map key), or a group (a YAML section left empty).
+	 */
+	private static boolean isKnown(ConfigurationPropertyName name, List<KnownName> known) {
+		return known.stream().anyMatch((k) -> k.name().equals(name) || (!k.group() && k.name().isAncestorOf(name)));
+	}
+
+	private static String origin(ConfigurationPropertySource source, ConfigurationPropertyName name) {
+		ConfigurationProperty property = source.getConfigurationProperty(name);
+		if (property != null && property.getOrigin() != null) {
+			return String.valueOf(property.getOrigin());
+		}
+		Object underlying = source.getUnderlyingSource();
+		return (underlying instanceof org.springframework.core.env.PropertySource<?> named) ? named.getName()
+				: String.valueOf(underlying);
+	}
+
+	private static LockConfigurationException failure(Map<String, String> unknown,
+			List<KnownName> known) {
+		StringBuilder description = new StringBuilder("Holdfast has no propert")
+			.append((unknown.size() == 1) ? "y " : "ies ");
+		StringBuilder action = new StringBuilder();
+		unknown.forEach((name, origin) -> {
+			if (description.charAt(description.length() - 1) != ' ') {
+				description.append(", ");
+			}
+			description.append('\'').append(name).append("' (").append(origin).append(')');
+			String nearest = nearest(name, known);
+			action.append((action.length() == 0) ? "" : " ")
+				.append((nearest != null) ? "Correct '" + name + "' to '" + nearest + "', or remove it."
+						: "Remove '" + name + "'.");
+		});
+		description.append(": unknown names are ignored, so the setting meant keeps its default.");
+		action.append(" Holdfast's properties are listed in the README's configuration section and in the IDE's"
+				+ " completion of holdfast.*.");
+		return new LockConfigurationException(description.toString(), action.toString());
+	}
+
+	/** The known name closest to {@code name} by edit distance, if it is close enough to be a typo. */
+	private static @Nullable String nearest(String name, List<KnownName> known) {
+		String best = null;
+		int bestDistance = Integer.MAX_VALUE;
+		for (KnownName candidate : known) {
+			if (candidate.group()) {
+				continue;
+			}
+			String text = candidate.name().toString();
+			int distance = distance(name, text);
+			if (distance < bestDistance) {
+				best = text;
+				bestDistance = distance;
+			}
+		}
+		return (best != null && bestDistance <= Math.max(2, best.length() / 4)) ? best : null;
+	}
+
+	private static int distance(String a, String b) {
+		int[] previous = new int[b.length() + 1];
+		int[] current = new int[b.length() + 1];
+		for (int j = 0; j <= b.length(); j++) {
+			previous[j] = j;
+		}
+		for (int i = 1; i <= a.length(); i++) {
+			current[0] = i;
+			for (int j = 1; j <= b.length(); j++) {
+				int substitution = previous[j - 1] + ((a.charAt(i - 1) == b.charAt(j - 1)) ? 0 : 1);
+				current[j] = Math.min(substitution, Math.min(previous[j], current[j - 1]) + 1);
+			}
+			int[] swap = previous;
+			previous = current;
+			current = swap;
+		}
+		return previous[b.length()];
+	}
+
+	/** Every {@code holdfast.*} property and group name of the configuration metadata on the class path. */
+	static List<KnownName> knownNames(@Nullable ClassLoader classLoader) {
+		List<KnownName> names = new ArrayList<>();
+		ClassLoader loader = (classLoader != null) ? classLoader : HoldfastPropertyNamesCheck.class.getClassLoader();
+		try {
+			Enumeration<URL> resources = loader.getResources(METADATA);
+			while (resources.hasMoreElements()) {
+				String json;
+				try (InputStream in = resources.nextElement().openStream()) {
+					json = StreamUtils.copyToString(in, StandardCharsets.UTF_8);
+				}
+				if (!json.contains("\"holdfast.")) {
+					continue;
+				}
+				Map<String, Object> metadata = JsonParserFactory.getJsonParser().parseMap(json);
+				for (String section : new String[] { "groups", "properties" }) {
+					if (metadata.get(section) instanceof List<?> entries) {
+						for (Object entry : entries) {
+							if (entry instanceof Map<?, ?> map && map.get("name") instanceof String name
+									&& HOLDFAST.isAncestorOf(ConfigurationPropertyName.of(name))) {
+								names.add(new KnownName(ConfigurationPropertyName.of(name), section.equals("groups")));
+							}
+						}
+					}
+				}
+			}
+		}
+		catch (IOException | RuntimeException ex) {
+			logger.debug("Could not read Holdfast's configuration metadata", ex);
+			return List.of();
+		}
+		return names;
+	}
+
+	/** A name of the metadata: a property, or a group of properties. */
+	record KnownName(ConfigurationPropertyName name, boolean group) {
+	}
+
+}
