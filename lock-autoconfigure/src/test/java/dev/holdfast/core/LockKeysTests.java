@@ -1,8 +1,13 @@
 package dev.holdfast.core;
 
+import java.util.Comparator;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 
 import org.junit.jupiter.api.Test;
 
@@ -61,6 +66,58 @@ class LockKeysTests {
 	@Test
 	void arraysAreRenderedElementByElement() {
 		assertThat(this.keys.encode("n", new Object[] { 1, "a" })).isEqualTo("holdfast:n:%7B1,%20a%7D");
+	}
+
+	@Test
+	void equalSetsRenderOneKeyWhateverTheirIterationOrder() {
+		Set<String> hashed = new HashSet<>(List.of("apple", "pear", "plum", "kiwi"));
+		Set<String> linked = new LinkedHashSet<>(List.of("plum", "kiwi", "apple", "pear"));
+		Set<String> reversed = new TreeSet<>(Comparator.reverseOrder());
+		reversed.addAll(hashed);
+		String expected = "holdfast:n:%5Bapple,%20kiwi,%20pear,%20plum%5D";
+		assertThat(this.keys.encode("n", hashed)).isEqualTo(expected);
+		assertThat(this.keys.encode("n", linked)).isEqualTo(expected);
+		assertThat(this.keys.encode("n", Set.of("plum", "apple", "kiwi", "pear"))).isEqualTo(expected);
+		assertThat(this.keys.encode("n", reversed)).isEqualTo(expected);
+	}
+
+	@Test
+	void setsInsideListsArraysAndMapsAreSortedToo() {
+		Set<String> linked = new LinkedHashSet<>(List.of("b", "a"));
+		assertThat(this.keys.encode("n", List.of(linked, "c"))).isEqualTo("holdfast:n:%5B%5Ba,%20b%5D,%20c%5D");
+		assertThat(this.keys.encode("n", new Object[] { linked })).isEqualTo("holdfast:n:%7B%5Ba,%20b%5D%7D");
+		assertThat(this.keys.encode("n", Map.of("k", linked))).isEqualTo("holdfast:n:%7Bk=%5Ba,%20b%5D%7D");
+		assertThat(this.keys.encode("n", Set.of(Set.of("y", "x"), Set.of("a"))))
+			.isEqualTo("holdfast:n:%5B%5Ba%5D,%20%5Bx,%20y%5D%5D");
+	}
+
+	@Test
+	void equalMapsRenderOneKeySortedByKey() {
+		Map<String, Integer> linked = new LinkedHashMap<>();
+		linked.put("plum", 3);
+		linked.put("apple", 1);
+		linked.put("kiwi", 2);
+		String expected = "holdfast:n:%7Bapple=1,%20kiwi=2,%20plum=3%7D";
+		assertThat(this.keys.encode("n", linked)).isEqualTo(expected);
+		assertThat(this.keys.encode("n", Map.of("kiwi", 2, "plum", 3, "apple", 1))).isEqualTo(expected);
+		// keys that render alike are ordered by their values, so the order of the map never shows
+		Map<Object, String> alike = new LinkedHashMap<>();
+		alike.put(1, "b");
+		alike.put("1", "a");
+		assertThat(this.keys.encode("n", alike)).isEqualTo("holdfast:n:%7B1=a,%201=b%7D");
+	}
+
+	@Test
+	void listsAndArraysKeepTheirOrder() {
+		assertThat(this.keys.encode("n", List.of("b", "a"))).isEqualTo("holdfast:n:%5Bb,%20a%5D");
+		assertThat(this.keys.encode("n", new String[] { "b", "a" })).isEqualTo("holdfast:n:%7Bb,%20a%7D");
+		assertThat(this.keys.encode("n", new long[] { 2, 1 })).isEqualTo("holdfast:n:%7B2,%201%7D");
+	}
+
+	@Test
+	void arraysInsideCollectionsAndArraysAreRenderedByContent() {
+		assertThat(this.keys.encode("n", List.of(new long[] { 1, 2 }))).isEqualTo("holdfast:n:%5B%7B1,%202%7D%5D");
+		assertThat(this.keys.encode("n", new Object[] { new String[] { "a" } })).isEqualTo("holdfast:n:%7B%7Ba%7D%7D");
 	}
 
 	@Test
