@@ -29,7 +29,9 @@ import org.springframework.util.ObjectUtils;
  * JVM: a {@link Set} lists its elements sorted by their text ({@code [a, b]}) whatever its
  * iteration order, a {@link Map} its entries sorted by key text, then value text
  * ({@code {a=1, b=2}}); lists and other collections ({@code [b, a]}) and arrays
- * ({@code {b, a}}) keep their order; all of them recursively, so arrays inside them render by
+ * ({@code {b, a}}) keep their order; a record renders its components, read through its
+ * accessors, in the form of its generated {@code toString()} ({@code Order[id=7, lines={1, 2}]})
+ * whether or not it declares its own; all of them recursively, so arrays inside them render by
  * content too. Any other value renders its {@code toString()}. The text is not meant to be
  * injective: values of different types may render alike ({@code 42} and {@code "42"}, a set and
  * the sorted list of its elements) and then share a lock, which costs concurrency, never
@@ -68,7 +70,7 @@ public final class LockKeys {
 	 * The backend key of a lock.
 	 * @param name the lock name, not empty
 	 * @param key the key value, or {@code null} for one lock per name; sets and maps are
-	 * rendered in sorted order, arrays element by element (see the class Javadoc)
+	 * rendered in sorted order, arrays and records element by element (see the class Javadoc)
 	 * @throws IllegalArgumentException if the key renders as an identity string (see
 	 * {@link IdentityStrings})
 	 */
@@ -192,6 +194,16 @@ public final class LockKeys {
 				out.append((i > 0) ? ", " : "").append(entries.get(i)[0]).append('=').append(entries.get(i)[1]);
 			}
 			out.append('}');
+		}
+		else if (value instanceof Record record) {
+			// the generated toString()'s form, with each component rendered by these rules
+			String[] names = IdentityStrings.componentNames(record.getClass());
+			@Nullable Object[] components = IdentityStrings.components(record);
+			out.append(record.getClass().getSimpleName()).append('[');
+			for (int i = 0; i < components.length; i++) {
+				render(components[i], out.append((i > 0) ? ", " : "").append(names[i]).append('='));
+			}
+			out.append(']');
 		}
 		else {
 			out.append(value);

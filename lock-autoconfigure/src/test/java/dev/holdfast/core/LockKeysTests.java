@@ -121,6 +121,33 @@ class LockKeysTests {
 	}
 
 	@Test
+	void recordsAreRenderedComponentByComponent() {
+		assertThat(this.keys.encode("n", new Sku("acme", 7))).isEqualTo("holdfast:n:Sku%5Btenant=acme,%20id=7%5D");
+		String batch = this.keys.encode("n", new Batch("acme", new long[] { 1, 2 }, new HashSet<>(List.of("y", "x"))));
+		assertThat(batch).isEqualTo("holdfast:n:Batch%5Btenant=acme,%20orderIds=%7B1,%202%7D,%20tags=%5Bx,%20y%5D%5D");
+		assertThat(this.keys.encode("n", new Batch("acme", new long[] { 1, 2 }, new LinkedHashSet<>(List.of("x", "y")))))
+			.as("equal content, another array and another set").isEqualTo(batch);
+		assertThat(this.keys.encode("n", new Outer(new Sku("a", 1), null)))
+			.isEqualTo("holdfast:n:Outer%5Bsku=Sku%5Btenant=a,%20id=1%5D,%20note=null%5D");
+	}
+
+	@Test
+	void aRecordsOwnToStringIsNotItsKey() {
+		assertThat(new Written("7")).hasToString("written");
+		assertThat(this.keys.encode("n", new Written("7"))).isEqualTo("holdfast:n:Written%5Bid=7%5D");
+	}
+
+	@Test
+	void recordsHoldingIdentityStringsAreRejected() {
+		assertThatIllegalArgumentException().isThrownBy(() -> this.keys.encode("orders", new Reserve(new Customer(), "x")))
+			.withMessageContaining("'orders'")
+			.withMessageContaining(Customer.class.getName())
+			.withMessageContaining("identity string");
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> this.keys.encode("orders", new Outer(null, new Reserve(new Customer(), "x"))));
+	}
+
+	@Test
 	void keysThatRenderAsIdentityStringsAreRejected() {
 		Runnable lambda = () -> {
 		};
@@ -142,6 +169,32 @@ class LockKeysTests {
 	@Test
 	void emptyNameIsRejected() {
 		assertThatIllegalArgumentException().isThrownBy(() -> this.keys.encode("", null));
+	}
+
+	record Sku(String tenant, long id) {
+	}
+
+	record Batch(String tenant, long[] orderIds, Set<String> tags) {
+	}
+
+	record Outer(Sku sku, Object note) {
+	}
+
+	/** An entity whose toString() is Object's. */
+	static class Customer {
+
+	}
+
+	record Reserve(Customer customer, String sku) {
+	}
+
+	record Written(String id) {
+
+		@Override
+		public String toString() {
+			return "written";
+		}
+
 	}
 
 }
