@@ -206,15 +206,16 @@ public class LockAspectSupport {
 		Object value = (key instanceof Optional<?> optional) ? optional.get() : key;
 		Object identity = IdentityStrings.findIdentityValue(value);
 		if (identity != null) {
-			throw new IllegalArgumentException(identityKeyMessage(operation, identity));
+			throw new IllegalArgumentException(identityKeyMessage(operation, value, identity));
 		}
 		return value;
 	}
 
-	private static String identityKeyMessage(LockOperation operation, Object identity) {
+	private static String identityKeyMessage(LockOperation operation, Object value, Object identity) {
 		String text = operation.keyExpressionText();
 		String example = text.matches("#[A-Za-z_$][\\w$]*") ? text + ".id" : "#order.id";
 		return "Key expression \"" + text + "\" of @DistributedLock on " + operation.describe() + " gave a "
+				+ ((value != identity) ? value.getClass().getName() + " holding a " : "")
 				+ identity.getClass().getName() + ", whose toString() is Object's identity string (class name and "
 				+ "hash code): the key would differ per call and per JVM, and the lock would exclude nothing. "
 				+ "Key on a value that identifies it, such as key = \"" + example

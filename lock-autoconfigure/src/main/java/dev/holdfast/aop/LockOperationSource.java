@@ -33,6 +33,7 @@ import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.OnLocked;
 import dev.holdfast.core.IdentityStrings;
+import dev.holdfast.core.IdentityStrings.DeclaredIdentity;
 
 /**
  * Finds and resolves {@link DistributedLock} on methods, once per (method, target class).
@@ -174,7 +175,8 @@ public class LockOperationSource {
 
 	/**
 	 * Fails when the whole key is one parameter ({@code #order}, {@code #p0}) of a concrete type
-	 * whose {@code toString()} is {@link Object}'s: every call would lock a key of its own.
+	 * whose {@code toString()} is {@link Object}'s, or of a record type with a component of such a
+	 * type (a record key renders its components): every call would lock a key of its own.
 	 */
 	private void checkIdentityParameter(Expression expression, String text, Method method, String where) {
 		if (!(expression instanceof SpelExpression spel) || !(spel.getAST() instanceof VariableReference)) {
@@ -185,13 +187,26 @@ public class LockOperationSource {
 			return;
 		}
 		Class<?> type = method.getParameterTypes()[index];
-		if (IdentityStrings.declaredTypeInheritsObjectToString(type)) {
+		DeclaredIdentity identity = IdentityStrings.findDeclaredIdentity(type);
+		if (identity == null) {
+			return;
+		}
+		String problem = "the key would differ per call and per JVM, and the lock would exclude nothing";
+		if (identity.path().isEmpty()) {
 			throw new LockConfigurationException(where + " has key = \"" + text + "\", a parameter of type "
 					+ type.getTypeName() + ", whose toString() is Object's identity string (class name and hash code): "
-					+ "the key would differ per call and per JVM, and the lock would exclude nothing",
+					+ problem,
 					"Key on a value that identifies the argument, such as key = \"" + text.trim()
 							+ ".id\", or override toString() in " + type.getSimpleName() + ".");
 		}
+		throw new LockConfigurationException(where + " has key = \"" + text + "\", a parameter of record type "
+				+ type.getTypeName() + " whose component " + identity.path() + " is a " + identity.type().getTypeName()
+				+ ", whose toString() is Object's identity string (class name and hash code); a record key renders "
+				+ "its components, so " + problem,
+				"Key on a value that identifies it, such as key = \"" + text.trim() + "." + identity.path()
+						+ ".id\", or override toString() in " + identity.type().getSimpleName()
+						+ ". A record's own toString() is not used for its key; to key on it, write key = \""
+						+ text.trim() + ".toString()\".");
 	}
 
 	/** The index of the parameter that {@code #variable} names, or -1. */

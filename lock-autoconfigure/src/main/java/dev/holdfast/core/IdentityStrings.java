@@ -1,16 +1,21 @@
 package dev.holdfast.core;
 
+import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.Proxy;
+import java.lang.reflect.RecordComponent;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.TargetClassAware;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.util.ClassUtils;
+import org.springframework.util.ReflectionUtils;
 
 /**
  * Tells which key values render as an identity string ({@code com.example.Order@3d4eac69}):
@@ -23,7 +28,8 @@ import org.springframework.util.ClassUtils;
  * subclasses (Spring's CGLIB proxies, Hibernate's lazy-loading proxies) render their target's
  * string, so the class they were generated from is judged, and a Spring JDK proxy is judged by its
  * target class. Other JDK proxies render what their handler returns, which cannot be known: they
- * pass. Arrays, collections and maps render their elements, which are judged one by one.
+ * pass. Arrays, collections, maps and records render their elements (a record its components,
+ * read through its accessors), which are judged one by one.
  */
 public final class IdentityStrings {
 
@@ -36,12 +42,30 @@ public final class IdentityStrings {
 
 	};
 
+	private static final ClassValue<Method[]> RECORD_ACCESSORS = new ClassValue<>() {
+
+		@Override
+		protected Method[] computeValue(Class<?> type) {
+			RecordComponent[] components = type.getRecordComponents();
+			Method[] accessors = new Method[components.length];
+			for (int i = 0; i < components.length; i++) {
+				accessors[i] = components[i].getAccessor();
+				// the application's records need not be public, and Holdfast calls from another package
+				accessors[i].trySetAccessible();
+			}
+			return accessors;
+		}
+
+	};
+
 	private IdentityStrings() {
 	}
 
 	/**
-	 * The first value within {@code key} (itself, an element of an array, collection or map,
-	 * recursively) that renders as an identity string, or {@code null} if none does.
+	 * The first value within {@code key} (itself, an element of an array, collection or map, a
+	 * component of a record, recursively) that renders as an identity string, or {@code null} if
+	 * none does.
+	 * @throws IllegalArgumentException if a record's components cannot be read
 	 */
 	public static @Nullable Object findIdentityValue(@Nullable Object key) {
 		if (key == null || key instanceof CharSequence || key instanceof Number || key instanceof Enum<?>) {
@@ -77,6 +101,16 @@ public final class IdentityStrings {
 					return found;
 				}
 			}
+		}
+		else if (key instanceof Record record) {
+			// a record's toString() renders its components, so they are what is judged
+			for (Object component : components(record)) {
+				Object found = findIdentityValue(component);
+				if (found != null) {
+					return found;
+				}
+			}
+			return null;
 		}
 		if (Proxy.isProxyClass(type)) {
 			// A Spring JDK proxy hands toString() to its target; another handler decides by itself.
@@ -121,6 +155,82 @@ public final class IdentityStrings {
 			return false;
 		}
 		return inheritsObjectToString(type);
+	}
+
+	/**
+	 * Where a declared parameter type is known to render an identity string whatever the
+	 * argument: the type itself ({@code path} empty), an array of such a type, or a record with a
+	 * component of such a type, directly or in a nested record or an array (the component's path,
+	 * such as {@code customer} or {@code order.customer}). {@code null} when nothing is known
+	 * before the call: see {@link #declaredTypeInheritsObjectToString}.
+	 */
+	public static @Nullable DeclaredIdentity findDeclaredIdentity(Class<?> type) {
+		return findDeclaredIdentity(type, "", new HashSet<>());
+	}
+
+	private static @Nullable DeclaredIdentity findDeclaredIdentity(Class<?> type, String path, Set<Class<?>> seen) {
+		Class<?> element = type;
+		while (element.isArray()) {
+			element = element.getComponentType();
+		}
+		if (element.isRecord()) {
+			if (!seen.add(element)) {
+				return null; // a record type that holds itself: judged once
+			}
+			for (RecordComponent component : element.getRecordComponents()) {
+				String componentPath = path.isEmpty() ? component.getName() : path + "." + component.getName();
+				DeclaredIdentity found = findDeclaredIdentity(component.getType(), componentPath, seen);
+				if (found != null) {
+					return found;
+				}
+			}
+			return null;
+		}
+		return declaredTypeInheritsObjectToString(element) ? new DeclaredIdentity(path, element) : null;
+	}
+
+	/** The names of a record class's components, in declaration order (its accessors' names). */
+	static String[] componentNames(Class<? extends Record> type) {
+		Method[] accessors = RECORD_ACCESSORS.get(type);
+		String[] names = new String[accessors.length];
+		for (int i = 0; i < accessors.length; i++) {
+			names[i] = accessors[i].getName();
+		}
+		return names;
+	}
+
+	/**
+	 * The values of a record's components, in declaration order, read through its accessors.
+	 * @throws IllegalArgumentException if an accessor cannot be called (a record in a module
+	 * package that is not open to Holdfast)
+	 */
+	static @Nullable Object[] components(Record record) {
+		Method[] accessors = RECORD_ACCESSORS.get(record.getClass());
+		@Nullable Object[] values = new Object[accessors.length];
+		for (int i = 0; i < accessors.length; i++) {
+			try {
+				values[i] = accessors[i].invoke(record);
+			}
+			catch (IllegalAccessException ex) {
+				throw new IllegalArgumentException("A lock key renders the components of record "
+						+ record.getClass().getName() + ", but " + accessors[i].getName()
+						+ "() cannot be called from Holdfast: open its package to dev.holdfast, or key on "
+						+ "values read from the record", ex);
+			}
+			catch (InvocationTargetException ex) {
+				ReflectionUtils.rethrowRuntimeException(ex.getTargetException());
+			}
+		}
+		return values;
+	}
+
+	/**
+	 * A declared type that renders an identity string whatever the argument.
+	 * @param path the record component that holds it ({@code order.customer}), empty when it
+	 * is the declared type itself or its element type
+	 * @param type the class whose {@code toString()} is {@link Object}'s
+	 */
+	public record DeclaredIdentity(String path, Class<?> type) {
 	}
 
 	/** The class a generated proxy subclass was made from; {@code type} itself otherwise. */

@@ -3,7 +3,12 @@ package dev.holdfast.core;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 import org.jspecify.annotations.Nullable;
 
@@ -19,6 +24,18 @@ import org.springframework.util.ObjectUtils;
  * (Redis hash tags and SQL columns stay well defined). A key longer than the limit is replaced by
  * {@code <prefix><name, truncated>#<SHA-256 of the full key>}; {@code #} never appears in an
  * encoded key, so a shortened key cannot meet an unshortened one.
+ * <p>
+ * The key part is the key value's text, rendered so that equal values give equal text in every
+ * JVM: a {@link Set} lists its elements sorted by their text ({@code [a, b]}) whatever its
+ * iteration order, a {@link Map} its entries sorted by key text, then value text
+ * ({@code {a=1, b=2}}); lists and other collections ({@code [b, a]}) and arrays
+ * ({@code {b, a}}) keep their order; a record renders its components, read through its
+ * accessors, in the form of its generated {@code toString()} ({@code Order[id=7, lines={1, 2}]})
+ * whether or not it declares its own; all of them recursively, so arrays inside them render by
+ * content too. Any other value renders its {@code toString()}. The text is not meant to be
+ * injective: values of different types may render alike ({@code 42} and {@code "42"}, a set and
+ * the sorted list of its elements) and then share a lock, which costs concurrency, never
+ * exclusion.
  */
 public final class LockKeys {
 
@@ -52,8 +69,8 @@ public final class LockKeys {
 	/**
 	 * The backend key of a lock.
 	 * @param name the lock name, not empty
-	 * @param key the key value, or {@code null} for one lock per name; arrays are rendered
-	 * element by element
+	 * @param key the key value, or {@code null} for one lock per name; sets and maps are
+	 * rendered in sorted order, arrays and records element by element (see the class Javadoc)
 	 * @throws IllegalArgumentException if the key renders as an identity string (see
 	 * {@link IdentityStrings})
 	 */
@@ -86,7 +103,7 @@ public final class LockKeys {
 								: ", or override toString() in " + identity.getClass().getSimpleName()));
 			}
 			out.append(':');
-			escape(ObjectUtils.nullSafeToString(key), out);
+			escape(render(key), out);
 		}
 		if (out.length() <= this.maxLength) {
 			return out.toString();
@@ -122,6 +139,75 @@ public final class LockKeys {
 	/** The prefix every key starts with. */
 	public String prefix() {
 		return this.prefix;
+	}
+
+	/** The text of a key value, the same for equal values in every JVM (see the class Javadoc). */
+	static String render(@Nullable Object value) {
+		if (value == null || value instanceof CharSequence || value instanceof Number || value instanceof Enum<?>) {
+			return String.valueOf(value);
+		}
+		StringBuilder out = new StringBuilder();
+		render(value, out);
+		return out.toString();
+	}
+
+	private static void render(@Nullable Object value, StringBuilder out) {
+		if (value == null || value instanceof CharSequence || value instanceof Number || value instanceof Enum<?>) {
+			out.append(value);
+		}
+		else if (value instanceof Object[] array) {
+			out.append('{');
+			for (int i = 0; i < array.length; i++) {
+				render(array[i], out.append((i > 0) ? ", " : ""));
+			}
+			out.append('}');
+		}
+		else if (value.getClass().isArray()) {
+			out.append(ObjectUtils.nullSafeToString(value));
+		}
+		else if (value instanceof Set<?> set) {
+			List<String> elements = new ArrayList<>(set.size());
+			for (Object element : set) {
+				elements.add(render(element));
+			}
+			elements.sort(null);
+			out.append('[').append(String.join(", ", elements)).append(']');
+		}
+		else if (value instanceof Collection<?> collection) {
+			out.append('[');
+			boolean first = true;
+			for (Object element : collection) {
+				render(element, out.append(first ? "" : ", "));
+				first = false;
+			}
+			out.append(']');
+		}
+		else if (value instanceof Map<?, ?> map) {
+			// by key text, then value text: keys that render alike (1 and "1") must not leave the order to the map
+			List<String[]> entries = new ArrayList<>(map.size());
+			for (Map.Entry<?, ?> entry : map.entrySet()) {
+				entries.add(new String[] { render(entry.getKey()), render(entry.getValue()) });
+			}
+			entries.sort((a, b) -> (a[0].equals(b[0])) ? a[1].compareTo(b[1]) : a[0].compareTo(b[0]));
+			out.append('{');
+			for (int i = 0; i < entries.size(); i++) {
+				out.append((i > 0) ? ", " : "").append(entries.get(i)[0]).append('=').append(entries.get(i)[1]);
+			}
+			out.append('}');
+		}
+		else if (value instanceof Record record) {
+			// the generated toString()'s form, with each component rendered by these rules
+			String[] names = IdentityStrings.componentNames(record.getClass());
+			@Nullable Object[] components = IdentityStrings.components(record);
+			out.append(record.getClass().getSimpleName()).append('[');
+			for (int i = 0; i < components.length; i++) {
+				render(components[i], out.append((i > 0) ? ", " : "").append(names[i]).append('='));
+			}
+			out.append(']');
+		}
+		else {
+			out.append(value);
+		}
 	}
 
 	private static void escape(String value, StringBuilder out) {

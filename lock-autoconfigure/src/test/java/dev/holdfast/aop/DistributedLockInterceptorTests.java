@@ -131,6 +131,16 @@ class DistributedLockInterceptorTests {
 	}
 
 	@Test
+	void recordHoldingAnIdentityStringFailsTheCall() {
+		assertThatIllegalArgumentException().isThrownBy(() -> this.service.entity(new Delivery(new Entity("3"), "x")))
+			.withMessageContaining("Service.entity")
+			.withMessageContaining("\"#entity\"")
+			.withMessageContaining("gave a " + Delivery.class.getName() + " holding a " + Entity.class.getName())
+			.withMessageContaining("override toString() in Entity");
+		assertThat(this.target.calls).as("the method did not run").isEmpty();
+	}
+
+	@Test
 	void templateRefusesIdentityKeysToo() {
 		assertThatIllegalArgumentException()
 			.isThrownBy(() -> this.template.tryAcquire("orders", new Entity("9"), LockOptions.defaults()))
@@ -206,6 +216,9 @@ class DistributedLockInterceptorTests {
 		@DistributedLock(name = "repository", key = "#p0")
 		String save(String id);
 
+	}
+
+	private record Delivery(Entity entity, String address) {
 	}
 
 	record Order(String id) {

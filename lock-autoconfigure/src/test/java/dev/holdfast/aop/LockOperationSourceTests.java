@@ -117,6 +117,24 @@ class LockOperationSourceTests {
 	}
 
 	@Test
+	void keyOfARecordParameterWithAnIdentityComponentFailsAtStartup() {
+		assertThatExceptionOfType(LockConfigurationException.class)
+			.isThrownBy(() -> operation("recordWithEntity", ReserveCommand.class))
+			.withMessageContaining(Subject.class.getName() + ".recordWithEntity")
+			.withMessageContaining("key = \"#command\"")
+			.withMessageContaining(ReserveCommand.class.getTypeName())
+			.withMessageContaining("component customer")
+			.withMessageContaining(Entity.class.getTypeName())
+			.withMessageContaining("identity string")
+			.satisfies((ex) -> assertThat(ex.getAction()).contains("key = \"#command.customer.id\""));
+	}
+
+	@Test
+	void recordParametersWhoseComponentsRenderTheirValuesAreAccepted() {
+		assertThat(operation("recordWithArray", Batch.class)).isNotNull();
+	}
+
+	@Test
 	void parametersWhoseClassDecidesAtTheCallAreAccepted() {
 		assertThat(operation("anyObject", Object.class)).isNotNull();
 		assertThat(operation("anInterface", Runnable.class)).isNotNull();
@@ -154,6 +172,12 @@ class LockOperationSourceTests {
 
 	abstract static class AbstractEntity {
 
+	}
+
+	record ReserveCommand(Entity customer, String sku) {
+	}
+
+	record Batch(String tenant, long[] orderIds) {
 	}
 
 	static class Subject {
@@ -205,6 +229,14 @@ class LockOperationSourceTests {
 
 		@DistributedLock(key = "#p1")
 		public void identityByPosition(String name, Entity[] entities) {
+		}
+
+		@DistributedLock(key = "#command")
+		public void recordWithEntity(ReserveCommand command) {
+		}
+
+		@DistributedLock(key = "#batch")
+		public void recordWithArray(Batch batch) {
 		}
 
 		@DistributedLock(key = "#any")

@@ -1,6 +1,9 @@
 package dev.holdfast.aop;
 
+import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -108,6 +111,23 @@ class ProxyInterceptionTests {
 	@Test
 	void keyParameterThatRendersAsAnIdentityStringFailsTheContext() {
 		assertStartupFailure(IdentityKey.class, IdentityKey.class.getName() + ".ship", "identity string");
+	}
+
+	@Test
+	void keyParameterThatIsARecordHoldingAnIdentityStringFailsTheContext() {
+		assertStartupFailure(RecordIdentityKey.class, RecordIdentityKey.class.getName() + ".ship",
+				"component parcel");
+	}
+
+	@Test
+	void recordKeysWithArraysAndSetsLockOneKeyPerValue() {
+		this.runner.withBean(RecordKey.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			RecordKey bean = context.getBean(RecordKey.class);
+			String first = bean.ship(new Shipment(new long[] { 1, 2 }, new HashSet<>(List.of("y", "x"))));
+			String second = bean.ship(new Shipment(new long[] { 1, 2 }, new LinkedHashSet<>(List.of("x", "y"))));
+			assertThat(first).isEqualTo(second).isEqualTo("holdfast:ship:Shipment%5Bids=%7B1,%202%7D,%20tags=%5Bx,%20y%5D%5D");
+		});
 	}
 
 	@Test
@@ -222,6 +242,29 @@ class ProxyInterceptionTests {
 
 		@DistributedLock(key = "#parcel")
 		public void ship(Parcel parcel) {
+		}
+
+	}
+
+	public record Shipping(Parcel parcel, String address) {
+	}
+
+	public static class RecordIdentityKey {
+
+		@DistributedLock(key = "#shipping")
+		public void ship(Shipping shipping) {
+		}
+
+	}
+
+	private record Shipment(long[] ids, Set<String> tags) {
+	}
+
+	public static class RecordKey {
+
+		@DistributedLock(name = "ship", key = "#shipment")
+		public String ship(Object shipment) {
+			return LockContext.requireLease().key();
 		}
 
 	}

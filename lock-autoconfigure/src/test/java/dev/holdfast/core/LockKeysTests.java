@@ -1,8 +1,13 @@
 package dev.holdfast.core;
 
+import java.util.Comparator;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 
 import org.junit.jupiter.api.Test;
 
@@ -64,6 +69,85 @@ class LockKeysTests {
 	}
 
 	@Test
+	void equalSetsRenderOneKeyWhateverTheirIterationOrder() {
+		Set<String> hashed = new HashSet<>(List.of("apple", "pear", "plum", "kiwi"));
+		Set<String> linked = new LinkedHashSet<>(List.of("plum", "kiwi", "apple", "pear"));
+		Set<String> reversed = new TreeSet<>(Comparator.reverseOrder());
+		reversed.addAll(hashed);
+		String expected = "holdfast:n:%5Bapple,%20kiwi,%20pear,%20plum%5D";
+		assertThat(this.keys.encode("n", hashed)).isEqualTo(expected);
+		assertThat(this.keys.encode("n", linked)).isEqualTo(expected);
+		assertThat(this.keys.encode("n", Set.of("plum", "apple", "kiwi", "pear"))).isEqualTo(expected);
+		assertThat(this.keys.encode("n", reversed)).isEqualTo(expected);
+	}
+
+	@Test
+	void setsInsideListsArraysAndMapsAreSortedToo() {
+		Set<String> linked = new LinkedHashSet<>(List.of("b", "a"));
+		assertThat(this.keys.encode("n", List.of(linked, "c"))).isEqualTo("holdfast:n:%5B%5Ba,%20b%5D,%20c%5D");
+		assertThat(this.keys.encode("n", new Object[] { linked })).isEqualTo("holdfast:n:%7B%5Ba,%20b%5D%7D");
+		assertThat(this.keys.encode("n", Map.of("k", linked))).isEqualTo("holdfast:n:%7Bk=%5Ba,%20b%5D%7D");
+		assertThat(this.keys.encode("n", Set.of(Set.of("y", "x"), Set.of("a"))))
+			.isEqualTo("holdfast:n:%5B%5Ba%5D,%20%5Bx,%20y%5D%5D");
+	}
+
+	@Test
+	void equalMapsRenderOneKeySortedByKey() {
+		Map<String, Integer> linked = new LinkedHashMap<>();
+		linked.put("plum", 3);
+		linked.put("apple", 1);
+		linked.put("kiwi", 2);
+		String expected = "holdfast:n:%7Bapple=1,%20kiwi=2,%20plum=3%7D";
+		assertThat(this.keys.encode("n", linked)).isEqualTo(expected);
+		assertThat(this.keys.encode("n", Map.of("kiwi", 2, "plum", 3, "apple", 1))).isEqualTo(expected);
+		// keys that render alike are ordered by their values, so the order of the map never shows
+		Map<Object, String> alike = new LinkedHashMap<>();
+		alike.put(1, "b");
+		alike.put("1", "a");
+		assertThat(this.keys.encode("n", alike)).isEqualTo("holdfast:n:%7B1=a,%201=b%7D");
+	}
+
+	@Test
+	void listsAndArraysKeepTheirOrder() {
+		assertThat(this.keys.encode("n", List.of("b", "a"))).isEqualTo("holdfast:n:%5Bb,%20a%5D");
+		assertThat(this.keys.encode("n", new String[] { "b", "a" })).isEqualTo("holdfast:n:%7Bb,%20a%7D");
+		assertThat(this.keys.encode("n", new long[] { 2, 1 })).isEqualTo("holdfast:n:%7B2,%201%7D");
+	}
+
+	@Test
+	void arraysInsideCollectionsAndArraysAreRenderedByContent() {
+		assertThat(this.keys.encode("n", List.of(new long[] { 1, 2 }))).isEqualTo("holdfast:n:%5B%7B1,%202%7D%5D");
+		assertThat(this.keys.encode("n", new Object[] { new String[] { "a" } })).isEqualTo("holdfast:n:%7B%7Ba%7D%7D");
+	}
+
+	@Test
+	void recordsAreRenderedComponentByComponent() {
+		assertThat(this.keys.encode("n", new Sku("acme", 7))).isEqualTo("holdfast:n:Sku%5Btenant=acme,%20id=7%5D");
+		String batch = this.keys.encode("n", new Batch("acme", new long[] { 1, 2 }, new HashSet<>(List.of("y", "x"))));
+		assertThat(batch).isEqualTo("holdfast:n:Batch%5Btenant=acme,%20orderIds=%7B1,%202%7D,%20tags=%5Bx,%20y%5D%5D");
+		assertThat(this.keys.encode("n", new Batch("acme", new long[] { 1, 2 }, new LinkedHashSet<>(List.of("x", "y")))))
+			.as("equal content, another array and another set").isEqualTo(batch);
+		assertThat(this.keys.encode("n", new Outer(new Sku("a", 1), null)))
+			.isEqualTo("holdfast:n:Outer%5Bsku=Sku%5Btenant=a,%20id=1%5D,%20note=null%5D");
+	}
+
+	@Test
+	void aRecordsOwnToStringIsNotItsKey() {
+		assertThat(new Written("7")).hasToString("written");
+		assertThat(this.keys.encode("n", new Written("7"))).isEqualTo("holdfast:n:Written%5Bid=7%5D");
+	}
+
+	@Test
+	void recordsHoldingIdentityStringsAreRejected() {
+		assertThatIllegalArgumentException().isThrownBy(() -> this.keys.encode("orders", new Reserve(new Customer(), "x")))
+			.withMessageContaining("'orders'")
+			.withMessageContaining(Customer.class.getName())
+			.withMessageContaining("identity string");
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> this.keys.encode("orders", new Outer(null, new Reserve(new Customer(), "x"))));
+	}
+
+	@Test
 	void keysThatRenderAsIdentityStringsAreRejected() {
 		Runnable lambda = () -> {
 		};
@@ -85,6 +169,32 @@ class LockKeysTests {
 	@Test
 	void emptyNameIsRejected() {
 		assertThatIllegalArgumentException().isThrownBy(() -> this.keys.encode("", null));
+	}
+
+	record Sku(String tenant, long id) {
+	}
+
+	record Batch(String tenant, long[] orderIds, Set<String> tags) {
+	}
+
+	record Outer(Sku sku, Object note) {
+	}
+
+	/** An entity whose toString() is Object's. */
+	static class Customer {
+
+	}
+
+	record Reserve(Customer customer, String sku) {
+	}
+
+	record Written(String id) {
+
+		@Override
+		public String toString() {
+			return "written";
+		}
+
 	}
 
 }
