@@ -6,7 +6,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
+import java.util.stream.BaseStream;
 
 import org.jspecify.annotations.Nullable;
 
@@ -116,6 +119,7 @@ public class LockOperationSource {
 							+ ", which has no empty value",
 					"Return a wrapper type, Optional or void, or use onLocked = THROW.");
 		}
+		checkReturnType(specific.getReturnType(), where);
 		String keyText = annotation.key();
 		Expression expression = null;
 		if (StringUtils.hasText(keyText)) {
@@ -130,6 +134,25 @@ public class LockOperationSource {
 		}
 		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked(),
 				ReactiveAdapterRegistry.getSharedInstance().getAdapter(specific.getReturnType()));
+	}
+
+	/**
+	 * Fails on return types that carry work past the return without telling when it is done: the
+	 * lock would be released when the method returns, with that work still to run or be read.
+	 */
+	private static void checkReturnType(Class<?> type, String where) {
+		if (Future.class.isAssignableFrom(type) && !CompletionStage.class.isAssignableFrom(type)) {
+			throw new LockConfigurationException(where + " returns " + type.getName()
+					+ ", a Future that is not a CompletionStage: nothing tells when its work is done, so the lock "
+					+ "would be released when the method returns and two calls could run that work at once",
+					"Return CompletableFuture/CompletionStage, or a Mono/Flux: the lock is then held until it completes "
+							+ "(for pool.submit(task), return CompletableFuture.supplyAsync(task, pool)).");
+		}
+		if (BaseStream.class.isAssignableFrom(type)) {
+			throw new LockConfigurationException(where + " returns " + type.getName()
+					+ ", a stream that is read after the method returns, when the lock is already released",
+					"Return a List, or consume the stream inside the method.");
+		}
 	}
 
 	private String resolvePlaceholders(String value) {

@@ -6,11 +6,17 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.FutureTask;
+import java.util.stream.Stream;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.aop.framework.ProxyFactory;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.util.StringUtils;
 
 import dev.holdfast.DistributedLock;
 import dev.holdfast.Lease;
@@ -201,6 +207,39 @@ class DistributedLockInterceptorTests {
 			.satisfies(Lease::close);
 	}
 
+	@Test
+	void methodDeclaringObjectHoldsTheLockUntilTheStageItReturnsCompletes() {
+		// before: the lock was released when the method returned the stage, with the work still running
+		CompletableFuture<String> work = new CompletableFuture<>();
+		CompletableFuture<?> result = (CompletableFuture<?>) this.service.untyped(work);
+		assertThat(this.other.tryAcquire("untyped", null, LockOptions.defaults())).as("held while the stage runs")
+			.isEmpty();
+		work.complete("done");
+		assertThat(result.join()).isEqualTo("done");
+		assertThat(this.other.tryAcquire("untyped", null, LockOptions.defaults())).as("released once it completed")
+			.isPresent()
+			.get()
+			.satisfies(Lease::close);
+		assertThat(this.service.untyped("plain")).isEqualTo("plain");
+		assertThat(this.other.tryAcquire("untyped", null, LockOptions.defaults())).isPresent().get().satisfies(Lease::close);
+	}
+
+	@Test
+	@ExtendWith(OutputCaptureExtension.class)
+	void methodDeclaringObjectThatReturnsAFutureOrAStreamWarnsOncePerMethod(CapturedOutput output) {
+		this.service.untyped(new FutureTask<>(() -> "x"));
+		this.service.untyped(new FutureTask<>(() -> "y"));
+		this.service.untypedToo(Stream.of("z"));
+		assertThat(StringUtils.countOccurrencesOf(output.getOut(), Service.class.getName() + ".untyped "))
+			.as("one WARN for untyped")
+			.isOne();
+		assertThat(output).contains("WARN")
+			.contains(FutureTask.class.getName())
+			.contains("declare the return type CompletableFuture/CompletionStage, or a Mono/Flux")
+			.contains(Service.class.getName() + ".untypedToo ")
+			.contains("return a List, or consume the stream inside the method");
+	}
+
 	interface Repository {
 
 		@DistributedLock(name = "repository", key = "#p0")
@@ -289,6 +328,16 @@ class DistributedLockInterceptorTests {
 		@DistributedLock(name = "locked")
 		public String locked() {
 			return LockContext.requireLease().key();
+		}
+
+		@DistributedLock(name = "untyped")
+		public Object untyped(Object result) {
+			return result;
+		}
+
+		@DistributedLock(name = "untypedToo")
+		public <T> T untypedToo(T result) {
+			return result;
 		}
 
 		@DistributedLock(name = "token", leaseTime = "10s")

@@ -5,6 +5,11 @@ import java.lang.annotation.RetentionPolicy;
 import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 
@@ -132,6 +137,28 @@ class LockOperationSourceTests {
 			.satisfies((ex) -> assertThat(ex.getAction()).contains("name"));
 	}
 
+	@Test
+	void futureThatIsNotACompletionStageFailsAtStartup() {
+		// before: accepted, and the lock was released when the method returned its future
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("plainFuture"))
+			.withMessageContaining(Subject.class.getName() + ".plainFuture")
+			.withMessageContaining(Future.class.getName())
+			.satisfies((ex) -> assertThat(ex.getAction()).contains("Return CompletableFuture/CompletionStage, or a Mono/Flux"));
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("futureTask"))
+			.withMessageContaining(FutureTask.class.getName());
+		assertThat(operation("completableFuture")).isNotNull();
+	}
+
+	@Test
+	void streamFailsAtStartup() {
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("stream"))
+			.withMessageContaining(Subject.class.getName() + ".stream")
+			.withMessageContaining(Stream.class.getName())
+			.satisfies((ex) -> assertThat(ex.getAction()).contains("Return a List, or consume the stream inside the method"));
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("intStream"))
+			.withMessageContaining(IntStream.class.getName());
+	}
+
 	private LockOperation operation(String name, Class<?>... types) {
 		Method method = ReflectionUtils.findMethod(Subject.class, name, types);
 		assertThat(method).as(name).isNotNull();
@@ -225,6 +252,31 @@ class LockOperationSourceTests {
 
 		@DistributedLock(key = "'${lock.name}' + #root.methodName")
 		public void keyPlaceholder() {
+		}
+
+		@DistributedLock
+		public Future<String> plainFuture() {
+			return CompletableFuture.completedFuture("x");
+		}
+
+		@DistributedLock
+		public FutureTask<String> futureTask() {
+			return new FutureTask<>(() -> "x");
+		}
+
+		@DistributedLock
+		public CompletableFuture<String> completableFuture() {
+			return CompletableFuture.completedFuture("x");
+		}
+
+		@DistributedLock
+		public Stream<String> stream() {
+			return Stream.of("x");
+		}
+
+		@DistributedLock
+		public IntStream intStream() {
+			return IntStream.of(1);
 		}
 
 	}
