@@ -34,8 +34,9 @@ import dev.holdfast.core.ThreadBindings;
 
 /**
  * Runs a method under its {@link LockOperation}: evaluates the key, acquires through the
- * {@link LockTemplate}, binds the lease to the thread, and releases when the method's work is
- * done:
+ * {@link LockTemplate}, binds a hold of the lease to the thread (closing it, as try-with-resources
+ * on {@code LockContext.requireLease()} does, ends that hold and never releases the lock under the
+ * running method), and releases when the method's work is done:
  * <ul>
  * <li>a plain method: when it returns or throws;</li>
  * <li>a method returning a {@link CompletionStage} (declared so, or returned at run time by a method
@@ -114,20 +115,25 @@ public class LockAspectSupport {
 		if (lease == null) {
 			return emptyResult(returnType);
 		}
+		// The method sees a hold of its own: closing it (try-with-resources) ends that hold, not the lock.
+		Lease hold = EngineLease.newHold(lease);
 		Object result;
-		try (ThreadBindings.Binding scope = ThreadBindings.bind(lease);
+		try (ThreadBindings.Binding scope = ThreadBindings.bind(hold);
 				Observation.Scope observed = EngineLease.observationOf(lease).openScope()) {
 			result = invoker.proceed();
 		}
 		catch (Throwable ex) {
+			closeHold(hold, lease);
 			lease.close();
 			throw ex;
 		}
 		// Whatever the declared type (Object, a type variable), a stage keeps the lock until it is done.
 		if (result instanceof CompletionStage<?> stage) {
+			EngineLease.detach(hold);
 			EngineLease.detach(lease);
-			return releaseWhenDone(stage, lease, returnType);
+			return releaseWhenDone(stage, hold, lease, returnType);
 		}
+		closeHold(hold, lease);
 		lease.close();
 		if (result != null) {
 			warnIfWorkOutlivesTheLock(operation, result);
@@ -161,18 +167,19 @@ public class LockAspectSupport {
 	}
 
 	/**
-	 * A stage that completes like {@code stage}, after {@code lease} is released; cancelling it
+	 * A stage that completes like {@code stage}, after {@code hold} is closed and {@code lease}
+	 * released; cancelling it
 	 * cancels {@code stage}, which releases. Where the declared type is a subtype of
 	 * {@link CompletableFuture} that cannot be replaced, {@code stage} itself is returned and the
 	 * release happens when it completes.
 	 */
-	private Object releaseWhenDone(CompletionStage<?> stage, Lease lease, Class<?> returnType) {
+	private Object releaseWhenDone(CompletionStage<?> stage, Lease hold, Lease lease, Class<?> returnType) {
 		if (!returnType.isAssignableFrom(CompletableFuture.class)) {
-			stage.whenComplete((value, ex) -> release(lease));
+			stage.whenComplete((value, ex) -> release(hold, lease));
 			return stage;
 		}
 		CompletableFuture<@Nullable Object> result = new CompletableFuture<>();
-		stage.whenComplete((value, ex) -> release(lease).whenComplete((released, never) -> {
+		stage.whenComplete((value, ex) -> release(hold, lease).whenComplete((released, never) -> {
 			if (ex != null) {
 				result.completeExceptionally(ex);
 			}
@@ -188,12 +195,20 @@ public class LockAspectSupport {
 		return result;
 	}
 
-	private CompletionStage<Void> release(Lease lease) {
+	private CompletionStage<Void> release(Lease hold, Lease lease) {
+		closeHold(hold, lease);
 		if (this.template instanceof AsyncLockTemplate async) {
 			return async.releaseAsync(lease);
 		}
 		lease.close();
 		return CompletableFuture.completedFuture(null);
+	}
+
+	/** Ends the method's hold (if the method did not), so that closing {@code lease} can release. */
+	private static void closeHold(Lease hold, Lease lease) {
+		if (hold != lease) {
+			hold.close();
+		}
 	}
 
 	private @Nullable Lease acquire(LockOperation operation, @Nullable Object key) {

@@ -12,6 +12,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import reactor.core.publisher.Mono;
 
 import org.springframework.aop.framework.ProxyFactory;
 import org.springframework.boot.test.system.CapturedOutput;
@@ -24,6 +25,7 @@ import dev.holdfast.LockContext;
 import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.OnLocked;
+import dev.holdfast.ReactiveLockContext;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.memory.InMemoryLockBackend;
@@ -240,6 +242,39 @@ class DistributedLockInterceptorTests {
 			.contains("return a List, or consume the stream inside the method");
 	}
 
+	/** Whether another instance cannot take the lock "closes" now. */
+	private boolean closesHeldElsewhere() {
+		return this.other.tryAcquire("closes", null, LockOptions.defaults()).map((lease) -> {
+			lease.close();
+			return false;
+		}).orElse(true);
+	}
+
+	@Test
+	void closingTheContextLeaseInsideTheMethodEndsOnlyItsHold() {
+		// before: closing it released the lock, and another instance took it while the method still ran
+		assertThat(this.service.closesItsLease(this::closesHeldElsewhere)).as("still held after the close").isTrue();
+		assertThat(closesHeldElsewhere()).as("released when the method returned").isFalse();
+	}
+
+	@Test
+	void closingTheContextLeaseInsideAFutureMethodEndsOnlyItsHold() {
+		CompletableFuture<Boolean> work = new CompletableFuture<>();
+		CompletableFuture<Boolean> result = this.service.closesItsLeaseLater(work);
+		assertThat(closesHeldElsewhere()).as("held while the stage runs").isTrue();
+		work.complete(true);
+		assertThat(result.join()).isTrue();
+		assertThat(closesHeldElsewhere()).as("released when the stage completed").isFalse();
+	}
+
+	@Test
+	void closingTheReactiveContextLeaseEndsOnlyItsHold() {
+		assertThat(this.service.closesItsReactiveLease(this::closesHeldElsewhere).block())
+			.as("held after the close")
+			.isTrue();
+		assertThat(closesHeldElsewhere()).as("released when the publisher completed").isFalse();
+	}
+
 	interface Repository {
 
 		@DistributedLock(name = "repository", key = "#p0")
@@ -328,6 +363,27 @@ class DistributedLockInterceptorTests {
 		@DistributedLock(name = "locked")
 		public String locked() {
 			return LockContext.requireLease().key();
+		}
+
+		@DistributedLock(name = "closes")
+		public boolean closesItsLease(java.util.function.BooleanSupplier heldElsewhere) {
+			try (Lease lease = LockContext.requireLease()) {
+				assertThat(lease.fencingToken()).isPositive();
+			}
+			return heldElsewhere.getAsBoolean();
+		}
+
+		@DistributedLock(name = "closes")
+		public CompletableFuture<Boolean> closesItsLeaseLater(CompletableFuture<Boolean> work) {
+			LockContext.requireLease().close();
+			return work;
+		}
+
+		@DistributedLock(name = "closes")
+		public Mono<Boolean> closesItsReactiveLease(java.util.function.BooleanSupplier heldElsewhere) {
+			return ReactiveLockContext.requireLease()
+				.doOnNext(Lease::close)
+				.map((lease) -> heldElsewhere.getAsBoolean());
 		}
 
 		@DistributedLock(name = "untyped")
