@@ -227,7 +227,11 @@ public class LockOperationSource {
 		return (names != null) ? Arrays.asList(names).indexOf(variable) : -1;
 	}
 
-	/** Fails on {@code #name} references that match no parameter of the method. */
+	/**
+	 * Fails on {@code #name} references that match no parameter of the method, and on every
+	 * {@code #name} other than {@code #p0}/{@code #a0}, {@code #root} and {@code #this} when the
+	 * class was compiled without parameter names: each would be {@code null} at the call.
+	 */
 	private void checkVariables(Expression expression, String text, Method method, String where) {
 		if (!(expression instanceof SpelExpression spel)) {
 			return;
@@ -243,14 +247,21 @@ public class LockOperationSource {
 		}
 		List<String> unknown = new ArrayList<>();
 		collectVariables(spel.getAST(), known, unknown);
-		if (!unknown.isEmpty() && (names != null || unknown.stream().anyMatch((n) -> n.matches("[pa]\\d+")))) {
-			throw new LockConfigurationException(
-					where + " has key expression \"" + text + "\" that refers to " + String.join(", ", unknown)
-							+ ", but the method's parameters are "
-							+ ((names != null) ? Arrays.toString(names) : "unnamed")
-							+ " (also available: #p0.., #a0.., #root.args, #root.method, @beanName)",
-					"Refer to a parameter by its name or position, such as key = \"#p0\".");
+		if (unknown.isEmpty()) {
+			return;
 		}
+		if (names == null && !unknown.stream().allMatch((variable) -> variable.matches("#[pa]\\d+"))) {
+			throw new LockConfigurationException(where + " has key expression \"" + text + "\" that refers to "
+					+ String.join(", ", unknown) + " by name, but " + method.getDeclaringClass().getName()
+					+ " was compiled without parameter names (javac -parameters), so the name would be null at every call",
+					"Compile with -parameters (Spring Boot's parent does), or use #p0/#a0 (the first parameter) "
+							+ "instead of the name.");
+		}
+		throw new LockConfigurationException(
+				where + " has key expression \"" + text + "\" that refers to " + String.join(", ", unknown)
+						+ ", but the method's parameters are " + ((names != null) ? Arrays.toString(names) : "unnamed")
+						+ " (also available: #p0.., #a0.., #root.args, #root.method, @beanName)",
+				"Refer to a parameter by its name or position, such as key = \"#p0\".");
 	}
 
 	private static void collectVariables(SpelNode node, List<String> known, List<String> unknown) {
