@@ -151,8 +151,7 @@ public class LockAspectSupport {
 		if (result instanceof BaseStream<?, ?>) {
 			fix = "return a List, or consume the stream inside the method";
 		}
-		else if (result instanceof Future<?> || (operation.method().getReturnType() == Object.class
-				&& this.reactiveAdapters.getAdapter(result.getClass()) != null)) {
+		else if (result instanceof Future<?> || (this.reactive != null && this.reactive.isPublisher(result))) {
 			fix = "declare the return type CompletableFuture/CompletionStage, or a Mono/Flux, and the lock is held "
 					+ "until it completes";
 		}

@@ -232,6 +232,7 @@ class DistributedLockInterceptorTests {
 		this.service.untyped(new FutureTask<>(() -> "x"));
 		this.service.untyped(new FutureTask<>(() -> "y"));
 		this.service.untypedToo(Stream.of("z"));
+		this.service.untypedThree(Mono.just("m"));
 		assertThat(StringUtils.countOccurrencesOf(output.getOut(), Service.class.getName() + ".untyped "))
 			.as("one WARN for untyped")
 			.isOne();
@@ -239,7 +240,8 @@ class DistributedLockInterceptorTests {
 			.contains(FutureTask.class.getName())
 			.contains("declare the return type CompletableFuture/CompletionStage, or a Mono/Flux")
 			.contains(Service.class.getName() + ".untypedToo ")
-			.contains("return a List, or consume the stream inside the method");
+			.contains("return a List, or consume the stream inside the method")
+			.contains(Service.class.getName() + ".untypedThree returned a reactor.core.publisher.Mono");
 	}
 
 	/** Whether another instance cannot take the lock "closes" now. */
@@ -393,6 +395,11 @@ class DistributedLockInterceptorTests {
 
 		@DistributedLock(name = "untypedToo")
 		public <T> T untypedToo(T result) {
+			return result;
+		}
+
+		@DistributedLock(name = "untypedThree")
+		public Object untypedThree(Object result) {
 			return result;
 		}
 
