@@ -167,10 +167,9 @@ public class LockAspectSupport {
 
 	/**
 	 * A stage that completes like {@code stage}, after {@code hold} is closed and {@code lease}
-	 * released; cancelling it
-	 * cancels {@code stage}, which releases. Where the declared type is a subtype of
-	 * {@link CompletableFuture} that cannot be replaced, {@code stage} itself is returned and the
-	 * release happens when it completes.
+	 * released; cancelling it cancels {@code stage}, which releases. Where the declared type is a
+	 * subtype of {@link CompletableFuture} that cannot be replaced, {@code stage} itself is
+	 * returned and the release happens when it completes.
 	 */
 	private Object releaseWhenDone(CompletionStage<?> stage, Lease hold, Lease lease, Class<?> returnType) {
 		if (!returnType.isAssignableFrom(CompletableFuture.class)) {

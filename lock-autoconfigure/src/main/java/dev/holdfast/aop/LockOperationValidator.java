@@ -34,11 +34,10 @@ import dev.holdfast.LockConfigurationException;
  * (CGLIB) proxy, and, where the bean is an interface-based JDK proxy
  * ({@code spring.aop.proxy-target-class=false}), methods that no proxied interface declares.</li>
  * </ul>
- * A method that is also Spring's {@code @Scheduled} gets a WARN, once: the lock keeps its runs
- * from overlapping, but every instance still runs each tick ({@code @SingleInstanceScheduled}
- * runs each tick once).
  * It runs after the auto-proxy creator (which Spring orders first), so it sees the proxy that
- * callers will get.
+ * callers will get. A method that is also Spring's {@code @Scheduled} gets a WARN, once: the lock
+ * keeps its runs from overlapping, but every instance still runs each tick
+ * ({@code @SingleInstanceScheduled} runs each tick once).
  */
 public class LockOperationValidator implements BeanPostProcessor {
 

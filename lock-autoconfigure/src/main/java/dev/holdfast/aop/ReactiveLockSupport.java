@@ -27,8 +27,9 @@ import dev.holdfast.core.EngineLease;
 /**
  * Locks reactive results: the returned publisher acquires on each subscription and releases,
  * exactly once, when it completes, errors or is cancelled; a hold of the lease is in the Reactor
- * context under {@code Lease.class} (closing it never releases the lock under the publisher). No Reactor non-blocking thread ever blocks: acquisition and release
- * use the template's non-blocking path when the backend has one, and otherwise run on
+ * context under {@code Lease.class} (closing it never releases the lock under the publisher). No
+ * Reactor non-blocking thread ever blocks: acquisition and release use the template's
+ * non-blocking path when the backend has one, and otherwise run on
  * {@link Schedulers#boundedElastic()}. Only loaded when Reactor is on the classpath.
  * <p>
  * Observations: the subscriber's observation in the Reactor context (where Spring WebFlux and
