@@ -2,11 +2,16 @@ package dev.holdfast.aop;
 
 import java.lang.reflect.Method;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
+import java.util.stream.BaseStream;
 
 import io.micrometer.observation.Observation;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.BeanFactory;
@@ -29,17 +34,22 @@ import dev.holdfast.core.ThreadBindings;
 
 /**
  * Runs a method under its {@link LockOperation}: evaluates the key, acquires through the
- * {@link LockTemplate}, binds the lease to the thread, and releases when the method's work is
- * done:
+ * {@link LockTemplate}, binds a hold of the lease to the thread (closing it, as try-with-resources
+ * on {@code LockContext.requireLease()} does, ends that hold and never releases the lock under the
+ * running method), and releases when the method's work is done:
  * <ul>
  * <li>a plain method: when it returns or throws;</li>
- * <li>a method returning a {@link CompletionStage}: acquired before the call, released when the
- * returned stage completes, fails or is cancelled (at once if the method throws). The caller gets
- * a stage that completes with the method's value or exception, after the release;</li>
+ * <li>a method returning a {@link CompletionStage} (declared so, or returned at run time by a method
+ * declaring {@code Object}): acquired before the call, released when the returned stage
+ * completes, fails or is cancelled (at once if the method throws). The caller gets a stage that
+ * completes with the method's value or exception, after the release;</li>
  * <li>a method returning {@code Mono}, {@code Flux} or another reactive type (with Reactor on the
  * classpath): the method is called at once, as Spring's reactive transactions do, and its
  * publisher acquires on each subscription and releases on complete, error or cancel.</li>
  * </ul>
+ * Return types that carry work past the return without a completion to wait for ({@link Future}s
+ * that are not stages, streams) are refused at startup by the {@link LockOperationSource}; when a
+ * method declaring {@code Object} returns one at run time, a WARN names the method, once.
  * Leases that outlive the call are detached from the calling thread when the method returns, so
  * later calls on that thread do not reenter them. While a plain or future-returning method runs,
  * the observation of the lease's hold is the thread's current observation, so that what the
@@ -47,6 +57,8 @@ import dev.holdfast.core.ThreadBindings;
  * returns, never left open for another thread. Free of AOP types, so that any invoker can use it.
  */
 public class LockAspectSupport {
+
+	private static final Log logger = LogFactory.getLog(LockAspectSupport.class);
 
 	private final LockOperationSource operations;
 
@@ -59,6 +71,9 @@ public class LockAspectSupport {
 	private final ReactiveAdapterRegistry reactiveAdapters = ReactiveAdapterRegistry.getSharedInstance();
 
 	private final @Nullable ReactiveLockSupport reactive;
+
+	/** The methods warned about by {@link #warnIfWorkOutlivesTheLock}: at most one per annotated method. */
+	private final Set<Method> warned = ConcurrentHashMap.newKeySet();
 
 	public LockAspectSupport(LockOperationSource operations, LockTemplate template, @Nullable BeanFactory beanFactory) {
 		this.operations = operations;
@@ -89,11 +104,8 @@ public class LockAspectSupport {
 		}
 		Object key = evaluateKey(operation, target, targetClass, method, args);
 		Class<?> returnType = operation.method().getReturnType();
-		if (CompletionStage.class.isAssignableFrom(returnType)) {
-			return executeStage(invoker, operation, key, returnType);
-		}
 		ReactiveAdapter adapter = operation.reactiveAdapter();
-		if (this.reactive != null && adapter != null) {
+		if (this.reactive != null && adapter != null && !CompletionStage.class.isAssignableFrom(returnType)) {
 			Object result = invoker.proceed();
 			return (result != null)
 					? this.reactive.lock(result, adapter, operation.name(), key, operation.options(), operation.onLocked())
@@ -103,48 +115,69 @@ public class LockAspectSupport {
 		if (lease == null) {
 			return emptyResult(returnType);
 		}
-		try (Lease held = lease; ThreadBindings.Binding scope = ThreadBindings.bind(lease);
-				Observation.Scope observed = EngineLease.observationOf(lease).openScope()) {
-			return invoker.proceed();
-		}
-	}
-
-	private @Nullable Object executeStage(Invoker invoker, LockOperation operation, @Nullable Object key,
-			Class<?> returnType) throws Throwable {
-		Lease lease = acquire(operation, key);
-		if (lease == null) {
-			return emptyResult(returnType);
-		}
+		// The method sees a hold of its own: closing it (try-with-resources) ends that hold, not the lock.
+		Lease hold = EngineLease.newHold(lease);
 		Object result;
-		try (ThreadBindings.Binding scope = ThreadBindings.bind(lease);
+		try (ThreadBindings.Binding scope = ThreadBindings.bind(hold);
 				Observation.Scope observed = EngineLease.observationOf(lease).openScope()) {
 			result = invoker.proceed();
 		}
 		catch (Throwable ex) {
+			closeHold(hold, lease);
 			lease.close();
 			throw ex;
 		}
-		EngineLease.detach(lease);
-		if (result == null) {
-			lease.close();
-			return null;
+		// Whatever the declared type (Object, a type variable), a stage keeps the lock until it is done.
+		if (result instanceof CompletionStage<?> stage) {
+			EngineLease.detach(hold);
+			EngineLease.detach(lease);
+			return releaseWhenDone(stage, hold, lease, returnType);
 		}
-		return releaseWhenDone((CompletionStage<?>) result, lease, returnType);
+		closeHold(hold, lease);
+		lease.close();
+		if (result != null) {
+			warnIfWorkOutlivesTheLock(operation, result);
+		}
+		return result;
 	}
 
 	/**
-	 * A stage that completes like {@code stage}, after {@code lease} is released; cancelling it
-	 * cancels {@code stage}, which releases. Where the declared type is a subtype of
-	 * {@link CompletableFuture} that cannot be replaced, {@code stage} itself is returned and the
-	 * release happens when it completes.
+	 * Logs a WARN, once per method, when a method whose declared type could not be refused at
+	 * startup ({@code Object}, a type variable) returned work that runs or is read after the lock
+	 * was released: a {@link Future} that is not a stage, a stream, or a publisher.
 	 */
-	private Object releaseWhenDone(CompletionStage<?> stage, Lease lease, Class<?> returnType) {
+	private void warnIfWorkOutlivesTheLock(LockOperation operation, Object result) {
+		String fix;
+		if (result instanceof BaseStream<?, ?>) {
+			fix = "return a List, or consume the stream inside the method";
+		}
+		else if (result instanceof Future<?> || (this.reactive != null && this.reactive.isPublisher(result))) {
+			fix = "declare the return type CompletableFuture/CompletionStage, or a Mono/Flux, and the lock is held "
+					+ "until it completes";
+		}
+		else {
+			return;
+		}
+		if (this.warned.add(operation.method()) && logger.isWarnEnabled()) {
+			logger.warn("@DistributedLock on " + operation.describe() + " returned a " + result.getClass().getName()
+					+ ", whose work runs or is read after the method returned and the lock was released, unlocked: "
+					+ fix + " (logged once per method)");
+		}
+	}
+
+	/**
+	 * A stage that completes like {@code stage}, after {@code hold} is closed and {@code lease}
+	 * released; cancelling it cancels {@code stage}, which releases. Where the declared type is a
+	 * subtype of {@link CompletableFuture} that cannot be replaced, {@code stage} itself is
+	 * returned and the release happens when it completes.
+	 */
+	private Object releaseWhenDone(CompletionStage<?> stage, Lease hold, Lease lease, Class<?> returnType) {
 		if (!returnType.isAssignableFrom(CompletableFuture.class)) {
-			stage.whenComplete((value, ex) -> release(lease));
+			stage.whenComplete((value, ex) -> release(hold, lease));
 			return stage;
 		}
 		CompletableFuture<@Nullable Object> result = new CompletableFuture<>();
-		stage.whenComplete((value, ex) -> release(lease).whenComplete((released, never) -> {
+		stage.whenComplete((value, ex) -> release(hold, lease).whenComplete((released, never) -> {
 			if (ex != null) {
 				result.completeExceptionally(ex);
 			}
@@ -160,12 +193,20 @@ public class LockAspectSupport {
 		return result;
 	}
 
-	private CompletionStage<Void> release(Lease lease) {
+	private CompletionStage<Void> release(Lease hold, Lease lease) {
+		closeHold(hold, lease);
 		if (this.template instanceof AsyncLockTemplate async) {
 			return async.releaseAsync(lease);
 		}
 		lease.close();
 		return CompletableFuture.completedFuture(null);
+	}
+
+	/** Ends the method's hold (if the method did not), so that closing {@code lease} can release. */
+	private static void closeHold(Lease hold, Lease lease) {
+		if (hold != lease) {
+			hold.close();
+		}
 	}
 
 	private @Nullable Lease acquire(LockOperation operation, @Nullable Object key) {

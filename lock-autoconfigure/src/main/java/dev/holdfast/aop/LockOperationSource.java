@@ -6,7 +6,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
+import java.util.stream.BaseStream;
 
 import org.jspecify.annotations.Nullable;
 
@@ -117,6 +120,7 @@ public class LockOperationSource {
 							+ ", which has no empty value",
 					"Return a wrapper type, Optional or void, or use onLocked = THROW.");
 		}
+		checkReturnType(specific.getReturnType(), where);
 		String keyText = annotation.key();
 		Expression expression = null;
 		if (StringUtils.hasText(keyText)) {
@@ -131,6 +135,25 @@ public class LockOperationSource {
 		}
 		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked(),
 				ReactiveAdapterRegistry.getSharedInstance().getAdapter(specific.getReturnType()));
+	}
+
+	/**
+	 * Fails on return types that carry work past the return without telling when it is done: the
+	 * lock would be released when the method returns, with that work still to run or be read.
+	 */
+	private static void checkReturnType(Class<?> type, String where) {
+		if (Future.class.isAssignableFrom(type) && !CompletionStage.class.isAssignableFrom(type)) {
+			throw new LockConfigurationException(where + " returns " + type.getName()
+					+ ", a Future that is not a CompletionStage: nothing tells when its work is done, so the lock "
+					+ "would be released when the method returns and two calls could run that work at once",
+					"Return CompletableFuture/CompletionStage, or a Mono/Flux: the lock is then held until it completes "
+							+ "(for pool.submit(task), return CompletableFuture.supplyAsync(task, pool)).");
+		}
+		if (BaseStream.class.isAssignableFrom(type)) {
+			throw new LockConfigurationException(where + " returns " + type.getName()
+					+ ", a stream that is read after the method returns, when the lock is already released",
+					"Return a List, or consume the stream inside the method.");
+		}
 	}
 
 	private String resolvePlaceholders(String value) {
@@ -219,7 +242,11 @@ public class LockOperationSource {
 		return (names != null) ? Arrays.asList(names).indexOf(variable) : -1;
 	}
 
-	/** Fails on {@code #name} references that match no parameter of the method. */
+	/**
+	 * Fails on {@code #name} references that match no parameter of the method, and on every
+	 * {@code #name} other than {@code #p0}/{@code #a0}, {@code #root} and {@code #this} when the
+	 * class was compiled without parameter names: each would be {@code null} at the call.
+	 */
 	private void checkVariables(Expression expression, String text, Method method, String where) {
 		if (!(expression instanceof SpelExpression spel)) {
 			return;
@@ -235,14 +262,21 @@ public class LockOperationSource {
 		}
 		List<String> unknown = new ArrayList<>();
 		collectVariables(spel.getAST(), known, unknown);
-		if (!unknown.isEmpty() && (names != null || unknown.stream().anyMatch((n) -> n.matches("[pa]\\d+")))) {
-			throw new LockConfigurationException(
-					where + " has key expression \"" + text + "\" that refers to " + String.join(", ", unknown)
-							+ ", but the method's parameters are "
-							+ ((names != null) ? Arrays.toString(names) : "unnamed")
-							+ " (also available: #p0.., #a0.., #root.args, #root.method, @beanName)",
-					"Refer to a parameter by its name or position, such as key = \"#p0\".");
+		if (unknown.isEmpty()) {
+			return;
 		}
+		if (names == null && !unknown.stream().allMatch((variable) -> variable.matches("#[pa]\\d+"))) {
+			throw new LockConfigurationException(where + " has key expression \"" + text + "\" that refers to "
+					+ String.join(", ", unknown) + " by name, but " + method.getDeclaringClass().getName()
+					+ " was compiled without parameter names (javac -parameters), so the name would be null at every call",
+					"Compile with -parameters (Spring Boot's parent does), or use #p0/#a0 (the first parameter) "
+							+ "instead of the name.");
+		}
+		throw new LockConfigurationException(
+				where + " has key expression \"" + text + "\" that refers to " + String.join(", ", unknown)
+						+ ", but the method's parameters are " + ((names != null) ? Arrays.toString(names) : "unnamed")
+						+ " (also available: #p0.., #a0.., #root.args, #root.method, @beanName)",
+				"Refer to a parameter by its name or position, such as key = \"#p0\".");
 	}
 
 	private static void collectVariables(SpelNode node, List<String> known, List<String> unknown) {

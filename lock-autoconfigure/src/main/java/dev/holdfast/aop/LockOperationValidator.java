@@ -2,7 +2,11 @@ package dev.holdfast.aop;
 
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.support.AopUtils;
@@ -11,6 +15,7 @@ import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.core.BridgeMethodResolver;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.annotation.AnnotationUtils;
+import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 
@@ -30,11 +35,18 @@ import dev.holdfast.LockConfigurationException;
  * ({@code spring.aop.proxy-target-class=false}), methods that no proxied interface declares.</li>
  * </ul>
  * It runs after the auto-proxy creator (which Spring orders first), so it sees the proxy that
- * callers will get.
+ * callers will get. A method that is also Spring's {@code @Scheduled} gets a WARN, once: the lock
+ * keeps its runs from overlapping, but every instance still runs each tick
+ * ({@code @SingleInstanceScheduled} runs each tick once).
  */
 public class LockOperationValidator implements BeanPostProcessor {
 
+	private static final Log logger = LogFactory.getLog(LockOperationValidator.class);
+
 	private final ObjectProvider<LockOperationSource> operations;
+
+	/** Methods warned about by {@link #warnIfScheduled}: one entry per annotated method at most. */
+	private final Set<Method> warnedScheduled = ConcurrentHashMap.newKeySet();
 
 	public LockOperationValidator(ObjectProvider<LockOperationSource> operations) {
 		this.operations = operations;
@@ -48,6 +60,7 @@ public class LockOperationValidator implements BeanPostProcessor {
 		}
 		ReflectionUtils.doWithMethods(targetClass, (method) -> {
 			this.operations.getObject().getOperation(method, targetClass);
+			warnIfScheduled(method);
 			String problem = interceptionProblem(bean, targetClass, method);
 			if (problem != null) {
 				throw new LockConfigurationException("@DistributedLock on " + targetClass.getName() + "."
@@ -58,6 +71,20 @@ public class LockOperationValidator implements BeanPostProcessor {
 			}
 		}, (method) -> !method.isBridge() && AnnotatedElementUtils.hasAnnotation(method, DistributedLock.class));
 		return bean;
+	}
+
+	/**
+	 * A lock on a {@code @Scheduled} method keeps runs from overlapping, which may be all that is
+	 * wanted, so this only warns: users coming from ShedLock expect it to run each tick once.
+	 */
+	private void warnIfScheduled(Method method) {
+		if (!AnnotatedElementUtils.findMergedRepeatableAnnotations(method, Scheduled.class).isEmpty()
+				&& this.warnedScheduled.add(method) && logger.isWarnEnabled()) {
+			logger.warn("@DistributedLock on " + method.getDeclaringClass().getName() + "." + method.getName()
+					+ " is also @Scheduled: every instance of the application still runs each tick, and the lock "
+					+ "only keeps the runs from overlapping; it does not make a tick run once. To run each tick on one "
+					+ "instance, replace @Scheduled and @DistributedLock with @SingleInstanceScheduled.");
+		}
 	}
 
 	/** Why calls to {@code method} through {@code bean} would not be intercepted, or {@code null}. */

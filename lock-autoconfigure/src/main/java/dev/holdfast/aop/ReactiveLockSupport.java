@@ -26,9 +26,10 @@ import dev.holdfast.core.EngineLease;
 
 /**
  * Locks reactive results: the returned publisher acquires on each subscription and releases,
- * exactly once, when it completes, errors or is cancelled; the lease is in the Reactor context
- * under {@code Lease.class}. No Reactor non-blocking thread ever blocks: acquisition and release
- * use the template's non-blocking path when the backend has one, and otherwise run on
+ * exactly once, when it completes, errors or is cancelled; a hold of the lease is in the Reactor
+ * context under {@code Lease.class} (closing it never releases the lock under the publisher). No
+ * Reactor non-blocking thread ever blocks: acquisition and release use the template's
+ * non-blocking path when the backend has one, and otherwise run on
  * {@link Schedulers#boundedElastic()}. Only loaded when Reactor is on the classpath.
  * <p>
  * Observations: the subscriber's observation in the Reactor context (where Spring WebFlux and
@@ -49,6 +50,11 @@ final class ReactiveLockSupport {
 		this.template = template;
 	}
 
+	/** Whether {@code value} is a Reactive Streams publisher ({@code Mono}, {@code Flux}, ...). */
+	boolean isPublisher(Object value) {
+		return value instanceof Publisher<?>;
+	}
+
 	/** {@code result} (of a type that {@code adapter} handles), locked per subscription. */
 	Object lock(Object result, ReactiveAdapter adapter, String name, @Nullable Object key, LockOptions options,
 			OnLocked onLocked) {
@@ -63,9 +69,9 @@ final class ReactiveLockSupport {
 			if (holds(context.getOrDefault(Lease.class, null), name, key)) {
 				return source;
 			}
-			return Flux.usingWhen(acquire(name, key, options, onLocked),
-					(lease) -> source.contextWrite((inner) -> withLease(inner, lease)), this::release,
-					(lease, ex) -> release(lease), this::release);
+			return Flux.usingWhen(acquire(name, key, options, onLocked).map(Held::of),
+					(held) -> source.contextWrite((inner) -> withLease(inner, held.view())), this::release,
+					(held, ex) -> release(held), this::release);
 		});
 	}
 
@@ -74,10 +80,32 @@ final class ReactiveLockSupport {
 			if (holds(context.getOrDefault(Lease.class, null), name, key)) {
 				return source;
 			}
-			return Mono.usingWhen(acquire(name, key, options, onLocked),
-					(lease) -> source.contextWrite((inner) -> withLease(inner, lease)), this::release,
-					(lease, ex) -> release(lease), this::release);
+			return Mono.usingWhen(acquire(name, key, options, onLocked).map(Held::of),
+					(held) -> source.contextWrite((inner) -> withLease(inner, held.view())), this::release,
+					(held, ex) -> release(held), this::release);
 		});
+	}
+
+	/**
+	 * A lease and the hold of it that the locked publisher reads from its context: closing that
+	 * view ends only its hold, so the lock stays until the publisher completes, errors or is
+	 * cancelled.
+	 */
+	private record Held(Lease lease, Lease view) {
+
+		static Held of(Lease lease) {
+			Lease view = EngineLease.newHold(lease);
+			EngineLease.detach(view);
+			return new Held(lease, view);
+		}
+
+		/** Ends the view's hold, if the publisher did not, so that releasing the lease releases the lock. */
+		void endView() {
+			if (this.view != this.lease) {
+				this.view.close();
+			}
+		}
+
 	}
 
 	/** {@code context} with the lease and, when it is observed, the observation of its hold. */
@@ -196,6 +224,11 @@ final class ReactiveLockSupport {
 				}
 			});
 		});
+	}
+
+	private Mono<Void> release(Held held) {
+		held.endView();
+		return release(held.lease());
 	}
 
 	private Mono<Void> release(Lease lease) {

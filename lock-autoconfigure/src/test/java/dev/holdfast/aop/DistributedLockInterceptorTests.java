@@ -6,11 +6,18 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.FutureTask;
+import java.util.stream.Stream;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import reactor.core.publisher.Mono;
 
 import org.springframework.aop.framework.ProxyFactory;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.util.StringUtils;
 
 import dev.holdfast.DistributedLock;
 import dev.holdfast.Lease;
@@ -18,6 +25,7 @@ import dev.holdfast.LockContext;
 import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.OnLocked;
+import dev.holdfast.ReactiveLockContext;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.memory.InMemoryLockBackend;
@@ -211,6 +219,74 @@ class DistributedLockInterceptorTests {
 			.satisfies(Lease::close);
 	}
 
+	@Test
+	void methodDeclaringObjectHoldsTheLockUntilTheStageItReturnsCompletes() {
+		// before: the lock was released when the method returned the stage, with the work still running
+		CompletableFuture<String> work = new CompletableFuture<>();
+		CompletableFuture<?> result = (CompletableFuture<?>) this.service.untyped(work);
+		assertThat(this.other.tryAcquire("untyped", null, LockOptions.defaults())).as("held while the stage runs")
+			.isEmpty();
+		work.complete("done");
+		assertThat(result.join()).isEqualTo("done");
+		assertThat(this.other.tryAcquire("untyped", null, LockOptions.defaults())).as("released once it completed")
+			.isPresent()
+			.get()
+			.satisfies(Lease::close);
+		assertThat(this.service.untyped("plain")).isEqualTo("plain");
+		assertThat(this.other.tryAcquire("untyped", null, LockOptions.defaults())).isPresent().get().satisfies(Lease::close);
+	}
+
+	@Test
+	@ExtendWith(OutputCaptureExtension.class)
+	void methodDeclaringObjectThatReturnsAFutureOrAStreamWarnsOncePerMethod(CapturedOutput output) {
+		this.service.untyped(new FutureTask<>(() -> "x"));
+		this.service.untyped(new FutureTask<>(() -> "y"));
+		this.service.untypedToo(Stream.of("z"));
+		this.service.untypedThree(Mono.just("m"));
+		assertThat(StringUtils.countOccurrencesOf(output.getOut(), Service.class.getName() + ".untyped "))
+			.as("one WARN for untyped")
+			.isOne();
+		assertThat(output).contains("WARN")
+			.contains(FutureTask.class.getName())
+			.contains("declare the return type CompletableFuture/CompletionStage, or a Mono/Flux")
+			.contains(Service.class.getName() + ".untypedToo ")
+			.contains("return a List, or consume the stream inside the method")
+			.contains(Service.class.getName() + ".untypedThree returned a reactor.core.publisher.Mono");
+	}
+
+	/** Whether another instance cannot take the lock "closes" now. */
+	private boolean closesHeldElsewhere() {
+		return this.other.tryAcquire("closes", null, LockOptions.defaults()).map((lease) -> {
+			lease.close();
+			return false;
+		}).orElse(true);
+	}
+
+	@Test
+	void closingTheContextLeaseInsideTheMethodEndsOnlyItsHold() {
+		// before: closing it released the lock, and another instance took it while the method still ran
+		assertThat(this.service.closesItsLease(this::closesHeldElsewhere)).as("still held after the close").isTrue();
+		assertThat(closesHeldElsewhere()).as("released when the method returned").isFalse();
+	}
+
+	@Test
+	void closingTheContextLeaseInsideAFutureMethodEndsOnlyItsHold() {
+		CompletableFuture<Boolean> work = new CompletableFuture<>();
+		CompletableFuture<Boolean> result = this.service.closesItsLeaseLater(work);
+		assertThat(closesHeldElsewhere()).as("held while the stage runs").isTrue();
+		work.complete(true);
+		assertThat(result.join()).isTrue();
+		assertThat(closesHeldElsewhere()).as("released when the stage completed").isFalse();
+	}
+
+	@Test
+	void closingTheReactiveContextLeaseEndsOnlyItsHold() {
+		assertThat(this.service.closesItsReactiveLease(this::closesHeldElsewhere).block())
+			.as("held after the close")
+			.isTrue();
+		assertThat(closesHeldElsewhere()).as("released when the publisher completed").isFalse();
+	}
+
 	interface Repository {
 
 		@DistributedLock(name = "repository", key = "#p0")
@@ -302,6 +378,42 @@ class DistributedLockInterceptorTests {
 		@DistributedLock(name = "locked")
 		public String locked() {
 			return LockContext.requireLease().key();
+		}
+
+		@DistributedLock(name = "closes")
+		public boolean closesItsLease(java.util.function.BooleanSupplier heldElsewhere) {
+			try (Lease lease = LockContext.requireLease()) {
+				assertThat(lease.fencingToken()).isPositive();
+			}
+			return heldElsewhere.getAsBoolean();
+		}
+
+		@DistributedLock(name = "closes")
+		public CompletableFuture<Boolean> closesItsLeaseLater(CompletableFuture<Boolean> work) {
+			LockContext.requireLease().close();
+			return work;
+		}
+
+		@DistributedLock(name = "closes")
+		public Mono<Boolean> closesItsReactiveLease(java.util.function.BooleanSupplier heldElsewhere) {
+			return ReactiveLockContext.requireLease()
+				.doOnNext(Lease::close)
+				.map((lease) -> heldElsewhere.getAsBoolean());
+		}
+
+		@DistributedLock(name = "untyped")
+		public Object untyped(Object result) {
+			return result;
+		}
+
+		@DistributedLock(name = "untypedToo")
+		public <T> T untypedToo(T result) {
+			return result;
+		}
+
+		@DistributedLock(name = "untypedThree")
+		public Object untypedThree(Object result) {
+			return result;
 		}
 
 		@DistributedLock(name = "token", leaseTime = "10s")

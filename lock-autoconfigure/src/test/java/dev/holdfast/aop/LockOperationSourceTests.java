@@ -3,10 +3,23 @@ package dev.holdfast.aop;
 import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.reflect.Method;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+
+import javax.tools.JavaCompiler;
+import javax.tools.ToolProvider;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import org.springframework.util.ReflectionUtils;
 
@@ -150,6 +163,73 @@ class LockOperationSourceTests {
 			.satisfies((ex) -> assertThat(ex.getAction()).contains("name"));
 	}
 
+	@Test
+	void futureThatIsNotACompletionStageFailsAtStartup() {
+		// before: accepted, and the lock was released when the method returned its future
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("plainFuture"))
+			.withMessageContaining(Subject.class.getName() + ".plainFuture")
+			.withMessageContaining(Future.class.getName())
+			.satisfies((ex) -> assertThat(ex.getAction()).contains("Return CompletableFuture/CompletionStage, or a Mono/Flux"));
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("futureTask"))
+			.withMessageContaining(FutureTask.class.getName());
+		assertThat(operation("completableFuture")).isNotNull();
+	}
+
+	@Test
+	void streamFailsAtStartup() {
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("stream"))
+			.withMessageContaining(Subject.class.getName() + ".stream")
+			.withMessageContaining(Stream.class.getName())
+			.satisfies((ex) -> assertThat(ex.getAction()).contains("Return a List, or consume the stream inside the method"));
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("intStream"))
+			.withMessageContaining(IntStream.class.getName());
+	}
+
+	@Test
+	void parameterNamesInAClassCompiledWithoutThemFailAtStartup(@TempDir Path dir) throws Exception {
+		// before: accepted, and '#orderId' was null at every call, so all orders shared the key "order-null"
+		Class<?> orders = compileWithoutParameterNames(dir, "Orders", """
+				package dev.holdfast.aop.noparams;
+
+				public class Orders {
+
+					@dev.holdfast.DistributedLock(name = "order", key = "'order-' + #orderId")
+					public void ship(long orderId) {
+					}
+
+					@dev.holdfast.DistributedLock(name = "order", key = "#p0 + #a1 + #root.args.length + #root.methodName")
+					public void positional(long orderId, String tenant) {
+					}
+
+				}
+				""");
+		Method ship = orders.getMethod("ship", long.class);
+		assertThat(ship.getParameters()[0].isNamePresent()).as("compiled without -parameters").isFalse();
+		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> this.source.getOperation(ship, orders))
+			.withMessageContaining("dev.holdfast.aop.noparams.Orders.ship")
+			.withMessageContaining("#orderId")
+			.satisfies((ex) -> assertThat(ex.getAction())
+				.containsIgnoringCase("compile with -parameters (Spring Boot's parent does), or use #p0/#a0"));
+		assertThat(this.source.getOperation(orders.getMethod("positional", long.class, String.class), orders))
+			.isNotNull();
+	}
+
+	/** Compiles {@code source} as javac does without {@code -parameters}, and loads the class. */
+	private static Class<?> compileWithoutParameterNames(Path dir, String simpleName, String source) throws Exception {
+		JavaCompiler compiler = ToolProvider.getSystemJavaCompiler();
+		Path file = dir.resolve(simpleName + ".java");
+		Files.writeString(file, source);
+		String classpath = Path.of(DistributedLock.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+			.toString();
+		int exit = compiler.run(null, null, null, "--release", "17", "-proc:none", "-classpath", classpath, "-d",
+				dir.toString(), file.toString());
+		assertThat(exit).as("compiled").isZero();
+		URLClassLoader loader = new URLClassLoader(new URL[] { dir.toUri().toURL() },
+				LockOperationSourceTests.class.getClassLoader());
+		String packageName = source.substring("package ".length(), source.indexOf(';'));
+		return loader.loadClass(packageName + "." + simpleName);
+	}
+
 	private LockOperation operation(String name, Class<?>... types) {
 		Method method = ReflectionUtils.findMethod(Subject.class, name, types);
 		assertThat(method).as(name).isNotNull();
@@ -257,6 +337,31 @@ class LockOperationSourceTests {
 
 		@DistributedLock(key = "'${lock.name}' + #root.methodName")
 		public void keyPlaceholder() {
+		}
+
+		@DistributedLock
+		public Future<String> plainFuture() {
+			return CompletableFuture.completedFuture("x");
+		}
+
+		@DistributedLock
+		public FutureTask<String> futureTask() {
+			return new FutureTask<>(() -> "x");
+		}
+
+		@DistributedLock
+		public CompletableFuture<String> completableFuture() {
+			return CompletableFuture.completedFuture("x");
+		}
+
+		@DistributedLock
+		public Stream<String> stream() {
+			return Stream.of("x");
+		}
+
+		@DistributedLock
+		public IntStream intStream() {
+			return IntStream.of(1);
 		}
 
 	}
