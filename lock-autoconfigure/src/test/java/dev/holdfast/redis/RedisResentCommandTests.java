@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.StringRedisTemplate;
 
+import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.TickClaims.TickClaim;
 import dev.holdfast.test.server.BlackholeProxy;
 import dev.holdfast.test.server.RedisServer;
@@ -84,6 +85,23 @@ class RedisResentCommandTests {
 			.isEqualTo(TickClaim.Outcome.CLAIMED);
 		assertThat(this.backend.claimTick(key, tick, ANY_TIME, TTL).outcome()).as("the same tick again")
 			.isEqualTo(TickClaim.Outcome.TAKEN);
+	}
+
+	@Test
+	void tryOnceAcquisitionWhoseAnswerIsLostHoldsTheLockWithTheTokenItTookAfterLettuceResendsIt()
+			throws Exception {
+		String key = "holdfast:lock-" + UUID.randomUUID();
+		// another lock first: the script is loaded and the connection open
+		String warm = "holdfast:lock-" + UUID.randomUUID();
+		assertThat(this.backend.tryAcquire(warm, "warm-" + UUID.randomUUID(), TTL).acquired()).isTrue();
+		String owner = "owner-" + UUID.randomUUID();
+		AcquireResult result = answerLost(owner, () -> this.backend.tryAcquire(key, owner, TTL),
+				() -> this.redis.opsForValue().get("{" + key + "}") != null);
+		assertThat(result.acquired()).as("the acquisition that Redis ran, resent by Lettuce (%s)", result).isTrue();
+		assertThat(this.redis.opsForValue().get("{" + key + "}")).as("the lock").isEqualTo(owner);
+		assertThat(result.fencingToken()).as("the token its first run took")
+			.isEqualTo(Long.parseLong(this.redis.opsForValue().get("{" + key + "}:fence")));
+		assertThat(this.backend.release(key, owner)).isTrue();
 	}
 
 	/**
