@@ -1,5 +1,6 @@
 package dev.holdfast.redis;
 
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
@@ -117,6 +118,9 @@ public class RedisLockBackend
 
 	/** How long a fencing counter lives after the last acquisition of its lock. */
 	static final long FENCE_TTL_MILLIS = 24 * 60 * 60 * 1000L;
+
+	/** Ids of tick claims, unique across instances. */
+	private static final SecureRandom CLAIM_IDS = new SecureRandom();
 
 	/** Tokens stay below 2^53: Lua numbers are doubles. */
 	static final long MAX_TOKEN = 1L << 53;
@@ -688,6 +692,10 @@ public class RedisLockBackend
 	 * claimed tick in milliseconds and expires {@code ttl} after the last successful claim: a
 	 * scheduled job keeps one such key however often it ticks, and no fencing counter. The
 	 * script judges the tick by Redis {@code TIME}, the clock of every instance's claims.
+	 * The record also carries a random id of the claim ({@code <tick>.0<id>}, which the previous
+	 * version still reads as the tick): a claim that Redis ran but whose answer was lost, and that
+	 * Lettuce sends again after reconnecting, finds its own id and is {@code CLAIMED}, not taken
+	 * by another instance.
 	 * @throws IllegalArgumentException if the key is empty or contains a brace, or the ttl is
 	 * below one millisecond
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error
@@ -697,7 +705,7 @@ public class RedisLockBackend
 		lockKey(key);
 		byte[][] keys = { bytes("{" + key + "}:tick") };
 		byte[][] args = { bytes(Long.toString(tick.toEpochMilli())), bytes(Long.toString(tolerance.toMillis())),
-				bytes(Long.toString(ttlMillis(ttl))) };
+				bytes(Long.toString(ttlMillis(ttl))), bytes(Long.toUnsignedString(CLAIM_IDS.nextLong())) };
 		Object reply;
 		try (RedisConnection connection = this.connectionFactory.getConnection()) {
 			reply = evalSha(connection, RedisScripts.CLAIM_TICK, ReturnType.MULTI, keys, args);

@@ -36,7 +36,14 @@ final class RedisScripts {
 	// the record is stale. A waiting attempt finds a lock that a release handed to its owner
 	// (value owner or owner .. '*': a grant it has not heard yet) already its lock: it renews it
 	// to ARGV[2] and answers the counter's value, the token that release took for it (only holders
-	// take tokens); a try-once attempt (ARGV[3] = 0) is never reentrant. With ARGV[4] (any value:
+	// take tokens). A try-once attempt (ARGV[3] = 0) is never recorded, so no release hands it a
+	// lock; it finds the lock held by its own owner only when it is the same request run a second
+	// time (Lettuce writes a command again after reconnecting when the first run's answer was
+	// lost; owner tokens are unique per acquisition and never reused), and answers as that first
+	// run did: the lock renewed to ARGV[2] (never shorter than the caller counts its lease, which
+	// starts before the first run) and the counter's value, the token the first run took, never a
+	// new one. Before, it answered "held" with its own owner as holder: the caller was told "not
+	// acquired" and the lock stayed held by nobody for its lease. With ARGV[4] (any value:
 	// a backend with replicas-to-ack) the record is the bare owner, the earlier version's format:
 	// a release then only reserves the lock for it, and its next ACQUIRE (acknowledged by the
 	// replicas) claims it, so no lock is handed over without that acknowledgement.
@@ -57,7 +64,7 @@ final class RedisScripts {
 			local taken = redis.call('SET', KEYS[1], owner, 'NX', 'PX', ARGV[2])
 			if not taken then
 				holder = redis.call('GET', KEYS[1])
-				if recordFor > 0 and (holder == owner or holder == owner .. '*') then
+				if holder == owner or holder == owner .. '*' then
 					redis.call('PEXPIRE', KEYS[1], ARGV[2])
 					token = tonumber(redis.call('GET', fence))
 					taken = true

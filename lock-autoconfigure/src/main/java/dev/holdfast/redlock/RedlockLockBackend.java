@@ -1,5 +1,6 @@
 package dev.holdfast.redlock;
 
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -118,6 +119,9 @@ public final class RedlockLockBackend
 	static final String FENCE_SUFFIX = "{fence}";
 
 	static final String TICK_SUFFIX = "{tick}";
+
+	/** Ids of tick claims, unique across instances. */
+	private static final SecureRandom CLAIM_IDS = new SecureRandom();
 
 	static final long FENCE_RETENTION_MILLIS = Duration.ofDays(1).toMillis();
 
@@ -368,11 +372,14 @@ public final class RedlockLockBackend
 			throw new IllegalArgumentException("Time to live of the tick claim of '" + key + "' must be at least 1ms");
 		}
 		String tickKey = key + TICK_SUFFIX;
+		// One id per claim, the same on every node (see claim-tick.lua); this client never sends
+		// a request twice, but the record's format is the redis backend's.
+		String id = Long.toUnsignedString(CLAIM_IDS.nextLong());
 		long start = System.nanoTime();
 		Round round = Round.send(this.nodes.list(),
 				(node) -> node.connection()
 					.eval(RedlockScripts.CLAIM_TICK, 1, tickKey, tick.toEpochMilli(), tolerance.toMillis(),
-							ttl.toMillis()),
+							ttl.toMillis(), id),
 				(r) -> r.count((reply) -> RedlockScripts.claimOutcome(reply) == 1) >= this.quorum
 						|| r.count((reply) -> RedlockScripts.claimOutcome(reply) != 1) + r.failed() > r.size()
 								- this.quorum);

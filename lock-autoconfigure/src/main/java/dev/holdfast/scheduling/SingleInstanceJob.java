@@ -122,7 +122,8 @@ final class SingleInstanceJob implements Runnable {
 				refused = claim(locks, this.trigger, tick);
 			}
 			catch (LockBackendException ex) {
-				backendFailed(locks, tick, ex);
+				backendFailed(locks, tick, ex, "; the claim's outcome is unknown: if the backend recorded it"
+						+ " before its answer was lost, the tick runs on no instance");
 				return;
 			}
 			if (refused != null) {
@@ -136,7 +137,7 @@ final class SingleInstanceJob implements Runnable {
 			lease = locks.tryAcquire(name, null, this.definition.lockAtMostFor());
 		}
 		catch (LockBackendException ex) {
-			backendFailed(locks, tick, ex);
+			backendFailed(locks, tick, ex, "");
 			return;
 		}
 		if (lease == null) {
@@ -345,9 +346,9 @@ final class SingleInstanceJob implements Runnable {
 		locks.listener().tickSkipped(this.definition.name(), locks.backendName(), reason.tag());
 	}
 
-	private void backendFailed(JobLocks locks, @Nullable Instant tick, LockBackendException ex) {
-		logger.warn("Holdfast skipped " + describe(tick) + " because the lock backend failed; the job did not run: "
-				+ ex.getMessage());
+	private void backendFailed(JobLocks locks, @Nullable Instant tick, LockBackendException ex, String unknown) {
+		logger.warn("Holdfast skipped " + describe(tick) + " because the lock backend failed; the job did not run"
+				+ unknown + ": " + ex.getMessage());
 		locks.listener().tickSkipped(this.definition.name(), locks.backendName(), SkipReason.BACKEND_FAILED.tag());
 	}
 

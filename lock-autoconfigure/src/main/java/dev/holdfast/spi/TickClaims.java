@@ -18,7 +18,10 @@ public interface TickClaims {
 	 * beside the lock, at a key that no lock can use, and only ever moves forward.</li>
 	 * </ul>
 	 * A successful claim records the tick, and the record lives {@code ttl} from then; a refused
-	 * claim changes nothing. A claim that is not due is refused whatever the record holds.
+	 * claim changes nothing. A claim that is not due is refused whatever the record holds. A
+	 * claim that the backend recorded but whose answer was lost, and that the client sends again
+	 * (a resent request, a retry after reconnecting), is answered {@code CLAIMED}: the record
+	 * tells a claim's own write from another claim's of the same tick.
 	 * @param key the job's lock key
 	 * @param tick the nominal fire time of the tick, in milliseconds
 	 * @param tolerance how far from the tick the backend's clock may be

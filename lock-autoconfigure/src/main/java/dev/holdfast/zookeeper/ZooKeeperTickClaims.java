@@ -3,6 +3,8 @@ package dev.holdfast.zookeeper;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Arrays;
+import java.util.UUID;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.KeeperException;
@@ -30,6 +32,18 @@ import dev.holdfast.spi.TickClaims.TickClaim;
  * is claimed only once the record has expired, judged by the same ensemble time against the
  * record's {@code mtime} plus its time to live.</li>
  * <li>A failed claim writes nothing to the record, so it never extends it.</li>
+ * <li>A claim whose answer was lost is still claimed. The claim's write also stores a random id
+ * of the claim in the record's child {@value #CLAIM_ID_NODE}, in the same transaction. When the
+ * connection breaks after the ensemble applied that transaction, Curator resends it, and the
+ * resent write fails ({@code BadVersion}, {@code NodeExists}) on the record it moved itself; a
+ * claim whose write failed that way and that then finds its own tick recorded reads the child,
+ * and its own id there means its write was applied: {@code CLAIMED}. Two claims of one tick write
+ * identical records, so only the id tells them apart. (If a later claim moved the record on
+ * before the resent write was answered, the id is that claim's and the tick runs nowhere:
+ * {@code TAKEN}, never twice.)</li>
+ * <li>The record's data stays {@code <tick> <ttl>}, as the previous version wrote and reads it,
+ * so instances of both versions claim one record side by side; the previous version ignores the
+ * child, and a record it wrote (without a child) gets one at the next claim of this version.</li>
  * </ul>
  */
 final class ZooKeeperTickClaims {
@@ -38,6 +52,9 @@ final class ZooKeeperTickClaims {
 	private static final int MAX_ATTEMPTS = 32;
 
 	private static final byte[] EMPTY = new byte[0];
+
+	/** The child of a record that holds the id of the claim that wrote the record last. */
+	static final String CLAIM_ID_NODE = "claim";
 
 	private final ZooKeeperLockBackend backend;
 
@@ -63,7 +80,12 @@ final class ZooKeeperTickClaims {
 				return new TickClaim(TickClaim.Outcome.NOT_DUE, time);
 			}
 			String path = this.ticksPath + "/" + ZooKeeperPaths.encode(key);
+			String idPath = path + "/" + CLAIM_ID_NODE;
 			byte[] claim = encode(tick.toEpochMilli(), Math.max(1, ttl.toMillis()));
+			byte[] id = UUID.randomUUID().toString().getBytes(StandardCharsets.US_ASCII);
+			// Set once a write of this claim failed on a record that another write had moved: if
+			// Curator resent it after a lost answer, that other write may have been this claim's own.
+			boolean wrote = false;
 			for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
 				Stat stat = new Stat();
 				byte[] data;
@@ -72,10 +94,18 @@ final class ZooKeeperTickClaims {
 				}
 				catch (KeeperException.NoNodeException ex) {
 					try {
-						this.client.create().creatingParentContainersIfNeeded().forPath(path, claim);
+						this.client.transaction()
+							.forOperations(this.client.transactionOp().create().forPath(path, claim),
+									this.client.transactionOp().create().forPath(idPath, id));
 						return new TickClaim(TickClaim.Outcome.CLAIMED, time);
 					}
 					catch (KeeperException.NodeExistsException raced) {
+						wrote = true;
+						continue;
+					}
+					catch (KeeperException.NoNodeException noParent) {
+						// nothing applied: the first record under this base path
+						this.client.createContainers(this.ticksPath);
 						continue;
 					}
 				}
@@ -83,15 +113,22 @@ final class ZooKeeperTickClaims {
 				if (current != null && current.tick >= tick.toEpochMilli()) {
 					long expiresAt = ZooKeeperLockBackend.saturatedAdd(stat.getMtime(), current.ttl);
 					if (now < expiresAt) {
-						return new TickClaim(TickClaim.Outcome.TAKEN, time);
+						boolean own = wrote && current.tick == tick.toEpochMilli() && claimedBy(idPath, id);
+						return new TickClaim(own ? TickClaim.Outcome.CLAIMED : TickClaim.Outcome.TAKEN, time);
 					}
 				}
 				try {
-					this.client.setData().withVersion(stat.getVersion()).forPath(path, claim);
+					// A record written by an earlier version has no claim id node yet.
+					this.client.transaction()
+						.forOperations(this.client.transactionOp().setData().withVersion(stat.getVersion()).forPath(path, claim),
+								(stat.getNumChildren() == 0) ? this.client.transactionOp().create().forPath(idPath, id)
+										: this.client.transactionOp().setData().forPath(idPath, id));
 					return new TickClaim(TickClaim.Outcome.CLAIMED, time);
 				}
-				catch (KeeperException.BadVersionException | KeeperException.NoNodeException raced) {
-					// another claim moved the record first: read it again
+				catch (KeeperException.BadVersionException | KeeperException.NoNodeException
+						| KeeperException.NodeExistsException raced) {
+					// another claim moved the record first, or this claim's own resent write: read it again
+					wrote = true;
 				}
 			}
 			throw new LockBackendException("The zookeeper backend could not claim tick " + tick + " of lock '" + key
@@ -122,6 +159,16 @@ final class ZooKeeperTickClaims {
 				// created by another instance
 			}
 			return this.client.setData().forPath(this.clockPath, EMPTY).getMtime();
+		}
+	}
+
+	/** Whether the claim id node holds {@code id}: the write of that claim was applied. */
+	private boolean claimedBy(String idPath, byte[] id) throws Exception {
+		try {
+			return Arrays.equals(this.client.getData().forPath(idPath), id);
+		}
+		catch (KeeperException.NoNodeException ex) {
+			return false;
 		}
 	}
 

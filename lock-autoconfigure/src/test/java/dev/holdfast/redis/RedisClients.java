@@ -40,12 +40,17 @@ final class RedisClients {
 	}
 
 	static LettuceConnectionFactory connectionFactory(RedisServer server) {
+		return connectionFactory(server.port());
+	}
+
+	/** A factory of a Redis on loopback {@code port} (a proxy in front of a test's server). */
+	static LettuceConnectionFactory connectionFactory(int port) {
 		LettuceClientConfiguration clientConfiguration = LettuceClientConfiguration.builder()
 			.commandTimeout(COMMAND_TIMEOUT)
 			.clientResources(RESOURCES)
 			.clientOptions(ClientOptions.builder().autoReconnect(true).build())
 			.build();
-		return start(new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", server.port()),
+		return start(new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", port),
 				clientConfiguration));
 	}
 

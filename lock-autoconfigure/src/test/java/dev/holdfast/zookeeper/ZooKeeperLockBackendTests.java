@@ -1,6 +1,8 @@
 package dev.holdfast.zookeeper;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -45,6 +47,7 @@ import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.jdbc.JdbcFencingGuard;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.TickClaims.TickClaim;
 import dev.holdfast.spi.WaitQueue.Outcome;
 import dev.holdfast.test.server.BlackholeProxy;
 import dev.holdfast.test.server.ZooKeeperServer;
@@ -638,6 +641,96 @@ class ZooKeeperLockBackendTests {
 				.cause()
 				.isInstanceOf(LockBackendException.class);
 			assertThat(waiterBackend.release(key, "waiter")).isFalse();
+		}
+		finally {
+			pool.shutdownNow();
+		}
+	}
+
+	@Test
+	void tickClaimWhoseWriteIsAnsweredToNobodyIsStillClaimedAfterCuratorsRetry() throws Exception {
+		assertThat(claimWhoseAnswerIsLost(true).outcome()).as("the setData applied, its answer lost, resent by Curator")
+			.isEqualTo(TickClaim.Outcome.CLAIMED);
+	}
+
+	@Test
+	void firstTickClaimWhoseCreateIsAnsweredToNobodyIsStillClaimedAfterCuratorsRetry() throws Exception {
+		assertThat(claimWhoseAnswerIsLost(false).outcome()).as("the create applied, its answer lost, resent by Curator")
+			.isEqualTo(TickClaim.Outcome.CLAIMED);
+	}
+
+	@Test
+	void tickRecordKeepsThePreviousVersionsFormatAndItsClaimIdBesideIt() throws Exception {
+		ZooKeeperLockBackend backend = backend();
+		String key = "holdfast:job-" + UUID.randomUUID();
+		String record = "/holdfast/ticks/" + ZooKeeperPaths.encode(key);
+		Instant tick = Instant.parse("2030-01-01T00:00:00Z");
+		Duration anyTime = Duration.ofDays(36500);
+		// written by the previous version: no claim id
+		observer.create().creatingParentContainersIfNeeded().forPath(record,
+				(tick.toEpochMilli() + " 300000").getBytes(StandardCharsets.US_ASCII));
+		assertThat(backend.claimTick(key, tick, anyTime, Duration.ofMinutes(5)).outcome()).as("its tick")
+			.isEqualTo(TickClaim.Outcome.TAKEN);
+		assertThat(backend.claimTick(key, tick.plusSeconds(1), anyTime, Duration.ofMinutes(5)).outcome())
+			.as("the next tick").isEqualTo(TickClaim.Outcome.CLAIMED);
+		assertThat(new String(observer.getData().forPath(record), StandardCharsets.US_ASCII))
+			.as("what the previous version reads").isEqualTo(tick.plusSeconds(1).toEpochMilli() + " 300000");
+		assertThat(observer.getChildren().forPath(record)).containsExactly(ZooKeeperTickClaims.CLAIM_ID_NODE);
+		// the previous version moves the record on and leaves the child as it is
+		observer.setData().forPath(record, (tick.plusSeconds(2).toEpochMilli() + " 300000").getBytes(StandardCharsets.US_ASCII));
+		assertThat(backend.claimTick(key, tick.plusSeconds(2), anyTime, Duration.ofMinutes(5)).outcome())
+			.isEqualTo(TickClaim.Outcome.TAKEN);
+		assertThat(backend.claimTick(key, tick.plusSeconds(3), anyTime, Duration.ofMinutes(5)).outcome())
+			.isEqualTo(TickClaim.Outcome.CLAIMED);
+	}
+
+	/**
+	 * Claims a tick through a proxy that loses the answer of the claim's write (the server applies
+	 * it), then breaks the connection: Curator reconnects on the same session and resends the write.
+	 * With {@code recordExists}, an earlier tick was claimed first, so the write is a
+	 * {@code setData}; else it creates the record.
+	 */
+	private TickClaim claimWhoseAnswerIsLost(boolean recordExists) throws Exception {
+		BlackholeProxy proxy = closing(new BlackholeProxy(server.ports().get(0)));
+		CuratorFramework client = CuratorFrameworkFactory.builder()
+			.connectString(proxy.connectString())
+			.sessionTimeoutMs(10000)
+			.connectionTimeoutMs(3000)
+			.retryPolicy(new RetryNTimes(3, 100))
+			.build();
+		client.start();
+		assertThat(client.blockUntilConnected(10, TimeUnit.SECONDS)).isTrue();
+		ZooKeeperLockBackend backend = closing(ZooKeeperLockBackend.owning(client, "/holdfast"));
+		String key = "holdfast:job-" + UUID.randomUUID();
+		String record = "/holdfast/ticks/" + ZooKeeperPaths.encode(key);
+		Instant tick = Instant.parse("2030-01-01T00:00:00Z");
+		Duration anyTime = Duration.ofDays(36500);
+		Duration ttl = Duration.ofMinutes(5);
+		// another job's record, so that the parent exists and the create under test is one request
+		assertThat(backend.claimTick(key + "-other", tick, anyTime, ttl).outcome()).isEqualTo(TickClaim.Outcome.CLAIMED);
+		if (recordExists) {
+			assertThat(backend.claimTick(key, tick.minusSeconds(1), anyTime, ttl).outcome())
+				.isEqualTo(TickClaim.Outcome.CLAIMED);
+		}
+		long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+		String written = tick.plusMillis(1).toEpochMilli() + " ";
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			// only the write carries the tick's digits (the reads carry the path)
+			proxy.dropAnswersFrom(written);
+			Future<TickClaim> claim = pool.submit(() -> backend.claimTick(key, tick.plusMillis(1), anyTime, ttl));
+			await().atMost(Duration.ofSeconds(10)).until(proxy::dropping);
+			await().atMost(Duration.ofSeconds(10))
+				.ignoreExceptions()
+				.until(() -> new String(observer.getData().forPath(record), StandardCharsets.US_ASCII).startsWith(written));
+			proxy.dropAnswers(false);
+			proxy.cutConnections();
+			TickClaim answer = claim.get(30, TimeUnit.SECONDS);
+			assertThat(client.getZookeeperClient().getZooKeeper().getSessionId()).as("the same session, reconnected")
+				.isEqualTo(session);
+			assertThat(backend.claimTick(key, tick.plusMillis(1), anyTime, ttl).outcome()).as("the tick again, once answered")
+				.isEqualTo(TickClaim.Outcome.TAKEN);
+			return answer;
 		}
 		finally {
 			pool.shutdownNow();
