@@ -20,6 +20,7 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.framework.AopInfrastructureBean;
 import org.springframework.aop.framework.AopProxyUtils;
+import org.springframework.aop.scope.ScopedProxyUtils;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
@@ -47,6 +48,7 @@ import org.springframework.scheduling.config.ScheduledTask;
 import org.springframework.scheduling.config.ScheduledTaskHolder;
 import org.springframework.scheduling.config.ScheduledTaskRegistrar;
 import org.springframework.scheduling.config.TriggerTask;
+import org.springframework.util.ClassUtils;
 import org.springframework.util.StringValueResolver;
 
 import dev.holdfast.LockConfigurationException;
@@ -97,8 +99,8 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	/** Classes without the annotation; bounded by the number of bean classes. */
 	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
 
-	/** Job name to its method, to refuse a name used twice. */
-	private final Map<String, String> names = new ConcurrentHashMap<>();
+	/** Job name to its method and bean, to refuse a name used by two jobs. */
+	private final Map<String, JobOwner> names = new ConcurrentHashMap<>();
 
 	private final List<SingleInstanceJob> pending = Collections.synchronizedList(new ArrayList<>());
 
@@ -166,16 +168,22 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			this.nonAnnotatedClasses.add(targetClass);
 			return bean;
 		}
+		Class<?> beanClass = ClassUtils.getUserClass(targetClass);
+		String owner = originalBeanName(beanName);
 		Defaults defaults = defaults();
 		for (Map.Entry<Method, SingleInstanceScheduled> entry : new LinkedHashMap<>(methods).entrySet()) {
 			Method method = entry.getKey();
-			JobDefinition definition = JobDefinition.of(entry.getValue(), method, this::resolve,
+			JobDefinition definition = JobDefinition.of(entry.getValue(), method, beanClass, this::resolve,
 					defaults.lockAtMostFor(), defaults.lockAtLeastFor(), defaults.zone());
-			String previous = this.names.putIfAbsent(definition.name(), definition.description());
-			if (previous != null && !previous.equals(definition.description())) {
-				throw new LockConfigurationException("@SingleInstanceScheduled methods " + previous + " and "
-						+ definition.description() + " both use the job name '" + definition.name() + "'",
-						"Give one of them another name: the job name is its lock, unique in the cluster.");
+			JobOwner jobOwner = new JobOwner(definition.description(), owner);
+			JobOwner previous = this.names.putIfAbsent(definition.name(), jobOwner);
+			// Instances of one prototype (or a bean created again) share their jobs: they run one at a time.
+			if (previous != null && !previous.equals(jobOwner)) {
+				throw new LockConfigurationException("@SingleInstanceScheduled methods " + previous + " and " + jobOwner
+						+ " both use the job name '" + definition.name() + "': the job name is its lock, unique in "
+						+ "the cluster, so they would split its ticks, each running only some of them",
+						"Give each job its own name with the name attribute of @SingleInstanceScheduled; for two "
+								+ "beans of one class, declare the job in a subclass per bean, or on one bean only.");
 			}
 			if (definition.disabled()) {
 				logger.info("Holdfast job '" + definition.name() + "' is disabled (cron \"-\")");
@@ -197,6 +205,11 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			}
 		}
 		return bean;
+	}
+
+	/** The bean a scoped proxy's target stands for: the proxy and its target declare the same jobs. */
+	private static String originalBeanName(String beanName) {
+		return ScopedProxyUtils.isScopedTarget(beanName) ? ScopedProxyUtils.getOriginalBeanName(beanName) : beanName;
 	}
 
 	@Override
@@ -396,6 +409,16 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		if (own != null) {
 			own.destroy();
 		}
+	}
+
+	/** The method and bean of a job, to tell two jobs under one name from two instances of one bean. */
+	private record JobOwner(String description, String beanName) {
+
+		@Override
+		public String toString() {
+			return this.description + " (bean '" + this.beanName + "')";
+		}
+
 	}
 
 	/**

@@ -1,0 +1,120 @@
+package dev.holdfast.scheduling;
+
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.config.BeanDefinitionCustomizer;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockContext;
+import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
+import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.spi.LockBackend;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * How jobs relate to the beans that declare them: names from the bean's class, one name per
+ * bean, {@code @Scheduled} left on a job, proxied beans, lazy beans. Mistakes that would make a
+ * job run twice, half or never fail at startup, or are named in a warning.
+ */
+@ExtendWith(OutputCaptureExtension.class)
+class SingleInstanceScheduledBeanTests {
+
+	private static final BeanDefinitionCustomizer PROTOTYPE = (definition) -> definition
+		.setScope(BeanDefinition.SCOPE_PROTOTYPE);
+
+	private final InMemoryLockBackend backend = new InMemoryLockBackend();
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
+		.withBean("sharedBackend", LockBackend.class, () -> this.backend);
+
+	@Test
+	void anInheritedJobMethodIsOneJobPerBeanNamedAfterTheBeansClass() {
+		this.runner.withBean("orderCleanup", OrderCleanup.class)
+			.withBean("userCleanup", UserCleanup.class)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				OrderCleanup orders = context.getBean(OrderCleanup.class);
+				UserCleanup users = context.getBean(UserCleanup.class);
+				assertThat(orders.ran.await(10, TimeUnit.SECONDS)).isTrue();
+				assertThat(users.ran.await(10, TimeUnit.SECONDS)).isTrue();
+				assertThat(orders.keys).containsOnly("holdfast:OrderCleanup.cleanup");
+				assertThat(users.keys).containsOnly("holdfast:UserCleanup.cleanup");
+			});
+	}
+
+	@Test
+	void twoBeansOfOneClassWithOneJobNameFailAtStartup() {
+		this.runner.withBean("first", NamedJob.class)
+			.withBean("second", NamedJob.class)
+			.run((context) -> assertThat(context).getFailure()
+				.rootCause()
+				.isInstanceOf(LockConfigurationException.class)
+				.hasMessageContaining("both use the job name 'named-job'")
+				.hasMessageContaining("bean 'first'")
+				.hasMessageContaining("bean 'second'"));
+	}
+
+	@Test
+	void instancesOfAPrototypeShareItsJobName() {
+		this.runner
+			.withBean("prototypeJob", NamedJob.class, NamedJob::new, PROTOTYPE)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean("prototypeJob")).isNotSameAs(context.getBean("prototypeJob"));
+			});
+	}
+
+	private static void assertStartupFailure(AssertableApplicationContext context, String method, String problem,
+			String action) {
+		assertThat(context).getFailure()
+			.rootCause()
+			.isInstanceOf(LockConfigurationException.class)
+			.hasMessageContaining(method)
+			.hasMessageContaining(problem)
+			.satisfies((ex) -> assertThat(((LockConfigurationException) ex).getAction()).contains(action));
+	}
+
+	abstract static class AbstractCleanup {
+
+		final CountDownLatch ran = new CountDownLatch(1);
+
+		final Set<String> keys = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+		@SingleInstanceScheduled(fixedRate = "100ms")
+		void cleanup() {
+			this.keys.add(LockContext.requireLease().key());
+			this.ran.countDown();
+		}
+
+	}
+
+	static class OrderCleanup extends AbstractCleanup {
+
+	}
+
+	static class UserCleanup extends AbstractCleanup {
+
+	}
+
+	static class NamedJob {
+
+		@SingleInstanceScheduled(fixedRate = "1h", name = "named-job")
+		void job() {
+		}
+
+	}
+
+}
