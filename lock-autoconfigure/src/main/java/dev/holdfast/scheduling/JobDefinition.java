@@ -18,6 +18,8 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.core.ReactiveAdapterRegistry;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.scheduling.config.ScheduledTaskRegistrar;
 import org.springframework.scheduling.support.CronExpression;
 import org.springframework.util.StringUtils;
@@ -65,6 +67,11 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 		if (method.getParameterCount() != 0) {
 			throw invalid(description, "has parameters; a @SingleInstanceScheduled method takes none",
 					"Remove the parameters of the method.");
+		}
+		if (!AnnotatedElementUtils.findMergedRepeatableAnnotations(method, Scheduled.class).isEmpty()) {
+			throw invalid(description, "is also annotated with @Scheduled (or @Schedules, here or on a method it "
+					+ "overrides): with @EnableScheduling, Spring would also run it on every instance at every tick, "
+					+ "without the job lock", "Remove @Scheduled from the method: @SingleInstanceScheduled schedules it.");
 		}
 		Class<?> returnType = method.getReturnType();
 		if (CompletionStage.class.isAssignableFrom(returnType) || Future.class.isAssignableFrom(returnType)

@@ -13,6 +13,9 @@ import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.scheduling.annotation.EnableScheduling;
+import org.springframework.scheduling.annotation.Scheduled;
+import org.springframework.scheduling.annotation.Schedules;
 
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockContext;
@@ -77,6 +80,21 @@ class SingleInstanceScheduledBeanTests {
 			});
 	}
 
+	@Test
+	void scheduledLeftOnAJobMethodFailsAtStartup() {
+		this.runner.withUserConfiguration(ScheduledToo.class)
+			.run((context) -> assertStartupFailure(context, "ScheduledToo.job",
+					"also annotated with @Scheduled", "Remove @Scheduled"));
+	}
+
+	@Test
+	void schedulesOnAnOverriddenMethodFailsAtStartupWithEnableScheduling() {
+		this.runner.withUserConfiguration(EnableSchedulingConfiguration.class)
+			.withBean(OverridesScheduled.class)
+			.run((context) -> assertStartupFailure(context, "OverridesScheduled.job",
+					"also annotated with @Scheduled", "Remove @Scheduled"));
+	}
+
 	private static void assertStartupFailure(AssertableApplicationContext context, String method, String problem,
 			String action) {
 		assertThat(context).getFailure()
@@ -85,6 +103,11 @@ class SingleInstanceScheduledBeanTests {
 			.hasMessageContaining(method)
 			.hasMessageContaining(problem)
 			.satisfies((ex) -> assertThat(((LockConfigurationException) ex).getAction()).contains(action));
+	}
+
+	@EnableScheduling
+	static class EnableSchedulingConfiguration {
+
 	}
 
 	abstract static class AbstractCleanup {
@@ -112,6 +135,31 @@ class SingleInstanceScheduledBeanTests {
 	static class NamedJob {
 
 		@SingleInstanceScheduled(fixedRate = "1h", name = "named-job")
+		void job() {
+		}
+
+	}
+
+	static class ScheduledToo {
+
+		@Scheduled(fixedRate = 1000)
+		@SingleInstanceScheduled(fixedRate = "1s")
+		void job() {
+		}
+
+	}
+
+	abstract static class ScheduledBase {
+
+		@Schedules({ @Scheduled(fixedRate = 1000), @Scheduled(cron = "0 0 * * * *") })
+		abstract void job();
+
+	}
+
+	static class OverridesScheduled extends ScheduledBase {
+
+		@Override
+		@SingleInstanceScheduled(fixedRate = "1s")
 		void job() {
 		}
 
