@@ -203,7 +203,7 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 		return duration;
 	}
 
-	private static LockConfigurationException invalid(String description, String problem, String action) {
+	static LockConfigurationException invalid(String description, String problem, String action) {
 		return new LockConfigurationException("@SingleInstanceScheduled method " + description + " " + problem,
 				action);
 	}

@@ -1,6 +1,7 @@
 package dev.holdfast.scheduling;
 
 import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.ZoneId;
@@ -175,6 +176,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			Method method = entry.getKey();
 			JobDefinition definition = JobDefinition.of(entry.getValue(), method, beanClass, this::resolve,
 					defaults.lockAtMostFor(), defaults.lockAtLeastFor(), defaults.zone());
+			checkInvocable(bean, beanName, method, definition);
 			JobOwner jobOwner = new JobOwner(definition.description(), owner);
 			JobOwner previous = this.names.putIfAbsent(definition.name(), jobOwner);
 			// Instances of one prototype (or a bean created again) share their jobs: they run one at a time.
@@ -205,6 +207,25 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			}
 		}
 		return bean;
+	}
+
+	/**
+	 * Fails when the job method cannot run on the bean's instance: a {@code final} or
+	 * {@code private} method of a class-based (CGLIB) proxy would run on the proxy object, whose
+	 * fields are not the bean's, silently doing nothing useful.
+	 */
+	private static void checkInvocable(Object bean, String beanName, Method method, JobDefinition definition) {
+		int modifiers = method.getModifiers();
+		if (!AopUtils.isCglibProxy(bean) || Modifier.isStatic(modifiers)
+				|| !(Modifier.isFinal(modifiers) || Modifier.isPrivate(modifiers))) {
+			return;
+		}
+		String modifier = Modifier.isFinal(modifiers) ? "final" : "private";
+		throw JobDefinition.invalid(definition.description(), "is " + modifier + ", and its bean '" + beanName
+				+ "' is a class-based (CGLIB) proxy (for example for its @Transactional or @DistributedLock "
+				+ "methods), which cannot pass a call of a " + modifier + " method on to the bean: the job would run "
+				+ "on the proxy object, whose fields are not the bean's",
+				"Make the method non-" + modifier + " (it may be package-private, protected or public).");
 	}
 
 	/** The bean a scoped proxy's target stands for: the proxy and its target declare the same jobs. */

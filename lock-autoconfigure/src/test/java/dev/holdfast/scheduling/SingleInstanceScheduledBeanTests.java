@@ -17,6 +17,7 @@ import org.springframework.scheduling.annotation.EnableScheduling;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.scheduling.annotation.Schedules;
 
+import dev.holdfast.DistributedLock;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockContext;
 import dev.holdfast.SingleInstanceScheduled;
@@ -95,6 +96,30 @@ class SingleInstanceScheduledBeanTests {
 					"also annotated with @Scheduled", "Remove @Scheduled"));
 	}
 
+	@Test
+	void aFinalJobMethodOfAClassProxiedBeanFailsAtStartup() {
+		this.runner.withUserConfiguration(FinalJob.class)
+			.run((context) -> assertStartupFailure(context, "FinalJob.job", "is final",
+					"non-final"));
+	}
+
+	@Test
+	void aPrivateJobMethodOfAClassProxiedBeanFailsAtStartup() {
+		this.runner.withUserConfiguration(PrivateJob.class)
+			.run((context) -> assertStartupFailure(context, "PrivateJob.job", "is private",
+					"non-private"));
+	}
+
+	@Test
+	void aNonFinalJobMethodOfAClassProxiedBeanRunsOnTheTarget() {
+		this.runner.withPropertyValues("job.enabled=true").withUserConfiguration(ProxiedJob.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			ProxiedJob job = context.getBean(ProxiedJob.class);
+			assertThat(job.getClass()).isNotEqualTo(ProxiedJob.class);
+			assertThat(ProxiedJob.ranWithFieldSet.await(10, TimeUnit.SECONDS)).isTrue();
+		});
+	}
+
 	private static void assertStartupFailure(AssertableApplicationContext context, String method, String problem,
 			String action) {
 		assertThat(context).getFailure()
@@ -161,6 +186,50 @@ class SingleInstanceScheduledBeanTests {
 		@Override
 		@SingleInstanceScheduled(fixedRate = "1s")
 		void job() {
+		}
+
+	}
+
+	static class FinalJob {
+
+		@SingleInstanceScheduled(fixedRate = "1s")
+		public final void job() {
+		}
+
+		@DistributedLock
+		public void exportNow() {
+		}
+
+	}
+
+	static class PrivateJob {
+
+		@SingleInstanceScheduled(fixedRate = "1s")
+		private void job() {
+		}
+
+		@DistributedLock
+		public void exportNow() {
+		}
+
+	}
+
+	static class ProxiedJob {
+
+		static final CountDownLatch ranWithFieldSet = new CountDownLatch(1);
+
+		@org.springframework.beans.factory.annotation.Value("${job.enabled}")
+		boolean enabled;
+
+		@SingleInstanceScheduled(fixedRate = "100ms")
+		void job() {
+			if (this.enabled) {
+				ranWithFieldSet.countDown();
+			}
+		}
+
+		@DistributedLock
+		public void exportNow() {
 		}
 
 	}
