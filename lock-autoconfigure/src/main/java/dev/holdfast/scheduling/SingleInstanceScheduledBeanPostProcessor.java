@@ -14,6 +14,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.function.Supplier;
+import java.util.stream.Collectors;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -28,7 +29,9 @@ import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.ListableBeanFactory;
+import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.task.ThreadPoolTaskSchedulerBuilder;
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.ApplicationContextAware;
@@ -63,7 +66,14 @@ import dev.holdfast.core.LockEngine;
  * refreshed, with a {@link ScheduledTaskRegistrar} on Spring's scheduling infrastructure.
  * <ul>
  * <li>Declarations are validated when their bean is initialized: a bad one fails the context
- * with a {@link LockConfigurationException} naming the method.</li>
+ * with a {@link LockConfigurationException} naming the method. So do a job name used by two
+ * beans, {@code @Scheduled} left on a job method, and a {@code final} or {@code private} job
+ * method of a class-based proxy, which would run on the proxy object.</li>
+ * <li>A job's default name is {@code SimpleName.method} of the bean's class, also for an
+ * inherited method.</li>
+ * <li>Beans with jobs are kept out of Boot's lazy initialization (by a filter of the
+ * auto-configuration); a lazy or prototype job bean still not created when the context is
+ * refreshed is named in a WARN: its jobs run only once it is created.</li>
  * <li>Jobs run on the application's {@link TaskScheduler} bean (the only one, or the one named
  * {@code taskScheduler}), else on its {@link ScheduledExecutorService}; without either, on a
  * {@link ThreadPoolTaskScheduler} owned by this post-processor, built with Boot's
@@ -102,6 +112,9 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 
 	/** Job name to its method and bean, to refuse a name used by two jobs. */
 	private final Map<String, JobOwner> names = new ConcurrentHashMap<>();
+
+	/** Names of the beans that declared jobs, to name at refresh those not created. */
+	private final Set<String> jobBeans = ConcurrentHashMap.newKeySet();
 
 	private final List<SingleInstanceJob> pending = Collections.synchronizedList(new ArrayList<>());
 
@@ -156,21 +169,13 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			return bean;
 		}
 		Class<?> targetClass = AopProxyUtils.ultimateTargetClass(bean);
-		if (this.nonAnnotatedClasses.contains(targetClass)) {
-			return bean;
-		}
-		Map<Method, SingleInstanceScheduled> methods = Collections.emptyMap();
-		if (AnnotationUtils.isCandidateClass(targetClass, SingleInstanceScheduled.class)) {
-			methods = MethodIntrospector.selectMethods(targetClass,
-					(MethodIntrospector.MetadataLookup<SingleInstanceScheduled>) (method) -> AnnotatedElementUtils
-						.findMergedAnnotation(method, SingleInstanceScheduled.class));
-		}
+		Map<Method, SingleInstanceScheduled> methods = jobMethods(targetClass);
 		if (methods.isEmpty()) {
-			this.nonAnnotatedClasses.add(targetClass);
 			return bean;
 		}
 		Class<?> beanClass = ClassUtils.getUserClass(targetClass);
 		String owner = originalBeanName(beanName);
+		this.jobBeans.add(owner);
 		Defaults defaults = defaults();
 		for (Map.Entry<Method, SingleInstanceScheduled> entry : new LinkedHashMap<>(methods).entrySet()) {
 			Method method = entry.getKey();
@@ -228,6 +233,39 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 				"Make the method non-" + modifier + " (it may be package-private, protected or public).");
 	}
 
+	/**
+	 * The {@link SingleInstanceScheduled} methods of {@code type}, with their merged annotations;
+	 * remembers the classes that have none.
+	 */
+	private Map<Method, SingleInstanceScheduled> jobMethods(Class<?> type) {
+		if (this.nonAnnotatedClasses.contains(type)) {
+			return Collections.emptyMap();
+		}
+		Map<Method, SingleInstanceScheduled> methods = findJobMethods(type);
+		if (methods.isEmpty()) {
+			this.nonAnnotatedClasses.add(type);
+		}
+		return methods;
+	}
+
+	private static Map<Method, SingleInstanceScheduled> findJobMethods(Class<?> type) {
+		if (!AnnotationUtils.isCandidateClass(type, SingleInstanceScheduled.class)) {
+			return Collections.emptyMap();
+		}
+		return MethodIntrospector.selectMethods(type,
+				(MethodIntrospector.MetadataLookup<SingleInstanceScheduled>) (method) -> AnnotatedElementUtils
+					.findMergedAnnotation(method, SingleInstanceScheduled.class));
+	}
+
+	/**
+	 * Whether {@code type} declares or inherits a {@link SingleInstanceScheduled} method: such a
+	 * bean must be created at startup for its jobs to be scheduled.
+	 * @param type a bean type, or {@code null} when unknown
+	 */
+	public static boolean declaresJobs(@Nullable Class<?> type) {
+		return type != null && !findJobMethods(ClassUtils.getUserClass(type)).isEmpty();
+	}
+
 	/** The bean a scoped proxy's target stands for: the proxy and its target declare the same jobs. */
 	private static String originalBeanName(String beanName) {
 		return ScopedProxyUtils.isScopedTarget(beanName) ? ScopedProxyUtils.getOriginalBeanName(beanName) : beanName;
@@ -238,6 +276,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		if (event.getApplicationContext() != this.applicationContext || this.locks != null) {
 			return;
 		}
+		warnOfJobBeansNotCreated();
 		List<SingleInstanceJob> jobs;
 		synchronized (this.pending) {
 			jobs = new ArrayList<>(this.pending);
@@ -280,6 +319,55 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		if (logger.isDebugEnabled()) {
 			logger.debug("Holdfast scheduled " + jobs.size() + " job(s) on the " + template.backend().name()
 					+ " backend with " + scheduler);
+		}
+	}
+
+	/**
+	 * Names, at WARN, each lazy or non-singleton bean whose class has jobs but of which no
+	 * instance was created by the end of the refresh: its jobs run only once it is created.
+	 * Beans that Boot's lazy initialization made lazy are not among them (Holdfast excludes them
+	 * from it); those marked {@code @Lazy} explicitly, and prototypes nobody asked for, are.
+	 */
+	private void warnOfJobBeansNotCreated() {
+		if (!(this.beanFactory instanceof ConfigurableListableBeanFactory factory)) {
+			return;
+		}
+		for (String name : factory.getBeanDefinitionNames()) {
+			if (this.jobBeans.contains(originalBeanName(name))) {
+				continue;
+			}
+			BeanDefinition definition;
+			Class<?> type;
+			try {
+				definition = factory.getMergedBeanDefinition(name);
+				if (definition.isAbstract() || (definition.isSingleton() && !definition.isLazyInit())) {
+					continue;
+				}
+				type = factory.getType(name, false);
+			}
+			catch (BeansException ex) {
+				continue;
+			}
+			if (type == null) {
+				continue;
+			}
+			Class<?> userClass = ClassUtils.getUserClass(type);
+			Map<Method, SingleInstanceScheduled> methods = jobMethods(userClass);
+			if (methods.isEmpty()) {
+				continue;
+			}
+			String jobs = methods.keySet()
+				.stream()
+				.map((method) -> userClass.getName() + "." + method.getName())
+				.sorted()
+				.collect(Collectors.joining(", "));
+			String why = definition.isSingleton() ? "is lazy (@Lazy) and was not created at startup"
+					: "has scope '" + definition.getScope() + "' and no instance of it was created at startup";
+			String fix = definition.isSingleton() ? "Remove @Lazy from the bean"
+					: "Make the bean a singleton (one instance runs the jobs)";
+			logger.warn("@SingleInstanceScheduled job(s) " + jobs + " of bean '" + name + "' are not scheduled: the "
+					+ "bean " + why + "; its jobs run only once the bean is created. " + fix
+					+ " to run them from startup.");
 		}
 	}
 

@@ -9,10 +9,13 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.BeanDefinitionCustomizer;
+import org.springframework.boot.LazyInitializationBeanFactoryPostProcessor;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.context.annotation.Lazy;
 import org.springframework.scheduling.annotation.EnableScheduling;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.scheduling.annotation.Schedules;
@@ -118,6 +121,42 @@ class SingleInstanceScheduledBeanTests {
 			assertThat(job.getClass()).isNotEqualTo(ProxiedJob.class);
 			assertThat(ProxiedJob.ranWithFieldSet.await(10, TimeUnit.SECONDS)).isTrue();
 		});
+	}
+
+	@Test
+	void withLazyInitializationJobBeansAreCreatedAndScheduledAtStartup() {
+		this.runner.withInitializer((context) -> context.addBeanFactoryPostProcessor(
+				new LazyInitializationBeanFactoryPostProcessor()))
+			.withBean("heartbeat", Heartbeat.class)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				// before anything asks for the bean
+				assertThat(context.getBean(SingleInstanceScheduledBeanPostProcessor.class).getScheduledTasks())
+					.hasSize(1);
+				assertThat(Heartbeat.beats.await(10, TimeUnit.SECONDS)).isTrue();
+			});
+	}
+
+	@Test
+	void aLazyJobBeanIsNamedInAWarningAtStartup(CapturedOutput output) {
+		this.runner.withUserConfiguration(LazyJob.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(SingleInstanceScheduledBeanPostProcessor.class).getScheduledTasks()).isEmpty();
+			assertThat(output).contains("WARN")
+				.contains("bean 'singleInstanceScheduledBeanTests.LazyJob'")
+				.contains("LazyJob.job")
+				.contains("run only once the bean is created");
+		});
+	}
+
+	@Test
+	void aPrototypeJobBeanNobodyAskedForIsNamedInAWarningAtStartup(CapturedOutput output) {
+		this.runner
+			.withBean("unrequested", NamedJob.class, NamedJob::new, PROTOTYPE)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(output).contains("WARN").contains("bean 'unrequested'").contains("prototype");
+			});
 	}
 
 	private static void assertStartupFailure(AssertableApplicationContext context, String method, String problem,
@@ -230,6 +269,26 @@ class SingleInstanceScheduledBeanTests {
 
 		@DistributedLock
 		public void exportNow() {
+		}
+
+	}
+
+	static class Heartbeat {
+
+		static final CountDownLatch beats = new CountDownLatch(1);
+
+		@SingleInstanceScheduled(fixedRate = "100ms")
+		void beat() {
+			beats.countDown();
+		}
+
+	}
+
+	@Lazy
+	static class LazyJob {
+
+		@SingleInstanceScheduled(fixedRate = "1h")
+		void job() {
 		}
 
 	}
