@@ -8,6 +8,7 @@ import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -118,6 +119,12 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 
 	private final List<SingleInstanceJob> pending = Collections.synchronizedList(new ArrayList<>());
 
+	/**
+	 * Tasks of beans created after the refresh (lazy, prototypes), which the registrar schedules
+	 * but does not list or cancel.
+	 */
+	private final Set<ScheduledTask> lateTasks = ConcurrentHashMap.newKeySet();
+
 	private final JobRuns runs = new JobRuns();
 
 	private final TickClock tickClock = new TickClock();
@@ -131,6 +138,9 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	private volatile @Nullable Defaults resolvedDefaults;
 
 	private volatile @Nullable JobLocks locks;
+
+	/** Whether the context was refreshed: jobs of beans created from then on are scheduled at once. */
+	private volatile boolean refreshed;
 
 	private volatile @Nullable ThreadPoolTaskScheduler ownScheduler;
 
@@ -201,14 +211,17 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 					: (definition.fixedRate() != null)
 							? new FixedRateTrigger(definition.fixedRate(), definition.initialDelay()) : null;
 			SingleInstanceJob job = new SingleInstanceJob(definition, bean, invocable, trigger, this.runs);
-			JobLocks current = this.locks;
-			if (current != null) {
-				// a bean created after the context was refreshed (lazy): schedule it at once
-				job.bind(current);
-				schedule(job, true);
+			boolean late;
+			synchronized (this.pending) {
+				late = this.refreshed;
+				if (!late) {
+					this.pending.add(job);
+				}
 			}
-			else {
-				this.pending.add(job);
+			if (late) {
+				// a bean created after the context was refreshed (lazy, prototype): schedule it at once
+				job.bind(locks());
+				schedule(job, true);
 			}
 		}
 		return bean;
@@ -273,17 +286,47 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 
 	@Override
 	public void onApplicationEvent(ContextRefreshedEvent event) {
-		if (event.getApplicationContext() != this.applicationContext || this.locks != null) {
+		if (event.getApplicationContext() != this.applicationContext || this.refreshed) {
 			return;
 		}
 		warnOfJobBeansNotCreated();
 		List<SingleInstanceJob> jobs;
 		synchronized (this.pending) {
+			this.refreshed = true;
 			jobs = new ArrayList<>(this.pending);
 			this.pending.clear();
 		}
 		if (jobs.isEmpty() && this.names.isEmpty()) {
+			// the lock engine is looked up when a bean created later brings a job
 			return;
+		}
+		JobLocks locks = locks();
+		for (SingleInstanceJob job : jobs) {
+			job.bind(locks);
+			schedule(job, false);
+		}
+		if (!locks.claimsTicks() && jobs.stream().anyMatch((job) -> job.trigger() != null)) {
+			logger.warn("The " + locks.backendName() + " lock backend keeps no tick records (it does not "
+					+ "implement TickClaims): which tick of a cron or fixed-rate @SingleInstanceScheduled job is due "
+					+ "is decided by each instance's clock. A tick runs once while the instances' clocks differ by "
+					+ "less than half its period; beyond that it can run twice, or early. Keep the clocks "
+					+ "synchronised (NTP), or use a backend with tick records (redis, redlock, jdbc, zookeeper, memory).");
+		}
+		this.registrar.afterPropertiesSet();
+		if (logger.isDebugEnabled()) {
+			logger.debug("Holdfast scheduled " + jobs.size() + " job(s) on the " + locks.backendName()
+					+ " backend with " + this.registrar.getScheduler());
+		}
+	}
+
+	/**
+	 * The job locks on the application's lock engine, and the scheduler set on the registrar,
+	 * looked up once, after the refresh.
+	 */
+	private synchronized JobLocks locks() {
+		JobLocks current = this.locks;
+		if (current != null) {
+			return current;
 		}
 		ListableBeanFactory factory = (ListableBeanFactory) this.beanFactory;
 		if (factory == null) {
@@ -301,25 +344,10 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		TaskScheduler scheduler = scheduler(factory);
 		this.registrar.setTaskScheduler(scheduler);
 		List<LockListener> listeners = factory.getBeanProvider(LockListener.class).orderedStream().toList();
-		JobLocks locks = new JobLocks(template, CompositeLockListener.of(listeners), scheduler, this.tickClock,
+		current = new JobLocks(template, CompositeLockListener.of(listeners), scheduler, this.tickClock,
 				defaults().clockTolerance());
-		for (SingleInstanceJob job : jobs) {
-			job.bind(locks);
-			schedule(job, false);
-		}
-		if (!locks.claimsTicks() && jobs.stream().anyMatch((job) -> job.trigger() != null)) {
-			logger.warn("The " + template.backend().name() + " lock backend keeps no tick records (it does not "
-					+ "implement TickClaims): which tick of a cron or fixed-rate @SingleInstanceScheduled job is due "
-					+ "is decided by each instance's clock. A tick runs once while the instances' clocks differ by "
-					+ "less than half its period; beyond that it can run twice, or early. Keep the clocks "
-					+ "synchronised (NTP), or use a backend with tick records (redis, redlock, jdbc, zookeeper, memory).");
-		}
-		this.registrar.afterPropertiesSet();
-		this.locks = locks;
-		if (logger.isDebugEnabled()) {
-			logger.debug("Holdfast scheduled " + jobs.size() + " job(s) on the " + template.backend().name()
-					+ " backend with " + scheduler);
-		}
+		this.locks = current;
+		return current;
 	}
 
 	/**
@@ -376,7 +404,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		if (definition.cron() != null) {
 			CronTask task = new CronTask(job, (TickCronTrigger) triggerOf(job, definition));
 			if (now) {
-				this.registrar.scheduleCronTask(task);
+				addLate(this.registrar.scheduleCronTask(task));
 			}
 			else {
 				this.registrar.addCronTask(task);
@@ -385,7 +413,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		else if (definition.fixedRate() != null) {
 			TriggerTask task = new TriggerTask(job, triggerOf(job, definition));
 			if (now) {
-				this.registrar.scheduleTriggerTask(task);
+				addLate(this.registrar.scheduleTriggerTask(task));
 			}
 			else {
 				this.registrar.addTriggerTask(task);
@@ -394,11 +422,17 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		else if (definition.fixedDelay() != null) {
 			FixedDelayTask task = new FixedDelayTask(job, definition.fixedDelay(), definition.initialDelay());
 			if (now) {
-				this.registrar.scheduleFixedDelayTask(task);
+				addLate(this.registrar.scheduleFixedDelayTask(task));
 			}
 			else {
 				this.registrar.addFixedDelayTask(task);
 			}
+		}
+	}
+
+	private void addLate(@Nullable ScheduledTask task) {
+		if (task != null) {
+			this.lateTasks.add(task);
 		}
 	}
 
@@ -467,7 +501,13 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	/** The tasks this post-processor scheduled. */
 	@Override
 	public Set<ScheduledTask> getScheduledTasks() {
-		return this.registrar.getScheduledTasks();
+		Set<ScheduledTask> tasks = this.registrar.getScheduledTasks();
+		if (this.lateTasks.isEmpty()) {
+			return tasks;
+		}
+		Set<ScheduledTask> all = new LinkedHashSet<>(tasks);
+		all.addAll(this.lateTasks);
+		return Collections.unmodifiableSet(all);
 	}
 
 	/** Lets jobs start runs again after a {@link #stop}. */
@@ -514,6 +554,8 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	@Override
 	public void destroy() {
 		this.registrar.destroy();
+		this.lateTasks.forEach(ScheduledTask::cancel);
+		this.lateTasks.clear();
 		ThreadPoolTaskScheduler own = this.ownScheduler;
 		if (own != null) {
 			own.destroy();

@@ -81,6 +81,9 @@ class SingleInstanceScheduledBeanTests {
 			.run((context) -> {
 				assertThat(context).hasNotFailed();
 				assertThat(context.getBean("prototypeJob")).isNotSameAs(context.getBean("prototypeJob"));
+				assertThat(context.getBean(SingleInstanceScheduledBeanPostProcessor.class).getScheduledTasks())
+					.as("tasks of beans created after the refresh are listed")
+					.hasSize(2);
 			});
 	}
 
@@ -146,6 +149,10 @@ class SingleInstanceScheduledBeanTests {
 				.contains("bean 'singleInstanceScheduledBeanTests.LazyJob'")
 				.contains("LazyJob.job")
 				.contains("run only once the bean is created");
+			context.getBean(LazyJob.class);
+			assertThat(context.getBean(SingleInstanceScheduledBeanPostProcessor.class).getScheduledTasks())
+				.as("scheduled once created, also where no other job was scheduled at startup")
+				.hasSize(1);
 		});
 	}
 
