@@ -6,6 +6,7 @@ import java.time.ZoneId;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.boot.LazyInitializationExcludeFilter;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.bind.Binder;
@@ -20,7 +21,8 @@ import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
 
 /**
  * {@code @SingleInstanceScheduled} support: the post-processor that schedules annotated
- * methods. It needs no {@code @EnableScheduling}.
+ * methods, and the filter that keeps their beans out of lazy initialization. It needs no
+ * {@code @EnableScheduling}.
  */
 @Configuration(proxyBeanMethods = false)
 @ConditionalOnBooleanProperty(name = "holdfast.scheduling.enabled", matchIfMissing = true)
@@ -38,6 +40,17 @@ class SchedulingConfiguration {
 			return new SingleInstanceScheduledBeanPostProcessor.Defaults(properties.getLockAtMostFor(),
 					properties.getLockAtLeastFor(), zone(properties.getZone()), properties.getClockTolerance());
 		});
+	}
+
+	/**
+	 * Keeps beans with {@code @SingleInstanceScheduled} methods out of Boot's lazy initialization
+	 * ({@code spring.main.lazy-initialization}): a lazy job bean nobody asks for is never created,
+	 * and its jobs never run.
+	 */
+	@Bean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static LazyInitializationExcludeFilter holdfastSingleInstanceScheduledLazyInitializationExcludeFilter() {
+		return (beanName, beanDefinition, beanType) -> SingleInstanceScheduledBeanPostProcessor.declaresJobs(beanType);
 	}
 
 	private static @Nullable ZoneId zone(@Nullable String zone) {

@@ -18,6 +18,8 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.core.ReactiveAdapterRegistry;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.scheduling.config.ScheduledTaskRegistrar;
 import org.springframework.scheduling.support.CronExpression;
 import org.springframework.util.StringUtils;
@@ -29,7 +31,7 @@ import dev.holdfast.SingleInstanceScheduled;
  * A validated {@link SingleInstanceScheduled} declaration, placeholders resolved.
  *
  * @param name the job name, the name of its lock
- * @param description {@code ClassName.method}, for messages
+ * @param description {@code ClassName.method} of the bean's user class, for messages
  * @param cron the cron expression, or {@code null} for fixed-rate and fixed-delay jobs
  * @param zone the time zone of the cron expression: the annotation's, else
  * {@code holdfast.scheduling.zone}, else UTC when that is the JVM's default (the job refuses to
@@ -49,18 +51,27 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 
 	/**
 	 * Reads and validates the annotation on {@code method}.
+	 * @param beanClass the user class of the bean the job runs on: the default name and the
+	 * description are {@code SimpleName.method} and {@code ClassName.method} of it, not of the
+	 * class that declares the method, so that beans inheriting one job method are distinct jobs
 	 * @param resolver resolves {@code ${...}} placeholders
 	 * @param defaultAtMost {@code holdfast.scheduling.lock-at-most-for}
 	 * @param defaultAtLeast {@code holdfast.scheduling.lock-at-least-for}
 	 * @param defaultZone {@code holdfast.scheduling.zone}, or {@code null} when not set
 	 * @throws LockConfigurationException naming the method and attribute at fault
 	 */
-	static JobDefinition of(SingleInstanceScheduled annotation, Method method, UnaryOperator<String> resolver,
-			Duration defaultAtMost, Duration defaultAtLeast, @Nullable ZoneId defaultZone) {
-		String description = method.getDeclaringClass().getName() + "." + method.getName();
+	static JobDefinition of(SingleInstanceScheduled annotation, Method method, Class<?> beanClass,
+			UnaryOperator<String> resolver, Duration defaultAtMost, Duration defaultAtLeast,
+			@Nullable ZoneId defaultZone) {
+		String description = beanClass.getName() + "." + method.getName();
 		if (method.getParameterCount() != 0) {
 			throw invalid(description, "has parameters; a @SingleInstanceScheduled method takes none",
 					"Remove the parameters of the method.");
+		}
+		if (!AnnotatedElementUtils.findMergedRepeatableAnnotations(method, Scheduled.class).isEmpty()) {
+			throw invalid(description, "is also annotated with @Scheduled (or @Schedules, here or on a method it "
+					+ "overrides): with @EnableScheduling, Spring would also run it on every instance at every tick, "
+					+ "without the job lock", "Remove @Scheduled from the method: @SingleInstanceScheduled schedules it.");
 		}
 		Class<?> returnType = method.getReturnType();
 		if (CompletionStage.class.isAssignableFrom(returnType) || Future.class.isAssignableFrom(returnType)
@@ -72,7 +83,7 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 		}
 		String name = resolve(resolver, annotation.name());
 		if (name.isEmpty()) {
-			name = method.getDeclaringClass().getSimpleName() + "." + method.getName();
+			name = beanClass.getSimpleName() + "." + method.getName();
 		}
 		String cron = resolve(resolver, annotation.cron());
 		String zoneText = resolve(resolver, annotation.zone());
@@ -192,7 +203,7 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 		return duration;
 	}
 
-	private static LockConfigurationException invalid(String description, String problem, String action) {
+	static LockConfigurationException invalid(String description, String problem, String action) {
 		return new LockConfigurationException("@SingleInstanceScheduled method " + description + " " + problem,
 				action);
 	}

@@ -1,18 +1,21 @@
 package dev.holdfast.scheduling;
 
 import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.function.Supplier;
+import java.util.stream.Collectors;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -20,13 +23,16 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.framework.AopInfrastructureBean;
 import org.springframework.aop.framework.AopProxyUtils;
+import org.springframework.aop.scope.ScopedProxyUtils;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.ListableBeanFactory;
+import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.task.ThreadPoolTaskSchedulerBuilder;
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.ApplicationContextAware;
@@ -47,6 +53,7 @@ import org.springframework.scheduling.config.ScheduledTask;
 import org.springframework.scheduling.config.ScheduledTaskHolder;
 import org.springframework.scheduling.config.ScheduledTaskRegistrar;
 import org.springframework.scheduling.config.TriggerTask;
+import org.springframework.util.ClassUtils;
 import org.springframework.util.StringValueResolver;
 
 import dev.holdfast.LockConfigurationException;
@@ -60,7 +67,14 @@ import dev.holdfast.core.LockEngine;
  * refreshed, with a {@link ScheduledTaskRegistrar} on Spring's scheduling infrastructure.
  * <ul>
  * <li>Declarations are validated when their bean is initialized: a bad one fails the context
- * with a {@link LockConfigurationException} naming the method.</li>
+ * with a {@link LockConfigurationException} naming the method. So do a job name used by two
+ * beans, {@code @Scheduled} left on a job method, and a {@code final} or {@code private} job
+ * method of a class-based proxy, which would run on the proxy object.</li>
+ * <li>A job's default name is {@code SimpleName.method} of the bean's class, also for an
+ * inherited method.</li>
+ * <li>Beans with jobs are kept out of Boot's lazy initialization (by a filter of the
+ * auto-configuration); a lazy or prototype job bean still not created when the context is
+ * refreshed is named in a WARN: its jobs run only once it is created.</li>
  * <li>Jobs run on the application's {@link TaskScheduler} bean (the only one, or the one named
  * {@code taskScheduler}), else on its {@link ScheduledExecutorService}; without either, on a
  * {@link ThreadPoolTaskScheduler} owned by this post-processor, built with Boot's
@@ -97,10 +111,19 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	/** Classes without the annotation; bounded by the number of bean classes. */
 	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
 
-	/** Job name to its method, to refuse a name used twice. */
-	private final Map<String, String> names = new ConcurrentHashMap<>();
+	/** Job name to its method and bean, to refuse a name used by two jobs. */
+	private final Map<String, JobOwner> names = new ConcurrentHashMap<>();
+
+	/** Names of the beans that declared jobs, to name at refresh those not created. */
+	private final Set<String> jobBeans = ConcurrentHashMap.newKeySet();
 
 	private final List<SingleInstanceJob> pending = Collections.synchronizedList(new ArrayList<>());
+
+	/**
+	 * Tasks of beans created after the refresh (lazy, prototypes), which the registrar schedules
+	 * but does not list or cancel.
+	 */
+	private final Set<ScheduledTask> lateTasks = ConcurrentHashMap.newKeySet();
 
 	private final JobRuns runs = new JobRuns();
 
@@ -115,6 +138,9 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	private volatile @Nullable Defaults resolvedDefaults;
 
 	private volatile @Nullable JobLocks locks;
+
+	/** Whether the context was refreshed: jobs of beans created from then on are scheduled at once. */
+	private volatile boolean refreshed;
 
 	private volatile @Nullable ThreadPoolTaskScheduler ownScheduler;
 
@@ -153,29 +179,28 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			return bean;
 		}
 		Class<?> targetClass = AopProxyUtils.ultimateTargetClass(bean);
-		if (this.nonAnnotatedClasses.contains(targetClass)) {
-			return bean;
-		}
-		Map<Method, SingleInstanceScheduled> methods = Collections.emptyMap();
-		if (AnnotationUtils.isCandidateClass(targetClass, SingleInstanceScheduled.class)) {
-			methods = MethodIntrospector.selectMethods(targetClass,
-					(MethodIntrospector.MetadataLookup<SingleInstanceScheduled>) (method) -> AnnotatedElementUtils
-						.findMergedAnnotation(method, SingleInstanceScheduled.class));
-		}
+		Map<Method, SingleInstanceScheduled> methods = jobMethods(targetClass);
 		if (methods.isEmpty()) {
-			this.nonAnnotatedClasses.add(targetClass);
 			return bean;
 		}
+		Class<?> beanClass = ClassUtils.getUserClass(targetClass);
+		String owner = originalBeanName(beanName);
+		this.jobBeans.add(owner);
 		Defaults defaults = defaults();
 		for (Map.Entry<Method, SingleInstanceScheduled> entry : new LinkedHashMap<>(methods).entrySet()) {
 			Method method = entry.getKey();
-			JobDefinition definition = JobDefinition.of(entry.getValue(), method, this::resolve,
+			JobDefinition definition = JobDefinition.of(entry.getValue(), method, beanClass, this::resolve,
 					defaults.lockAtMostFor(), defaults.lockAtLeastFor(), defaults.zone());
-			String previous = this.names.putIfAbsent(definition.name(), definition.description());
-			if (previous != null && !previous.equals(definition.description())) {
-				throw new LockConfigurationException("@SingleInstanceScheduled methods " + previous + " and "
-						+ definition.description() + " both use the job name '" + definition.name() + "'",
-						"Give one of them another name: the job name is its lock, unique in the cluster.");
+			checkInvocable(bean, beanName, method, definition);
+			JobOwner jobOwner = new JobOwner(definition.description(), owner);
+			JobOwner previous = this.names.putIfAbsent(definition.name(), jobOwner);
+			// Instances of one prototype (or a bean created again) share their jobs: they run one at a time.
+			if (previous != null && !previous.equals(jobOwner)) {
+				throw new LockConfigurationException("@SingleInstanceScheduled methods " + previous + " and " + jobOwner
+						+ " both use the job name '" + definition.name() + "': the job name is its lock, unique in "
+						+ "the cluster, so they would split its ticks, each running only some of them",
+						"Give each job its own name with the name attribute of @SingleInstanceScheduled; for two "
+								+ "beans of one class, declare the job in a subclass per bean, or on one bean only.");
 			}
 			if (definition.disabled()) {
 				logger.info("Holdfast job '" + definition.name() + "' is disabled (cron \"-\")");
@@ -186,31 +211,122 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 					: (definition.fixedRate() != null)
 							? new FixedRateTrigger(definition.fixedRate(), definition.initialDelay()) : null;
 			SingleInstanceJob job = new SingleInstanceJob(definition, bean, invocable, trigger, this.runs);
-			JobLocks current = this.locks;
-			if (current != null) {
-				// a bean created after the context was refreshed (lazy): schedule it at once
-				job.bind(current);
-				schedule(job, true);
+			boolean late;
+			synchronized (this.pending) {
+				late = this.refreshed;
+				if (!late) {
+					this.pending.add(job);
+				}
 			}
-			else {
-				this.pending.add(job);
+			if (late) {
+				// a bean created after the context was refreshed (lazy, prototype): schedule it at once
+				job.bind(locks());
+				schedule(job, true);
 			}
 		}
 		return bean;
 	}
 
-	@Override
-	public void onApplicationEvent(ContextRefreshedEvent event) {
-		if (event.getApplicationContext() != this.applicationContext || this.locks != null) {
+	/**
+	 * Fails when the job method cannot run on the bean's instance: a {@code final} or
+	 * {@code private} method of a class-based (CGLIB) proxy would run on the proxy object, whose
+	 * fields are not the bean's, silently doing nothing useful.
+	 */
+	private static void checkInvocable(Object bean, String beanName, Method method, JobDefinition definition) {
+		int modifiers = method.getModifiers();
+		if (!AopUtils.isCglibProxy(bean) || Modifier.isStatic(modifiers)
+				|| !(Modifier.isFinal(modifiers) || Modifier.isPrivate(modifiers))) {
 			return;
 		}
+		String modifier = Modifier.isFinal(modifiers) ? "final" : "private";
+		throw JobDefinition.invalid(definition.description(), "is " + modifier + ", and its bean '" + beanName
+				+ "' is a class-based (CGLIB) proxy (for example for its @Transactional or @DistributedLock "
+				+ "methods), which cannot pass a call of a " + modifier + " method on to the bean: the job would run "
+				+ "on the proxy object, whose fields are not the bean's",
+				"Make the method non-" + modifier + " (it may be package-private, protected or public).");
+	}
+
+	/**
+	 * The {@link SingleInstanceScheduled} methods of {@code type}, with their merged annotations;
+	 * remembers the classes that have none.
+	 */
+	private Map<Method, SingleInstanceScheduled> jobMethods(Class<?> type) {
+		if (this.nonAnnotatedClasses.contains(type)) {
+			return Collections.emptyMap();
+		}
+		Map<Method, SingleInstanceScheduled> methods = findJobMethods(type);
+		if (methods.isEmpty()) {
+			this.nonAnnotatedClasses.add(type);
+		}
+		return methods;
+	}
+
+	private static Map<Method, SingleInstanceScheduled> findJobMethods(Class<?> type) {
+		if (!AnnotationUtils.isCandidateClass(type, SingleInstanceScheduled.class)) {
+			return Collections.emptyMap();
+		}
+		return MethodIntrospector.selectMethods(type,
+				(MethodIntrospector.MetadataLookup<SingleInstanceScheduled>) (method) -> AnnotatedElementUtils
+					.findMergedAnnotation(method, SingleInstanceScheduled.class));
+	}
+
+	/**
+	 * Whether {@code type} declares or inherits a {@link SingleInstanceScheduled} method: such a
+	 * bean must be created at startup for its jobs to be scheduled.
+	 * @param type a bean type, or {@code null} when unknown
+	 */
+	public static boolean declaresJobs(@Nullable Class<?> type) {
+		return type != null && !findJobMethods(ClassUtils.getUserClass(type)).isEmpty();
+	}
+
+	/** The bean a scoped proxy's target stands for: the proxy and its target declare the same jobs. */
+	private static String originalBeanName(String beanName) {
+		return ScopedProxyUtils.isScopedTarget(beanName) ? ScopedProxyUtils.getOriginalBeanName(beanName) : beanName;
+	}
+
+	@Override
+	public void onApplicationEvent(ContextRefreshedEvent event) {
+		if (event.getApplicationContext() != this.applicationContext || this.refreshed) {
+			return;
+		}
+		warnOfJobBeansNotCreated();
 		List<SingleInstanceJob> jobs;
 		synchronized (this.pending) {
+			this.refreshed = true;
 			jobs = new ArrayList<>(this.pending);
 			this.pending.clear();
 		}
 		if (jobs.isEmpty() && this.names.isEmpty()) {
+			// the lock engine is looked up when a bean created later brings a job
 			return;
+		}
+		JobLocks locks = locks();
+		for (SingleInstanceJob job : jobs) {
+			job.bind(locks);
+			schedule(job, false);
+		}
+		if (!locks.claimsTicks() && jobs.stream().anyMatch((job) -> job.trigger() != null)) {
+			logger.warn("The " + locks.backendName() + " lock backend keeps no tick records (it does not "
+					+ "implement TickClaims): which tick of a cron or fixed-rate @SingleInstanceScheduled job is due "
+					+ "is decided by each instance's clock. A tick runs once while the instances' clocks differ by "
+					+ "less than half its period; beyond that it can run twice, or early. Keep the clocks "
+					+ "synchronised (NTP), or use a backend with tick records (redis, redlock, jdbc, zookeeper, memory).");
+		}
+		this.registrar.afterPropertiesSet();
+		if (logger.isDebugEnabled()) {
+			logger.debug("Holdfast scheduled " + jobs.size() + " job(s) on the " + locks.backendName()
+					+ " backend with " + this.registrar.getScheduler());
+		}
+	}
+
+	/**
+	 * The job locks on the application's lock engine, and the scheduler set on the registrar,
+	 * looked up once, after the refresh.
+	 */
+	private synchronized JobLocks locks() {
+		JobLocks current = this.locks;
+		if (current != null) {
+			return current;
 		}
 		ListableBeanFactory factory = (ListableBeanFactory) this.beanFactory;
 		if (factory == null) {
@@ -228,24 +344,58 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		TaskScheduler scheduler = scheduler(factory);
 		this.registrar.setTaskScheduler(scheduler);
 		List<LockListener> listeners = factory.getBeanProvider(LockListener.class).orderedStream().toList();
-		JobLocks locks = new JobLocks(template, CompositeLockListener.of(listeners), scheduler, this.tickClock,
+		current = new JobLocks(template, CompositeLockListener.of(listeners), scheduler, this.tickClock,
 				defaults().clockTolerance());
-		for (SingleInstanceJob job : jobs) {
-			job.bind(locks);
-			schedule(job, false);
+		this.locks = current;
+		return current;
+	}
+
+	/**
+	 * Names, at WARN, each lazy or non-singleton bean whose class has jobs but of which no
+	 * instance was created by the end of the refresh: its jobs run only once it is created.
+	 * Beans that Boot's lazy initialization made lazy are not among them (Holdfast excludes them
+	 * from it); those marked {@code @Lazy} explicitly, and prototypes nobody asked for, are.
+	 */
+	private void warnOfJobBeansNotCreated() {
+		if (!(this.beanFactory instanceof ConfigurableListableBeanFactory factory)) {
+			return;
 		}
-		if (!locks.claimsTicks() && jobs.stream().anyMatch((job) -> job.trigger() != null)) {
-			logger.warn("The " + template.backend().name() + " lock backend keeps no tick records (it does not "
-					+ "implement TickClaims): which tick of a cron or fixed-rate @SingleInstanceScheduled job is due "
-					+ "is decided by each instance's clock. A tick runs once while the instances' clocks differ by "
-					+ "less than half its period; beyond that it can run twice, or early. Keep the clocks "
-					+ "synchronised (NTP), or use a backend with tick records (redis, redlock, jdbc, zookeeper, memory).");
-		}
-		this.registrar.afterPropertiesSet();
-		this.locks = locks;
-		if (logger.isDebugEnabled()) {
-			logger.debug("Holdfast scheduled " + jobs.size() + " job(s) on the " + template.backend().name()
-					+ " backend with " + scheduler);
+		for (String name : factory.getBeanDefinitionNames()) {
+			if (this.jobBeans.contains(originalBeanName(name))) {
+				continue;
+			}
+			BeanDefinition definition;
+			Class<?> type;
+			try {
+				definition = factory.getMergedBeanDefinition(name);
+				if (definition.isAbstract() || (definition.isSingleton() && !definition.isLazyInit())) {
+					continue;
+				}
+				type = factory.getType(name, false);
+			}
+			catch (BeansException ex) {
+				continue;
+			}
+			if (type == null) {
+				continue;
+			}
+			Class<?> userClass = ClassUtils.getUserClass(type);
+			Map<Method, SingleInstanceScheduled> methods = jobMethods(userClass);
+			if (methods.isEmpty()) {
+				continue;
+			}
+			String jobs = methods.keySet()
+				.stream()
+				.map((method) -> userClass.getName() + "." + method.getName())
+				.sorted()
+				.collect(Collectors.joining(", "));
+			String why = definition.isSingleton() ? "is lazy (@Lazy) and was not created at startup"
+					: "has scope '" + definition.getScope() + "' and no instance of it was created at startup";
+			String fix = definition.isSingleton() ? "Remove @Lazy from the bean"
+					: "Make the bean a singleton (one instance runs the jobs)";
+			logger.warn("@SingleInstanceScheduled job(s) " + jobs + " of bean '" + name + "' are not scheduled: the "
+					+ "bean " + why + "; its jobs run only once the bean is created. " + fix
+					+ " to run them from startup.");
 		}
 	}
 
@@ -254,7 +404,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		if (definition.cron() != null) {
 			CronTask task = new CronTask(job, (TickCronTrigger) triggerOf(job, definition));
 			if (now) {
-				this.registrar.scheduleCronTask(task);
+				addLate(this.registrar.scheduleCronTask(task));
 			}
 			else {
 				this.registrar.addCronTask(task);
@@ -263,7 +413,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		else if (definition.fixedRate() != null) {
 			TriggerTask task = new TriggerTask(job, triggerOf(job, definition));
 			if (now) {
-				this.registrar.scheduleTriggerTask(task);
+				addLate(this.registrar.scheduleTriggerTask(task));
 			}
 			else {
 				this.registrar.addTriggerTask(task);
@@ -272,11 +422,17 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		else if (definition.fixedDelay() != null) {
 			FixedDelayTask task = new FixedDelayTask(job, definition.fixedDelay(), definition.initialDelay());
 			if (now) {
-				this.registrar.scheduleFixedDelayTask(task);
+				addLate(this.registrar.scheduleFixedDelayTask(task));
 			}
 			else {
 				this.registrar.addFixedDelayTask(task);
 			}
+		}
+	}
+
+	private void addLate(@Nullable ScheduledTask task) {
+		if (task != null) {
+			this.lateTasks.add(task);
 		}
 	}
 
@@ -345,7 +501,13 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	/** The tasks this post-processor scheduled. */
 	@Override
 	public Set<ScheduledTask> getScheduledTasks() {
-		return this.registrar.getScheduledTasks();
+		Set<ScheduledTask> tasks = this.registrar.getScheduledTasks();
+		if (this.lateTasks.isEmpty()) {
+			return tasks;
+		}
+		Set<ScheduledTask> all = new LinkedHashSet<>(tasks);
+		all.addAll(this.lateTasks);
+		return Collections.unmodifiableSet(all);
 	}
 
 	/** Lets jobs start runs again after a {@link #stop}. */
@@ -392,10 +554,22 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	@Override
 	public void destroy() {
 		this.registrar.destroy();
+		this.lateTasks.forEach(ScheduledTask::cancel);
+		this.lateTasks.clear();
 		ThreadPoolTaskScheduler own = this.ownScheduler;
 		if (own != null) {
 			own.destroy();
 		}
+	}
+
+	/** The method and bean of a job, to tell two jobs under one name from two instances of one bean. */
+	private record JobOwner(String description, String beanName) {
+
+		@Override
+		public String toString() {
+			return this.description + " (bean '" + this.beanName + "')";
+		}
+
 	}
 
 	/**
