@@ -1,5 +1,7 @@
 package dev.holdfast.aop;
 
+import java.time.Duration;
+import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicReference;
@@ -70,7 +72,7 @@ final class ReactiveLockSupport {
 				return source;
 			}
 			return Flux.usingWhen(acquire(name, key, options, onLocked).map(Held::of),
-					(held) -> source.contextWrite((inner) -> withLease(inner, held.view())), this::release,
+					(held) -> source.contextWrite((inner) -> withLease(inner, held)), this::release,
 					(held, ex) -> release(held), this::release);
 		});
 	}
@@ -81,37 +83,83 @@ final class ReactiveLockSupport {
 				return source;
 			}
 			return Mono.usingWhen(acquire(name, key, options, onLocked).map(Held::of),
-					(held) -> source.contextWrite((inner) -> withLease(inner, held.view())), this::release,
+					(held) -> source.contextWrite((inner) -> withLease(inner, held)), this::release,
 					(held, ex) -> release(held), this::release);
 		});
 	}
 
 	/**
-	 * A lease and the hold of it that the locked publisher reads from its context: closing that
-	 * view ends only its hold, so the lock stays until the publisher completes, errors or is
-	 * cancelled.
+	 * A lease and the view of it that the locked publisher reads from its context: closing that
+	 * view (try-with-resources on {@code ReactiveLockContext}) ends only the view, so the lock stays
+	 * until the publisher completes, errors or is cancelled. The view counts no hold of the lease:
+	 * a cancel racing the grant releases the lease itself, and a {@code Held} that Reactor drops
+	 * leaves nothing open.
 	 */
 	private record Held(Lease lease, Lease view) {
 
 		static Held of(Lease lease) {
-			Lease view = EngineLease.newHold(lease);
-			EngineLease.detach(view);
-			return new Held(lease, view);
-		}
-
-		/** Ends the view's hold, if the publisher did not, so that releasing the lease releases the lock. */
-		void endView() {
-			if (this.view != this.lease) {
-				this.view.close();
-			}
+			return new Held(lease, new View(lease));
 		}
 
 	}
 
-	/** {@code context} with the lease and, when it is observed, the observation of its hold. */
-	private static Context withLease(Context context, Lease lease) {
-		Observation hold = EngineLease.observationOf(lease).hold();
-		Context withLease = context.put(Lease.class, lease);
+	/** A lease as the publisher sees it: valid until closed, closing releases nothing. */
+	private static final class View implements Lease {
+
+		private final Lease lease;
+
+		private volatile boolean closed;
+
+		View(Lease lease) {
+			this.lease = lease;
+		}
+
+		@Override
+		public String key() {
+			return this.lease.key();
+		}
+
+		@Override
+		public long fencingToken() {
+			return this.lease.fencingToken();
+		}
+
+		@Override
+		public Instant acquiredAt() {
+			return this.lease.acquiredAt();
+		}
+
+		@Override
+		public Instant expiresAt() {
+			return this.lease.expiresAt();
+		}
+
+		@Override
+		public boolean isValid() {
+			return !this.closed && this.lease.isValid();
+		}
+
+		@Override
+		public boolean extend(Duration ttl) {
+			return !this.closed && this.lease.extend(ttl);
+		}
+
+		@Override
+		public void close() {
+			this.closed = true;
+		}
+
+		@Override
+		public String toString() {
+			return this.lease.toString();
+		}
+
+	}
+
+	/** {@code context} with the lease's view and, when it is observed, the observation of its hold. */
+	private static Context withLease(Context context, Held held) {
+		Observation hold = EngineLease.observationOf(held.lease()).hold();
+		Context withLease = context.put(Lease.class, held.view());
 		return hold.isNoop() ? withLease : withLease.put(OBSERVATION_KEY, hold);
 	}
 
@@ -227,7 +275,6 @@ final class ReactiveLockSupport {
 	}
 
 	private Mono<Void> release(Held held) {
-		held.endView();
 		return release(held.lease());
 	}
 
