@@ -135,7 +135,8 @@ public class LockAspectSupport {
 		}
 		closeHold(hold, lease);
 		lease.close();
-		if (result != null) {
+		if (result != null && !Future.class.isAssignableFrom(returnType)) {
+			// A declared Future passed the startup check only on an @Async method, whose body this is.
 			warnIfWorkOutlivesTheLock(operation, result);
 		}
 		return result;
@@ -168,11 +169,14 @@ public class LockAspectSupport {
 	/**
 	 * A stage that completes like {@code stage}, after {@code hold} is closed and {@code lease}
 	 * released; cancelling it cancels {@code stage}, which releases. Where the declared type is a
-	 * subtype of {@link CompletableFuture} that cannot be replaced, {@code stage} itself is
-	 * returned and the release happens when it completes.
+	 * subtype of {@link CompletableFuture} that cannot be replaced, or a method declaring
+	 * {@code Object} returned a stage of another class (a caller may cast to it), {@code stage}
+	 * itself is returned and the release happens when it completes.
 	 */
 	private Object releaseWhenDone(CompletionStage<?> stage, Lease hold, Lease lease, Class<?> returnType) {
-		if (!returnType.isAssignableFrom(CompletableFuture.class)) {
+		boolean replaceable = returnType.isAssignableFrom(CompletableFuture.class)
+				&& (CompletionStage.class.isAssignableFrom(returnType) || stage.getClass() == CompletableFuture.class);
+		if (!replaceable) {
 			stage.whenComplete((value, ex) -> release(hold, lease));
 			return stage;
 		}

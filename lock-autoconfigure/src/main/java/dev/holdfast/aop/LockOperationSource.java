@@ -27,6 +27,7 @@ import org.springframework.expression.spel.SpelNode;
 import org.springframework.expression.spel.ast.VariableReference;
 import org.springframework.expression.spel.standard.SpelExpression;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
+import org.springframework.scheduling.annotation.Async;
 import org.springframework.util.ClassUtils;
 import org.springframework.util.StringUtils;
 import org.springframework.util.StringValueResolver;
@@ -120,7 +121,7 @@ public class LockOperationSource {
 							+ ", which has no empty value",
 					"Return a wrapper type, Optional or void, or use onLocked = THROW.");
 		}
-		checkReturnType(specific.getReturnType(), where);
+		checkReturnType(specific, where);
 		String keyText = annotation.key();
 		Expression expression = null;
 		if (StringUtils.hasText(keyText)) {
@@ -141,8 +142,14 @@ public class LockOperationSource {
 	 * Fails on return types that carry work past the return without telling when it is done: the
 	 * lock would be released when the method returns, with that work still to run or be read.
 	 */
-	private static void checkReturnType(Class<?> type, String where) {
-		if (Future.class.isAssignableFrom(type) && !CompletionStage.class.isAssignableFrom(type)) {
+	private static void checkReturnType(Method method, String where) {
+		Class<?> type = method.getReturnType();
+		// An @Async method's Future is made by Spring's async advisor, which runs in front of the
+		// lock's: the lock then wraps the method's body on the executor, and the body's own Future
+		// is done when it returns (AsyncResult, CompletableFuture.completedFuture).
+		boolean async = AnnotatedElementUtils.hasAnnotation(method, Async.class)
+				|| AnnotatedElementUtils.hasAnnotation(method.getDeclaringClass(), Async.class);
+		if (!async && Future.class.isAssignableFrom(type) && !CompletionStage.class.isAssignableFrom(type)) {
 			throw new LockConfigurationException(where + " returns " + type.getName()
 					+ ", a Future that is not a CompletionStage: nothing tells when its work is done, so the lock "
 					+ "would be released when the method returns and two calls could run that work at once",

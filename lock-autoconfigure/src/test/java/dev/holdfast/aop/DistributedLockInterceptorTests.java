@@ -31,6 +31,7 @@ import dev.holdfast.core.LockSettings;
 import dev.holdfast.memory.InMemoryLockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
@@ -234,6 +235,25 @@ class DistributedLockInterceptorTests {
 			.satisfies(Lease::close);
 		assertThat(this.service.untyped("plain")).isEqualTo("plain");
 		assertThat(this.other.tryAcquire("untyped", null, LockOptions.defaults())).isPresent().get().satisfies(Lease::close);
+	}
+
+	@Test
+	void methodDeclaringObjectReturnsTheStageOfItsOwnClassAndHoldsTheLockUntilItCompletes() {
+		// a caller of an Object method may cast to the class it knows: the stage is not replaced
+		OwnFuture<String> work = new OwnFuture<>();
+		assertThat(this.service.untyped(work)).isSameAs(work);
+		assertThat(this.other.tryAcquire("untyped", null, LockOptions.defaults())).as("held while the stage runs")
+			.isEmpty();
+		work.complete("done");
+		await().atMost(java.time.Duration.ofSeconds(5))
+			.until(() -> this.other.tryAcquire("untyped", null, LockOptions.defaults()).map((lease) -> {
+				lease.close();
+				return true;
+			}).orElse(false));
+	}
+
+	static final class OwnFuture<T> extends CompletableFuture<T> {
+
 	}
 
 	@Test

@@ -52,6 +52,68 @@ class ProxyInterceptionTests {
 	}
 
 	@Test
+	void asyncMethodReturningAFutureIsLockedAroundItsBodyOnTheExecutor() {
+		// Spring's async advisor runs in front of the lock's: the lock wraps the body on the
+		// executor, so an @Async method's Future (not a CompletionStage) is not refused
+		this.runner.withUserConfiguration(AsyncConfiguration.class).withBean(AsyncExports.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			AsyncExports exports = context.getBean(AsyncExports.class);
+			java.util.List<java.util.concurrent.Future<String>> calls = new java.util.ArrayList<>();
+			for (int i = 0; i < 4; i++) {
+				calls.add(exports.export());
+			}
+			for (java.util.concurrent.Future<String> call : calls) {
+				assertThat(call.get(10, java.util.concurrent.TimeUnit.SECONDS)).startsWith("holdfast:export");
+			}
+			assertThat(exports.maxInside()).as("bodies inside the lock at once").isEqualTo(1);
+			assertThat(exports.threads()).isNotEmpty().noneMatch(Thread.currentThread().getName()::equals);
+		});
+	}
+
+	@org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
+	@org.springframework.scheduling.annotation.EnableAsync
+	static class AsyncConfiguration {
+
+		@org.springframework.context.annotation.Bean
+		java.util.concurrent.Executor taskExecutor() {
+			return java.util.concurrent.Executors.newFixedThreadPool(4);
+		}
+
+	}
+
+	static class AsyncExports {
+
+		final AtomicInteger inside = new AtomicInteger();
+
+		final AtomicInteger maxInside = new AtomicInteger();
+
+		final java.util.Set<String> threads = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+		@org.springframework.scheduling.annotation.Async
+		@DistributedLock(name = "export", waitTime = "10s")
+		public java.util.concurrent.Future<String> export() throws InterruptedException {
+			this.threads.add(Thread.currentThread().getName());
+			this.maxInside.accumulateAndGet(this.inside.incrementAndGet(), Math::max);
+			Thread.sleep(100);
+			this.inside.decrementAndGet();
+			// done when returned, as Spring's AsyncResult is, and not a CompletionStage
+			String key = LockContext.requireLease().key();
+			java.util.concurrent.FutureTask<String> done = new java.util.concurrent.FutureTask<>(() -> key);
+			done.run();
+			return done;
+		}
+
+		public int maxInside() {
+			return this.maxInside.get();
+		}
+
+		public java.util.Set<String> threads() {
+			return this.threads;
+		}
+
+	}
+
+	@Test
 	void classProxiesByDefaultLockEveryPublicMethod() {
 		this.runner.withBean(AccountService.class).run((context) -> {
 			Accounts accounts = context.getBean(Accounts.class);
