@@ -72,6 +72,13 @@ public class HoldfastProperties {
 	 */
 	private boolean releaseInBackground = true;
 
+	/**
+	 * Whether a holdfast.* property that Holdfast does not have (a typo, or a property of a newer
+	 * version in shared configuration) fails the application at startup. Otherwise it is logged
+	 * at WARN.
+	 */
+	private boolean failOnUnknownProperties = true;
+
 	private final Aop aop = new Aop();
 
 	public @Nullable BackendType getBackend() {
@@ -144,6 +151,14 @@ public class HoldfastProperties {
 
 	public void setReleaseInBackground(boolean releaseInBackground) {
 		this.releaseInBackground = releaseInBackground;
+	}
+
+	public boolean isFailOnUnknownProperties() {
+		return this.failOnUnknownProperties;
+	}
+
+	public void setFailOnUnknownProperties(boolean failOnUnknownProperties) {
+		this.failOnUnknownProperties = failOnUnknownProperties;
 	}
 
 	public Aop getAop() {

@@ -37,13 +37,18 @@ import dev.holdfast.LockConfigurationException;
  * classes); relaxed spellings ({@code leaseTime}) and list or map entries of a known property are
  * known. Environment variables are not checked: their mapping to property names is ambiguous
  * ({@code HOLDFAST_LEASE_TIME} may mean {@code holdfast.lease.time}). A post-processor of the bean
- * factory, so that it runs before any bean a misspelled property was meant for.
+ * factory, so that it runs before any bean a misspelled property was meant for. With
+ * {@code holdfast.fail-on-unknown-properties=false} (configuration shared by applications on
+ * different Holdfast versions) the same message is a WARN.
  */
 final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 
 	private static final Log logger = LogFactory.getLog(HoldfastPropertyNamesCheck.class);
 
 	private static final ConfigurationPropertyName HOLDFAST = ConfigurationPropertyName.of("holdfast");
+
+	/** Whether unknown names fail the start ({@link HoldfastProperties#isFailOnUnknownProperties()}). */
+	private static final String FAIL_PROPERTY = "holdfast.fail-on-unknown-properties";
 
 	static final String METADATA = "META-INF/spring-configuration-metadata.json";
 
@@ -72,7 +77,11 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 				.forEach((name) -> unknown.putIfAbsent(name.toString(), origin(source, name)));
 		}
 		if (!unknown.isEmpty()) {
-			throw failure(unknown, known);
+			LockConfigurationException failure = failure(unknown, known);
+			if (this.environment.getProperty(FAIL_PROPERTY, Boolean.class, true)) {
+				throw failure;
+			}
+			logger.warn(failure.getMessage() + " " + failure.getAction());
 		}
 	}
 
@@ -111,7 +120,8 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 		});
 		description.append(": unknown names are ignored, so the setting meant keeps its default.");
 		action.append(" Holdfast's properties are listed in the README's configuration section and in the IDE's"
-				+ " completion of holdfast.*.");
+				+ " completion of holdfast.*; holdfast.fail-on-unknown-properties=false logs them at WARN instead"
+				+ " (for configuration shared with other versions).");
 		return new LockConfigurationException(description.toString(), action.toString());
 	}
 

@@ -102,8 +102,8 @@ public final class IdentityStrings {
 				}
 			}
 		}
-		else if (key instanceof Record record) {
-			// a record's toString() renders its components, so they are what is judged
+		else if (key instanceof Record record && rendersItsComponents(record)) {
+			// a record's generated toString() renders its components, so they are what is judged
 			for (Object component : components(record)) {
 				Object found = findIdentityValue(component);
 				if (found != null) {
@@ -173,7 +173,7 @@ public final class IdentityStrings {
 		while (element.isArray()) {
 			element = element.getComponentType();
 		}
-		if (element.isRecord()) {
+		if (element.isRecord() && COMPILED_TO_STRING.get(element)) {
 			if (!seen.add(element)) {
 				return null; // a record type that holds itself: judged once
 			}
@@ -188,6 +188,44 @@ public final class IdentityStrings {
 		}
 		return declaredTypeInheritsObjectToString(element) ? new DeclaredIdentity(path, element) : null;
 	}
+
+	/**
+	 * Whether a record renders as its components, so that they are what Holdfast renders and
+	 * judges: its {@code toString()} gives the form the compiler generates
+	 * ({@code Order[id=7, customer=...]}). A record that declares a {@code toString()} of its own
+	 * renders that, as any other class does: a key written as that text elsewhere must meet it.
+	 */
+	static boolean rendersItsComponents(Record record) {
+		if (!COMPILED_TO_STRING.get(record.getClass())) {
+			return false;
+		}
+		// final, as javac generates it, but a record may declare a final toString() of its own
+		String[] names = componentNames(record.getClass());
+		@Nullable Object[] values = components(record);
+		StringBuilder generated = new StringBuilder(record.getClass().getSimpleName()).append('[');
+		for (int i = 0; i < values.length; i++) {
+			generated.append((i > 0) ? ", " : "").append(names[i]).append('=').append(values[i]);
+		}
+		return record.toString().contentEquals(generated.append(']'));
+	}
+
+	/**
+	 * Whether a record class's {@code toString()} may be the compiler's: javac generates it
+	 * {@code final}; one the record declares itself is rarely final.
+	 */
+	private static final ClassValue<Boolean> COMPILED_TO_STRING = new ClassValue<>() {
+
+		@Override
+		protected Boolean computeValue(Class<?> type) {
+			try {
+				return Modifier.isFinal(type.getDeclaredMethod("toString").getModifiers());
+			}
+			catch (NoSuchMethodException ex) {
+				return true;
+			}
+		}
+
+	};
 
 	/** The names of a record class's components, in declaration order (its accessors' names). */
 	static String[] componentNames(Class<? extends Record> type) {

@@ -29,9 +29,9 @@ import org.springframework.util.ObjectUtils;
  * JVM: a {@link Set} lists its elements sorted by their text ({@code [a, b]}) whatever its
  * iteration order, a {@link Map} its entries sorted by key text, then value text
  * ({@code {a=1, b=2}}); lists and other collections ({@code [b, a]}) and arrays
- * ({@code {b, a}}) keep their order; a record renders its components, read through its
- * accessors, in the form of its generated {@code toString()} ({@code Order[id=7, lines={1, 2}]})
- * whether or not it declares its own; all of them recursively, so arrays inside them render by
+ * ({@code {b, a}}) keep their order; a record with the compiler's {@code toString()} renders its
+ * components, read through its accessors, in that form ({@code Order[id=7, lines={1, 2}]}), while
+ * a record with a {@code toString()} of its own renders that; all of them recursively, so arrays inside them render by
  * content too. Any other value renders its {@code toString()}. The text is not meant to be
  * injective: values of different types may render alike ({@code 42} and {@code "42"}, a set and
  * the sorted list of its elements) and then share a lock, which costs concurrency, never
@@ -195,7 +195,7 @@ public final class LockKeys {
 			}
 			out.append('}');
 		}
-		else if (value instanceof Record record) {
+		else if (value instanceof Record record && IdentityStrings.rendersItsComponents(record)) {
 			// the generated toString()'s form, with each component rendered by these rules
 			String[] names = IdentityStrings.componentNames(record.getClass());
 			@Nullable Object[] components = IdentityStrings.components(record);

@@ -85,6 +85,17 @@ class HoldfastAutoConfigurationTests {
 	}
 
 	@Test
+	void anUnknownPropertyIsAWarningWhenFailingOnThemIsOff(CapturedOutput output) {
+		this.runner
+			.withPropertyValues("holdfast.backend=memory", "holdfast.lock-at-most-for=10m",
+					"holdfast.fail-on-unknown-properties=false")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(output).contains("WARN").contains("Holdfast has no property 'holdfast.lock-at-most-for'");
+			});
+	}
+
+	@Test
 	void userBackendBeanWins() {
 		this.runner.withUserConfiguration(UserBackend.class).run((context) -> {
 			assertThat(context).hasSingleBean(LockBackend.class);

@@ -132,9 +132,20 @@ class LockKeysTests {
 	}
 
 	@Test
-	void aRecordsOwnToStringIsNotItsKey() {
-		assertThat(new Written("7")).hasToString("written");
-		assertThat(this.keys.encode("n", new Written("7"))).isEqualTo("holdfast:n:Written%5Bid=7%5D");
+	void aRecordsOwnToStringIsItsKeyAsForAnyClass() {
+		// a key written elsewhere as that text must meet it, and components it leaves out must
+		// not split the lock
+		assertThat(new Written("7", "alice")).hasToString("order-7");
+		assertThat(this.keys.encode("n", new Written("7", "alice"))).isEqualTo("holdfast:n:order-7")
+			.isEqualTo(this.keys.encode("n", new Written("7", "bob")))
+			.isEqualTo(this.keys.encode("n", "order-7"));
+		// its own toString() is judged as such: no component is inspected
+		assertThat(IdentityStrings.findIdentityValue(new OwnText(new Customer()))).isNull();
+	}
+
+	@Test
+	void aRecordWhoseOwnFinalToStringGivesTheGeneratedFormIsRenderedByItsComponents() {
+		assertThat(this.keys.encode("n", new FinalText(new long[] { 1, 2 }))).isEqualTo("holdfast:n:FinalText%5Bids=%7B1,%202%7D%5D");
 	}
 
 	@Test
@@ -188,11 +199,29 @@ class LockKeysTests {
 	record Reserve(Customer customer, String sku) {
 	}
 
-	record Written(String id) {
+	record Written(String id, String requestedBy) {
 
 		@Override
 		public String toString() {
-			return "written";
+			return "order-" + this.id;
+		}
+
+	}
+
+	record OwnText(Customer customer) {
+
+		@Override
+		public String toString() {
+			return "customer";
+		}
+
+	}
+
+	record FinalText(long[] ids) {
+
+		@Override
+		public final String toString() {
+			return "FinalText[ids=" + this.ids + "]";
 		}
 
 	}
