@@ -142,6 +142,9 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	/** Whether the context was refreshed: jobs of beans created from then on are scheduled at once. */
 	private volatile boolean refreshed;
 
+	/** Set by {@link #destroy()}: a job scheduled late after it is cancelled at once. */
+	private volatile boolean closed;
+
 	private volatile @Nullable ThreadPoolTaskScheduler ownScheduler;
 
 	/**
@@ -433,6 +436,11 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	private void addLate(@Nullable ScheduledTask task) {
 		if (task != null) {
 			this.lateTasks.add(task);
+			// Scheduled while the context closed: destroy() either saw it in the set or is seen here.
+			if (this.closed) {
+				task.cancel();
+				this.lateTasks.remove(task);
+			}
 		}
 	}
 
@@ -553,6 +561,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	/** Cancels the scheduled jobs and shuts down the scheduler this post-processor created. */
 	@Override
 	public void destroy() {
+		this.closed = true;
 		this.registrar.destroy();
 		this.lateTasks.forEach(ScheduledTask::cancel);
 		this.lateTasks.clear();
