@@ -1,11 +1,7 @@
 package dev.holdfast.autoconfigure;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.net.URL;
-import java.nio.charset.StandardCharsets;
+import java.beans.PropertyDescriptor;
 import java.util.ArrayList;
-import java.util.Enumeration;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -14,17 +10,18 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.beans.BeanUtils;
 import org.springframework.beans.factory.config.BeanFactoryPostProcessor;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
+import org.springframework.boot.context.properties.bind.DataObjectPropertyName;
 import org.springframework.boot.context.properties.source.ConfigurationProperty;
 import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
 import org.springframework.boot.context.properties.source.ConfigurationPropertySource;
 import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
 import org.springframework.boot.context.properties.source.IterableConfigurationPropertySource;
-import org.springframework.boot.json.JsonParserFactory;
 import org.springframework.core.env.Environment;
 import org.springframework.core.env.SystemEnvironmentPropertySource;
-import org.springframework.util.StreamUtils;
+import org.springframework.util.ClassUtils;
 
 import dev.holdfast.LockConfigurationException;
 
@@ -32,10 +29,9 @@ import dev.holdfast.LockConfigurationException;
  * Fails the application at startup when its configuration sets a {@code holdfast.*} property that
  * Holdfast does not have: Spring Boot ignores unknown names, so a typo such as
  * {@code holdfast.lease-tme} or {@code holdfast.redis.replicas-to-ak} would leave the setting it was
- * meant for at its default without a word. Holdfast's names are those of its configuration
- * metadata ({@code META-INF/spring-configuration-metadata.json}, generated from the properties
- * classes); relaxed spellings ({@code leaseTime}) and list or map entries of a known property are
- * known. Environment variables are not checked: their mapping to property names is ambiguous
+ * meant for at its default without a word. Holdfast's names are the properties of its
+ * {@code @ConfigurationProperties} classes (what the configuration metadata is generated from);
+ * relaxed spellings ({@code leaseTime}) and list or map entries of a known property are known. Environment variables are not checked: their mapping to property names is ambiguous
  * ({@code HOLDFAST_LEASE_TIME} may mean {@code holdfast.lease.time}). A post-processor of the bean
  * factory, so that it runs before any bean a misspelled property was meant for. With
  * {@code holdfast.fail-on-unknown-properties=false} (configuration shared by applications on
@@ -50,7 +46,6 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 	/** Whether unknown names fail the start ({@link HoldfastProperties#isFailOnUnknownProperties()}). */
 	private static final String FAIL_PROPERTY = "holdfast.fail-on-unknown-properties";
 
-	static final String METADATA = "META-INF/spring-configuration-metadata.json";
 
 	private final Environment environment;
 
@@ -60,11 +55,7 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 
 	@Override
 	public void postProcessBeanFactory(ConfigurableListableBeanFactory beanFactory) {
-		List<KnownName> known = knownNames(beanFactory.getBeanClassLoader());
-		if (known.isEmpty()) {
-			logger.debug("Holdfast's configuration metadata was not found: holdfast.* property names are not checked");
-			return;
-		}
+		List<KnownName> known = knownNames();
 		Map<String, String> unknown = new TreeMap<>();
 		for (ConfigurationPropertySource source : ConfigurationPropertySources.get(this.environment)) {
 			if (!(source instanceof IterableConfigurationPropertySource names)
@@ -162,41 +153,50 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 		return previous[b.length()];
 	}
 
-	/** Every {@code holdfast.*} property and group name of the configuration metadata on the class path. */
-	static List<KnownName> knownNames(@Nullable ClassLoader classLoader) {
+	/**
+	 * Every {@code holdfast.*} property and group: the properties of Holdfast's
+	 * {@code @ConfigurationProperties} classes, read as Spring Boot binds them (JavaBean
+	 * properties, nested groups of Holdfast's own classes), which is also what the configuration
+	 * metadata is generated from.
+	 */
+	static List<KnownName> knownNames() {
 		List<KnownName> names = new ArrayList<>();
-		ClassLoader loader = (classLoader != null) ? classLoader : HoldfastPropertyNamesCheck.class.getClassLoader();
+		addNames(names, "holdfast", HoldfastProperties.class);
+		addNames(names, "holdfast.redis", HoldfastRedisProperties.class);
+		addNames(names, "holdfast.redlock", HoldfastRedlockProperties.class);
+		addNames(names, "holdfast.scheduling", HoldfastSchedulingProperties.class);
+		addNames(names, "holdfast.zookeeper", HoldfastZooKeeperProperties.class);
 		try {
-			Enumeration<URL> resources = loader.getResources(METADATA);
-			while (resources.hasMoreElements()) {
-				String json;
-				try (InputStream in = resources.nextElement().openStream()) {
-					json = StreamUtils.copyToString(in, StandardCharsets.UTF_8);
-				}
-				if (!json.contains("\"holdfast.")) {
-					continue;
-				}
-				Map<String, Object> metadata = JsonParserFactory.getJsonParser().parseMap(json);
-				for (String section : new String[] { "groups", "properties" }) {
-					if (metadata.get(section) instanceof List<?> entries) {
-						for (Object entry : entries) {
-							if (entry instanceof Map<?, ?> map && map.get("name") instanceof String name
-									&& HOLDFAST.isAncestorOf(ConfigurationPropertyName.of(name))) {
-								names.add(new KnownName(ConfigurationPropertyName.of(name), section.equals("groups")));
-							}
-						}
-					}
-				}
-			}
+			// extends a class of spring-boot-jdbc, which a Redis or ZooKeeper application may lack
+			addNames(names, "holdfast.jdbc", ClassUtils.forName(HoldfastProperties.class.getPackageName()
+					+ ".HoldfastJdbcProperties", HoldfastPropertyNamesCheck.class.getClassLoader()));
 		}
-		catch (IOException | RuntimeException ex) {
-			logger.debug("Could not read Holdfast's configuration metadata", ex);
-			return List.of();
+		catch (ClassNotFoundException | LinkageError ex) {
+			// its names cannot be read: accept every holdfast.jdbc.* name rather than guess
+			names.add(new KnownName(ConfigurationPropertyName.of("holdfast.jdbc"), false));
 		}
 		return names;
 	}
 
-	/** A name of the metadata: a property, or a group of properties. */
+	private static void addNames(List<KnownName> names, String prefix, Class<?> type) {
+		names.add(new KnownName(ConfigurationPropertyName.of(prefix), true));
+		for (PropertyDescriptor property : BeanUtils.getPropertyDescriptors(type)) {
+			if (property.getReadMethod() == null || property.getName().equals("class")) {
+				continue;
+			}
+			String name = prefix + "." + DataObjectPropertyName.toDashedForm(property.getName());
+			Class<?> valueType = property.getPropertyType();
+			if (valueType != null && !valueType.isEnum()
+					&& valueType.getName().startsWith(HoldfastProperties.class.getPackageName() + ".")) {
+				addNames(names, name, valueType);
+			}
+			else {
+				names.add(new KnownName(ConfigurationPropertyName.of(name), false));
+			}
+		}
+	}
+
+	/** A known name: a property, or a group of properties. */
 	record KnownName(ConfigurationPropertyName name, boolean group) {
 	}
 

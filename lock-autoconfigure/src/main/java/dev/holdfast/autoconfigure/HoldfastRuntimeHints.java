@@ -14,7 +14,7 @@ import dev.holdfast.aop.LockExpressionRoot;
 /**
  * What Holdfast reads at run time that an ahead-of-time compiled application (a GraalVM native
  * image) must keep: the jdbc schema scripts and the Lua scripts, which are classpath resources;
- * the configuration metadata, against which {@code holdfast.*} property names are checked; the SpEL root object of {@code @DistributedLock} keys, whose getters expressions call
+ * the SpEL root object of {@code @DistributedLock} keys, whose getters expressions call
  * reflectively; the records that the {@code locks} endpoint serialises to JSON; and the two
  * private fields of the PostgreSQL driver that the listening connection adjusts
  * ({@code PostgresNotificationWait}), without which each release notification is 1 ms late.
@@ -25,7 +25,6 @@ class HoldfastRuntimeHints implements RuntimeHintsRegistrar {
 	public void registerHints(RuntimeHints hints, @Nullable ClassLoader classLoader) {
 		hints.resources().registerPattern("dev/holdfast/jdbc/schema-*.sql");
 		hints.resources().registerPattern("dev/holdfast/lua/*.lua");
-		hints.resources().registerPattern(HoldfastPropertyNamesCheck.METADATA);
 		hints.reflection()
 			.registerType(LockExpressionRoot.class, MemberCategory.INVOKE_PUBLIC_METHODS)
 			.registerType(LeaseInfo.class, MemberCategory.INVOKE_PUBLIC_METHODS, MemberCategory.ACCESS_DECLARED_FIELDS)

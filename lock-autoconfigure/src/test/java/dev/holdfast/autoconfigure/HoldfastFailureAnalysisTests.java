@@ -75,6 +75,30 @@ class HoldfastFailureAnalysisTests {
 	}
 
 	@Test
+	void thePropertyNameCheckKnowsExactlyTheNamesOfTheConfigurationMetadata() throws IOException {
+		try (InputStream json = getClass().getResourceAsStream("/META-INF/spring-configuration-metadata.json")) {
+			DocumentContext metadata = JsonPath.parse(json);
+			java.util.Set<String> documented = new java.util.TreeSet<>();
+			for (String name : metadata.read("$.properties[*].name", String[].class)) {
+				if (name.startsWith("holdfast.")) {
+					documented.add(name);
+				}
+			}
+			java.util.Set<String> known = new java.util.TreeSet<>();
+			for (HoldfastPropertyNamesCheck.KnownName name : HoldfastPropertyNamesCheck.knownNames()) {
+				if (!name.group()) {
+					known.add(name.name().toString());
+				}
+			}
+			// a property the check does not know would fail a correct application; one the IDE does
+			// not complete is a property users cannot find
+			assertThat(documented).isSubsetOf(known);
+			known.removeAll(documented);
+			assertThat(known).as("known, not documented").isSubsetOf("holdfast.jdbc.default-schema-location");
+		}
+	}
+
+	@Test
 	void configurationMetadataShowsTheEngineDefaults() throws IOException {
 		try (InputStream json = getClass().getResourceAsStream("/META-INF/spring-configuration-metadata.json")) {
 			DocumentContext metadata = JsonPath.parse(json);

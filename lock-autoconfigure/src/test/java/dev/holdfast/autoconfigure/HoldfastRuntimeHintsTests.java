@@ -39,14 +39,6 @@ class HoldfastRuntimeHintsTests {
 	}
 
 	@Test
-	void configurationMetadataIsIncludedForThePropertyNameCheck() {
-		String path = HoldfastPropertyNamesCheck.METADATA;
-		assertThat(getClass().getClassLoader().getResource(path)).as(path).isNotNull();
-		assertThat(RuntimeHintsPredicates.resource().forResource(path)).accepts(this.hints);
-		assertThat(HoldfastPropertyNamesCheck.knownNames(getClass().getClassLoader())).isNotEmpty();
-	}
-
-	@Test
 	void keyExpressionsCanCallTheRootObject() throws Exception {
 		assertThat(RuntimeHintsPredicates.reflection()
 			.onMethodInvocation(LockExpressionRoot.class.getMethod("getMethodName"))).accepts(this.hints);
