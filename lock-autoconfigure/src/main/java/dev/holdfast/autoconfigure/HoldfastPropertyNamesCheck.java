@@ -31,7 +31,8 @@ import dev.holdfast.LockConfigurationException;
  * {@code holdfast.lease-tme} or {@code holdfast.redis.replicas-to-ak} would leave the setting it was
  * meant for at its default without a word. Holdfast's names are the properties of its
  * {@code @ConfigurationProperties} classes (what the configuration metadata is generated from);
- * relaxed spellings ({@code leaseTime}) and list or map entries of a known property are known. Environment variables are not checked: their mapping to property names is ambiguous
+ * relaxed spellings ({@code leaseTime}) and list or map entries of a known property are known.
+ * Environment variables are not checked: their mapping to property names is ambiguous
  * ({@code HOLDFAST_LEASE_TIME} may mean {@code holdfast.lease.time}). A post-processor of the bean
  * factory, so that it runs before any bean a misspelled property was meant for. With
  * {@code holdfast.fail-on-unknown-properties=false} (configuration shared by applications on
