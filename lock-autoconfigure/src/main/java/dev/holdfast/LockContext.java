@@ -12,8 +12,8 @@ import dev.holdfast.core.ThreadBindings;
  * <pre>{@code
  * long token = LockContext.requireLease().fencingToken();
  * }</pre>
- * The lease is the method's own hold of the lock: closing it (try-with-resources included) ends
- * that hold and never releases the lock while the method runs; the lock is released when the
+ * The lease is the method's view of the lock: closing it (try-with-resources included) makes the
+ * view invalid and never releases the lock while the method runs; the lock is released when the
  * method's work is done. For methods returning {@code Mono} or {@code Flux} the lease is in the
  * Reactor context under the key {@code Lease.class}, not on a thread.
  */

@@ -10,7 +10,7 @@ import reactor.core.publisher.Mono;
  * return ReactiveLockContext.requireLease()
  *     .flatMap((lease) -> repository.write(data, lease.fencingToken()));
  * }</pre>
- * The lease is the publisher's own hold: closing it never releases the lock before the publisher
+ * The lease is the publisher's view of the lock: closing it never releases the lock before the publisher
  * completes, errors or is cancelled. Needs Reactor on the classpath; {@link LockContext} is the
  * thread-bound equivalent.
  */

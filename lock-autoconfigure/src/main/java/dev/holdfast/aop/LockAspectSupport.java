@@ -34,9 +34,9 @@ import dev.holdfast.core.ThreadBindings;
 
 /**
  * Runs a method under its {@link LockOperation}: evaluates the key, acquires through the
- * {@link LockTemplate}, binds a hold of the lease to the thread (closing it, as try-with-resources
- * on {@code LockContext.requireLease()} does, ends that hold and never releases the lock under the
- * running method), and releases when the method's work is done:
+ * {@link LockTemplate}, binds a view of the lease to the thread (closing it, as try-with-resources
+ * on {@code LockContext.requireLease()} does, never releases the lock under the running method),
+ * and releases when the method's work is done:
  * <ul>
  * <li>a plain method: when it returns or throws;</li>
  * <li>a method returning a {@link CompletionStage} (declared so, or returned at run time by a method
@@ -115,25 +115,21 @@ public class LockAspectSupport {
 		if (lease == null) {
 			return emptyResult(returnType);
 		}
-		// The method sees a hold of its own: closing it (try-with-resources) ends that hold, not the lock.
-		Lease hold = EngineLease.newHold(lease);
+		// The method sees a view: closing it (try-with-resources) releases nothing under the method.
 		Object result;
-		try (ThreadBindings.Binding scope = ThreadBindings.bind(hold);
+		try (ThreadBindings.Binding scope = ThreadBindings.bind(EngineLease.viewOf(lease));
 				Observation.Scope observed = EngineLease.observationOf(lease).openScope()) {
 			result = invoker.proceed();
 		}
 		catch (Throwable ex) {
-			closeHold(hold, lease);
 			lease.close();
 			throw ex;
 		}
 		// Whatever the declared type (Object, a type variable), a stage keeps the lock until it is done.
 		if (result instanceof CompletionStage<?> stage) {
-			EngineLease.detach(hold);
 			EngineLease.detach(lease);
-			return releaseWhenDone(stage, hold, lease, returnType);
+			return releaseWhenDone(stage, lease, returnType);
 		}
-		closeHold(hold, lease);
 		lease.close();
 		if (result != null && !Future.class.isAssignableFrom(returnType)) {
 			// A declared Future passed the startup check only on an @Async method, whose body this is.
@@ -167,21 +163,20 @@ public class LockAspectSupport {
 	}
 
 	/**
-	 * A stage that completes like {@code stage}, after {@code hold} is closed and {@code lease}
-	 * released; cancelling it cancels {@code stage}, which releases. Where the declared type is a
+	 * A stage that completes like {@code stage}, after {@code lease} is released; cancelling it cancels {@code stage}, which releases. Where the declared type is a
 	 * subtype of {@link CompletableFuture} that cannot be replaced, or a method declaring
 	 * {@code Object} returned a stage of another class (a caller may cast to it), {@code stage}
 	 * itself is returned and the release happens when it completes.
 	 */
-	private Object releaseWhenDone(CompletionStage<?> stage, Lease hold, Lease lease, Class<?> returnType) {
+	private Object releaseWhenDone(CompletionStage<?> stage, Lease lease, Class<?> returnType) {
 		boolean replaceable = returnType.isAssignableFrom(CompletableFuture.class)
 				&& (CompletionStage.class.isAssignableFrom(returnType) || stage.getClass() == CompletableFuture.class);
 		if (!replaceable) {
-			stage.whenComplete((value, ex) -> release(hold, lease));
+			stage.whenComplete((value, ex) -> release(lease));
 			return stage;
 		}
 		CompletableFuture<@Nullable Object> result = new CompletableFuture<>();
-		stage.whenComplete((value, ex) -> release(hold, lease).whenComplete((released, never) -> {
+		stage.whenComplete((value, ex) -> release(lease).whenComplete((released, never) -> {
 			if (ex != null) {
 				result.completeExceptionally(ex);
 			}
@@ -197,20 +192,12 @@ public class LockAspectSupport {
 		return result;
 	}
 
-	private CompletionStage<Void> release(Lease hold, Lease lease) {
-		closeHold(hold, lease);
+	private CompletionStage<Void> release(Lease lease) {
 		if (this.template instanceof AsyncLockTemplate async) {
 			return async.releaseAsync(lease);
 		}
 		lease.close();
 		return CompletableFuture.completedFuture(null);
-	}
-
-	/** Ends the method's hold (if the method did not), so that closing {@code lease} can release. */
-	private static void closeHold(Lease hold, Lease lease) {
-		if (hold != lease) {
-			hold.close();
-		}
 	}
 
 	private @Nullable Lease acquire(LockOperation operation, @Nullable Object key) {

@@ -1,7 +1,5 @@
 package dev.holdfast.aop;
 
-import java.time.Duration;
-import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicReference;
@@ -28,7 +26,7 @@ import dev.holdfast.core.EngineLease;
 
 /**
  * Locks reactive results: the returned publisher acquires on each subscription and releases,
- * exactly once, when it completes, errors or is cancelled; a hold of the lease is in the Reactor
+ * exactly once, when it completes, errors or is cancelled; a view of the lease is in the Reactor
  * context under {@code Lease.class} (closing it never releases the lock under the publisher). No
  * Reactor non-blocking thread ever blocks: acquisition and release use the template's
  * non-blocking path when the backend has one, and otherwise run on
@@ -98,60 +96,7 @@ final class ReactiveLockSupport {
 	private record Held(Lease lease, Lease view) {
 
 		static Held of(Lease lease) {
-			return new Held(lease, new View(lease));
-		}
-
-	}
-
-	/** A lease as the publisher sees it: valid until closed, closing releases nothing. */
-	private static final class View implements Lease {
-
-		private final Lease lease;
-
-		private volatile boolean closed;
-
-		View(Lease lease) {
-			this.lease = lease;
-		}
-
-		@Override
-		public String key() {
-			return this.lease.key();
-		}
-
-		@Override
-		public long fencingToken() {
-			return this.lease.fencingToken();
-		}
-
-		@Override
-		public Instant acquiredAt() {
-			return this.lease.acquiredAt();
-		}
-
-		@Override
-		public Instant expiresAt() {
-			return this.lease.expiresAt();
-		}
-
-		@Override
-		public boolean isValid() {
-			return !this.closed && this.lease.isValid();
-		}
-
-		@Override
-		public boolean extend(Duration ttl) {
-			return !this.closed && this.lease.extend(ttl);
-		}
-
-		@Override
-		public void close() {
-			this.closed = true;
-		}
-
-		@Override
-		public String toString() {
-			return this.lease.toString();
+			return new Held(lease, EngineLease.viewOf(lease));
 		}
 
 	}

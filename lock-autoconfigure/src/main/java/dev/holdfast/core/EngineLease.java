@@ -48,6 +48,16 @@ public interface EngineLease extends Lease {
 	void markLost(String reason);
 
 	/**
+	 * {@code lease} as the code running under it sees it: valid while the lease is and until
+	 * closed; closing it (try-with-resources on {@link dev.holdfast.LockContext#requireLease()})
+	 * releases nothing, since the caller that took the lease releases it when that code ends. For
+	 * any lease, of any template; it counts no hold and needs no closing.
+	 */
+	static Lease viewOf(Lease lease) {
+		return new LeaseView(lease);
+	}
+
+	/**
 	 * Another hold of {@code lease} for the calling thread, as a reentrant acquisition would give
 	 * it, without a round trip and whether or not the lease is still valid: closing it ends only
 	 * this hold, and the lock stays with the other holds. For code that hands the lease to a method
