@@ -411,8 +411,10 @@ class PostgresInstanceHandoffTests {
 			taken.set(attempt);
 			return attempt.acquired();
 		});
+		// A refused attempt asks the time left in a second statement: when the window ends between
+		// the two, it reports 0 (retry at once), which is the truth by then.
 		assertThat(refusedWithMillisLeft).as("refused only while reserved for another instance")
-			.allSatisfy((left) -> assertThat(left).isBetween(1L, window.toMillis()));
+			.allSatisfy((left) -> assertThat(left).isBetween(0L, window.toMillis()));
 		assertThat(acquiredAt(key)).as("taken once the window is over, on the database clock")
 			.isGreaterThanOrEqualTo(reservedUntil);
 		assertThat(taken.get().fencingToken()).isGreaterThan(first.fencingToken());
