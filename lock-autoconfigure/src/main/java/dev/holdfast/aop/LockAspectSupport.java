@@ -60,6 +60,10 @@ public class LockAspectSupport {
 
 	private static final Log logger = LogFactory.getLog(LockAspectSupport.class);
 
+	/** Whether Reactor is on the class path: reactive results are locked through it. */
+	static final boolean REACTOR_PRESENT = ClassUtils.isPresent("reactor.core.publisher.Flux",
+			LockAspectSupport.class.getClassLoader());
+
 	private final LockOperationSource operations;
 
 	private final LockTemplate template;
@@ -79,8 +83,7 @@ public class LockAspectSupport {
 		this.operations = operations;
 		this.template = template;
 		this.beanFactory = beanFactory;
-		this.reactive = ClassUtils.isPresent("reactor.core.publisher.Flux", LockAspectSupport.class.getClassLoader())
-				? new ReactiveLockSupport(template) : null;
+		this.reactive = REACTOR_PRESENT ? new ReactiveLockSupport(template) : null;
 	}
 
 	/** The method's invocation, as the caller can continue it. */
@@ -148,7 +151,7 @@ public class LockAspectSupport {
 		if (result instanceof BaseStream<?, ?>) {
 			fix = "return a List, or consume the stream inside the method";
 		}
-		else if (result instanceof Future<?> || (this.reactive != null && this.reactive.isPublisher(result))) {
+		else if (result instanceof Future<?> || this.reactiveAdapters.getAdapter(result.getClass()) != null) {
 			fix = "declare the return type CompletableFuture/CompletionStage, or a Mono/Flux, and the lock is held "
 					+ "until it completes";
 		}

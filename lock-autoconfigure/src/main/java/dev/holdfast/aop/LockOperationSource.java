@@ -17,8 +17,11 @@ import org.springframework.aop.support.AopUtils;
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.core.BridgeMethodResolver;
 import org.springframework.core.DefaultParameterNameDiscoverer;
+import org.springframework.core.KotlinDetector;
+import org.springframework.core.MethodParameter;
 import org.springframework.core.MethodClassKey;
 import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.core.ReactiveAdapter;
 import org.springframework.core.ReactiveAdapterRegistry;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.expression.Expression;
@@ -55,14 +58,28 @@ public class LockOperationSource {
 
 	private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
 
+	private static final String COROUTINES_FLOW = "kotlinx.coroutines.flow.Flow";
+
+	/** As Spring's proxies decide to call a suspend function as a publisher. */
+	private static final boolean COROUTINES_REACTOR_PRESENT = ClassUtils.isPresent("kotlinx.coroutines.reactor.MonoKt",
+			LockOperationSource.class.getClassLoader());
+
 	private final @Nullable StringValueResolver placeholders;
+
+	private final boolean reactorPresent;
 
 	/**
 	 * @param placeholders resolves {@code ${...}} in annotation attributes; {@code null} leaves
 	 * them as they are
 	 */
 	public LockOperationSource(@Nullable StringValueResolver placeholders) {
+		this(placeholders, LockAspectSupport.REACTOR_PRESENT);
+	}
+
+	/** For tests: {@code reactorPresent} false is an application without Reactor. */
+	LockOperationSource(@Nullable StringValueResolver placeholders, boolean reactorPresent) {
 		this.placeholders = placeholders;
+		this.reactorPresent = reactorPresent;
 	}
 
 	/**
@@ -135,7 +152,42 @@ public class LockOperationSource {
 			expression = parseKey(keyText, specific, where);
 		}
 		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked(),
-				ReactiveAdapterRegistry.getSharedInstance().getAdapter(specific.getReturnType()));
+				reactiveAdapter(specific, where));
+	}
+
+	/**
+	 * The adapter through which the lock is held for the life of the method's result, or
+	 * {@code null} when the lock is held until the method returns (or, for a stage, until the stage
+	 * completes). A Kotlin suspend function is called by Spring's proxy as a {@code Mono} (a
+	 * {@code Flux} when it returns a {@code Flow}) that runs its body, with
+	 * kotlinx-coroutines-reactor; that publisher is what the lock wraps.
+	 * @throws LockConfigurationException for a reactive result or a suspend function that the lock
+	 * could not hold for its life: without Reactor (or kotlinx-coroutines-reactor) the lock would be
+	 * released when the method returns, before anything subscribes or at the first suspension
+	 */
+	private @Nullable ReactiveAdapter reactiveAdapter(Method method, String where) {
+		ReactiveAdapterRegistry registry = ReactiveAdapterRegistry.getSharedInstance();
+		if (KotlinDetector.isSuspendingFunction(method)) {
+			if (!this.reactorPresent || !COROUTINES_REACTOR_PRESENT || !KotlinDetector.isKotlinReflectPresent()) {
+				throw new LockConfigurationException(where + " is a Kotlin suspend function: Spring calls it as a "
+						+ "publisher only with kotlinx-coroutines-reactor and kotlin-reflect, not both on the class "
+						+ "path, so the lock would be released at the function's first suspension, with the rest of "
+						+ "its body unlocked", "Add org.jetbrains.kotlinx:kotlinx-coroutines-reactor (it brings Reactor) "
+								+ "and org.jetbrains.kotlin:kotlin-reflect to the application's dependencies.");
+			}
+			boolean flow = COROUTINES_FLOW.equals(new MethodParameter(method, -1).getParameterType().getName());
+			return registry.getAdapter(ClassUtils.resolveClassName(
+					flow ? "reactor.core.publisher.Flux" : "reactor.core.publisher.Mono", LockOperationSource.class.getClassLoader()));
+		}
+		Class<?> type = method.getReturnType();
+		ReactiveAdapter adapter = registry.getAdapter(type);
+		if (adapter != null && !this.reactorPresent && !CompletionStage.class.isAssignableFrom(type)) {
+			throw new LockConfigurationException(where + " returns " + type.getName()
+					+ ", a reactive type: Holdfast holds a lock for the life of a reactive result through Reactor, "
+					+ "which is not on the class path, so the lock would be released when the method returns, "
+					+ "before anything subscribes", "Add io.projectreactor:reactor-core to the application's dependencies.");
+		}
+		return adapter;
 	}
 
 	/**

@@ -69,7 +69,10 @@ public class LockOperationValidator implements BeanPostProcessor {
 						"Make the method public and non-final, and call it through the bean (from another bean), "
 								+ "or lock inside it with LockTemplate.");
 			}
-		}, (method) -> !method.isBridge() && AnnotatedElementUtils.hasAnnotation(method, DistributedLock.class));
+			// Synthetic methods are the compiler's, never called through the proxy: Kotlin copies the
+			// annotations of an open suspend function to its static slow$suspendImpl.
+		}, (method) -> !method.isBridge() && !method.isSynthetic()
+				&& AnnotatedElementUtils.hasAnnotation(method, DistributedLock.class));
 		return bean;
 	}
 

@@ -50,11 +50,6 @@ final class ReactiveLockSupport {
 		this.template = template;
 	}
 
-	/** Whether {@code value} is a Reactive Streams publisher ({@code Mono}, {@code Flux}, ...). */
-	boolean isPublisher(Object value) {
-		return value instanceof Publisher<?>;
-	}
-
 	/** {@code result} (of a type that {@code adapter} handles), locked per subscription. */
 	Object lock(Object result, ReactiveAdapter adapter, String name, @Nullable Object key, LockOptions options,
 			OnLocked onLocked) {

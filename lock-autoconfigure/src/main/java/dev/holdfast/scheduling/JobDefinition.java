@@ -17,11 +17,13 @@ import java.util.function.UnaryOperator;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.convert.DurationStyle;
+import org.springframework.core.KotlinDetector;
 import org.springframework.core.ReactiveAdapterRegistry;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.scheduling.config.ScheduledTaskRegistrar;
 import org.springframework.scheduling.support.CronExpression;
+import org.springframework.util.ClassUtils;
 import org.springframework.util.StringUtils;
 
 import dev.holdfast.LockConfigurationException;
@@ -46,6 +48,10 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 		@Nullable Duration fixedRate, @Nullable Duration fixedDelay, Duration initialDelay, Duration lockAtMostFor,
 		Duration lockAtLeastFor) {
 
+	/** Whether Kotlin suspend functions can be run: Spring runs them as publishers with it. */
+	private static final boolean COROUTINES_REACTOR_PRESENT = ClassUtils.isPresent("kotlinx.coroutines.reactor.MonoKt",
+			JobDefinition.class.getClassLoader());
+
 	/** Whether the cron expression is {@code "-"}: the job is declared but not scheduled. */
 	static final String DISABLED = ScheduledTaskRegistrar.CRON_DISABLED;
 
@@ -64,7 +70,14 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 			UnaryOperator<String> resolver, Duration defaultAtMost, Duration defaultAtLeast,
 			@Nullable ZoneId defaultZone) {
 		String description = beanClass.getName() + "." + method.getName();
-		if (method.getParameterCount() != 0) {
+		boolean suspending = KotlinDetector.isSuspendingFunction(method);
+		if (suspending && !(COROUTINES_REACTOR_PRESENT && KotlinDetector.isKotlinReflectPresent())) {
+			throw invalid(description, "is a Kotlin suspend function, which a job runs as Spring calls it, through "
+					+ "kotlinx-coroutines-reactor and kotlin-reflect, not both on the class path",
+					"Add org.jetbrains.kotlinx:kotlinx-coroutines-reactor and org.jetbrains.kotlin:kotlin-reflect "
+							+ "to the application's dependencies.");
+		}
+		if (method.getParameterCount() != (suspending ? 1 : 0)) {
 			throw invalid(description, "has parameters; a @SingleInstanceScheduled method takes none",
 					"Remove the parameters of the method.");
 		}

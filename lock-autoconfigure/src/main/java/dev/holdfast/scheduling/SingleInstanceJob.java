@@ -10,7 +10,11 @@ import io.micrometer.observation.Observation;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
+import reactor.core.Exceptions;
+import reactor.core.publisher.Flux;
 
+import org.springframework.core.CoroutinesUtils;
+import org.springframework.core.KotlinDetector;
 import org.springframework.util.ReflectionUtils;
 
 import dev.holdfast.Lease;
@@ -62,6 +66,9 @@ final class SingleInstanceJob implements Runnable {
 
 	private final Method method;
 
+	/** A Kotlin suspend function (JobDefinition checked that it can run). */
+	private final boolean suspending;
+
 	private final @Nullable TickTrigger trigger;
 
 	private final JobRuns runs;
@@ -73,6 +80,7 @@ final class SingleInstanceJob implements Runnable {
 		this.definition = definition;
 		this.target = target;
 		this.method = method;
+		this.suspending = KotlinDetector.isSuspendingFunction(method);
 		this.trigger = trigger;
 		this.runs = runs;
 		ReflectionUtils.makeAccessible(method);
@@ -152,10 +160,10 @@ final class SingleInstanceJob implements Runnable {
 		try (ThreadBindings.Binding scope = ThreadBindings.bind(view);
 				Observation.Scope held = lease.observation().openScope()) {
 			if (tick != null) {
-				ThreadBindings.runAtTick(tick, this::invoke);
+				ThreadBindings.runAtTick(tick, () -> invoke(view));
 			}
 			else {
-				invoke();
+				invoke(view);
 			}
 		}
 		finally {
@@ -234,9 +242,14 @@ final class SingleInstanceJob implements Runnable {
 		return null;
 	}
 
-	private void invoke() {
+	private void invoke(Lease view) {
 		try {
-			this.method.invoke(this.target);
+			if (this.suspending) {
+				Coroutines.run(this.method, this.target, view);
+			}
+			else {
+				this.method.invoke(this.target);
+			}
 		}
 		catch (InvocationTargetException ex) {
 			Throwable cause = (ex.getCause() != null) ? ex.getCause() : ex;
@@ -359,6 +372,28 @@ final class SingleInstanceJob implements Runnable {
 	@Override
 	public String toString() {
 		return this.definition.description();
+	}
+
+	/**
+	 * Runs a Kotlin suspend function to its end on the job's thread, as Spring calls it: a
+	 * publisher of its result. The run's lease view is also in its Reactor context, where
+	 * {@code ReactiveLockContext.requireLease().awaitSingle()} finds it after a suspension has moved
+	 * the function to another thread. Only loaded for such functions, whose check required
+	 * kotlinx-coroutines-reactor (and so Reactor).
+	 */
+	private static final class Coroutines {
+
+		static void run(Method method, Object target, Lease view) throws InvocationTargetException {
+			try {
+				Flux.from(CoroutinesUtils.invokeSuspendingFunction(method, target))
+					.contextWrite((context) -> context.put(Lease.class, view))
+					.blockLast();
+			}
+			catch (RuntimeException ex) {
+				throw new InvocationTargetException(Exceptions.unwrap(ex));
+			}
+		}
+
 	}
 
 }

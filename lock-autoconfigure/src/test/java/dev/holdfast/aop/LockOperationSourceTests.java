@@ -20,6 +20,7 @@ import javax.tools.ToolProvider;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import reactor.core.publisher.Mono;
 
 import org.springframework.util.ReflectionUtils;
 
@@ -173,6 +174,22 @@ class LockOperationSourceTests {
 		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("futureTask"))
 			.withMessageContaining(FutureTask.class.getName());
 		assertThat(operation("completableFuture")).isNotNull();
+	}
+
+	@Test
+	void reactiveTypeWithoutReactorFailsAtStartup() {
+		// before: Spring adapts RxJava and Mutiny types without Reactor, but Holdfast locks them through
+		// Reactor: the lock was released when the method returned, before anything subscribed
+		LockOperationSource withoutReactor = new LockOperationSource(null, false);
+		Method mono = ReflectionUtils.findMethod(Subject.class, "mono");
+		assertThatExceptionOfType(LockConfigurationException.class)
+			.isThrownBy(() -> withoutReactor.getOperation(mono, Subject.class))
+			.withMessageContaining(Subject.class.getName() + ".mono returns " + Mono.class.getName())
+			.withMessageContaining("Reactor, which is not on the class path")
+			.satisfies((ex) -> assertThat(ex.getAction()).contains("io.projectreactor:reactor-core"));
+		Method stage = ReflectionUtils.findMethod(Subject.class, "completableFuture");
+		assertThat(withoutReactor.getOperation(stage, Subject.class)).as("a stage needs no Reactor").isNotNull();
+		assertThat(operation("mono").reactiveAdapter()).as("with Reactor").isNotNull();
 	}
 
 	@Test
@@ -352,6 +369,11 @@ class LockOperationSourceTests {
 		@DistributedLock
 		public CompletableFuture<String> completableFuture() {
 			return CompletableFuture.completedFuture("x");
+		}
+
+		@DistributedLock
+		public Mono<String> mono() {
+			return Mono.just("x");
 		}
 
 		@DistributedLock
