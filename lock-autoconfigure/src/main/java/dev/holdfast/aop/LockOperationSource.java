@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
@@ -139,6 +140,9 @@ public class LockOperationSource {
 					"Return a wrapper type, Optional or void, or use onLocked = THROW.");
 		}
 		checkReturnType(specific, where);
+		if (annotation.onLocked() == OnLocked.SKIP) {
+			checkKotlinResultIsNullable(specific, where);
+		}
 		String keyText = annotation.key();
 		Expression expression = null;
 		if (StringUtils.hasText(keyText)) {
@@ -213,6 +217,29 @@ public class LockOperationSource {
 					+ ", a stream that is read after the method returns, when the lock is already released",
 					"Return a List, or consume the stream inside the method.");
 		}
+	}
+
+	/**
+	 * Fails when SKIP would return {@code null} from a Kotlin function whose result type is not
+	 * nullable: Kotlin checks no nullability where it receives the result of a Kotlin function (nor
+	 * where a suspend function resumes it), so the null would surface later, as a
+	 * {@code NullPointerException} far from here. Spring reads the Kotlin type: {@code Unit} is
+	 * {@code void}, {@code String?} is optional. Results with an empty value of their own
+	 * ({@code Optional}, a future, a publisher or a {@code Flow}) are not {@code null} when skipped.
+	 */
+	private static void checkKotlinResultIsNullable(Method method, String where) {
+		if (!KotlinDetector.isKotlinReflectPresent() || !KotlinDetector.isKotlinType(method.getDeclaringClass())) {
+			return;
+		}
+		MethodParameter result = new MethodParameter(method, -1);
+		Class<?> type = result.getParameterType();
+		if (type == void.class || type == Optional.class || CompletionStage.class.isAssignableFrom(type)
+				|| ReactiveAdapterRegistry.getSharedInstance().getAdapter(type) != null || result.isOptional()) {
+			return;
+		}
+		throw new LockConfigurationException(where + " uses onLocked = SKIP, which makes it return null, but its "
+				+ "Kotlin result type " + type.getName() + " is not nullable",
+				"Declare the result nullable (" + type.getSimpleName() + "?), or use onLocked = THROW.");
 	}
 
 	private String resolvePlaceholders(String value) {

@@ -29,6 +29,7 @@ import org.junit.jupiter.api.Test
 import org.springframework.boot.autoconfigure.AutoConfigurations
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext
 import org.springframework.boot.test.context.runner.ApplicationContextRunner
+import reactor.core.publisher.Mono
 import java.time.Duration
 import java.util.concurrent.ConcurrentLinkedQueue
 import java.util.concurrent.CountDownLatch
@@ -158,6 +159,27 @@ class SuspendingLockTests {
 	}
 
 	@Test
+	fun skipOnANonNullKotlinResultFailsAtStartup() {
+		// before: accepted, and a skipped call gave the caller null in a non-null String
+		val source = LockOperationSource(null)
+		fun operation(name: String) =
+			source.getOperation(SkipResults::class.java.declaredMethods.first { it.name == name }, SkipResults::class.java)
+		assertThatExceptionOfType(LockConfigurationException::class.java)
+			.isThrownBy { operation("nonNull") }
+			.withMessageContaining("SkipResults.nonNull uses onLocked = SKIP")
+			.withMessageContaining("java.lang.String is not nullable")
+			.satisfies({ assertThat(it.action).contains("String?") })
+		assertThatExceptionOfType(LockConfigurationException::class.java)
+			.isThrownBy { operation("plainNonNull") }
+			.withMessageContaining("SkipResults.plainNonNull uses onLocked = SKIP")
+		assertThat(operation("nullable")).isNotNull()
+		assertThat(operation("plainNullable")).isNotNull()
+		assertThat(operation("mono")).isNotNull()
+		assertThat(operation("unit")).isNotNull()
+		assertThat(operation("items")).isNotNull()
+	}
+
+	@Test
 	fun aSuspendJobHoldsItsJobLockUntilItsBodyEnds() {
 		runner.withBean(SuspendingJob::class.java).run { context ->
 			assertThat(context).hasNotFailed()
@@ -229,6 +251,32 @@ class SuspendingLockTests {
 				}
 			}
 		}
+
+	}
+
+	open class SkipResults {
+
+		@DistributedLock(onLocked = OnLocked.SKIP)
+		open suspend fun nonNull(): String = "x"
+
+		@DistributedLock(onLocked = OnLocked.SKIP)
+		open suspend fun nullable(): String? = "x"
+
+		@DistributedLock(onLocked = OnLocked.SKIP)
+		open fun plainNonNull(): String = "x"
+
+		@DistributedLock(onLocked = OnLocked.SKIP)
+		open fun plainNullable(): String? = "x"
+
+		@DistributedLock(onLocked = OnLocked.SKIP)
+		open fun mono(): Mono<String> = Mono.just("x")
+
+		@DistributedLock(onLocked = OnLocked.SKIP)
+		open suspend fun unit() {
+		}
+
+		@DistributedLock(onLocked = OnLocked.SKIP)
+		open suspend fun items(): Flow<Int> = flow { emit(1) }
 
 	}
 
