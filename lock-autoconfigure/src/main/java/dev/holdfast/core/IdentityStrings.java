@@ -3,10 +3,13 @@ package dev.holdfast.core;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.lang.reflect.Parameter;
 import java.lang.reflect.Proxy;
 import java.lang.reflect.RecordComponent;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -14,6 +17,7 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.TargetClassAware;
 import org.springframework.aop.support.AopUtils;
+import org.springframework.core.KotlinDetector;
 import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 
@@ -42,21 +46,17 @@ public final class IdentityStrings {
 
 	};
 
-	private static final ClassValue<Method[]> RECORD_ACCESSORS = new ClassValue<>() {
+	/** The components of classes whose generated {@code toString()} renders them; {@link #NONE} for others. */
+	private static final ClassValue<ComponentForm> COMPONENT_FORMS = new ClassValue<>() {
 
 		@Override
-		protected Method[] computeValue(Class<?> type) {
-			RecordComponent[] components = type.getRecordComponents();
-			Method[] accessors = new Method[components.length];
-			for (int i = 0; i < components.length; i++) {
-				accessors[i] = components[i].getAccessor();
-				// the application's records need not be public, and Holdfast calls from another package
-				accessors[i].trySetAccessible();
-			}
-			return accessors;
+		protected ComponentForm computeValue(Class<?> type) {
+			return ComponentForm.of(type);
 		}
 
 	};
+
+	private static final ComponentForm NONE = new ComponentForm('[', ']', new String[0], new Method[0]);
 
 	private IdentityStrings() {
 	}
@@ -102,9 +102,10 @@ public final class IdentityStrings {
 				}
 			}
 		}
-		else if (key instanceof Record record && rendersItsComponents(record)) {
-			// a record's generated toString() renders its components, so they are what is judged
-			for (Object component : components(record)) {
+		else if (rendersItsComponents(key)) {
+			// a generated toString() (a record's, a Kotlin data class's) renders the components, so
+			// they are what is judged
+			for (Object component : components(key)) {
 				Object found = findIdentityValue(component);
 				if (found != null) {
 					return found;
@@ -173,13 +174,14 @@ public final class IdentityStrings {
 		while (element.isArray()) {
 			element = element.getComponentType();
 		}
-		if (element.isRecord() && COMPILED_TO_STRING.get(element)) {
+		ComponentForm form = COMPONENT_FORMS.get(element);
+		if (form != NONE) {
 			if (!seen.add(element)) {
-				return null; // a record type that holds itself: judged once
+				return null; // a type that holds itself: judged once
 			}
-			for (RecordComponent component : element.getRecordComponents()) {
-				String componentPath = path.isEmpty() ? component.getName() : path + "." + component.getName();
-				DeclaredIdentity found = findDeclaredIdentity(component.getType(), componentPath, seen);
+			for (int i = 0; i < form.accessors().length; i++) {
+				String componentPath = path.isEmpty() ? form.names()[i] : path + "." + form.names()[i];
+				DeclaredIdentity found = findDeclaredIdentity(form.accessors()[i].getReturnType(), componentPath, seen);
 				if (found != null) {
 					return found;
 				}
@@ -190,76 +192,144 @@ public final class IdentityStrings {
 	}
 
 	/**
-	 * Whether a record renders as its components, so that they are what Holdfast renders and
-	 * judges: its {@code toString()} gives the form the compiler generates
-	 * ({@code Order[id=7, customer=...]}). A record that declares a {@code toString()} of its own
-	 * renders that, as any other class does: a key written as that text elsewhere must meet it.
+	 * Whether {@code value}'s {@code toString()} is the one its compiler generated from its
+	 * components: a record's ({@code Name[a=1, b=x]}) or a Kotlin data class's
+	 * ({@code Name(a=1, b=x)}). A record or data class may declare a {@code toString()} of its own,
+	 * which is then judged and rendered as any class's: the generated form is compared with it.
 	 */
-	static boolean rendersItsComponents(Record record) {
-		if (!COMPILED_TO_STRING.get(record.getClass())) {
+	static boolean rendersItsComponents(Object value) {
+		ComponentForm form = COMPONENT_FORMS.get(value.getClass());
+		if (form == NONE) {
 			return false;
 		}
-		// final, as javac generates it, but a record may declare a final toString() of its own
-		String[] names = componentNames(record.getClass());
-		@Nullable Object[] values = components(record);
-		StringBuilder generated = new StringBuilder(record.getClass().getSimpleName()).append('[');
+		@Nullable Object[] values = components(value);
+		StringBuilder generated = new StringBuilder(value.getClass().getSimpleName()).append(form.open());
 		for (int i = 0; i < values.length; i++) {
-			generated.append((i > 0) ? ", " : "").append(names[i]).append('=').append(values[i]);
+			generated.append((i > 0) ? ", " : "").append(form.names()[i]).append('=').append(values[i]);
 		}
-		return record.toString().contentEquals(generated.append(']'));
+		return value.toString().contentEquals(generated.append(form.close()));
 	}
 
 	/**
-	 * Whether a record class's {@code toString()} may be the compiler's: javac generates it
-	 * {@code final}; one the record declares itself is rarely final.
+	 * The form of a class whose {@code toString()} renders components: see
+	 * {@link #rendersItsComponents}.
 	 */
-	private static final ClassValue<Boolean> COMPILED_TO_STRING = new ClassValue<>() {
-
-		@Override
-		protected Boolean computeValue(Class<?> type) {
-			try {
-				return Modifier.isFinal(type.getDeclaredMethod("toString").getModifiers());
-			}
-			catch (NoSuchMethodException ex) {
-				return true;
-			}
-		}
-
-	};
-
-	/** The names of a record class's components, in declaration order (its accessors' names). */
-	static String[] componentNames(Class<? extends Record> type) {
-		Method[] accessors = RECORD_ACCESSORS.get(type);
-		String[] names = new String[accessors.length];
-		for (int i = 0; i < accessors.length; i++) {
-			names[i] = accessors[i].getName();
-		}
-		return names;
+	static ComponentForm componentForm(Class<?> type) {
+		return COMPONENT_FORMS.get(type);
 	}
 
 	/**
-	 * The values of a record's components, in declaration order, read through its accessors.
-	 * @throws IllegalArgumentException if an accessor cannot be called (a record in a module
+	 * The values of {@code value}'s components, in declaration order, read through their
+	 * accessors (a record's accessors, a data class's {@code componentN()}).
+	 * @throws IllegalArgumentException if an accessor cannot be called (a class in a module
 	 * package that is not open to Holdfast)
 	 */
-	static @Nullable Object[] components(Record record) {
-		Method[] accessors = RECORD_ACCESSORS.get(record.getClass());
+	static @Nullable Object[] components(Object value) {
+		Method[] accessors = COMPONENT_FORMS.get(value.getClass()).accessors();
 		@Nullable Object[] values = new Object[accessors.length];
 		for (int i = 0; i < accessors.length; i++) {
 			try {
-				values[i] = accessors[i].invoke(record);
+				values[i] = accessors[i].invoke(value);
 			}
 			catch (IllegalAccessException ex) {
-				throw new IllegalArgumentException("A lock key renders the components of record "
-						+ record.getClass().getName() + ", but " + accessors[i].getName()
+				throw new IllegalArgumentException("A lock key renders the components of "
+						+ value.getClass().getName() + ", but " + accessors[i].getName()
 						+ "() cannot be called from Holdfast: open its package to dev.holdfast, or key on "
-						+ "values read from the record", ex);
+						+ "values read from it", ex);
 			}
 			catch (InvocationTargetException ex) {
 				ReflectionUtils.rethrowRuntimeException(ex.getTargetException());
 			}
 		}
 		return values;
+	}
+
+	/**
+	 * How a compiler renders a class from its components: between {@code open} and {@code close},
+	 * {@code name=value} pairs.
+	 */
+	record ComponentForm(char open, char close, String[] names, Method[] accessors) {
+
+		static ComponentForm of(Class<?> type) {
+			if (type.isRecord()) {
+				return ofRecord(type);
+			}
+			if (KotlinDetector.isKotlinType(type)) {
+				return ofDataClass(type);
+			}
+			return NONE;
+		}
+
+		/** javac generates a record's toString() final; one the record declares itself rarely is. */
+		private static ComponentForm ofRecord(Class<?> type) {
+			try {
+				if (!Modifier.isFinal(type.getDeclaredMethod("toString").getModifiers())) {
+					return NONE;
+				}
+			}
+			catch (NoSuchMethodException ex) {
+				// javac always declares one; judged as generated, as before
+			}
+			RecordComponent[] components = type.getRecordComponents();
+			String[] names = new String[components.length];
+			Method[] accessors = new Method[components.length];
+			for (int i = 0; i < components.length; i++) {
+				names[i] = components[i].getName();
+				accessors[i] = components[i].getAccessor();
+				// the application's records need not be public, and Holdfast calls from another package
+				accessors[i].trySetAccessible();
+			}
+			return new ComponentForm('[', ']', names, accessors);
+		}
+
+		/**
+		 * A Kotlin data class: its {@code component1()}..{@code componentN()} and {@code copy}, with
+		 * the names of the primary constructor's parameters, which its properties have; those
+		 * names are in the class file when compiled with {@code -java-parameters} (Spring Boot's
+		 * Kotlin setup does it). Without them, or for another Kotlin class, {@link #NONE}.
+		 */
+		private static ComponentForm ofDataClass(Class<?> type) {
+			List<Method> accessors = new ArrayList<>();
+			for (int i = 1;; i++) {
+				Method accessor = ReflectionUtils.findMethod(type, "component" + i);
+				if (accessor == null || accessor.getDeclaringClass() != type) {
+					break;
+				}
+				accessors.add(accessor);
+			}
+			Class<?>[] types = accessors.stream().map(Method::getReturnType).toArray(Class<?>[]::new);
+			if (accessors.isEmpty() || !declaresCopy(type, types)) {
+				return NONE;
+			}
+			Parameter[] parameters;
+			try {
+				parameters = type.getDeclaredConstructor(types).getParameters();
+			}
+			catch (NoSuchMethodException ex) {
+				return NONE;
+			}
+			String[] names = new String[parameters.length];
+			for (int i = 0; i < parameters.length; i++) {
+				if (!parameters[i].isNamePresent()) {
+					return NONE;
+				}
+				names[i] = parameters[i].getName();
+			}
+			for (Method accessor : accessors) {
+				accessor.trySetAccessible();
+			}
+			return new ComponentForm('(', ')', names, accessors.toArray(Method[]::new));
+		}
+
+		private static boolean declaresCopy(Class<?> type, Class<?>[] types) {
+			try {
+				return type.getDeclaredMethod("copy", types).getReturnType() == type;
+			}
+			catch (NoSuchMethodException ex) {
+				return false;
+			}
+		}
+
 	}
 
 	/**

@@ -195,15 +195,16 @@ public final class LockKeys {
 			}
 			out.append('}');
 		}
-		else if (value instanceof Record record && IdentityStrings.rendersItsComponents(record)) {
-			// the generated toString()'s form, with each component rendered by these rules
-			String[] names = IdentityStrings.componentNames(record.getClass());
-			@Nullable Object[] components = IdentityStrings.components(record);
-			out.append(record.getClass().getSimpleName()).append('[');
+		else if (IdentityStrings.rendersItsComponents(value)) {
+			// the generated toString()'s form (a record's, a Kotlin data class's), with each
+			// component rendered by these rules
+			IdentityStrings.ComponentForm form = IdentityStrings.componentForm(value.getClass());
+			@Nullable Object[] components = IdentityStrings.components(value);
+			out.append(value.getClass().getSimpleName()).append(form.open());
 			for (int i = 0; i < components.length; i++) {
-				render(components[i], out.append((i > 0) ? ", " : "").append(names[i]).append('='));
+				render(components[i], out.append((i > 0) ? ", " : "").append(form.names()[i]).append('='));
 			}
-			out.append(']');
+			out.append(form.close());
 		}
 		else {
 			out.append(value);
