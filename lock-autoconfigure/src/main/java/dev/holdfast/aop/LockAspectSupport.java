@@ -111,7 +111,8 @@ public class LockAspectSupport {
 		if (this.reactive != null && adapter != null && !CompletionStage.class.isAssignableFrom(returnType)) {
 			Object result = invoker.proceed();
 			return (result != null)
-					? this.reactive.lock(result, adapter, operation.name(), key, operation.options(), operation.onLocked())
+					? this.reactive.lock(result, adapter, operation.suspending(), operation.name(), key,
+							operation.options(), operation.onLocked())
 					: null;
 		}
 		Lease lease = acquire(operation, key);

@@ -21,10 +21,12 @@ import dev.holdfast.OnLocked;
  * @param options wait and lease times (unset ones take the configured defaults)
  * @param onLocked what to do when the lock stays held
  * @param reactiveAdapter the adapter of a reactive return type ({@code Mono}, {@code Flux}, ...),
- * or {@code null}; looked up once here rather than on every call
+ * or {@code null}; looked up once here rather than on every call; for a Kotlin suspend function,
+ * the adapter of the {@code Mono} (or {@code Flux}) that Spring's proxy calls it as
+ * @param suspending whether the method is a Kotlin suspend function
  */
 public record LockOperation(Method method, String name, @Nullable Expression keyExpression, String keyExpressionText,
-		LockOptions options, OnLocked onLocked, @Nullable ReactiveAdapter reactiveAdapter) {
+		LockOptions options, OnLocked onLocked, @Nullable ReactiveAdapter reactiveAdapter, boolean suspending) {
 
 	/** {@code Class.method} for messages. */
 	public String describe() {

@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
@@ -60,6 +61,12 @@ public class LockOperationSource {
 	private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
 
 	private static final String COROUTINES_FLOW = "kotlinx.coroutines.flow.Flow";
+
+	/** Kotlin results whose work runs later, which Spring adapts with kotlinx-coroutines-reactor. */
+	private static final Set<String> KOTLIN_ASYNC_TYPES = Set.of(COROUTINES_FLOW, "kotlinx.coroutines.Deferred");
+
+	/** Kotlin's lazy collections, read after the return as a {@code Stream} is. */
+	private static final Set<String> KOTLIN_LAZY_TYPES = Set.of("kotlin.sequences.Sequence");
 
 	/** As Spring's proxies decide to call a suspend function as a publisher. */
 	private static final boolean COROUTINES_REACTOR_PRESENT = ClassUtils.isPresent("kotlinx.coroutines.reactor.MonoKt",
@@ -156,7 +163,7 @@ public class LockOperationSource {
 			expression = parseKey(keyText, specific, where);
 		}
 		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked(),
-				reactiveAdapter(specific, where));
+				reactiveAdapter(specific, where), KotlinDetector.isSuspendingFunction(specific));
 	}
 
 	/**
@@ -211,6 +218,19 @@ public class LockOperationSource {
 					+ "would be released when the method returns and two calls could run that work at once",
 					"Return CompletableFuture/CompletionStage, or a Mono/Flux: the lock is then held until it completes "
 							+ "(for pool.submit(task), return CompletableFuture.supplyAsync(task, pool)).");
+		}
+		if (KOTLIN_LAZY_TYPES.contains(type.getName())) {
+			throw new LockConfigurationException(where + " returns " + type.getName()
+					+ ", a sequence that is computed as it is read, after the method returns and the lock is released",
+					"Return a List, or consume the sequence inside the method.");
+		}
+		if (KOTLIN_ASYNC_TYPES.contains(type.getName())
+				&& ReactiveAdapterRegistry.getSharedInstance().getAdapter(type) == null) {
+			throw new LockConfigurationException(where + " returns " + type.getName() + ", whose work runs after the "
+					+ "method returns; Holdfast follows it only through kotlinx-coroutines-reactor, which is not on the "
+					+ "class path, so the lock would be released with that work still to run",
+					"Add org.jetbrains.kotlinx:kotlinx-coroutines-reactor to the application's dependencies, or "
+							+ "make the method a suspend function that returns the result.");
 		}
 		if (BaseStream.class.isAssignableFrom(type)) {
 			throw new LockConfigurationException(where + " returns " + type.getName()

@@ -51,11 +51,26 @@ final class ReactiveLockSupport {
 	}
 
 	/** {@code result} (of a type that {@code adapter} handles), locked per subscription. */
-	Object lock(Object result, ReactiveAdapter adapter, String name, @Nullable Object key, LockOptions options,
-			OnLocked onLocked) {
-		Publisher<?> source = adapter.toPublisher(result);
-		Publisher<?> locked = adapter.isMultiValue() ? lock(Flux.from(source), name, key, options, onLocked)
-				: lock(Mono.from(source), name, key, options, onLocked);
+	/**
+	 * {@code result}, locked per subscription. {@code offClientThreads}: subscribe to it on
+	 * {@link Schedulers#boundedElastic()}, not on the thread that granted the lock, which may be a
+	 * backend client's I/O thread (Lettuce's event loop): Spring starts a Kotlin suspend function's
+	 * body on the subscribing thread ({@code Dispatchers.Unconfined}), and such bodies may block.
+	 */
+	Object lock(Object result, ReactiveAdapter adapter, boolean offClientThreads, String name, @Nullable Object key,
+			LockOptions options, OnLocked onLocked) {
+		Publisher<Object> source = adapter.toPublisher(result);
+		Publisher<?> locked;
+		if (adapter.isMultiValue()) {
+			Flux<Object> flux = Flux.from(source);
+			locked = lock(offClientThreads ? flux.subscribeOn(Schedulers.boundedElastic()) : flux, name, key, options,
+					onLocked);
+		}
+		else {
+			Mono<Object> mono = Mono.from(source);
+			locked = lock(offClientThreads ? mono.subscribeOn(Schedulers.boundedElastic()) : mono, name, key, options,
+					onLocked);
+		}
 		return adapter.fromPublisher(locked);
 	}
 

@@ -7,6 +7,7 @@ import java.lang.reflect.Parameter;
 import java.lang.reflect.Proxy;
 import java.lang.reflect.RecordComponent;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
@@ -205,7 +206,15 @@ public final class IdentityStrings {
 		@Nullable Object[] values = components(value);
 		StringBuilder generated = new StringBuilder(value.getClass().getSimpleName()).append(form.open());
 		for (int i = 0; i < values.length; i++) {
-			generated.append((i > 0) ? ", " : "").append(form.names()[i]).append('=').append(values[i]);
+			generated.append((i > 0) ? ", " : "").append(form.names()[i]).append('=');
+			// kotlinc renders an array property by content, javac a record's array component by identity
+			if (form.open() == '(' && values[i] != null && values[i].getClass().isArray()) {
+				String deep = Arrays.deepToString(new Object[] { values[i] });
+				generated.append(deep, 1, deep.length() - 1);
+			}
+			else {
+				generated.append(values[i]);
+			}
 		}
 		return value.toString().contentEquals(generated.append(form.close()));
 	}
@@ -260,10 +269,15 @@ public final class IdentityStrings {
 			return NONE;
 		}
 
-		/** javac generates a record's toString() final; one the record declares itself rarely is. */
+		/**
+		 * javac generates a record's toString() final; one the record declares itself rarely is.
+		 * kotlinc generates a {@code @JvmRecord} data class's toString() not final, in the data
+		 * class form; which one it has is told at the call only.
+		 */
 		private static ComponentForm ofRecord(Class<?> type) {
+			boolean kotlin = KotlinDetector.isKotlinType(type);
 			try {
-				if (!Modifier.isFinal(type.getDeclaredMethod("toString").getModifiers())) {
+				if (!kotlin && !Modifier.isFinal(type.getDeclaredMethod("toString").getModifiers())) {
 					return NONE;
 				}
 			}
@@ -279,7 +293,9 @@ public final class IdentityStrings {
 				// the application's records need not be public, and Holdfast calls from another package
 				accessors[i].trySetAccessible();
 			}
-			return new ComponentForm('[', ']', names, accessors);
+			// a Kotlin @JvmRecord data class is a record that renders as a data class
+			return kotlin ? new ComponentForm('(', ')', names, accessors)
+					: new ComponentForm('[', ']', names, accessors);
 		}
 
 		/**

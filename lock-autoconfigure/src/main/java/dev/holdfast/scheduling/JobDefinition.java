@@ -48,8 +48,8 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 		@Nullable Duration fixedRate, @Nullable Duration fixedDelay, Duration initialDelay, Duration lockAtMostFor,
 		Duration lockAtLeastFor) {
 
-	/** Whether Kotlin suspend functions can be run: Spring runs them as publishers with it. */
-	private static final boolean COROUTINES_REACTOR_PRESENT = ClassUtils.isPresent("kotlinx.coroutines.reactor.MonoKt",
+	/** Whether Kotlin suspend functions can be run: in its runBlocking. */
+	private static final boolean COROUTINES_PRESENT = ClassUtils.isPresent("kotlinx.coroutines.BuildersKt",
 			JobDefinition.class.getClassLoader());
 
 	/** Whether the cron expression is {@code "-"}: the job is declared but not scheduled. */
@@ -71,11 +71,10 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 			@Nullable ZoneId defaultZone) {
 		String description = beanClass.getName() + "." + method.getName();
 		boolean suspending = KotlinDetector.isSuspendingFunction(method);
-		if (suspending && !(COROUTINES_REACTOR_PRESENT && KotlinDetector.isKotlinReflectPresent())) {
-			throw invalid(description, "is a Kotlin suspend function, which a job runs as Spring calls it, through "
-					+ "kotlinx-coroutines-reactor and kotlin-reflect, not both on the class path",
-					"Add org.jetbrains.kotlinx:kotlinx-coroutines-reactor and org.jetbrains.kotlin:kotlin-reflect "
-							+ "to the application's dependencies.");
+		if (suspending && !COROUTINES_PRESENT) {
+			throw invalid(description, "is a Kotlin suspend function, which a job runs in runBlocking, from "
+					+ "kotlinx-coroutines-core, not on the class path",
+					"Add org.jetbrains.kotlinx:kotlinx-coroutines-core to the application's dependencies.");
 		}
 		if (method.getParameterCount() != (suspending ? 1 : 0)) {
 			throw invalid(description, "has parameters; a @SingleInstanceScheduled method takes none",

@@ -7,13 +7,12 @@ import java.time.Duration;
 import java.time.Instant;
 
 import io.micrometer.observation.Observation;
+import kotlin.coroutines.EmptyCoroutineContext;
+import kotlinx.coroutines.BuildersKt;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
-import reactor.core.Exceptions;
-import reactor.core.publisher.Flux;
 
-import org.springframework.core.CoroutinesUtils;
 import org.springframework.core.KotlinDetector;
 import org.springframework.util.ReflectionUtils;
 
@@ -160,10 +159,10 @@ final class SingleInstanceJob implements Runnable {
 		try (ThreadBindings.Binding scope = ThreadBindings.bind(view);
 				Observation.Scope held = lease.observation().openScope()) {
 			if (tick != null) {
-				ThreadBindings.runAtTick(tick, () -> invoke(view));
+				ThreadBindings.runAtTick(tick, this::invoke);
 			}
 			else {
-				invoke(view);
+				invoke();
 			}
 		}
 		finally {
@@ -242,10 +241,10 @@ final class SingleInstanceJob implements Runnable {
 		return null;
 	}
 
-	private void invoke(Lease view) {
+	private void invoke() {
 		try {
 			if (this.suspending) {
-				Coroutines.run(this.method, this.target, view);
+				Coroutines.run(this.method, this.target);
 			}
 			else {
 				this.method.invoke(this.target);
@@ -260,6 +259,11 @@ final class SingleInstanceJob implements Runnable {
 		}
 		catch (IllegalAccessException ex) {
 			logger.error("Holdfast job '" + this.definition.name() + "' could not be invoked", ex);
+		}
+		catch (InterruptedException ex) {
+			// a suspend function's run, cancelled by the interrupt and ended
+			Thread.currentThread().interrupt();
+			logger.info("Holdfast job '" + this.definition.name() + "' was cancelled: its thread was interrupted");
 		}
 	}
 
@@ -375,23 +379,48 @@ final class SingleInstanceJob implements Runnable {
 	}
 
 	/**
-	 * Runs a Kotlin suspend function to its end on the job's thread, as Spring calls it: a
-	 * publisher of its result. The run's lease view is also in its Reactor context, where
-	 * {@code ReactiveLockContext.requireLease().awaitSingle()} finds it after a suspension has moved
-	 * the function to another thread. Only loaded for such functions, whose check required
-	 * kotlinx-coroutines-reactor (and so Reactor).
+	 * Runs a Kotlin suspend function to its end on the job's thread, in {@code runBlocking}: the
+	 * body resumes on that thread after each suspension (unless it switches dispatchers itself), so
+	 * {@link LockContext} finds the run's lease there, and the run, with its job lock, lasts until
+	 * the body has ended. An interrupt (the scheduler shutting down) cancels the body, and
+	 * {@code runBlocking} still waits for it to end before it throws. Only loaded for such
+	 * functions, whose check required kotlinx-coroutines-core.
 	 */
 	private static final class Coroutines {
 
-		static void run(Method method, Object target, Lease view) throws InvocationTargetException {
+		static void run(Method method, Object target) throws InvocationTargetException, InterruptedException {
 			try {
-				Flux.from(CoroutinesUtils.invokeSuspendingFunction(method, target))
-					.contextWrite((context) -> context.put(Lease.class, view))
-					.blockLast();
+				BuildersKt.runBlocking(EmptyCoroutineContext.INSTANCE, (scope, continuation) -> {
+					try {
+						return method.invoke(target, continuation);
+					}
+					catch (InvocationTargetException ex) {
+						throw new WrappedFailure(ex.getTargetException());
+					}
+					catch (IllegalAccessException ex) {
+						throw new WrappedFailure(ex);
+					}
+				});
 			}
-			catch (RuntimeException ex) {
-				throw new InvocationTargetException(Exceptions.unwrap(ex));
+			catch (WrappedFailure ex) {
+				throw new InvocationTargetException(ex.getCause());
 			}
+			catch (InterruptedException ex) {
+				throw ex;
+			}
+			catch (Throwable ex) {
+				// thrown by the body after a suspension
+				throw new InvocationTargetException(ex);
+			}
+		}
+
+		/** What the body threw before its first suspension, through the coroutine machinery. */
+		private static final class WrappedFailure extends RuntimeException {
+
+			WrappedFailure(Throwable cause) {
+				super(null, cause, false, false);
+			}
+
 		}
 
 	}

@@ -32,6 +32,10 @@ class DataClassKeyTests {
 			.isEqualTo(IdentityStrings.DeclaredIdentity("parcel", Parcel::class.java))
 		assertThat(IdentityStrings.findIdentityValue(Route("a", listOf(Shipping(Parcel(), "b")))))
 			.`as`("inside a list in a data class").isInstanceOf(Parcel::class.java)
+		assertThat(IdentityStrings.findIdentityValue(RecordShipping(Parcel(), "b"))).`as`("@JvmRecord")
+			.isInstanceOf(Parcel::class.java)
+		assertThat(IdentityStrings.findIdentityValue(Batch(longArrayOf(1, 2), Parcel()))).`as`("with an array")
+			.isInstanceOf(Parcel::class.java)
 	}
 
 	@Test
@@ -73,6 +77,12 @@ class DataClassKeyTests {
 	data class Shipping(val parcel: Parcel, val address: String)
 
 	data class Route(val name: String, val stops: List<Shipping>)
+
+	@JvmRecord
+	data class RecordShipping(val parcel: Parcel, val address: String)
+
+	@Suppress("ArrayInDataClass")
+	data class Batch(val ids: LongArray, val parcel: Parcel)
 
 	data class OrderRef(val id: Long, val region: String)
 

@@ -2,6 +2,7 @@ package dev.holdfast.aop
 
 import dev.holdfast.DistributedLock
 import dev.holdfast.LockConfigurationException
+import dev.holdfast.LockContext
 import dev.holdfast.LockNotAcquiredException
 import dev.holdfast.LockOptions
 import dev.holdfast.OnLocked
@@ -12,6 +13,7 @@ import dev.holdfast.core.DefaultLockTemplate
 import dev.holdfast.core.LockSettings
 import dev.holdfast.memory.InMemoryLockBackend
 import dev.holdfast.spi.LockBackend
+import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
@@ -69,16 +71,20 @@ class SuspendingLockTests {
 			val jobs = context.getBean(Suspending::class.java)
 			otherInstance().use { other ->
 				runBlocking {
-					val call = async(Dispatchers.Default) { jobs.slow("order-1", LEASE_MILLIS * 5) }
+					val gate = CompletableDeferred<Unit>()
+					// Unconfined, as Spring MVC and WebFlux call suspend functions: the body starts on
+					// the thread that subscribes to it
+					val call = async(Dispatchers.Unconfined) { jobs.gated("order-1", gate) }
 					await().atMost(Duration.ofSeconds(5)).until { jobs.started.get() == 1 }
-					// past the first suspension, and past the lease time: held and renewed
-					repeat(3) {
-						delay(LEASE_MILLIS)
-						assertThat(other.isFree("slow", "order-1")).`as`("held while the body is suspended").isFalse()
-					}
+					// suspended past three lease times: held, renewed
+					delay(LEASE_MILLIS * 3)
+					assertThat(other.isFree("slow", "order-1")).`as`("held while the body is suspended").isFalse()
+					gate.complete(Unit)
 					assertThat(call.await()).isEqualTo("done order-1")
 				}
 				assertThat(other.isFree("slow", "order-1")).`as`("released when the body ended").isTrue()
+				assertThat(jobs.bodyThreads).`as`("the body starts off the thread that granted the lock")
+					.allMatch { it.startsWith("boundedElastic-") }
 			}
 		}
 	}
@@ -180,18 +186,35 @@ class SuspendingLockTests {
 	}
 
 	@Test
-	fun aSuspendJobHoldsItsJobLockUntilItsBodyEnds() {
+	fun aSuspendJobRunsOnItsThreadAndHoldsItsJobLockUntilItsBodyEnds() {
 		runner.withBean(SuspendingJob::class.java).run { context ->
 			assertThat(context).hasNotFailed()
 			val job = context.getBean(SuspendingJob::class.java)
 			assertThat(job.suspended.await(10, TimeUnit.SECONDS)).`as`("the job ran and suspended").isTrue()
 			otherInstance().use { other ->
 				assertThat(other.isFree("suspending-job", null)).`as`("held while the job is suspended").isFalse()
+				job.gate.complete(Unit)
 				assertThat(job.ended.await(10, TimeUnit.SECONDS)).isTrue()
 				await().atMost(Duration.ofSeconds(5)).until { other.isFree("suspending-job", null) }
 			}
-			assertThat(job.leaseSeen.first()).isEqualTo("holdfast:suspending-job valid")
+			assertThat(job.leaseSeen).`as`("LockContext after suspensions").containsExactly("holdfast:suspending-job valid")
+			assertThat(job.threads).hasSize(3).allMatch { it.startsWith("holdfast-scheduling-") }.containsOnly(job.threads.first())
 		}
+	}
+
+	@Test
+	fun aSequenceResultFailsAtStartup() {
+		val method = Results::class.java.declaredMethods.first { it.name == "numbers" }
+		assertThatExceptionOfType(LockConfigurationException::class.java)
+			.isThrownBy { LockOperationSource(null).getOperation(method, Results::class.java) }
+			.withMessageContaining("Results.numbers returns kotlin.sequences.Sequence")
+	}
+
+	open class Results {
+
+		@DistributedLock
+		open fun numbers(): Sequence<Int> = generateSequence(1) { it + 1 }
+
 	}
 
 	open class Suspending {
@@ -205,10 +228,20 @@ class SuspendingLockTests {
 
 		open val mostAtOnce = AtomicInteger()
 
+		open val bodyThreads = ConcurrentLinkedQueue<String>()
+
 		@DistributedLock(name = "slow", key = "#id")
 		open suspend fun slow(id: String, millis: Long): String {
 			started.incrementAndGet()
 			delay(millis)
+			return "done $id"
+		}
+
+		@DistributedLock(name = "slow", key = "#id")
+		open suspend fun gated(id: String, gate: CompletableDeferred<Unit>): String {
+			bodyThreads.add(Thread.currentThread().name)
+			started.incrementAndGet()
+			gate.await()
 			return "done $id"
 		}
 
@@ -284,19 +317,28 @@ class SuspendingLockTests {
 
 		val suspended = CountDownLatch(1)
 
+		val gate = CompletableDeferred<Unit>()
+
 		val ended = CountDownLatch(1)
+
+		val threads = ConcurrentLinkedQueue<String>()
 
 		val leaseSeen = ConcurrentLinkedQueue<String>()
 
 		@SingleInstanceScheduled(name = "suspending-job", fixedRate = "1s")
 		open suspend fun work() {
-			withTimeout(10_000) {
-				suspended.countDown()
-				delay(500)
-				val lease = ReactiveLockContext.requireLease().awaitSingle()
-				leaseSeen.add(lease.key() + if (lease.isValid()) " valid" else " invalid")
-				ended.countDown()
+			if (ended.count == 0L) {
+				return
 			}
+			threads.add(Thread.currentThread().name)
+			suspended.countDown()
+			withTimeout(10_000) { gate.await() }
+			threads.add(Thread.currentThread().name)
+			delay(10)
+			threads.add(Thread.currentThread().name)
+			val lease = LockContext.requireLease()
+			leaseSeen.add(lease.key() + if (lease.isValid()) " valid" else " invalid")
+			ended.countDown()
 		}
 
 	}
