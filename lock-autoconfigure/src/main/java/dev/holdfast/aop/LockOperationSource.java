@@ -68,26 +68,38 @@ public class LockOperationSource {
 	/** Kotlin's lazy collections, read after the return as a {@code Stream} is. */
 	private static final Set<String> KOTLIN_LAZY_TYPES = Set.of("kotlin.sequences.Sequence");
 
-	/** As Spring's proxies decide to call a suspend function as a publisher. */
+	/**
+	 * Whether Spring's proxies call a suspend function as a publisher (as they decide it), and
+	 * adapt {@code Flow} and {@code Deferred}: kotlinx-coroutines-reactor, with kotlin-reflect for
+	 * the call.
+	 */
 	private static final boolean COROUTINES_REACTOR_PRESENT = ClassUtils.isPresent("kotlinx.coroutines.reactor.MonoKt",
-			LockOperationSource.class.getClassLoader());
+			LockOperationSource.class.getClassLoader()) && KotlinDetector.isKotlinReflectPresent();
 
 	private final @Nullable StringValueResolver placeholders;
 
 	private final boolean reactorPresent;
+
+	private final boolean coroutinesReactorPresent;
 
 	/**
 	 * @param placeholders resolves {@code ${...}} in annotation attributes; {@code null} leaves
 	 * them as they are
 	 */
 	public LockOperationSource(@Nullable StringValueResolver placeholders) {
-		this(placeholders, LockAspectSupport.REACTOR_PRESENT);
+		this(placeholders, LockAspectSupport.REACTOR_PRESENT, COROUTINES_REACTOR_PRESENT);
 	}
 
-	/** For tests: {@code reactorPresent} false is an application without Reactor. */
-	LockOperationSource(@Nullable StringValueResolver placeholders, boolean reactorPresent) {
+	/**
+	 * For tests: {@code reactorPresent} false is an application without Reactor,
+	 * {@code coroutinesReactorPresent} false one without kotlinx-coroutines-reactor (or
+	 * kotlin-reflect).
+	 */
+	LockOperationSource(@Nullable StringValueResolver placeholders, boolean reactorPresent,
+			boolean coroutinesReactorPresent) {
 		this.placeholders = placeholders;
 		this.reactorPresent = reactorPresent;
+		this.coroutinesReactorPresent = reactorPresent && coroutinesReactorPresent;
 	}
 
 	/**
@@ -179,7 +191,7 @@ public class LockOperationSource {
 	private @Nullable ReactiveAdapter reactiveAdapter(Method method, String where) {
 		ReactiveAdapterRegistry registry = ReactiveAdapterRegistry.getSharedInstance();
 		if (KotlinDetector.isSuspendingFunction(method)) {
-			if (!this.reactorPresent || !COROUTINES_REACTOR_PRESENT || !KotlinDetector.isKotlinReflectPresent()) {
+			if (!this.coroutinesReactorPresent) {
 				throw new LockConfigurationException(where + " is a Kotlin suspend function: Spring calls it as a "
 						+ "publisher only with kotlinx-coroutines-reactor and kotlin-reflect, not both on the class "
 						+ "path, so the lock would be released at the function's first suspension, with the rest of "
@@ -205,7 +217,7 @@ public class LockOperationSource {
 	 * Fails on return types that carry work past the return without telling when it is done: the
 	 * lock would be released when the method returns, with that work still to run or be read.
 	 */
-	private static void checkReturnType(Method method, String where) {
+	private void checkReturnType(Method method, String where) {
 		Class<?> type = method.getReturnType();
 		// An @Async method's Future is made by Spring's async advisor, which runs in front of the
 		// lock's: the lock then wraps the method's body on the executor, and the body's own Future
@@ -224,8 +236,7 @@ public class LockOperationSource {
 					+ ", a sequence that is computed as it is read, after the method returns and the lock is released",
 					"Return a List, or consume the sequence inside the method.");
 		}
-		if (KOTLIN_ASYNC_TYPES.contains(type.getName())
-				&& ReactiveAdapterRegistry.getSharedInstance().getAdapter(type) == null) {
+		if (KOTLIN_ASYNC_TYPES.contains(type.getName()) && !this.coroutinesReactorPresent) {
 			throw new LockConfigurationException(where + " returns " + type.getName() + ", whose work runs after the "
 					+ "method returns; Holdfast follows it only through kotlinx-coroutines-reactor, which is not on the "
 					+ "class path, so the lock would be released with that work still to run",

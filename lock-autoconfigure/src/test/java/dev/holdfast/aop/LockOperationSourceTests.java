@@ -180,7 +180,7 @@ class LockOperationSourceTests {
 	void reactiveTypeWithoutReactorFailsAtStartup() {
 		// before: Spring adapts RxJava and Mutiny types without Reactor, but Holdfast locks them through
 		// Reactor: the lock was released when the method returned, before anything subscribed
-		LockOperationSource withoutReactor = new LockOperationSource(null, false);
+		LockOperationSource withoutReactor = new LockOperationSource(null, false, true);
 		Method mono = ReflectionUtils.findMethod(Subject.class, "mono");
 		assertThatExceptionOfType(LockConfigurationException.class)
 			.isThrownBy(() -> withoutReactor.getOperation(mono, Subject.class))

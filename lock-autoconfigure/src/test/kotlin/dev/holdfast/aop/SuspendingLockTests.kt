@@ -14,6 +14,7 @@ import dev.holdfast.core.LockSettings
 import dev.holdfast.memory.InMemoryLockBackend
 import dev.holdfast.spi.LockBackend
 import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.Deferred
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
@@ -156,12 +157,32 @@ class SuspendingLockTests {
 	}
 
 	@Test
-	fun withoutReactorASuspendFunctionFailsAtStartup() {
+	fun withoutReactorOrCoroutinesReactorASuspendFunctionFailsAtStartup() {
 		val method = Suspending::class.java.declaredMethods.first { it.name == "slow" }
-		assertThatExceptionOfType(LockConfigurationException::class.java)
-			.isThrownBy { LockOperationSource(null, false).getOperation(method, Suspending::class.java) }
-			.withMessageContaining("Suspending.slow is a Kotlin suspend function")
-			.withMessageContaining("kotlinx-coroutines-reactor")
+		for (source in listOf(LockOperationSource(null, false, true), LockOperationSource(null, true, false))) {
+			assertThatExceptionOfType(LockConfigurationException::class.java)
+				.isThrownBy { source.getOperation(method, Suspending::class.java) }
+				.withMessageContaining("Suspending.slow is a Kotlin suspend function")
+				.satisfies({ assertThat(it.action).contains("kotlinx-coroutines-reactor").contains("kotlin-reflect") })
+		}
+		assertThat(LockOperationSource(null).getOperation(method, Suspending::class.java)!!.reactiveAdapter())
+			.`as`("with both").isNotNull()
+	}
+
+	@Test
+	fun flowAndDeferredResultsWithoutCoroutinesReactorFailAtStartup() {
+		// before: no adapter, so the plain path released the lock when the method returned, before
+		// the flow was collected
+		val withoutCoroutinesReactor = LockOperationSource(null, true, false)
+		for (name in listOf("flow", "deferred")) {
+			val method = Results::class.java.declaredMethods.first { it.name == name }
+			assertThatExceptionOfType(LockConfigurationException::class.java)
+				.isThrownBy { withoutCoroutinesReactor.getOperation(method, Results::class.java) }
+				.withMessageContaining("Results.$name returns kotlinx.coroutines.")
+				.satisfies({ assertThat(it.action).contains("kotlinx-coroutines-reactor") })
+			assertThat(LockOperationSource(null).getOperation(method, Results::class.java)!!.reactiveAdapter())
+				.`as`("$name with kotlinx-coroutines-reactor").isNotNull()
+		}
 	}
 
 	@Test
@@ -214,6 +235,12 @@ class SuspendingLockTests {
 
 		@DistributedLock
 		open fun numbers(): Sequence<Int> = generateSequence(1) { it + 1 }
+
+		@DistributedLock
+		open fun flow(): Flow<Int> = flow { emit(1) }
+
+		@DistributedLock
+		open fun deferred(): Deferred<Int> = CompletableDeferred(1)
 
 	}
 
