@@ -3,17 +3,24 @@ package dev.holdfast.core;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
-import java.lang.reflect.Parameter;
 import java.lang.reflect.Proxy;
 import java.lang.reflect.RecordComponent;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 
+import kotlin.jvm.JvmClassMappingKt;
+import kotlin.reflect.KClass;
+import kotlin.reflect.KFunction;
+import kotlin.reflect.KParameter;
+import kotlin.reflect.KProperty1;
+import kotlin.reflect.full.KClasses;
+import kotlin.reflect.jvm.KCallablesJvm;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.TargetClassAware;
@@ -57,7 +64,8 @@ public final class IdentityStrings {
 
 	};
 
-	private static final ComponentForm NONE = new ComponentForm('[', ']', new String[0], new Method[0]);
+	private static final ComponentForm NONE = new ComponentForm('[', ']', new String[0], new Class<?>[0],
+			(value) -> new Object[0]);
 
 	private IdentityStrings() {
 	}
@@ -180,9 +188,9 @@ public final class IdentityStrings {
 			if (!seen.add(element)) {
 				return null; // a type that holds itself: judged once
 			}
-			for (int i = 0; i < form.accessors().length; i++) {
+			for (int i = 0; i < form.types().length; i++) {
 				String componentPath = path.isEmpty() ? form.names()[i] : path + "." + form.names()[i];
-				DeclaredIdentity found = findDeclaredIdentity(form.accessors()[i].getReturnType(), componentPath, seen);
+				DeclaredIdentity found = findDeclaredIdentity(form.types()[i], componentPath, seen);
 				if (found != null) {
 					return found;
 				}
@@ -229,12 +237,16 @@ public final class IdentityStrings {
 
 	/**
 	 * The values of {@code value}'s components, in declaration order, read through their
-	 * accessors (a record's accessors, a data class's {@code componentN()}).
+	 * accessors (a record's; a data class's properties, through kotlin-reflect).
 	 * @throws IllegalArgumentException if an accessor cannot be called (a class in a module
 	 * package that is not open to Holdfast)
 	 */
 	static @Nullable Object[] components(Object value) {
-		Method[] accessors = COMPONENT_FORMS.get(value.getClass()).accessors();
+		return COMPONENT_FORMS.get(value.getClass()).reader().apply(value);
+	}
+
+	/** Calls a record's accessors. */
+	private static @Nullable Object[] readRecord(Object value, Method[] accessors) {
 		@Nullable Object[] values = new Object[accessors.length];
 		for (int i = 0; i < accessors.length; i++) {
 			try {
@@ -257,7 +269,8 @@ public final class IdentityStrings {
 	 * How a compiler renders a class from its components: between {@code open} and {@code close},
 	 * {@code name=value} pairs.
 	 */
-	record ComponentForm(char open, char close, String[] names, Method[] accessors) {
+	record ComponentForm(char open, char close, String[] names, Class<?>[] types,
+			Function<Object, @Nullable Object[]> reader) {
 
 		static ComponentForm of(Class<?> type) {
 			if (type.isRecord()) {
@@ -286,64 +299,70 @@ public final class IdentityStrings {
 			}
 			RecordComponent[] components = type.getRecordComponents();
 			String[] names = new String[components.length];
+			Class<?>[] types = new Class<?>[components.length];
 			Method[] accessors = new Method[components.length];
 			for (int i = 0; i < components.length; i++) {
 				names[i] = components[i].getName();
+				types[i] = components[i].getType();
 				accessors[i] = components[i].getAccessor();
 				// the application's records need not be public, and Holdfast calls from another package
 				accessors[i].trySetAccessible();
 			}
 			// a Kotlin @JvmRecord data class is a record that renders as a data class
-			return kotlin ? new ComponentForm('(', ')', names, accessors)
-					: new ComponentForm('[', ']', names, accessors);
+			return new ComponentForm(kotlin ? '(' : '[', kotlin ? ')' : ']', names, types,
+					(value) -> readRecord(value, accessors));
 		}
 
 		/**
-		 * A Kotlin data class: its {@code component1()}..{@code componentN()} and {@code copy}, with
-		 * the names of the primary constructor's parameters, which its properties have; those
-		 * names are in the class file when compiled with {@code -java-parameters} (Spring Boot's
-		 * Kotlin setup does it). Without them, or for another Kotlin class, {@link #NONE}.
+		 * A Kotlin data class: the properties of its primary constructor, read with kotlin-reflect,
+		 * which Spring's Kotlin support requires (without it a data class is judged as any class
+		 * declaring {@code toString()}). kotlin-reflect rather than {@code componentN()}: a
+		 * value-class property's accessors are mangled ({@code component1-j0LDvg8}) and return
+		 * the unboxed value, where {@code toString()} renders the boxed one.
 		 */
 		private static ComponentForm ofDataClass(Class<?> type) {
-			List<Method> accessors = new ArrayList<>();
-			for (int i = 1;; i++) {
-				Method accessor = ReflectionUtils.findMethod(type, "component" + i);
-				if (accessor == null || accessor.getDeclaringClass() != type) {
-					break;
-				}
-				accessors.add(accessor);
-			}
-			Class<?>[] types = accessors.stream().map(Method::getReturnType).toArray(Class<?>[]::new);
-			if (accessors.isEmpty() || !declaresCopy(type, types)) {
-				return NONE;
-			}
-			Parameter[] parameters;
-			try {
-				parameters = type.getDeclaredConstructor(types).getParameters();
-			}
-			catch (NoSuchMethodException ex) {
-				return NONE;
-			}
-			String[] names = new String[parameters.length];
-			for (int i = 0; i < parameters.length; i++) {
-				if (!parameters[i].isNamePresent()) {
-					return NONE;
-				}
-				names[i] = parameters[i].getName();
-			}
-			for (Method accessor : accessors) {
-				accessor.trySetAccessible();
-			}
-			return new ComponentForm('(', ')', names, accessors.toArray(Method[]::new));
+			return KotlinDetector.isKotlinReflectPresent() ? KotlinDataClasses.form(type) : NONE;
 		}
 
-		private static boolean declaresCopy(Class<?> type, Class<?>[] types) {
-			try {
-				return type.getDeclaredMethod("copy", types).getReturnType() == type;
+	}
+
+	/** Only loaded with kotlin-reflect on the class path. */
+	private static final class KotlinDataClasses {
+
+		static ComponentForm form(Class<?> type) {
+			KClass<?> kotlinClass = JvmClassMappingKt.getKotlinClass(type);
+			KFunction<?> primary = kotlinClass.isData() ? KClasses.getPrimaryConstructor(kotlinClass) : null;
+			if (primary == null) {
+				return NONE;
 			}
-			catch (NoSuchMethodException ex) {
-				return false;
+			Map<String, KProperty1<?, ?>> properties = new HashMap<>();
+			for (KProperty1<?, ?> property : KClasses.getMemberProperties(kotlinClass)) {
+				properties.put(property.getName(), property);
 			}
+			List<KParameter> parameters = primary.getParameters();
+			String[] names = new String[parameters.size()];
+			Class<?>[] types = new Class<?>[parameters.size()];
+			KProperty1<?, ?>[] read = new KProperty1<?, ?>[parameters.size()];
+			for (int i = 0; i < names.length; i++) {
+				KProperty1<?, ?> property = properties.get(parameters.get(i).getName());
+				if (property == null) {
+					return NONE;
+				}
+				KCallablesJvm.setAccessible(property, true);
+				names[i] = property.getName();
+				types[i] = (property.getReturnType().getClassifier() instanceof KClass<?> classifier)
+						? JvmClassMappingKt.getJavaClass(classifier) : Object.class;
+				read[i] = property;
+			}
+			return new ComponentForm('(', ')', names, types, (value) -> {
+				@Nullable Object[] values = new Object[read.length];
+				for (int i = 0; i < read.length; i++) {
+					@SuppressWarnings("unchecked")
+					KProperty1<Object, ?> property = (KProperty1<Object, ?>) read[i];
+					values[i] = property.get(value);
+				}
+				return values;
+			});
 		}
 
 	}

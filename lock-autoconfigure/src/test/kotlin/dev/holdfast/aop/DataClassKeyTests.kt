@@ -36,11 +36,19 @@ class DataClassKeyTests {
 			.isInstanceOf(Parcel::class.java)
 		assertThat(IdentityStrings.findIdentityValue(Batch(longArrayOf(1, 2), Parcel()))).`as`("with an array")
 			.isInstanceOf(Parcel::class.java)
+		assertThat(IdentityStrings.findIdentityValue(WithId(OrderId(7), Parcel()))).`as`("with a value-class id")
+			.isInstanceOf(Parcel::class.java)
+		assertThat(IdentityStrings.findDeclaredIdentity(WithId::class.java))
+			.isEqualTo(IdentityStrings.DeclaredIdentity("parcel", Parcel::class.java))
 	}
 
 	@Test
 	fun dataClassesOfValuesAndWithTheirOwnToStringPass() {
 		assertThat(IdentityStrings.findIdentityValue(OrderRef(7, "eu"))).isNull()
+		assertThat(IdentityStrings.findIdentityValue(Generic(OrderId(7), "eu"))).`as`("a value class in a generic one")
+			.isNull()
+		assertThat(IdentityStrings.findIdentityValue(Generic(Parcel(), "eu"))).`as`("a generic entity")
+			.isInstanceOf(Parcel::class.java)
 		assertThat(IdentityStrings.findDeclaredIdentity(OrderRef::class.java)).isNull()
 		assertThat(IdentityStrings.findIdentityValue(Labelled(Parcel(), "p-1")))
 			.`as`("its own toString() is what renders").isNull()
@@ -65,6 +73,8 @@ class DataClassKeyTests {
 			assertThat(context).hasNotFailed()
 			val orders = context.getBean(OrderService::class.java)
 			assertThat(orders.ship(OrderRef(7, "eu"))).isEqualTo("holdfast:ship:OrderRef(id=7,%20region=eu)")
+			assertThat(orders.any(Generic(OrderId(7), "eu"))).`as`("the key is the data class's own text")
+				.isEqualTo("holdfast:any:Generic(value=OrderId(value=7),%20region=eu)")
 			assertThatIllegalArgumentException().isThrownBy { orders.any(Shipping(Parcel(), "b")) }
 				.withMessageContaining(Parcel::class.java.name)
 		}
@@ -80,6 +90,13 @@ class DataClassKeyTests {
 
 	@JvmRecord
 	data class RecordShipping(val parcel: Parcel, val address: String)
+
+	@JvmInline
+	value class OrderId(val value: Long)
+
+	data class WithId(val id: OrderId, val parcel: Parcel)
+
+	data class Generic<T>(val value: T, val region: String)
 
 	@Suppress("ArrayInDataClass")
 	data class Batch(val ids: LongArray, val parcel: Parcel)
