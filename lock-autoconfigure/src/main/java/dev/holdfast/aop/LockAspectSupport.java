@@ -60,6 +60,28 @@ public class LockAspectSupport {
 
 	private static final Log logger = LogFactory.getLog(LockAspectSupport.class);
 
+	/**
+	 * Per class of a result: the fix when its work runs or is read after the method returned (a
+	 * stream, a {@code Future}, anything with a reactive adapter), or empty. Every call with a
+	 * result asks, so the answer is one class lookup, not a search of the adapters.
+	 */
+	private static final ClassValue<String> OUTLIVING_WORK_FIX = new ClassValue<>() {
+
+		@Override
+		protected String computeValue(Class<?> type) {
+			if (BaseStream.class.isAssignableFrom(type)) {
+				return "return a List, or consume the stream inside the method";
+			}
+			if (Future.class.isAssignableFrom(type)
+					|| ReactiveAdapterRegistry.getSharedInstance().getAdapter(type) != null) {
+				return "declare the return type CompletableFuture/CompletionStage, or a Mono/Flux, and the lock is held "
+						+ "until it completes";
+			}
+			return "";
+		}
+
+	};
+
 	/** Whether Reactor is on the class path: reactive results are locked through it. */
 	static final boolean REACTOR_PRESENT = ClassUtils.isPresent("reactor.core.publisher.Flux",
 			LockAspectSupport.class.getClassLoader());
@@ -148,15 +170,8 @@ public class LockAspectSupport {
 	 * was released: a {@link Future} that is not a stage, a stream, or a publisher.
 	 */
 	private void warnIfWorkOutlivesTheLock(LockOperation operation, Object result) {
-		String fix;
-		if (result instanceof BaseStream<?, ?>) {
-			fix = "return a List, or consume the stream inside the method";
-		}
-		else if (result instanceof Future<?> || this.reactiveAdapters.getAdapter(result.getClass()) != null) {
-			fix = "declare the return type CompletableFuture/CompletionStage, or a Mono/Flux, and the lock is held "
-					+ "until it completes";
-		}
-		else {
+		String fix = OUTLIVING_WORK_FIX.get(result.getClass());
+		if (fix.isEmpty()) {
 			return;
 		}
 		if (this.warned.add(operation.method()) && logger.isWarnEnabled()) {

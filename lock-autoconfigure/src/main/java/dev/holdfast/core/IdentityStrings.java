@@ -111,10 +111,11 @@ public final class IdentityStrings {
 				}
 			}
 		}
-		else if (rendersItsComponents(key)) {
+		@Nullable Object[] components = generatedComponents(key);
+		if (components != null) {
 			// a generated toString() (a record's, a Kotlin data class's) renders the components, so
 			// they are what is judged
-			for (Object component : components(key)) {
+			for (Object component : components) {
 				Object found = findIdentityValue(component);
 				if (found != null) {
 					return found;
@@ -201,17 +202,21 @@ public final class IdentityStrings {
 	}
 
 	/**
-	 * Whether {@code value}'s {@code toString()} is the one its compiler generated from its
-	 * components: a record's ({@code Name[a=1, b=x]}) or a Kotlin data class's
-	 * ({@code Name(a=1, b=x)}). A record or data class may declare a {@code toString()} of its own,
-	 * which is then judged and rendered as any class's: the generated form is compared with it.
+	 * The components of {@code value}, in declaration order, when its {@code toString()} is the one
+	 * its compiler generated from them: a record's ({@code Name[a=1, b=x]}) or a Kotlin data
+	 * class's ({@code Name(a=1, b=x)}); {@code null} otherwise. A record or data class may declare a
+	 * {@code toString()} of its own, which is then judged and rendered as any class's: the generated
+	 * form is compared with it. The components are read once, through their accessors (a record's;
+	 * a data class's properties, through kotlin-reflect).
+	 * @throws IllegalArgumentException if an accessor cannot be called (a class in a module
+	 * package that is not open to Holdfast)
 	 */
-	static boolean rendersItsComponents(Object value) {
+	static @Nullable Object @Nullable [] generatedComponents(Object value) {
 		ComponentForm form = COMPONENT_FORMS.get(value.getClass());
 		if (form == NONE) {
-			return false;
+			return null;
 		}
-		@Nullable Object[] values = components(value);
+		@Nullable Object[] values = form.reader().apply(value);
 		StringBuilder generated = new StringBuilder(value.getClass().getSimpleName()).append(form.open());
 		for (int i = 0; i < values.length; i++) {
 			generated.append((i > 0) ? ", " : "").append(form.names()[i]).append('=');
@@ -224,25 +229,12 @@ public final class IdentityStrings {
 				generated.append(values[i]);
 			}
 		}
-		return value.toString().contentEquals(generated.append(form.close()));
+		return value.toString().contentEquals(generated.append(form.close())) ? values : null;
 	}
 
-	/**
-	 * The form of a class whose {@code toString()} renders components: see
-	 * {@link #rendersItsComponents}.
-	 */
+	/** The form of a class whose {@code toString()} renders components: see {@link #generatedComponents}. */
 	static ComponentForm componentForm(Class<?> type) {
 		return COMPONENT_FORMS.get(type);
-	}
-
-	/**
-	 * The values of {@code value}'s components, in declaration order, read through their
-	 * accessors (a record's; a data class's properties, through kotlin-reflect).
-	 * @throws IllegalArgumentException if an accessor cannot be called (a class in a module
-	 * package that is not open to Holdfast)
-	 */
-	static @Nullable Object[] components(Object value) {
-		return COMPONENT_FORMS.get(value.getClass()).reader().apply(value);
 	}
 
 	/** Calls a record's accessors. */

@@ -195,19 +195,20 @@ public final class LockKeys {
 			}
 			out.append('}');
 		}
-		else if (IdentityStrings.rendersItsComponents(value)) {
+		else {
+			@Nullable Object[] components = IdentityStrings.generatedComponents(value);
+			if (components == null) {
+				out.append(value);
+				return;
+			}
 			// the generated toString()'s form (a record's, a Kotlin data class's), with each
 			// component rendered by these rules
 			IdentityStrings.ComponentForm form = IdentityStrings.componentForm(value.getClass());
-			@Nullable Object[] components = IdentityStrings.components(value);
 			out.append(value.getClass().getSimpleName()).append(form.open());
 			for (int i = 0; i < components.length; i++) {
 				render(components[i], out.append((i > 0) ? ", " : "").append(form.names()[i]).append('='));
 			}
 			out.append(form.close());
-		}
-		else {
-			out.append(value);
 		}
 	}
 
