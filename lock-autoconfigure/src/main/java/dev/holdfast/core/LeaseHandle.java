@@ -75,7 +75,7 @@ final class LeaseHandle implements EngineLease {
 		if (this.state == CLOSED) {
 			return false;
 		}
-		return this.lease.template().extend(this.lease, ttl);
+		return this.lease.leases().extend(this.lease, ttl);
 	}
 
 	@Override
@@ -94,25 +94,25 @@ final class LeaseHandle implements EngineLease {
 	@Override
 	public void close() {
 		if (leave()) {
-			this.lease.template().release(this.lease, true);
+			this.lease.leases().releases().release(this.lease);
 		}
 	}
 
 	@Override
 	public void forget() {
 		if (leave()) {
-			this.lease.template().release(this.lease, false);
+			this.lease.leases().releases().forget(this.lease);
 		}
 	}
 
 	@Override
 	public void markLost(String reason) {
-		this.lease.template().lost(this.lease, reason);
+		this.lease.leases().lost(this.lease, reason);
 	}
 
 	/** Like {@link #close()}, with the backend call not blocking where the backend allows it. */
 	CompletionStage<Void> closeAsync() {
-		return leave() ? this.lease.template().releaseAsync(this.lease) : CompletableFuture.completedFuture(null);
+		return leave() ? this.lease.leases().releases().releaseAsync(this.lease) : CompletableFuture.completedFuture(null);
 	}
 
 	/** Leaves this hold, once; true when it was the lease's last hold. */
