@@ -202,6 +202,9 @@ final class Acquisitions {
 		/** Whether it has been the head of its line: a release may have named (recorded) it. */
 		volatile boolean wasHead;
 
+		/** The backend failure that ended this acquisition, or the one ahead of it in its line. */
+		volatile @Nullable LockBackendException failure;
+
 		/** Confined to the attempt in progress: attempts never overlap. */
 		private boolean notifying = Acquisitions.this.lines.announcing();
 
@@ -222,6 +225,14 @@ final class Acquisitions {
 
 		/** Wakes this acquisition's wait (for the head of its line, or for a release). */
 		abstract void wake();
+
+		/** The head of its line failed on the backend while this one waited behind it: it fails too. */
+		final void failedAhead(RuntimeException ahead) {
+			this.failure = new LockBackendException("The " + Acquisitions.this.failures.backendName()
+					+ " backend failed for the acquisition ahead of this one in the line of lock '"
+					+ Acquisitions.this.failures.shown(this.key) + "': " + ahead.getMessage(), ahead);
+			wake();
+		}
 
 		/** Joins its line; true when it is the head (and attempts) now. */
 		final boolean join() {
@@ -261,7 +272,9 @@ final class Acquisitions {
 			if (Acquisitions.this.queue == null) {
 				Acquisitions.this.background.releaseUnknownOutcome(this.key, this.owner);
 			}
-			return Acquisitions.this.failures.of(ex, "acquire", this.key);
+			LockBackendException failure = Acquisitions.this.failures.of(ex, "acquire", this.key);
+			this.failure = failure;
+			return failure;
 		}
 
 		/**
@@ -314,7 +327,7 @@ final class Acquisitions {
 				return;
 			}
 			boolean named = this.wasHead || Acquisitions.this.lines.isHead(this);
-			Acquisitions.this.lines.leave(this);
+			Acquisitions.this.lines.leave(this, this.failure);
 			if (this.records && named && !took) {
 				Acquisitions.this.background.withdraw(this.key, this.owner);
 			}
@@ -374,6 +387,8 @@ final class Acquisitions {
 					catch (RuntimeException ex) {
 						LockBackendException failure = failed(ex);
 						if (Thread.interrupted()) {
+							// Not the backend's failure: those behind in the line carry on.
+							this.failure = null;
 							InterruptedException interrupted = new InterruptedException(
 									"Interrupted during the " + Acquisitions.this.failures.backendName() + " backend's acquire call");
 							interrupted.initCause(failure);
@@ -416,6 +431,10 @@ final class Acquisitions {
 			while (!becameHead()) {
 				if (Acquisitions.this.draining) {
 					throw shuttingDown(this.key);
+				}
+				LockBackendException ahead = this.failure;
+				if (ahead != null) {
+					throw ahead;
 				}
 				long left = this.deadline - System.nanoTime();
 				if (left <= 0) {
@@ -519,6 +538,11 @@ final class Acquisitions {
 			}
 			if (Acquisitions.this.draining && this.waits) {
 				fail(shuttingDown(this.key));
+				return;
+			}
+			LockBackendException ahead = this.failure;
+			if (ahead != null) {
+				fail(ahead);
 				return;
 			}
 			if (this.waits && !becameHead()) {

@@ -61,7 +61,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 
 	private final BackgroundCalls background;
 
-	private final Lines lines;
+	/** Package-private for tests of the lines. */
+	final Lines lines;
 
 	private final Releases releases;
 
@@ -144,7 +145,21 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		}
 		HeldLease current = this.leases.get(fullKey);
 		if (current != null && current.isHeldBy(Thread.currentThread()) && current.enterReentrant()) {
-			return new LeaseHandle(current);
+			// A reentrant hold gets at least the lease time it asks for, or fails.
+			LeaseHandle hold = new LeaseHandle(current);
+			boolean covered;
+			try {
+				covered = this.leases.coversLeaseTime(current, leaseTime(options));
+			}
+			catch (RuntimeException ex) {
+				hold.close();
+				throw ex;
+			}
+			if (covered) {
+				return hold;
+			}
+			// The extension found the lock gone: the lease is lost; this acquisition takes the lock anew.
+			hold.close();
 		}
 		if (this.acquisitions.isDraining()) {
 			throw this.acquisitions.shuttingDown(fullKey);

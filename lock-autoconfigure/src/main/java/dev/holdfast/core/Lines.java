@@ -79,21 +79,35 @@ final class Lines implements AutoCloseable {
 		return line.head == acquisition;
 	}
 
-	/** Leaves the line (as its head or from behind); the next one becomes the head and is woken. */
-	void leave(Acquisitions.Acquisition acquisition) {
+	/**
+	 * Leaves the line (as its head or from behind); the next one becomes the head and is woken.
+	 * A head that leaves because the backend failed ({@code failure}) fails every acquisition
+	 * behind it with that failure: the backend is not reachable for them either, and each would
+	 * otherwise fail one network timeout after the one ahead of it.
+	 */
+	void leave(Acquisitions.Acquisition acquisition, @Nullable RuntimeException failure) {
 		Acquisitions.Acquisition[] next = new Acquisitions.Acquisition[1];
+		Acquisitions.Acquisition[][] failed = new Acquisitions.Acquisition[1][];
 		this.lines.computeIfPresent(acquisition.key, (key, line) -> {
-			if (line.head == acquisition) {
-				line.head = line.behind.poll();
-				next[0] = line.head;
-			}
-			else {
+			if (line.head != acquisition) {
 				line.behind.remove(acquisition);
+				return line;
 			}
+			if (failure != null && !line.behind.isEmpty()) {
+				failed[0] = line.behind.toArray(new Acquisitions.Acquisition[0]);
+				return null;
+			}
+			line.head = line.behind.poll();
+			next[0] = line.head;
 			return (line.head != null) ? line : null;
 		});
 		if (next[0] != null) {
 			next[0].wake();
+		}
+		if (failed[0] != null) {
+			for (Acquisitions.Acquisition behind : failed[0]) {
+				behind.failedAhead(failure);
+			}
 		}
 	}
 

@@ -170,6 +170,25 @@ final class LocalLeases {
 		return false;
 	}
 
+	/**
+	 * A reentrant hold of {@code lease} asks for {@code ttl}: it gets at least that. A renewed
+	 * lease lives while it is held; one that is not renewed is extended on the backend
+	 * (owner-checked) when less is left. False when the extension found the lock not held any
+	 * more (the lease is then lost).
+	 * @throws UnsupportedOperationException if the backend cannot extend leases and less is left
+	 */
+	boolean coversLeaseTime(HeldLease lease, Duration ttl) {
+		if (lease.renew() || lease.untilExpiryNanos() >= ttl.toNanos() - driftNanos(ttl)) {
+			return true;
+		}
+		if (!(this.backend instanceof LeaseRenewal)) {
+			throw new UnsupportedOperationException("Lock '" + this.failures.shown(lease.key()) + "' is held by this "
+					+ "thread with less time left than the " + ttl + " asked for again, and the " + this.backend.name()
+					+ " backend cannot extend leases: ask for no longer a lease than the outer acquisition's");
+		}
+		return extend(lease, ttl);
+	}
+
 	/** Marks {@code lease} lost, once, and reports it: WARN, its observation, the listener. */
 	void lost(HeldLease lease, String reason) {
 		if (lease.markLost()) {
