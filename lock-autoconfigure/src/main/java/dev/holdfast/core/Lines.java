@@ -58,14 +58,14 @@ final class Lines implements AutoCloseable {
 	/** One key's line: its head, and the acquisitions behind it in arrival order. */
 	private static final class Line {
 
-		volatile Acquisitions.@Nullable Acquisition head;
+		volatile @Nullable Acquisition head;
 
-		final ArrayDeque<Acquisitions.Acquisition> behind = new ArrayDeque<>(2);
+		final ArrayDeque<Acquisition> behind = new ArrayDeque<>(2);
 
 	}
 
 	/** Joins the line of the acquisition's key; true if it is the head now. */
-	boolean join(Acquisitions.Acquisition acquisition) {
+	boolean join(Acquisition acquisition) {
 		Line line = this.lines.compute(acquisition.key, (key, current) -> {
 			Line joined = (current != null) ? current : new Line();
 			if (joined.head == null) {
@@ -85,16 +85,16 @@ final class Lines implements AutoCloseable {
 	 * behind it with that failure: the backend is not reachable for them either, and each would
 	 * otherwise fail one network timeout after the one ahead of it.
 	 */
-	void leave(Acquisitions.Acquisition acquisition, @Nullable RuntimeException failure) {
-		Acquisitions.Acquisition[] next = new Acquisitions.Acquisition[1];
-		Acquisitions.Acquisition[][] failed = new Acquisitions.Acquisition[1][];
+	void leave(Acquisition acquisition, @Nullable RuntimeException failure) {
+		Acquisition[] next = new Acquisition[1];
+		Acquisition[][] failed = new Acquisition[1][];
 		this.lines.computeIfPresent(acquisition.key, (key, line) -> {
 			if (line.head != acquisition) {
 				line.behind.remove(acquisition);
 				return line;
 			}
 			if (failure != null && !line.behind.isEmpty()) {
-				failed[0] = line.behind.toArray(new Acquisitions.Acquisition[0]);
+				failed[0] = line.behind.toArray(new Acquisition[0]);
 				return null;
 			}
 			line.head = line.behind.poll();
@@ -105,14 +105,14 @@ final class Lines implements AutoCloseable {
 			next[0].wake();
 		}
 		if (failed[0] != null) {
-			for (Acquisitions.Acquisition behind : failed[0]) {
+			for (Acquisition behind : failed[0]) {
 				behind.failedAhead(failure);
 			}
 		}
 	}
 
 	/** Whether {@code acquisition} is the head of its line. */
-	boolean isHead(Acquisitions.Acquisition acquisition) {
+	boolean isHead(Acquisition acquisition) {
 		Line line = this.lines.get(acquisition.key);
 		return line != null && line.head == acquisition;
 	}
@@ -125,14 +125,14 @@ final class Lines implements AutoCloseable {
 	/** The owner of the head of {@code key}'s line, the waiter a release names: {@code null} if none. */
 	@Nullable String nextOwner(String key) {
 		Line line = this.lines.get(key);
-		Acquisitions.Acquisition head = (line != null) ? line.head : null;
+		Acquisition head = (line != null) ? line.head : null;
 		return (head != null) ? head.owner : null;
 	}
 
 	/** Wakes the head of {@code key}'s line, if any. */
 	void wake(String key) {
 		Line line = this.lines.get(key);
-		Acquisitions.Acquisition head = (line != null) ? line.head : null;
+		Acquisition head = (line != null) ? line.head : null;
 		if (head != null) {
 			head.wake();
 		}
@@ -141,7 +141,7 @@ final class Lines implements AutoCloseable {
 	/** Wakes every acquisition of every line (events interrupted, or the template shuts down). */
 	void wakeAll() {
 		for (Line line : this.lines.values()) {
-			Acquisitions.Acquisition head = line.head;
+			Acquisition head = line.head;
 			if (head != null) {
 				head.wake();
 			}
@@ -161,7 +161,7 @@ final class Lines implements AutoCloseable {
 
 	private void reserved(String key, String owner) {
 		Line line = this.lines.get(key);
-		Acquisitions.Acquisition head = (line != null) ? line.head : null;
+		Acquisition head = (line != null) ? line.head : null;
 		if (head != null && head.owner.equals(owner)) {
 			head.wake();
 		}

@@ -99,6 +99,12 @@ final class LocalLeases {
 		return lease;
 	}
 
+	/** How long this template's lease of {@code key} is still valid, in nanoseconds; 0 if none is. */
+	long validHoldNanos(String key) {
+		HeldLease lease = this.held.get(key);
+		return (lease != null && lease.isValid()) ? lease.untilExpiryNanos() : 0;
+	}
+
 	/** The release of {@code lease} was answered (or failed): it leaves the map. */
 	void forget(HeldLease lease) {
 		this.held.remove(lease.key(), lease);
