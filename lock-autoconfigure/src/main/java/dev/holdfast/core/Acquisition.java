@@ -140,15 +140,15 @@ abstract class Acquisition {
 	}
 
 	/**
-	 * How long to wait, instead of attempting, because this template validly holds the key on a
-	 * backend that draws between instances ({@link Acquisitions#silentWhileHeldHere}): at most a
+	 * How long to wait, instead of attempting, because this template holds the key (or is
+	 * releasing it) on a backend that draws between instances ({@link Acquisitions#silentWhileHeldHere}): at most a
 	 * poll interval and the wait left; 0 to attempt now.
 	 */
 	final long heldHereNanos() {
 		if (!this.room.silentWhileHeldHere || !this.waits) {
 			return 0;
 		}
-		long held = this.room.leases.validHoldNanos(this.key);
+		long held = this.room.leases.holdNanos(this.key);
 		long left = this.deadline - System.nanoTime();
 		return (held > 0 && left > 0) ? Math.min(Math.min(held, left), this.room.pollNanos) : 0;
 	}

@@ -20,6 +20,7 @@ import dev.holdfast.LeaseInfo;
 import dev.holdfast.LockInterruptedException;
 import dev.holdfast.LockListener;
 import dev.holdfast.LockListener.LockObservation;
+import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
@@ -99,10 +100,13 @@ final class LocalLeases {
 		return lease;
 	}
 
-	/** How long this template's lease of {@code key} is still valid, in nanoseconds; 0 if none is. */
-	long validHoldNanos(String key) {
+	/**
+	 * How long this template still holds {@code key} for sure, in nanoseconds, counting a release
+	 * in flight as held: 0 when neither a valid lease nor a release of it is.
+	 */
+	long holdNanos(String key) {
 		HeldLease lease = this.held.get(key);
-		return (lease != null && lease.isValid()) ? lease.untilExpiryNanos() : 0;
+		return (lease != null && (lease.isValid() || lease.isReleased())) ? lease.untilExpiryNanos() : 0;
 	}
 
 	/** The release of {@code lease} was answered (or failed): it leaves the map. */
@@ -113,9 +117,15 @@ final class LocalLeases {
 	/**
 	 * This template's release of {@code key} in flight, as a stage that completes when it is
 	 * answered or when the released lease would have expired on the backend anyway; {@code null}
-	 * if none is in flight.
+	 * if none is in flight. Only on a backend with a non-blocking release, where an acquisition
+	 * sent after the release is ordered behind it: elsewhere (JDBC) a waiter retried on its own
+	 * process's release would win nearly every handoff, the other instances' waiters hearing
+	 * later or polling.
 	 */
 	@Nullable CompletableFuture<Void> releaseInFlight(String key) {
+		if (!(this.backend instanceof AsyncLockBackend)) {
+			return null;
+		}
 		HeldLease lease = this.held.get(key);
 		CompletableFuture<Void> done = (lease != null) ? lease.releasing() : null;
 		if (done == null || done.isDone()) {
