@@ -9,17 +9,21 @@ import org.junit.jupiter.api.Test;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The README's "Testing your application" example is {@code com.example.OrderServiceTests},
- * which this build runs: the README shows that file unchanged but for tabs written as four spaces
- * (as the README's other examples are). {@link ReadmeSnippetsTests} compiles the README's copy.
+ * The example of docs/testing.md ("Testing your application") is {@code com.example.OrderServiceTests},
+ * which this build runs: the page shows that file unchanged but for tabs written as four spaces
+ * (as the other examples are). {@link ReadmeSnippetsTests} compiles the page's copy.
  */
 class ReadmeTestingExampleTests {
 
 	@Test
-	void readmeShowsTheExampleTestThatRuns() throws IOException {
-		String example = Files.readString(Path.of("src/test/java/com/example/OrderServiceTests.java"))
-			.replace("\t", "    ");
-		assertThat(Files.readString(Path.of("../README.md"))).contains("```java\n" + example + "```\n");
+	void testingPageShowsTheExampleTestThatRuns() throws IOException {
+		assertThat(Files.readString(Path.of("../docs/testing.md"))).contains(block("OrderServiceTests"));
+	}
+
+	/** A test source of package com.example as a page shows it: a java block, tabs as four spaces. */
+	static String block(String type) throws IOException {
+		String source = Files.readString(Path.of("src/test/java/com/example/" + type + ".java")).replace("\t", "    ");
+		return "```java\n" + source + "```\n";
 	}
 
 }
