@@ -9,15 +9,23 @@ import org.junit.jupiter.api.Test;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The example of docs/testing.md ("Testing your application") is {@code com.example.OrderServiceTests},
- * which this build runs: the page shows that file unchanged but for tabs written as four spaces
- * (as the other examples are). {@link ReadmeSnippetsTests} compiles the page's copy.
+ * The examples that the docs show as tests are test sources of package {@code com.example}, which
+ * this build runs: docs/testing.md shows {@code OrderServiceTests}, and docs/recipes.md shows
+ * {@code CatalogRefreshTests} and the {@code CatalogRefresh} it tests. Each page shows the file
+ * unchanged but for tabs written as four spaces (as the other examples are);
+ * {@link ReadmeSnippetsTests} compiles the pages' copies.
  */
 class ReadmeTestingExampleTests {
 
 	@Test
 	void testingPageShowsTheExampleTestThatRuns() throws IOException {
 		assertThat(Files.readString(Path.of("../docs/testing.md"))).contains(block("OrderServiceTests"));
+	}
+
+	@Test
+	void recipesPageShowsTheTestedRecipeAndItsTest() throws IOException {
+		assertThat(Files.readString(Path.of("../docs/recipes.md"))).contains(block("CatalogRefresh"))
+			.contains(block("CatalogRefreshTests"));
 	}
 
 	/** A test source of package com.example as a page shows it: a java block, tabs as four spaces. */
