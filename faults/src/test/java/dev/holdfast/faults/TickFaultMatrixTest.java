@@ -274,8 +274,8 @@ class TickFaultMatrixTest {
 	 * @param prefix the start of its runs' names
 	 * @param on sets a run up on the backend
 	 * @param splitClaimsMissTicks whether simultaneous claims can leave a tick unclaimed, as on
-	 * Redlock when they split the nodes so that none reaches a quorum (docs/DESIGN.md,
-	 * Scheduling): a missed tick is then allowed, a duplicate never
+	 * Redlock when they split the nodes so that none reaches a quorum (docs/decisions/0035): a
+	 * missed tick is then allowed, a duplicate never
 	 */
 	private record Backend(String prefix, UnaryOperator<FaultRun> on, boolean splitClaimsMissTicks) {
 

@@ -96,7 +96,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		// read before the row is locked. The conflict condition sees the latest committed row
 		// under its lock; RETURNING gives the row as updated or inserted, and no row when held.
 		// Nothing else: a CTE around it, to also report the holder's remaining time in the same
-		// statement, made every acquisition cost the server about a fifth more (docs/DESIGN.md).
+		// statement, made every acquisition cost the server about a fifth more (docs/decisions/0027).
 		this.acquireSql = "INSERT INTO " + table + " AS l (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
 				+ " SELECT ?, ?, n.us, n.us + ?, n.us, ? FROM " + NOW + " n ON CONFLICT (lock_key) DO UPDATE SET"
 				+ " owner_token = EXCLUDED.owner_token, fence = GREATEST(l.fence + 1, EXCLUDED.fence),"

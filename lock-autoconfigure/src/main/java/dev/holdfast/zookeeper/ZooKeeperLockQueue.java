@@ -240,7 +240,7 @@ final class ZooKeeperLockQueue {
 					// takeHead still confirms, with one read, that this node and session are alive: the
 					// event does not prove it (it may have waited in the socket while the session ended
 					// behind it, the watch may be on the session after the node's, and a deletion of
-					// this node by anyone else sends no event here; see docs/DESIGN.md).
+					// this node by anyone else sends no event here; see docs/decisions/0032).
 					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos, false);
 					this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
 					acquired = true;

@@ -94,7 +94,7 @@ class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
 	/**
 	 * The shipped table is created at fillfactor 25: every acquisition and release updates the
 	 * key's row in place, and a page pruned only when nearly full lets the chain of dead
-	 * versions that each statement walks grow to dozens (issue 19, docs/DESIGN.md).
+	 * versions that each statement walks grow to dozens (docs/decisions/0027).
 	 */
 	@Test
 	void schemaLeavesRoomForShortUpdateChains() throws Exception {
