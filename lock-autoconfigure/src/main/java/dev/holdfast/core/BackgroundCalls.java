@@ -62,6 +62,9 @@ final class BackgroundCalls {
 
 	private volatile boolean closed;
 
+	/** While the template drains: a release of unknown outcome ends at its next answer. */
+	private volatile boolean draining;
+
 	BackgroundCalls(LockBackend backend, Failures failures) {
 		this(backend, failures, FIRST_RETRY_MILLIS);
 	}
@@ -96,6 +99,15 @@ final class BackgroundCalls {
 		WaiterHandoff handoff = (WaiterHandoff) this.backend;
 		submit(new Call("withdrawal", key, (this.backend instanceof AsyncLockBackend) ? () -> handoff.withdrawAsync(key, owner)
 				: () -> blocking(() -> handoff.withdraw(key, owner)), false));
+	}
+
+	/**
+	 * The template drains (or takes acquisitions again): a release after a failed acquisition is
+	 * no longer sent again after an answer "not held", so that the shutdown does not wait ~25 s
+	 * for an acquisition that will most likely never land.
+	 */
+	void draining(boolean draining) {
+		this.draining = draining;
 	}
 
 	/** Calls pending (sent, or waiting for a retry). */
@@ -195,7 +207,7 @@ final class BackgroundCalls {
 				answer = CompletableFuture.failedFuture(ex);
 			}
 			answer.whenComplete((done, ex) -> {
-				if (ex == null && (!this.untilReleased || Boolean.TRUE.equals(done))) {
+				if (ex == null && (!this.untilReleased || Boolean.TRUE.equals(done) || BackgroundCalls.this.draining)) {
 					BackgroundCalls.this.pending.decrementAndGet();
 					return;
 				}

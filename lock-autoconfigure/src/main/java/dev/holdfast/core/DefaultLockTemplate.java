@@ -277,6 +277,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	 */
 	public void stopAcquiring() {
 		this.acquisitions.draining(true);
+		this.background.draining(true);
 	}
 
 	/**
@@ -285,6 +286,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	 */
 	public void resumeAcquiring() {
 		this.acquisitions.draining(false);
+		this.background.draining(false);
 	}
 
 	/**
@@ -300,6 +302,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	public void close() {
 		this.closed = true;
 		this.acquisitions.draining(true);
+		this.background.draining(true);
 		try {
 			long deadline = System.nanoTime() + CLOSE_WAITS.toNanos();
 			if (!this.releases.awaitInFlight(CLOSE_WAITS)
