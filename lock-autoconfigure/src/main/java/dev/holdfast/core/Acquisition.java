@@ -141,11 +141,13 @@ abstract class Acquisition {
 
 	/**
 	 * How long to wait, instead of attempting, because this template holds the key (or is
-	 * releasing it) on a backend that draws between instances ({@link Acquisitions#silentWhileHeldHere}): at most a
-	 * poll interval and the wait left; 0 to attempt now.
+	 * releasing it) on a backend that draws between instances at a release
+	 * ({@link dev.holdfast.spi.AnnouncedReleases#drawsNextInstance()}): an attempt would mark the
+	 * lock as wanted by this instance, and the release would draw against itself; the release's
+	 * answer wakes the head. At most a poll interval and the wait left; 0 to attempt now.
 	 */
 	final long heldHereNanos() {
-		if (!this.room.silentWhileHeldHere || !this.waits) {
+		if (this.room.drawing == null || !this.waits || !this.room.drawing.drawsNextInstance()) {
 			return 0;
 		}
 		long held = this.room.leases.holdNanos(this.key);
@@ -160,6 +162,10 @@ abstract class Acquisition {
 			return 0;
 		}
 		boolean announcing = this.room.lines.announcing();
+		if (announcing) {
+			// Opened by the first waiter that finds the backend announcing (or by prepare()).
+			this.room.lines.subscribed();
+		}
 		if (announcing != this.notifying) {
 			// The backend started or stopped announcing releases: pause as such a backend's waiters do.
 			this.notifying = announcing;

@@ -87,13 +87,8 @@ final class Acquisitions {
 
 	volatile boolean draining;
 
-	/**
-	 * Whether the backend draws between instances at a release ({@link AnnouncedReleases#drawsNextInstance}):
-	 * the head then sends nothing while this template validly holds the key (its attempt would
-	 * mark the lock as wanted by this instance, and the release would draw against itself); the
-	 * release's answer wakes it.
-	 */
-	final boolean silentWhileHeldHere;
+	/** A backend that may draw between instances at a release ({@link Acquisition#heldHereNanos}). */
+	final @Nullable AnnouncedReleases drawing;
 
 	Acquisitions(LockBackend backend, Lines lines, LocalLeases leases, BackgroundCalls background, Failures failures,
 			LockListener listener, Duration pollInterval) {
@@ -101,7 +96,7 @@ final class Acquisitions {
 		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? asyncBackend : null;
 		this.handoff = (backend instanceof WaiterHandoff waiterHandoff) ? waiterHandoff : null;
 		this.queue = (backend instanceof WaitQueue waitQueue) ? waitQueue : null;
-		this.silentWhileHeldHere = backend instanceof AnnouncedReleases announced && announced.drawsNextInstance();
+		this.drawing = (backend instanceof AnnouncedReleases announced) ? announced : null;
 		this.lines = lines;
 		this.leases = leases;
 		this.background = background;

@@ -181,12 +181,16 @@ final class Lines implements AutoCloseable {
 				&& !this.events.isListening();
 	}
 
-	/** Whether release events reach this template now; subscribes on first use. */
+	/**
+	 * Whether release events reach this template now; subscribes on first use once the backend
+	 * announces releases (a JDBC backend knows only after its first statement whether it can).
+	 */
 	boolean subscribed() {
 		if (this.subscription != null) {
 			return true;
 		}
-		if (this.events == null || System.nanoTime() - this.subscribeRetryAtNanos < 0) {
+		if (this.events == null || !this.events.announcesReleases()
+				|| System.nanoTime() - this.subscribeRetryAtNanos < 0) {
 			return false;
 		}
 		this.subscribeLock.lock();

@@ -55,6 +55,7 @@ final class Releases {
 
 	private final @Nullable WaiterHandoff handoff;
 
+	/** A backend that may draw between instances ({@link AnnouncedReleases#drawsNextInstance()}, asked at each release). */
 	private final @Nullable AnnouncedReleases drawing;
 
 	private final boolean background;
@@ -74,8 +75,7 @@ final class Releases {
 		this.backend = backend;
 		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? asyncBackend : null;
 		this.handoff = (backend instanceof WaiterHandoff waiterHandoff) ? waiterHandoff : null;
-		this.drawing = (backend instanceof AnnouncedReleases announced && announced.drawsNextInstance()) ? announced
-				: null;
+		this.drawing = (backend instanceof AnnouncedReleases announced) ? announced : null;
 		this.background = background && this.async != null;
 		this.lines = lines;
 		this.calls = calls;
@@ -159,7 +159,8 @@ final class Releases {
 			if (this.handoff != null) {
 				released = this.handoff.release(key, lease.owner(), this.lines.nextOwner(key));
 			}
-			else if (this.drawing != null && this.lines.wanted(key) && this.lines.hasSubscription()) {
+			else if (this.drawing != null && this.lines.wanted(key) && this.lines.hasSubscription()
+					&& this.drawing.drawsNextInstance()) {
 				released = this.drawing.releaseWanted(key, lease.owner());
 			}
 			else {
