@@ -130,13 +130,15 @@ final class ZooKeeperLockQueue {
 		boolean acquired = false;
 		try {
 			while (true) {
-				List<String> children = this.backend.call("acquire", key,
-						() -> this.client.getChildren().forPath(parent));
+				// The parent goes only once it is empty: this node is gone too then.
+				List<String> children = children(key, parent);
+				if (children == null) {
+					throw lostNode(key);
+				}
 				children.sort(Comparator.comparing(ZooKeeperPaths::sequence));
 				int index = children.indexOf(node);
 				if (index < 0) {
-					throw new LockBackendException("The zookeeper backend lost its queued node for lock '" + key
-							+ "' while acquiring it (session expired, or the node was deleted)", null);
+					throw lostNode(key);
 				}
 				if (index == 0) {
 					// This read listed this node first: on the node's own session it is the check a
@@ -201,8 +203,7 @@ final class ZooKeeperLockQueue {
 					if (estimatedNow >= expiresAt && waited) {
 						// Judge by the ensemble's clock: the time it stamps on a write of ours now.
 						serverTimeNanos = System.nanoTime();
-						serverTime = this.backend.call("acquire", key, () -> this.client.setData().forPath(path, data))
-							.getMtime();
+						serverTime = touch(key, path, data).getMtime();
 						stamped(serverTime, serverTimeNanos);
 						estimatedNow = serverTime;
 					}
@@ -218,8 +219,7 @@ final class ZooKeeperLockQueue {
 				}
 				if (System.nanoTime() - serverTimeNanos >= touchEveryNanos) {
 					serverTimeNanos = System.nanoTime();
-					serverTime = this.backend.call("acquire", key, () -> this.client.setData().forPath(path, data))
-						.getMtime();
+					serverTime = touch(key, path, data).getMtime();
 					stamped(serverTime, serverTimeNanos);
 				}
 				if (index > 1 && this.backend.call("acquire", key,
@@ -432,8 +432,7 @@ final class ZooKeeperLockQueue {
 				if (holderStat.getEphemeralOwner() != sessionId(key)) {
 					// Applied on a session the client has left (the transaction retried on the next
 					// one): the server deletes the node when it expires that session.
-					throw new LockBackendException("The zookeeper backend lost its queued node for lock '" + key
-							+ "' while acquiring it (session expired, or the node was deleted)", null);
+					throw lostNode(key);
 				}
 				this.holds.put(owner, new ZooKeeperHold(key, holder, ownSent, ttl.toNanos()));
 				return new Outcome(AcquireResult.acquired(holderStat.getCzxid()), ownSent);
@@ -486,17 +485,34 @@ final class ZooKeeperLockQueue {
 			return lastWriteNanos;
 		}
 		long sent = System.nanoTime();
-		Stat stat = this.backend.call("acquire", key,
-				() -> (fresh) ? this.client.checkExists().forPath(path) : this.client.setData().forPath(path, data));
+		Stat stat = (fresh) ? this.backend.call("acquire", key, () -> this.client.checkExists().forPath(path))
+				: touch(key, path, data);
 		if (stat == null || stat.getEphemeralOwner() != sessionId(key)) {
-			throw new LockBackendException("The zookeeper backend lost its queued node for lock '" + key
-					+ "' while acquiring it (session expired, or the node was deleted)", null);
+			throw lostNode(key);
 		}
 		if (fresh) {
 			return lastWriteNanos;
 		}
 		stamped(stat.getMtime(), sent);
 		return sent;
+	}
+
+	/** Rewrites this acquisition's own node; its deletion is reported as the node lost. */
+	private Stat touch(String key, String path, byte[] data) throws InterruptedException {
+		try {
+			return this.backend.call("acquire", key, () -> this.client.setData().forPath(path, data));
+		}
+		catch (LockBackendException ex) {
+			if (ex.getCause() instanceof KeeperException.NoNodeException) {
+				throw lostNode(key);
+			}
+			throw ex;
+		}
+	}
+
+	static LockBackendException lostNode(String key) {
+		return new LockBackendException("The zookeeper backend lost its queued node for lock '" + key
+				+ "' while acquiring it (session expired, or the node was deleted)", null);
 	}
 
 	/** The client's session now (0 while a new one is being established); no request. */

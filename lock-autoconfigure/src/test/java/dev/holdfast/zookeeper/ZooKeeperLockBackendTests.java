@@ -614,6 +614,40 @@ class ZooKeeperLockBackendTests {
 	}
 
 	@Test
+	void waiterWhoseQueuedNodeWasDeletedFailsWithHoldfastsMessage() throws Exception {
+		ZooKeeperLockBackend holderBackend = backend();
+		ZooKeeperLockBackend waiterBackend = backend();
+		String key = "holdfast:" + uniqueName();
+		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(30)).acquired()).isTrue();
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		long waiterSession = waiterBackend.client().getZookeeperClient().getZooKeeper().getSessionId();
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			// a time to live of 3 s: its node is no longer fresh (30 ms) when the holder's deletion
+			// wakes it, so it writes the node again to take the hold
+			Future<Outcome> waiting = pool
+				.submit(() -> waiterBackend.acquire(key, "waiter", Duration.ofSeconds(3), Duration.ofSeconds(20)));
+			await().atMost(Duration.ofSeconds(10)).until(() -> watchesOn(parent).size() == 1);
+			for (String child : observer.getChildren().forPath(parent)) {
+				if (observer.checkExists().forPath(parent + "/" + child).getEphemeralOwner() == waiterSession) {
+					observer.delete().forPath(parent + "/" + child);
+				}
+			}
+			assertThat(holderBackend.release(key, "holder")).isTrue();
+
+			assertThatThrownBy(() -> waiting.get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+				.cause()
+				.isInstanceOf(LockBackendException.class)
+				.hasMessageContaining("lost its queued node")
+				.hasMessageNotContaining("KeeperErrorCode");
+			assertThat(waiterBackend.size()).isZero();
+		}
+		finally {
+			pool.shutdownNow();
+		}
+	}
+
+	@Test
 	void waiterWokenByTheHoldersDeletionAfterItsOwnNodeWentDoesNotHold() throws Exception {
 		ZooKeeperLockBackend holderBackend = backend();
 		ZooKeeperLockBackend waiterBackend = backend();
