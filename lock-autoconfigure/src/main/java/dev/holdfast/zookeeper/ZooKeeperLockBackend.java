@@ -115,7 +115,8 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 		this.connectionTimeoutMillis = client.getZookeeperClient().getConnectionTimeoutMs();
 		this.ticks = new ZooKeeperTickClaims(this);
 		this.queue = new ZooKeeperLockQueue(this, this.holds);
-		this.session = new ZooKeeperSession(client, this.holds);
+		this.session = new ZooKeeperSession(client, this.holds, this.basePath.isEmpty() ? "/" : this.basePath,
+				this.connectionTimeoutMillis);
 		this.health = new ZooKeeperHealth(this, this.session, this.basePath, this.connectionTimeoutMillis);
 	}
 
@@ -158,8 +159,14 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	public Outcome acquire(String key, String owner, Duration ttl, Duration maxWait) throws InterruptedException {
 		long attemptStart = System.nanoTime();
 		sweepForgottenHolds(attemptStart);
-		awaitConnected("acquire", key);
-		return this.queue.acquire(key, owner, ttl, maxWait, attemptStart);
+		this.session.acquiring();
+		try {
+			awaitConnected("acquire", key);
+			return this.queue.acquire(key, owner, ttl, maxWait, attemptStart);
+		}
+		finally {
+			this.session.acquisitionEnded();
+		}
 	}
 
 	@Override
@@ -225,6 +232,7 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 				if (hold != null) {
 					hold.confirmed(start, lock.ttl().toNanos());
 				}
+				this.session.confirmed(start);
 				renewed.add(lock.key());
 			}
 			else if (code == KeeperException.Code.NONODE.intValue()) {
@@ -283,6 +291,16 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 
 	CuratorFramework client() {
 		return this.client;
+	}
+
+	/**
+	 * Records the lock node of {@code owner}, held since a request sent at {@code confirmedNanos}
+	 * that the server answered.
+	 */
+	void hold(String owner, String key, String path, long confirmedNanos, Duration ttl) {
+		this.holds.put(owner, new ZooKeeperHold(key, path, confirmedNanos, ttl.toNanos()));
+		this.session.confirmed(confirmedNanos);
+		this.session.holding();
 	}
 
 	String path(String child) {

@@ -151,7 +151,7 @@ final class ZooKeeperLockQueue {
 					long confirmed = (waited || !ownSession)
 							? takeHead(key, path, data, ttl, serverTimeNanos, ownSession)
 							: serverTimeNanos;
-					this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
+					this.backend.hold(owner, key, path, confirmed, ttl);
 					acquired = true;
 					return new Outcome(AcquireResult.acquired(own.getCzxid()), confirmed);
 				}
@@ -188,7 +188,7 @@ final class ZooKeeperLockQueue {
 						// so the node's session still being the client's now means this read ran on it.
 						long confirmed = takeHead(key, path, data, ttl, serverTimeNanos,
 								sessionId(key) == own.getEphemeralOwner());
-						this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
+						this.backend.hold(owner, key, path, confirmed, ttl);
 						acquired = true;
 						return new Outcome(AcquireResult.acquired(own.getCzxid()), confirmed);
 					}
@@ -242,7 +242,7 @@ final class ZooKeeperLockQueue {
 					// behind it, the watch may be on the session after the node's, and a deletion of
 					// this node by anyone else sends no event here; see docs/decisions/0032).
 					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos, false);
-					this.holds.put(owner, new ZooKeeperHold(key, path, confirmed, ttl.toNanos()));
+					this.backend.hold(owner, key, path, confirmed, ttl);
 					acquired = true;
 					return new Outcome(AcquireResult.acquired(own.getCzxid()), confirmed);
 				}
@@ -308,7 +308,7 @@ final class ZooKeeperLockQueue {
 				// The other threads of this process that try the key now need only read the queue.
 				this.seen = new SeenHolder(parent, path,
 						ZooKeeperLockBackend.saturatedAdd(created.getCtime(), ttlMillis(data)));
-				this.holds.put(owner, new ZooKeeperHold(key, path, sent, ttl.toNanos()));
+				this.backend.hold(owner, key, path, sent, ttl);
 				return new Outcome(AcquireResult.acquired(created.getCzxid()), sent);
 			}
 			catch (KeeperException.NotEmptyException ex) {
@@ -434,7 +434,7 @@ final class ZooKeeperLockQueue {
 					// one): the server deletes the node when it expires that session.
 					throw lostNode(key);
 				}
-				this.holds.put(owner, new ZooKeeperHold(key, holder, ownSent, ttl.toNanos()));
+				this.backend.hold(owner, key, holder, ownSent, ttl);
 				return new Outcome(AcquireResult.acquired(holderStat.getCzxid()), ownSent);
 			}
 			if (ownName != null && children.contains(ownName)) {

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -26,6 +27,7 @@ import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
 import org.apache.curator.framework.api.transaction.OperationType;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.ACL;
@@ -136,6 +138,54 @@ class ZooKeeperLockBackendTests {
 		}
 		assertThat(jdbc.queryForObject("SELECT balance FROM account WHERE id = 'a'", Integer.class)).isEqualTo(20);
 		lease.close();
+	}
+
+	@Test
+	void leaseIsNotValidOnceTheServerWasSilentForTheSessionTimeoutEvenBeforeCuratorTellsOfIt() throws Exception {
+		BlackholeProxy proxy = closing(new BlackholeProxy(server.ports().get(0)));
+		CuratorFramework client = CuratorFrameworkFactory.builder()
+			.connectString(proxy.connectString())
+			.sessionTimeoutMs(6000)
+			.connectionTimeoutMs(2000)
+			.retryPolicy(new RetryNTimes(0, 0))
+			.build();
+		client.start();
+		assertThat(client.blockUntilConnected(10, TimeUnit.SECONDS)).isTrue();
+		ZooKeeperLockBackend backend = closing(ZooKeeperLockBackend.owning(client, "/holdfast"));
+		DefaultLockTemplate holder = template(backend, LockListener.NONE);
+		Lease lease = holder.acquire(uniqueName(), null,
+				LockOptions.defaults().leaseTime(Duration.ofMinutes(1)).waitTime(Duration.ofSeconds(5)));
+		long session = TimeUnit.MILLISECONDS.toNanos(client.getZookeeperClient().getLastNegotiatedSessionTimeoutMs());
+		// The client's event thread, which tells Curator of a disconnection and runs every
+		// callback, is held up in a watcher, as after a JVM pause until the threads race again.
+		String trigger = "/holdfast-test/" + uniqueName();
+		observer.create().creatingParentsIfNeeded().forPath(trigger);
+		CountDownLatch entered = new CountDownLatch(1);
+		CountDownLatch resume = new CountDownLatch(1);
+		client.getData().usingWatcher((Watcher) (event) -> {
+			entered.countDown();
+			try {
+				resume.await();
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+		}).forPath(trigger);
+		try {
+			observer.setData().forPath(trigger, new byte[] { 1 });
+			assertThat(entered.await(10, TimeUnit.SECONDS)).isTrue();
+			assertThat(lease.isValid()).isTrue();
+			long silentFrom = System.nanoTime();
+
+			proxy.dropAnswers(true);
+
+			await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(10)).until(() -> !lease.isValid());
+			assertThat(System.nanoTime() - silentFrom).as("not valid within the negotiated session timeout")
+				.isLessThanOrEqualTo(session);
+		}
+		finally {
+			resume.countDown();
+		}
 	}
 
 	@Test
