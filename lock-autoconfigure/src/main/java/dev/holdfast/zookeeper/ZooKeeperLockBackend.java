@@ -72,10 +72,11 @@ import dev.holdfast.spi.WaitQueue;
  * timeout, no lock of this process counts as valid; when the session is lost every lock is
  * reported lost; after the connection comes back with the same session, each held node is read
  * again and the locks whose nodes are still ours are valid again.</li>
- * <li>Bounded calls: every request is awaited at most the client's connection timeout, so an
- * acquisition returns within its wait time plus one connection timeout, and a release within one
- * connection timeout. A request that the connected server leaves unanswered that long drops the
- * connection, and the client moves to another server within its session.</li>
+ * <li>Bounded calls: every request is sent in the background and awaited no longer than the
+ * call's bound, so an acquisition returns within its wait time plus the client's connection
+ * timeout, and a release within one connection timeout. A request or heartbeat that the connected
+ * server leaves unanswered a whole connection timeout drops the connection, and the client moves
+ * to another server within its session.</li>
  * <li>Tick claims: a persistent node per job, moved by compare-and-set ({@code setData} with the
  * version read), with expiry judged by the ensemble's clock.</li>
  * </ul>
@@ -405,13 +406,14 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	}
 
 	/**
-	 * The answer to a request sent at {@code sent}, awaited at most a connection timeout and never
-	 * past {@code deadline}; an answer that says OK confirms the session.
+	 * The answer to a request sent at {@code sent}, awaited until {@code deadline} at most (a
+	 * request sent while the client reconnects is answered once it has); an answer that says OK
+	 * confirms the session.
 	 * @throws LockBackendException when no answer came in time
 	 */
 	CuratorEvent answer(CompletableFuture<CuratorEvent> answer, long sent, long deadline, String operation, String key)
 			throws InterruptedException {
-		CuratorEvent event = await(answer, sent, Math.min(deadline, sent + connectionTimeoutNanos()), operation, key);
+		CuratorEvent event = await(answer, sent, deadline, operation, key);
 		if (event.getResultCode() == Code.OK.intValue()) {
 			this.session.confirmed(sent);
 		}

@@ -28,11 +28,11 @@ import dev.holdfast.spi.WaitQueue.Outcome;
  * clock and deletes its node, and waits on the node just before its own until it heads the
  * queue or its wait ends. It also defines a lock node's data: the time to live in milliseconds.
  * <p>
- * Bounded: every request is awaited at most a connection timeout, and never past the wait plus
- * one connection timeout; no request to find the turn is sent after the wait ran out. So a call
- * returns within {@code maxWait} + the client's connection timeout, and a grant is never returned
- * later: the node of an acquisition that gives up is deleted, also when its create is answered
- * only after that.
+ * Bounded: no request is awaited past the wait plus one connection timeout, and no request to
+ * find the turn is sent after the wait ran out. So a call returns within {@code maxWait} + the
+ * client's connection timeout, and a grant is never returned later: the node of an acquisition
+ * that gives up is deleted, also when its create is answered only after that. (A watch also
+ * wakes on the connection's events; the loop then reads the queue again.)
  */
 final class ZooKeeperLockQueue {
 
