@@ -170,7 +170,7 @@ class ZooKeeperBackendConfigurationTests {
 	}
 
 	@Test
-	void unreachableEnsembleFailsAtStartupWithTheAction() throws Exception {
+	void unreachableEnsembleFailsAtStartupWithFailFastNamingTheTimeout() throws Exception {
 		int closedPort;
 		try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
 			closedPort = socket.getLocalPort();
@@ -178,12 +178,13 @@ class ZooKeeperBackendConfigurationTests {
 		long start = System.nanoTime();
 		this.runner
 			.withPropertyValues("holdfast.backend=zookeeper", "holdfast.zookeeper.connect-string=127.0.0.1:" + closedPort,
-					"holdfast.zookeeper.connection-timeout=500ms")
+					"holdfast.zookeeper.connection-timeout=500ms", "holdfast.fail-fast=true")
 			.run((context) -> {
 				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
-				assertThat(analysis.getDescription()).contains("could not connect to the ZooKeeper ensemble at 127.0.0.1:"
-						+ closedPort);
-				assertThat(analysis.getAction()).contains("holdfast.zookeeper.connection-timeout");
+				assertThat(analysis.getDescription()).isEqualTo("Holdfast could not reach its zookeeper backend at "
+						+ "startup: not connected to 127.0.0.1:" + closedPort
+						+ " within 500 ms (holdfast.zookeeper.connection-timeout)");
+				assertThat(analysis.getAction()).contains("holdfast.zookeeper.*").contains("holdfast.fail-fast=false");
 			});
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
 	}
