@@ -35,8 +35,9 @@ public class LockBackendHealthIndicator extends AbstractHealthIndicator {
 
 	/**
 	 * Checks the backend of {@code engine}, and adds what {@code tickClock} measured: the
-	 * detail {@code clockOffset} (this instance's clock less the backend's, e.g. {@code 2503ms})
-	 * once a tick was claimed, and {@code jobsRefusedForClock} (job name to offset) while jobs run
+	 * detail {@code clockOffset} (this instance's clock less the backend's, e.g. {@code 2503ms},
+	 * counting only what lies beyond the claim's round trip, so {@code 0ms} unless the clocks are
+	 * known to differ) once a tick was claimed, and {@code jobsRefusedForClock} (job name to offset) while jobs run
 	 * no ticks here because the offset exceeds their tolerance. The status does not change:
 	 * locks still work.
 	 */

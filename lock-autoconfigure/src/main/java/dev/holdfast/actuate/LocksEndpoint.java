@@ -14,7 +14,7 @@ import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
 
 import dev.holdfast.LeaseInfo;
 import dev.holdfast.core.LockEngine;
-import dev.holdfast.core.LockKeys;
+import dev.holdfast.core.LockSettings;
 
 /**
  * The {@code locks} Actuator endpoint: the leases this instance holds now, including the locks
@@ -26,7 +26,9 @@ import dev.holdfast.core.LockKeys;
  * Lock keys end with values taken from method arguments, which often are user data (account
  * ids, e-mail addresses). As Boot's {@code env} and {@code configprops} endpoints do with property
  * values, the key part is shown only as {@code management.endpoint.locks.show-values} allows
- * ({@link Show#NEVER} by default): otherwise the key reads {@code <prefix><name>:******}.
+ * ({@link Show#NEVER} by default): otherwise the key reads {@code <prefix><name>:******#3f2a},
+ * with the fingerprint that log lines and exception messages show for it
+ * ({@link LockSettings#masked}).
  */
 @Endpoint(id = "locks")
 public class LocksEndpoint {
@@ -67,7 +69,7 @@ public class LocksEndpoint {
 		List<LeaseDescriptor> leases = this.engine.heldLeases()
 			.stream()
 			.sorted(Comparator.comparing(LeaseInfo::key))
-			.map((info) -> new LeaseDescriptor(info, shown ? info.key() : LockKeys.mask(info.key(), prefix)))
+			.map((info) -> new LeaseDescriptor(info, shown ? info.key() : LockSettings.masked(info.key(), prefix)))
 			.toList();
 		return new LocksDescriptor(this.engine.backendName(), leases);
 	}

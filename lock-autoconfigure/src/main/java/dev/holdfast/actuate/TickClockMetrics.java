@@ -9,7 +9,8 @@ import dev.holdfast.scheduling.TickClock;
 /**
  * The gauge {@value #OFFSET}: how far this instance's clock is from the lock backend's, in
  * seconds (positive when this instance is ahead), as the last claim of a scheduled tick measured
- * it; {@code NaN} before the first claim and on backends without tick records.
+ * it beyond the claim's round trip; {@code NaN} before the first claim and on backends without
+ * tick records.
  */
 public class TickClockMetrics implements MeterBinder {
 

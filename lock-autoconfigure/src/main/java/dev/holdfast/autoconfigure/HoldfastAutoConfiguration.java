@@ -69,11 +69,8 @@ public final class HoldfastAutoConfiguration {
 	@ConditionalOnSingleCandidate(DefaultLockTemplate.class)
 	LockBackendStartup holdfastBackendStartup(DefaultLockTemplate holdfastLockTemplate,
 			HoldfastProperties properties, Environment environment, ConfigurableListableBeanFactory beanFactory) {
-		String[] backends = beanFactory.getBeanNamesForType(LockBackend.class, false, false);
-		String choice = (backends.length == 1 && !backends[0].equals("holdfastLockBackend"))
-				? "the application defines the LockBackend bean '" + backends[0] + "'"
-				: OnBackendCondition.choice(environment, beanFactory);
-		return new LockBackendStartup(holdfastLockTemplate, choice, properties.isFailFast());
+		return new LockBackendStartup(holdfastLockTemplate, OnBackendCondition.choice(environment, beanFactory),
+				properties.isFailFast());
 	}
 
 	@Bean

@@ -59,8 +59,12 @@ public class HoldfastProperties {
 
 	/**
 	 * Whether WARN logs and exception messages show lock keys as they are. Off: their key part,
-	 * which comes from method arguments and may hold user data, reads '******'. The locks
-	 * endpoint follows management.endpoint.locks.show-values instead.
+	 * which comes from method arguments and may hold user data, reads '******', followed by a
+	 * fingerprint of the key ('holdfast:orders:******#3f2a'), the same for equal keys in every
+	 * instance, so that a log line can be matched to a locks endpoint entry. The fingerprint
+	 * (16 bits of the key's SHA-256) identifies a key; it does not protect a guessable value: one
+	 * from a small set (a flag, one of a few tenants) can be found by hashing the candidates. The
+	 * locks endpoint follows management.endpoint.locks.show-values instead.
 	 */
 	private boolean showKeyValues;
 

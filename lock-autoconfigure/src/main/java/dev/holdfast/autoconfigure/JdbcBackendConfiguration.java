@@ -1,11 +1,13 @@
 package dev.holdfast.autoconfigure;
 
+import java.sql.SQLException;
 import java.time.Duration;
 
 import javax.sql.DataSource;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -20,9 +22,12 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
+import org.springframework.core.NestedExceptionUtils;
 import org.springframework.core.env.Environment;
+import org.springframework.jdbc.CannotGetJdbcConnectionException;
 import org.springframework.jdbc.core.JdbcOperations;
 
+import dev.holdfast.LockBackendException;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.jdbc.HoldfastDataSource;
 import dev.holdfast.jdbc.JdbcLockBackend;
@@ -67,9 +72,40 @@ class JdbcBackendConfiguration {
 				properties.getSweepAfter());
 		backend.setReleaseEvents(properties.isReleaseEvents());
 		backend.setFairHandoff(properties.isFairHandoff());
-		backend.checkTable();
+		try {
+			backend.checkTable();
+		}
+		catch (RuntimeException ex) {
+			unreachable(ex, holdfastProperties.isFailFast());
+			logger.info("Holdfast did not check its lock table '" + backend.getTableName() + "' at startup, nor "
+					+ "create it where holdfast.jdbc.initialize-schema asks for it: the database did not answer. "
+					+ "Until a startup with the database up, a missing table fails the locks and the health check.");
+			return backend;
+		}
 		checkKeyLength(backend, holdfastProperties.getMaxKeyLength());
 		return backend;
+	}
+
+	/**
+	 * Rethrows {@code ex} unless it says that the database could not be reached (no connection,
+	 * or none that answers); if it does, fails the startup with {@code holdfast.fail-fast} as
+	 * for every backend ({@link LockBackendStartup#unreachable}), and otherwise returns: the
+	 * startup goes on and its probe logs the WARN.
+	 */
+	static void unreachable(RuntimeException ex, boolean failFast) {
+		boolean unreachable = false;
+		for (Throwable cause = ex; cause != null && !unreachable; cause = cause.getCause()) {
+			unreachable = cause instanceof CannotGetJdbcConnectionException || cause instanceof LockBackendException
+					|| cause instanceof SQLException;
+		}
+		if (!unreachable || ex instanceof LockConfigurationException) {
+			throw ex;
+		}
+		if (failFast) {
+			Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
+			throw LockBackendStartup.unreachable("jdbc",
+					"could not use the database: " + ((cause != ex) ? cause.getMessage() : ex.getMessage()));
+		}
 	}
 
 	/**
@@ -90,11 +126,19 @@ class JdbcBackendConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	@Conditional(OnHoldfastJdbcInitializationCondition.class)
-	HoldfastJdbcDataSourceScriptDatabaseInitializer holdfastJdbcDataSourceScriptDatabaseInitializer(
+	@Nullable HoldfastJdbcDataSourceScriptDatabaseInitializer holdfastJdbcDataSourceScriptDatabaseInitializer(
 			@HoldfastDataSource ObjectProvider<DataSource> holdfastDataSource, ObjectProvider<DataSource> dataSource,
-			HoldfastJdbcProperties properties) {
-		return new HoldfastJdbcDataSourceScriptDatabaseInitializer(lockDataSource(holdfastDataSource, dataSource),
-				properties);
+			HoldfastJdbcProperties properties, HoldfastProperties holdfastProperties) {
+		try {
+			return new HoldfastJdbcDataSourceScriptDatabaseInitializer(lockDataSource(holdfastDataSource, dataSource),
+					properties);
+		}
+		catch (RuntimeException ex) {
+			// It asks the database which scripts apply; one that does not answer gets none (the
+			// lock backend's table check says so once more).
+			unreachable(ex, holdfastProperties.isFailFast());
+			return null;
+		}
 	}
 
 	private static DataSource lockDataSource(ObjectProvider<DataSource> holdfastDataSource,

@@ -78,10 +78,7 @@ final class LockBackendStartup implements SmartLifecycle {
 		if (this.failFast) {
 			String failure = probe(backend);
 			if (failure != null) {
-				throw new LockConfigurationException(
-						"Holdfast could not reach its " + backend.name() + " backend at startup: " + failure,
-						"Check " + settingsOf(backend) + ", or set holdfast.fail-fast=false to start anyway "
-								+ "(locks then fail with LockBackendException until the backend answers).");
+				throw unreachable(backend.name(), failure);
 			}
 		}
 		else {
@@ -97,7 +94,7 @@ final class LockBackendStartup implements SmartLifecycle {
 		String failure = probe(backend);
 		if (failure != null) {
 			logger.warn("Holdfast could not reach its " + backend.name() + " backend at startup: " + failure
-					+ ". Locks fail with LockBackendException until it answers. Check " + settingsOf(backend)
+					+ ". Locks fail with LockBackendException until it answers. Check " + settingsOf(backend.name())
 					+ "; set holdfast.fail-fast=true to fail the startup instead.");
 		}
 	}
@@ -109,7 +106,7 @@ final class LockBackendStartup implements SmartLifecycle {
 		}
 		try {
 			BackendHealth.Check check = health.checkHealth();
-			return check.up() ? null : "it answered but cannot serve locks " + check.details();
+			return check.up() ? null : "it cannot serve locks " + check.details();
 		}
 		catch (RuntimeException ex) {
 			Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
@@ -117,14 +114,26 @@ final class LockBackendStartup implements SmartLifecycle {
 		}
 	}
 
+	/**
+	 * The failure of a startup with {@code holdfast.fail-fast=true} whose backend does not answer,
+	 * the same for every backend whichever step of the startup found it out.
+	 * @param backend the backend's name
+	 * @param failure why it cannot serve locks
+	 */
+	static LockConfigurationException unreachable(String backend, String failure) {
+		return new LockConfigurationException("Holdfast could not reach its " + backend + " backend at startup: "
+				+ failure, "Check " + settingsOf(backend) + ", or set holdfast.fail-fast=false to start anyway "
+						+ "(locks then fail with LockBackendException until the backend answers).");
+	}
+
 	/** The settings a user checks when the backend does not answer. */
-	static String settingsOf(LockBackend backend) {
-		return switch (backend.name()) {
+	static String settingsOf(String backend) {
+		return switch (backend) {
 			case "redis" -> "spring.data.redis.* (host and port, or url) and that Redis runs";
 			case "redlock" -> "holdfast.redlock.nodes and that the Redis nodes run";
 			case "jdbc" -> "spring.datasource.* (url, username, password) and that the database runs";
 			case "zookeeper" -> "holdfast.zookeeper.* (or your CuratorFramework bean) and that ZooKeeper runs";
-			default -> "the configuration of the " + backend.name() + " backend";
+			default -> "the configuration of the " + backend + " backend";
 		};
 	}
 

@@ -14,7 +14,8 @@ public class LocksEndpointProperties {
 
 	/**
 	 * When to show the key part of lock keys, which comes from method arguments and may hold user
-	 * data. Otherwise the key reads '<prefix><name>:******'.
+	 * data. Otherwise the key reads '<prefix><name>:******#3f2a', with the fingerprint that log
+	 * lines and exception messages show for it (see holdfast.show-key-values).
 	 */
 	private Show showValues = Show.NEVER;
 

@@ -15,6 +15,8 @@ import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotatedTypeMetadata;
 import org.springframework.util.ClassUtils;
 
+import dev.holdfast.spi.LockBackend;
+
 /**
  * The condition of {@link ConditionalOnBackend}; explains its choice in the condition report
  * ({@code --debug}).
@@ -61,15 +63,36 @@ class OnBackendCondition extends SpringBootCondition implements ConfigurationCon
 	}
 
 	/**
-	 * Why the auto-configured backend was chosen, as the condition report says it: the
-	 * property, or what auto-detection found.
+	 * Why the backend in use was chosen: the application's own {@code LockBackend} bean, or, for
+	 * one that a configuration of Holdfast's made, as the condition report says it: the property,
+	 * or what auto-detection found.
 	 */
 	static String choice(Environment environment, ConfigurableListableBeanFactory beanFactory) {
+		String[] backends = beanFactory.getBeanNamesForType(LockBackend.class, false, false);
+		if (backends.length == 1 && !madeByHoldfast(beanFactory, backends[0])) {
+			return "the application defines the LockBackend bean '" + backends[0] + "'";
+		}
 		String configured = environment.getProperty(PROPERTY);
 		if (configured != null && !configured.isBlank()) {
 			return PROPERTY + "=" + configured.trim();
 		}
 		return PROPERTY + " is unset and " + detect(environment, beanFactory, beanFactory.getBeanClassLoader()).reason;
+	}
+
+	/**
+	 * Whether the bean {@code name} comes from a {@code @Bean} method of a configuration class
+	 * conditional on a backend (or nested in one): Holdfast's, whatever the bean's name.
+	 */
+	private static boolean madeByHoldfast(ConfigurableListableBeanFactory beanFactory, String name) {
+		String factory = beanFactory.containsBeanDefinition(name)
+				? beanFactory.getBeanDefinition(name).getFactoryBeanName() : null;
+		Class<?> type = (factory != null) ? beanFactory.getType(factory, false) : null;
+		for (Class<?> candidate = type; candidate != null; candidate = candidate.getEnclosingClass()) {
+			if (ClassUtils.getUserClass(candidate).isAnnotationPresent(ConditionalOnBackend.class)) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	private static Detection detect(Environment environment, @Nullable ConfigurableListableBeanFactory beanFactory,

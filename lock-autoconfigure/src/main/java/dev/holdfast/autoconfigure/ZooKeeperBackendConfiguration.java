@@ -40,8 +40,9 @@ class ZooKeeperBackendConfiguration {
 
 		@Bean(destroyMethod = "close")
 		ZooKeeperLockBackend zooKeeperLockBackend(ObjectProvider<CuratorFramework> clients,
-				HoldfastZooKeeperProperties properties) {
+				HoldfastZooKeeperProperties properties, HoldfastProperties holdfastProperties) {
 			String basePath = basePath(properties);
+			boolean failFast = holdfastProperties.isFailFast();
 			List<CuratorFramework> found = clients.stream().toList();
 			if (found.size() > 1) {
 				CuratorFramework primary = clients.getIfUnique();
@@ -51,15 +52,16 @@ class ZooKeeperBackendConfiguration {
 									+ " CuratorFramework beans and cannot tell which one keeps the locks",
 							"Mark the CuratorFramework to use @Primary, or define a ZooKeeperLockBackend bean on it.");
 				}
-				return onApplicationClient(primary, basePath);
+				return onApplicationClient(primary, basePath, failFast);
 			}
 			if (found.size() == 1) {
-				return onApplicationClient(found.get(0), basePath);
+				return onApplicationClient(found.get(0), basePath, failFast);
 			}
-			return onOwnClient(properties, basePath);
+			return onOwnClient(properties, basePath, failFast);
 		}
 
-		private static ZooKeeperLockBackend onApplicationClient(CuratorFramework client, String basePath) {
+		private static ZooKeeperLockBackend onApplicationClient(CuratorFramework client, String basePath,
+				boolean failFast) {
 			if (client.getState() != CuratorFrameworkState.STARTED) {
 				throw new LockConfigurationException(
 						"The application's CuratorFramework bean is " + client.getState()
@@ -68,11 +70,12 @@ class ZooKeeperBackendConfiguration {
 			}
 			int timeout = client.getZookeeperClient().getConnectionTimeoutMs();
 			awaitConnection(client, Duration.ofMillis(timeout), client.getZookeeperClient().getCurrentConnectionString(),
-					"the connection timeout of the application's CuratorFramework");
+					"the connection timeout of the application's CuratorFramework", failFast);
 			return ZooKeeperLockBackend.of(client, basePath);
 		}
 
-		private static ZooKeeperLockBackend onOwnClient(HoldfastZooKeeperProperties properties, String basePath) {
+		private static ZooKeeperLockBackend onOwnClient(HoldfastZooKeeperProperties properties, String basePath,
+				boolean failFast) {
 			String connectString = properties.getConnectString();
 			if (connectString == null || connectString.isBlank()) {
 				throw new LockConfigurationException(
@@ -108,7 +111,8 @@ class ZooKeeperBackendConfiguration {
 			}
 			client.start();
 			try {
-				awaitConnection(client, connectionTimeout, connectString, "holdfast.zookeeper.connection-timeout");
+				awaitConnection(client, connectionTimeout, connectString, "holdfast.zookeeper.connection-timeout",
+						failFast);
 				return ZooKeeperLockBackend.owning(client, basePath);
 			}
 			catch (RuntimeException ex) {
@@ -117,8 +121,14 @@ class ZooKeeperBackendConfiguration {
 			}
 		}
 
+		/**
+		 * Waits for the client's first connection, so that a reachable ensemble serves the first
+		 * lock at once. When none comes within {@code timeout}, the startup fails with
+		 * {@code holdfast.fail-fast}; otherwise it goes on, the client keeps connecting, and the
+		 * startup probe logs the WARN, as for every backend.
+		 */
 		private static void awaitConnection(CuratorFramework client, Duration timeout, String connectString,
-				String timeoutSetting) {
+				String timeoutSetting, boolean failFast) {
 			boolean connected;
 			try {
 				connected = client.blockUntilConnected((int) timeout.toMillis(), TimeUnit.MILLISECONDS);
@@ -127,13 +137,9 @@ class ZooKeeperBackendConfiguration {
 				Thread.currentThread().interrupt();
 				connected = false;
 			}
-			if (!connected) {
-				throw new LockConfigurationException(
-						"Holdfast could not connect to the ZooKeeper ensemble at " + connectString + " within "
-								+ timeout.toMillis() + " ms (" + timeoutSetting + ")",
-						"Check that the ZooKeeper servers run and are reachable from this host, and that "
-								+ "holdfast.zookeeper.connect-string (or the CuratorFramework bean) names them; "
-								+ "raise " + timeoutSetting + " if the ensemble is slow to answer.");
+			if (!connected && failFast) {
+				throw LockBackendStartup.unreachable("zookeeper", "not connected to " + connectString + " within "
+						+ timeout.toMillis() + " ms (" + timeoutSetting + ")");
 			}
 		}
 

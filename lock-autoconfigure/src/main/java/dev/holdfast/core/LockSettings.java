@@ -1,7 +1,11 @@
 package dev.holdfast.core;
 
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.HexFormat;
 import java.util.Objects;
 
 import dev.holdfast.LockOptions;
@@ -18,7 +22,7 @@ import dev.holdfast.LockOptions;
  * @param clock wall clock for {@code acquiredAt}/{@code expiresAt}, for display only
  * @param showKeyValues whether log lines and exception messages show lock keys as they are;
  * otherwise their key part, which comes from method arguments and may hold user data, is masked
- * ({@link LockKeys#mask})
+ * and the key fingerprinted ({@link #masked})
  * @param releaseInBackground whether {@code Lease.close()} sends the release and returns without
  * waiting for the backend's answer, where the backend can release without blocking (Redis on
  * Lettuce); the template still orders a later acquisition of the same key from this process
@@ -110,11 +114,39 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 	}
 
 	/**
-	 * {@code key} as log lines and exception messages show it: as it is, or with its key part
-	 * masked unless {@link #showKeyValues()}.
+	 * {@code key} as log lines and exception messages show it: as it is if
+	 * {@link #showKeyValues()}, else {@linkplain #masked masked} with a fingerprint.
 	 */
 	public String shown(String key) {
-		return this.showKeyValues ? key : LockKeys.mask(key, this.keyPrefix);
+		return this.showKeyValues ? key : masked(key, this.keyPrefix);
+	}
+
+	/**
+	 * {@code key} with its key part, which comes from method arguments and may hold user data,
+	 * masked ({@link LockKeys#mask}) and followed by a fingerprint of the whole key:
+	 * {@code holdfast:orders:******#3f2a}. Equal keys have the same fingerprint in every instance
+	 * and every run, and keys that differ almost always differ in it (16 bits), so two masked
+	 * keys can be told apart, and a log line matched to an entry of the {@code locks} endpoint of
+	 * any instance. The fingerprint identifies a key; it does not protect a guessable value:
+	 * hashing candidates finds a key part taken from a small set (a flag, one of a few tenants),
+	 * and narrows a guess from a larger set 65,536-fold. A key without a key part is returned as
+	 * it is.
+	 * @param key a backend key
+	 * @param prefix the prefix it was made with
+	 */
+	public static String masked(String key, String prefix) {
+		String masked = LockKeys.mask(key, prefix);
+		if (masked.equals(key)) {
+			return key;
+		}
+		byte[] hash;
+		try {
+			hash = MessageDigest.getInstance("SHA-256").digest(key.getBytes(StandardCharsets.UTF_8));
+		}
+		catch (NoSuchAlgorithmException ex) {
+			throw new IllegalStateException("Every Java platform has SHA-256", ex);
+		}
+		return masked + "#" + HexFormat.of().formatHex(hash, 0, 2);
 	}
 
 	private static void requirePositive(Duration duration, String name) {

@@ -188,13 +188,10 @@ final class SingleInstanceJob implements Runnable {
 		Instant sent = clock.instant();
 		TickClaim claim = locks.claimTick(name, tick, tolerance, ttl);
 		Instant received = clock.instant();
-		// The backend's time lies within the round trip: the offset is known to half of it. A
-		// slow round trip (a first connection, a loaded host) makes a late claim, not a clock off.
-		Duration halfTrip = Duration.between(sent, received).dividedBy(2);
-		Duration offset = Duration.between(claim.backendTime(), sent.plus(halfTrip));
+		Duration offset = TickClock.offset(sent, claim.backendTime(), received);
 		TickClock tickClock = locks.tickClock();
 		tickClock.measured(offset);
-		if (claim.outcome() == TickClaim.Outcome.NOT_DUE && offset.abs().minus(halfTrip).compareTo(tolerance) > 0) {
+		if (claim.outcome() == TickClaim.Outcome.NOT_DUE && offset.abs().compareTo(tolerance) > 0) {
 			tickClock.refused(name, offset, tolerance, locks.backendName());
 			return SkipReason.CLOCK_OFF;
 		}

@@ -1,6 +1,7 @@
 package dev.holdfast.scheduling;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
@@ -13,8 +14,10 @@ import org.jspecify.annotations.Nullable;
 /**
  * How far this instance's clock is from the lock backend's, as measured by the claims of
  * scheduled ticks, and which jobs run no ticks here because of it. A claim tells the backend's
- * time; the offset is this instance's clock (the scheduler's) at the middle of the round trip,
- * less the backend's time: positive when this instance is ahead.
+ * time, read at some moment of the round trip. The offset is this instance's clock (the
+ * scheduler's) less the backend's, positive when this instance is ahead, and only what the clocks
+ * are known to differ by: how far the backend's time lies outside the round trip, zero when it
+ * lies within. A slow round trip (a first connection, a loaded host) is not an offset.
  * <p>
  * A job whose claim the backend refused as not due while the offset exceeded the claim's
  * tolerance is <em>refused for its clock</em>: it is logged once at WARN with the offset, and at
@@ -44,7 +47,23 @@ public final class TickClock {
 		return new TreeMap<>(this.refused);
 	}
 
-	/** Records the offset a claim of {@code job} measured, in any outcome. */
+	/**
+	 * The offset that a claim sent at {@code sent} and answered at {@code received} (this
+	 * instance's clock), which the backend decided at {@code backendTime} (its clock), shows:
+	 * zero when the backend's time lies within the round trip, else how far it lies before the
+	 * request was sent (this instance ahead) or after the answer came (behind).
+	 */
+	static Duration offset(Instant sent, Instant backendTime, Instant received) {
+		if (backendTime.isBefore(sent)) {
+			return Duration.between(backendTime, sent);
+		}
+		if (backendTime.isAfter(received)) {
+			return Duration.between(backendTime, received);
+		}
+		return Duration.ZERO;
+	}
+
+	/** Records the offset a claim measured, in any outcome. */
 	void measured(Duration offset) {
 		this.offset = offset;
 	}

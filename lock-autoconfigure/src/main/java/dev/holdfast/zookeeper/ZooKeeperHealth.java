@@ -45,6 +45,7 @@ final class ZooKeeperHealth {
 			return Check.down(details);
 		}
 		CompletableFuture<Integer> answer = new CompletableFuture<>();
+		long sent = System.nanoTime();
 		try {
 			this.client.checkExists()
 				.inBackground((client, event) -> answer.complete(event.getResultCode()))
@@ -54,8 +55,8 @@ final class ZooKeeperHealth {
 		catch (Exception ex) {
 			throw this.backend.failure("check the health of", this.basePath, ex);
 		}
-		long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(this.connectionTimeoutMillis);
-		int code = this.backend.await(answer, deadline, "check the health of", this.basePath);
+		long deadline = sent + TimeUnit.MILLISECONDS.toNanos(this.connectionTimeoutMillis);
+		int code = this.backend.awaitUninterruptibly(answer, sent, deadline, "check the health of", this.basePath);
 		boolean up = code == KeeperException.Code.OK.intValue() || code == KeeperException.Code.NONODE.intValue();
 		return up ? Check.up(details) : Check.down(details);
 	}

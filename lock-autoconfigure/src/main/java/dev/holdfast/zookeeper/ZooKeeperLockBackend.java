@@ -17,9 +17,13 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.BackgroundCallback;
+import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.utils.PathUtils;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.KeeperException.Code;
+import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockInterruptedException;
@@ -63,10 +67,16 @@ import dev.holdfast.spi.WaitQueue;
  * <li>Fencing tokens are the lock node's {@code czxid}: zxids grow with every write across the
  * ensemble, leader changes included, and a later holder's node was created after every earlier
  * holder's node (it would have queued behind it otherwise), so its token is larger.</li>
- * <li>Sessions ({@link SessionLeases}): while the connection is suspended (or read-only) no lock
- * of this process counts as valid; when the session is lost every lock is reported lost; after
- * the connection comes back with the same session, each held node is read again and the locks
- * whose nodes are still ours are valid again.</li>
+ * <li>Sessions ({@link SessionLeases}): while the connection is suspended (or read-only), and
+ * once the server has not answered a request of this process sent within the negotiated session
+ * timeout, no lock of this process counts as valid; when the session is lost every lock is
+ * reported lost; after the connection comes back with the same session, each held node is read
+ * again and the locks whose nodes are still ours are valid again.</li>
+ * <li>Bounded calls: every request is sent in the background and awaited no longer than the
+ * call's bound, so an acquisition returns within its wait time plus the client's connection
+ * timeout, and a release within one connection timeout. A request or heartbeat that the connected
+ * server leaves unanswered a whole connection timeout drops the connection, and the client moves
+ * to another server within its session.</li>
  * <li>Tick claims: a persistent node per job, moved by compare-and-set ({@code setData} with the
  * version read), with expiry judged by the ensemble's clock.</li>
  * </ul>
@@ -95,6 +105,8 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	/** The lock nodes of this process, by owner token. */
 	private final ConcurrentHashMap<String, ZooKeeperHold> holds = new ConcurrentHashMap<>();
 
+	private final ZooKeeperTryOnce once;
+
 	private final ZooKeeperLockQueue queue;
 
 	private final ZooKeeperSession session;
@@ -114,8 +126,10 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 		this.basePath = basePath.equals("/") ? "" : basePath;
 		this.connectionTimeoutMillis = client.getZookeeperClient().getConnectionTimeoutMs();
 		this.ticks = new ZooKeeperTickClaims(this);
-		this.queue = new ZooKeeperLockQueue(this, this.holds);
-		this.session = new ZooKeeperSession(client, this.holds);
+		this.session = new ZooKeeperSession(client, this.holds, this.basePath.isEmpty() ? "/" : this.basePath,
+				this.connectionTimeoutMillis);
+		this.once = new ZooKeeperTryOnce(this);
+		this.queue = new ZooKeeperLockQueue(this, this.once);
 		this.health = new ZooKeeperHealth(this, this.session, this.basePath, this.connectionTimeoutMillis);
 	}
 
@@ -158,8 +172,14 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	public Outcome acquire(String key, String owner, Duration ttl, Duration maxWait) throws InterruptedException {
 		long attemptStart = System.nanoTime();
 		sweepForgottenHolds(attemptStart);
-		awaitConnected("acquire", key);
-		return this.queue.acquire(key, owner, ttl, maxWait, attemptStart);
+		this.session.acquiring();
+		try {
+			awaitConnected("acquire", key);
+			return this.queue.acquire(key, owner, ttl, maxWait, attemptStart);
+		}
+		finally {
+			this.session.acquisitionEnded();
+		}
 	}
 
 	@Override
@@ -168,26 +188,28 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 		if (hold == null || !hold.key.equals(key) || !this.holds.remove(owner, hold)) {
 			return false;
 		}
-		this.queue.released(hold.path);
+		this.once.released(hold.path);
 		if (!this.client.getZookeeperClient().isConnected()) {
 			deleteInBackground(hold.path);
 			throw new LockBackendException("The zookeeper backend is not connected: lock '" + key
 					+ "' is released in the background once it is (" + this.session.state() + ")", null);
 		}
+		long sent = System.nanoTime();
+		CuratorEvent event;
 		try {
-			this.client.delete().guaranteed().forPath(hold.path);
-			return true;
-		}
-		catch (KeeperException.NoNodeException ex) {
-			return false;
+			// Guaranteed: a delete that fails is retried in the background until the session ends.
+			event = request("release", key, sent + connectionTimeoutNanos(),
+					(callback) -> this.client.delete().guaranteed().inBackground(callback).forPath(hold.path));
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
 			throw new LockInterruptedException(key, ex);
 		}
-		catch (Exception ex) {
-			throw failure("release", key, ex);
+		Code code = Code.get(event.getResultCode());
+		if (code != Code.OK && code != Code.NONODE) {
+			throw failure("release", key, event);
 		}
+		return code == Code.OK;
 	}
 
 	/**
@@ -219,12 +241,13 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 		long deadline = start + TimeUnit.MILLISECONDS.toNanos(this.connectionTimeoutMillis);
 		for (Map.Entry<HeldLock, CompletableFuture<Integer>> entry : answers.entrySet()) {
 			HeldLock lock = entry.getKey();
-			int code = await(entry.getValue(), deadline, "renew", lock.key());
+			int code = awaitUninterruptibly(entry.getValue(), start, deadline, "renew", lock.key());
 			ZooKeeperHold hold = this.holds.get(lock.owner());
 			if (code == KeeperException.Code.OK.intValue()) {
 				if (hold != null) {
 					hold.confirmed(start, lock.ttl().toNanos());
 				}
+				this.session.confirmed(start);
 				renewed.add(lock.key());
 			}
 			else if (code == KeeperException.Code.NONODE.intValue()) {
@@ -285,6 +308,16 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 		return this.client;
 	}
 
+	/**
+	 * Records the lock node of {@code owner}, held since a request sent at {@code confirmedNanos}
+	 * that the server answered.
+	 */
+	void hold(String owner, String key, String path, long confirmedNanos, Duration ttl) {
+		this.holds.put(owner, new ZooKeeperHold(key, path, confirmedNanos, ttl.toNanos()));
+		this.session.confirmed(confirmedNanos);
+		this.session.holding();
+	}
+
 	String path(String child) {
 		return this.basePath + "/" + child;
 	}
@@ -337,19 +370,87 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 		}
 	}
 
-	/** Runs one blocking Curator call; everything but interruption becomes a LockBackendException. */
-	<T> T call(String operation, String key, CuratorCall<T> call) throws InterruptedException {
+	long connectionTimeoutNanos() {
+		return TimeUnit.MILLISECONDS.toNanos(this.connectionTimeoutMillis);
+	}
+
+	/** The client's session now (0 while a new one is being established); no request. */
+	long sessionId() {
 		try {
-			return call.run();
+			return this.client.getZookeeperClient().getZooKeeper().getSessionId();
 		}
-		catch (InterruptedException ex) {
-			throw ex;
+		catch (Exception ex) {
+			return 0;
 		}
-		catch (LockBackendException ex) {
-			throw ex;
+	}
+
+	/**
+	 * Sends one request in the background ({@code request} hands Curator's callback on): the
+	 * future completes with the answer, or never.
+	 */
+	CompletableFuture<CuratorEvent> send(String operation, String key, Request request) {
+		CompletableFuture<CuratorEvent> answer = new CompletableFuture<>();
+		try {
+			request.send((client, event) -> answer.complete(event));
 		}
 		catch (Exception ex) {
 			throw failure(operation, key, ex);
+		}
+		return answer;
+	}
+
+	/** Sends one request and waits for its answer as {@link #answer} does. */
+	CuratorEvent request(String operation, String key, long deadline, Request request) throws InterruptedException {
+		long sent = System.nanoTime();
+		return answer(send(operation, key, request), sent, deadline, operation, key);
+	}
+
+	/**
+	 * The answer to a request sent at {@code sent}, awaited until {@code deadline} at most (a
+	 * request sent while the client reconnects is answered once it has); an answer that says OK
+	 * confirms the session.
+	 * @throws LockBackendException when no answer came in time
+	 */
+	CuratorEvent answer(CompletableFuture<CuratorEvent> answer, long sent, long deadline, String operation, String key)
+			throws InterruptedException {
+		CuratorEvent event = await(answer, sent, deadline, operation, key);
+		if (event.getResultCode() == Code.OK.intValue()) {
+			this.session.confirmed(sent);
+		}
+		return event;
+	}
+
+	/**
+	 * {@link #answer} to a request that creates a node: when the caller gets no answer in time or
+	 * is interrupted, the node is deleted, {@code path} (its name, when known) at once and the
+	 * created one also once the answer comes, so that a late create leaves no node behind.
+	 */
+	CuratorEvent answerOrDelete(CompletableFuture<CuratorEvent> answer, long sent, long deadline, String operation,
+			String key, @Nullable String path) throws InterruptedException {
+		try {
+			return answer(answer, sent, deadline, operation, key);
+		}
+		catch (RuntimeException | InterruptedException ex) {
+			if (path != null) {
+				deleteInBackground(path);
+			}
+			answer.thenAccept((late) -> {
+				if (late.getResultCode() == Code.OK.intValue()) {
+					deleteInBackground((path != null) ? path : late.getName());
+				}
+			});
+			throw ex;
+		}
+	}
+
+	/** {@link #await}, for callers that report interruption as {@link LockInterruptedException}. */
+	<T> T awaitUninterruptibly(CompletableFuture<T> answer, long sent, long deadline, String operation, String key) {
+		try {
+			return await(answer, sent, deadline, operation, key);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(key, ex);
 		}
 	}
 
@@ -358,32 +459,38 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 				"The zookeeper backend failed to " + operation + " lock '" + key + "': " + ex.getMessage(), ex);
 	}
 
-	int await(CompletableFuture<Integer> answer, long deadline, String operation, String key) {
+	/** The failure that an answer's result code tells. */
+	LockBackendException failure(String operation, String key, CuratorEvent event) {
+		return failure(operation, key, KeeperException.create(Code.get(event.getResultCode()), event.getPath()));
+	}
+
+	/**
+	 * Waits for an answer until {@code deadline}; a request that the connected server left
+	 * unanswered for a whole connection timeout drops the connection ({@link ZooKeeperSession#unanswered}).
+	 */
+	<T> T await(CompletableFuture<T> answer, long sent, long deadline, String operation, String key)
+			throws InterruptedException {
 		try {
 			return answer.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new LockInterruptedException(key, ex);
 		}
 		catch (ExecutionException ex) {
 			throw failure(operation, key, (ex.getCause() instanceof Exception cause) ? cause : ex);
 		}
 		catch (TimeoutException ex) {
+			this.session.unanswered(sent, "a request to " + operation + " a lock");
 			throw new LockBackendException("The zookeeper backend failed to " + operation + " lock '" + key
-					+ "': no answer within " + this.connectionTimeoutMillis + " ms", ex);
+					+ "': no answer within " + TimeUnit.NANOSECONDS.toMillis(deadline - sent) + " ms", ex);
 		}
 	}
 
-	static long saturatedAdd(long a, long b) {
-		long sum = a + b;
-		return (((a ^ sum) & (b ^ sum)) < 0) ? Long.MAX_VALUE : sum;
-	}
-
+	/**
+	 * One request sent in the background, with the callback that takes its answer; returns what
+	 * Curator's {@code forPath} returns in the background (nothing of use).
+	 */
 	@FunctionalInterface
-	interface CuratorCall<T> {
+	interface Request {
 
-		T run() throws Exception;
+		@Nullable Object send(BackgroundCallback callback) throws Exception;
 
 	}
 

@@ -3,10 +3,10 @@ package dev.holdfast.zookeeper;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.commons.logging.Log;
@@ -14,15 +14,29 @@ import org.apache.commons.logging.LogFactory;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.state.ConnectionStateListener;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.data.Stat;
 
 import dev.holdfast.spi.SessionLeases.LostListener;
 
 /**
- * The session state of a backend's client and the locks it takes with it: follows Curator's
- * connection states, says whether the locks of this process are suspended, reports every lock
- * lost when the session is lost, and after a reconnection checks each held node again (on one
- * thread for all locks), reporting lost the locks whose nodes are gone.
+ * The session of a backend's client and the locks it takes with it. It vouches for the locks of
+ * this process only while two things hold:
+ * <ul>
+ * <li>the connection is not suspended (Curator's connection states), and after a reconnection
+ * each held node was found again, on one thread for all locks; a lock whose node is gone is
+ * reported lost, and every lock is reported lost when the session is;</li>
+ * <li>the server answered a request of this process sent less than the negotiated session
+ * timeout ago. Past that the server may have expired the session and deleted its nodes, whatever
+ * Curator has told so far: a JVM that paused longer than the session learns of it only after its
+ * threads run again. While it holds or waits for a lock, a heartbeat ({@code sync}, answered
+ * through the leader) keeps that confirmation fresh, every half connection timeout, at most a
+ * third of the session timeout.</li>
+ * </ul>
+ * A heartbeat or any request that the connected server leaves unanswered for a whole connection
+ * timeout means the server is cut off from the quorum or stuck; the connection is then dropped,
+ * so that the client moves to another server within its session (as ZooKeeper's own request
+ * timeout does), instead of waiting until that server notices it lost its leader.
  */
 final class ZooKeeperSession {
 
@@ -33,38 +47,73 @@ final class ZooKeeperSession {
 	/** The lock nodes of this process, by owner token (the backend's map). */
 	private final ConcurrentHashMap<String, ZooKeeperHold> holds;
 
+	private final String syncPath;
+
+	private final long connectionTimeoutNanos;
+
 	private final CopyOnWriteArrayList<LostListener> lostListeners = new CopyOnWriteArrayList<>();
 
 	private final ConnectionStateListener stateListener = this::stateChanged;
 
-	/** Checks held nodes after a reconnection: one thread, created on first use, for all locks. */
-	private final ExecutorService verifier;
+	/** Heartbeats and checks of held nodes after a reconnection: one thread, ended when idle. */
+	private final ScheduledThreadPoolExecutor executor;
 
 	/** Counts connection state changes, so that a stale check does not clear a newer suspension. */
 	private final AtomicLong epoch = new AtomicLong();
+
+	/** Acquisitions of this process in progress. */
+	private final AtomicInteger acquiring = new AtomicInteger();
+
+	private final AtomicBoolean beating = new AtomicBoolean();
 
 	private volatile boolean suspended;
 
 	private volatile String state;
 
+	/** When the newest request that the server answered was sent, System.nanoTime. */
+	private final AtomicLong confirmedNanos = new AtomicLong();
+
+	private volatile long sessionTimeoutNanos;
+
+	/** When the heartbeat in flight was sent, or 0. */
+	private volatile long syncSentNanos;
+
+	private final AtomicLong droppedAtNanos = new AtomicLong(System.nanoTime());
+
 	/** Starts listening to {@code client}'s connection states. */
-	ZooKeeperSession(CuratorFramework client, ConcurrentHashMap<String, ZooKeeperHold> holds) {
+	ZooKeeperSession(CuratorFramework client, ConcurrentHashMap<String, ZooKeeperHold> holds, String syncPath,
+			long connectionTimeoutMillis) {
 		this.client = client;
 		this.holds = holds;
-		this.verifier = new ThreadPoolExecutor(0, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), (task) -> {
-			Thread thread = new Thread(task, "holdfast-zookeeper-verifier");
+		this.syncPath = syncPath;
+		this.connectionTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(connectionTimeoutMillis);
+		this.executor = new ScheduledThreadPoolExecutor(1, (task) -> {
+			Thread thread = new Thread(task, "holdfast-zookeeper-session");
 			thread.setDaemon(true);
 			return thread;
 		});
+		this.executor.setKeepAliveTime(10, TimeUnit.SECONDS);
+		this.executor.allowCoreThreadTimeOut(true);
+		this.executor.setRemoveOnCancelPolicy(true);
 		boolean connected = client.getZookeeperClient().isConnected();
 		this.suspended = !connected;
 		this.state = connected ? "CONNECTED" : "DISCONNECTED";
+		this.sessionTimeoutNanos = negotiatedTimeoutNanos();
+		this.confirmedNanos.set(System.nanoTime() - this.sessionTimeoutNanos);
 		client.getConnectionStateListenable().addListener(this.stateListener);
 	}
 
-	/** Whether the locks of this process count as not valid now. */
+	/**
+	 * Whether the locks of this process count as not valid now: the connection is suspended, or
+	 * no answer of the server to a request sent within the session timeout confirms the session.
+	 */
 	boolean suspended() {
-		return this.suspended;
+		return this.suspended || System.nanoTime() - this.confirmedNanos.get() - this.sessionTimeoutNanos >= 0;
+	}
+
+	/** The server answered a request of this process sent at {@code sentNanos}. */
+	void confirmed(long sentNanos) {
+		this.confirmedNanos.accumulateAndGet(sentNanos, (current, sent) -> (sent - current > 0) ? sent : current);
 	}
 
 	/** The name of the last connection state, for messages and health details. */
@@ -77,10 +126,109 @@ final class ZooKeeperSession {
 		return () -> this.lostListeners.remove(listener);
 	}
 
-	/** Stops listening to the connection and stops the verifier. */
+	/** An acquisition of this process starts; the heartbeat runs until it ends and nothing is held. */
+	void acquiring() {
+		this.acquiring.incrementAndGet();
+		beat();
+	}
+
+	/** An acquisition of this process ended, whatever its outcome. */
+	void acquisitionEnded() {
+		this.acquiring.decrementAndGet();
+	}
+
+	/** A lock of this process is held from now on: its session is kept confirmed. */
+	void holding() {
+		beat();
+	}
+
+	/**
+	 * A request sent at {@code sentNanos} got no answer by now: when it waited a whole connection
+	 * timeout on a connection that is up, the connection is dropped, once per connection timeout,
+	 * and the client reconnects to another server of the ensemble within its session.
+	 */
+	void unanswered(long sentNanos, String what) {
+		long now = System.nanoTime();
+		long dropped = this.droppedAtNanos.get();
+		if (now - sentNanos < this.connectionTimeoutNanos || now - dropped < this.connectionTimeoutNanos
+				|| !this.client.getZookeeperClient().isConnected() || !this.droppedAtNanos.compareAndSet(dropped, now)) {
+			return;
+		}
+		logger.warn("Holdfast dropped the connection to its ZooKeeper server: " + what + " got no answer within "
+				+ TimeUnit.NANOSECONDS.toMillis(this.connectionTimeoutNanos)
+				+ " ms (the server is cut off from the quorum, or stuck); the client reconnects to another server");
+		try {
+			this.client.getZookeeperClient().getZooKeeper().getTestable().closeSocket();
+		}
+		catch (Exception ex) {
+			logger.debug("Could not drop the ZooKeeper connection", ex);
+		}
+	}
+
+	/** Stops listening to the connection and stops the heartbeat. */
 	void close() {
 		this.client.getConnectionStateListenable().removeListener(this.stateListener);
-		this.verifier.shutdownNow();
+		this.executor.shutdownNow();
+	}
+
+	/** Runs the heartbeat now and then again while this process holds or waits for a lock. */
+	private void beat() {
+		if (this.beating.compareAndSet(false, true)) {
+			try {
+				this.executor.execute(this::heartbeat);
+			}
+			catch (RuntimeException ex) {
+				// Closed.
+				this.beating.set(false);
+			}
+		}
+	}
+
+	private void heartbeat() {
+		if (this.holds.isEmpty() && this.acquiring.get() == 0) {
+			this.beating.set(false);
+			// A lock taken meanwhile started no heartbeat of its own, as this one still ran.
+			if (!this.holds.isEmpty() || this.acquiring.get() > 0) {
+				beat();
+			}
+			return;
+		}
+		long period = Math.min(this.connectionTimeoutNanos / 2, this.sessionTimeoutNanos / 3);
+		long now = System.nanoTime();
+		long sent = this.syncSentNanos;
+		long next = now + period;
+		if (sent != 0) {
+			unanswered(sent, "a heartbeat");
+			next = Math.min(next, sent + this.connectionTimeoutNanos);
+		}
+		else if (now - this.confirmedNanos.get() >= period) {
+			sync(now);
+		}
+		else {
+			next = this.confirmedNanos.get() + period;
+		}
+		try {
+			this.executor.schedule(this::heartbeat, Math.max(1, next - System.nanoTime()), TimeUnit.NANOSECONDS);
+		}
+		catch (RuntimeException ex) {
+			// Closed.
+		}
+	}
+
+	private void sync(long sent) {
+		this.syncSentNanos = sent;
+		try {
+			this.client.sync().inBackground((client, event) -> {
+				this.syncSentNanos = 0;
+				if (event.getResultCode() == KeeperException.Code.OK.intValue()) {
+					confirmed(sent);
+				}
+			}).forPath(this.syncPath);
+		}
+		catch (Exception ex) {
+			this.syncSentNanos = 0;
+			logger.debug("Could not send a heartbeat to ZooKeeper", ex);
+		}
 	}
 
 	private void stateChanged(CuratorFramework client, ConnectionState newState) {
@@ -92,7 +240,16 @@ final class ZooKeeperSession {
 				this.suspended = true;
 				loseAll("its ZooKeeper session was lost");
 			}
-			case CONNECTED, RECONNECTED -> this.verifier.execute(() -> verifyHolds(current));
+			case CONNECTED, RECONNECTED -> {
+				this.syncSentNanos = 0;
+				this.sessionTimeoutNanos = negotiatedTimeoutNanos();
+				try {
+					this.executor.execute(() -> verifyHolds(current));
+				}
+				catch (RuntimeException ex) {
+					// Closed.
+				}
+			}
 		}
 	}
 
@@ -102,6 +259,7 @@ final class ZooKeeperSession {
 	 */
 	private void verifyHolds(long stateEpoch) {
 		try {
+			long sent = System.nanoTime();
 			long session = this.client.getZookeeperClient().getZooKeeper().getSessionId();
 			for (Map.Entry<String, ZooKeeperHold> entry : this.holds.entrySet()) {
 				ZooKeeperHold hold = entry.getValue();
@@ -113,6 +271,8 @@ final class ZooKeeperSession {
 				}
 			}
 			if (this.epoch.get() == stateEpoch) {
+				// The session was re-established through the leader just before: it is confirmed.
+				confirmed(sent);
 				this.suspended = false;
 			}
 		}
@@ -123,6 +283,11 @@ final class ZooKeeperSession {
 			logger.warn("Holdfast could not check its ZooKeeper locks after the connection came back; they stay "
 					+ "not valid until the next reconnection", ex);
 		}
+	}
+
+	private long negotiatedTimeoutNanos() {
+		int negotiated = this.client.getZookeeperClient().getLastNegotiatedSessionTimeoutMs();
+		return TimeUnit.MILLISECONDS.toNanos((negotiated > 0) ? negotiated : Integer.MAX_VALUE);
 	}
 
 	private void loseAll(String reason) {

@@ -111,7 +111,7 @@ final class ZooKeeperTickClaims {
 				}
 				Record current = decode(data);
 				if (current != null && current.tick >= tick.toEpochMilli()) {
-					long expiresAt = ZooKeeperLockBackend.saturatedAdd(stat.getMtime(), current.ttl);
+					long expiresAt = ZooKeeperLockQueue.saturatedAdd(stat.getMtime(), current.ttl);
 					if (now < expiresAt) {
 						boolean own = wrote && current.tick == tick.toEpochMilli() && claimedBy(idPath, id);
 						return new TickClaim(own ? TickClaim.Outcome.CLAIMED : TickClaim.Outcome.TAKEN, time);

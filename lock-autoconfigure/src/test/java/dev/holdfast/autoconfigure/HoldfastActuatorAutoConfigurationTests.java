@@ -1,6 +1,7 @@
 package dev.holdfast.autoconfigure;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -34,6 +35,8 @@ import dev.holdfast.actuate.LocksEndpoint.LeaseDescriptor;
 import dev.holdfast.actuate.LocksEndpoint;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.EngineLease;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.spi.LockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -205,7 +208,9 @@ class HoldfastActuatorAutoConfigurationTests {
 				assertThat(locks.backend()).isEqualTo("memory");
 				assertThat(locks.leases()).singleElement().satisfies((held) -> {
 					assertThat(held.name()).isEqualTo(this.name);
-					assertThat(held.key()).as("key part masked by default").isEqualTo("holdfast:" + this.name + ":******");
+					assertThat(held.key()).as("key part masked by default")
+						.isEqualTo(LockSettings.defaults().shown("holdfast:" + this.name + ":7"))
+						.startsWith("holdfast:" + this.name + ":******#");
 					assertThat(held.fencingToken()).isEqualTo(lease.fencingToken());
 					assertThat(held.acquired()).isEqualTo(lease.acquiredAt());
 					assertThat(held.expires()).isAfter(held.acquired());
@@ -213,6 +218,30 @@ class HoldfastActuatorAutoConfigurationTests {
 				});
 			}
 			assertThat(endpoint.locks(SecurityContext.NONE).leases()).extracting(LeaseDescriptor::key).isEmpty();
+		});
+	}
+
+	@Test
+	void aMaskedKeyInAMessageMatchesTheEndpointsEntry() {
+		this.runner.withPropertyValues("management.endpoints.web.exposure.include=locks").run((context) -> {
+			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+			try (Lease alice = template.acquire(this.name, "alice@example.com", LockOptions.defaults());
+					Lease bob = template.acquire(this.name, "bob@example.com", LockOptions.defaults());
+					DefaultLockTemplate other = new DefaultLockTemplate(context.getBean(LockBackend.class),
+							LockSettings.defaults())) {
+				List<String> listed = context.getBean(LocksEndpoint.class)
+					.locks(SecurityContext.NONE)
+					.leases()
+					.stream()
+					.map(LeaseDescriptor::key)
+					.toList();
+				assertThat(listed).hasSize(2).doesNotHaveDuplicates().noneMatch((key) -> key.contains("example.com"));
+				String bobListed = LockSettings.defaults().shown(bob.key());
+				assertThat(listed).contains(bobListed);
+				assertThatExceptionOfType(LockNotAcquiredException.class)
+					.isThrownBy(() -> other.acquire(this.name, "bob@example.com", LockOptions.defaults()))
+					.withMessageContaining("'" + bobListed + "'");
+			}
 		});
 	}
 
@@ -225,7 +254,7 @@ class HoldfastActuatorAutoConfigurationTests {
 					LockOptions.defaults())) {
 				LocksEndpoint endpoint = context.getBean(LocksEndpoint.class);
 				assertThat(endpoint.locks(operator).leases()).extracting(LeaseDescriptor::key)
-					.containsExactly("holdfast:" + this.name + ":******");
+					.containsExactly(LockSettings.defaults().shown(lease.key()));
 			}
 		});
 		this.runner.withPropertyValues("management.endpoints.web.exposure.include=locks",
@@ -246,9 +275,9 @@ class HoldfastActuatorAutoConfigurationTests {
 					assertThat(endpoint.locks(operator).leases()).extracting(LeaseDescriptor::key)
 						.containsExactly(lease.key());
 					assertThat(endpoint.locks(other).leases()).extracting(LeaseDescriptor::key)
-						.containsExactly("holdfast:" + this.name + ":******");
+						.containsExactly(LockSettings.defaults().shown(lease.key()));
 					assertThat(endpoint.locks(SecurityContext.NONE).leases()).extracting(LeaseDescriptor::key)
-						.containsExactly("holdfast:" + this.name + ":******");
+						.containsExactly(LockSettings.defaults().shown(lease.key()));
 				}
 			});
 	}

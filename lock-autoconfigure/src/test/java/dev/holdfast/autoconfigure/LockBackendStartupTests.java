@@ -67,6 +67,19 @@ class LockBackendStartupTests {
 	}
 
 	@Test
+	void startupNamesThePropertyWhateverTheNameOfTheBeanHoldfastMade(CapturedOutput output) {
+		// the redlock backend's bean is 'redlockLockBackend', not 'holdfastLockBackend': it was
+		// taken for one the application defines
+		this.runner.withPropertyValues("holdfast.backend=redlock", "holdfast.redlock.nodes=redis://127.0.0.1:"
+				+ server.port())
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(output).contains("Holdfast keeps locks in the redlock backend (holdfast.backend=redlock)")
+					.doesNotContain("the application defines");
+			});
+	}
+
+	@Test
 	void releaseSubscriptionListensOnceTheContextHasStarted() {
 		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
 			.run((context) -> {

@@ -12,6 +12,7 @@ import org.apache.curator.retry.RetryOneTime;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.condition.ConditionEvaluationReport;
@@ -19,6 +20,8 @@ import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
@@ -32,6 +35,7 @@ import dev.holdfast.zookeeper.ZooKeeperLockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+@ExtendWith(OutputCaptureExtension.class)
 class ZooKeeperBackendConfigurationTests {
 
 	private static ZooKeeperServer server;
@@ -59,6 +63,26 @@ class ZooKeeperBackendConfigurationTests {
 		client.start();
 		assertThat(client.blockUntilConnected(10, TimeUnit.SECONDS)).isTrue();
 		return client;
+	}
+
+	@Test
+	void startupNamesWhatChoseTheBackend(CapturedOutput output) throws Exception {
+		this.runner
+			.withPropertyValues("holdfast.backend=zookeeper", "holdfast.zookeeper.connect-string=" + server.connectString())
+			.run((context) -> {
+				assertThat(context).hasSingleBean(ZooKeeperLockBackend.class);
+				assertThat(output).contains("Holdfast keeps locks in the zookeeper backend (holdfast.backend=zookeeper)")
+					.doesNotContain("the application defines");
+			});
+		CuratorFramework client = started(server.connectString());
+		try {
+			this.runner.withBean(CuratorFramework.class, () -> client)
+				.run((context) -> assertThat(output).contains("Holdfast keeps locks in the zookeeper backend "
+						+ "(holdfast.backend is unset and a CuratorFramework bean exists)"));
+		}
+		finally {
+			client.close();
+		}
 	}
 
 	@Test
@@ -146,7 +170,7 @@ class ZooKeeperBackendConfigurationTests {
 	}
 
 	@Test
-	void unreachableEnsembleFailsAtStartupWithTheAction() throws Exception {
+	void unreachableEnsembleFailsAtStartupWithFailFastNamingTheTimeout() throws Exception {
 		int closedPort;
 		try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
 			closedPort = socket.getLocalPort();
@@ -154,12 +178,13 @@ class ZooKeeperBackendConfigurationTests {
 		long start = System.nanoTime();
 		this.runner
 			.withPropertyValues("holdfast.backend=zookeeper", "holdfast.zookeeper.connect-string=127.0.0.1:" + closedPort,
-					"holdfast.zookeeper.connection-timeout=500ms")
+					"holdfast.zookeeper.connection-timeout=500ms", "holdfast.fail-fast=true")
 			.run((context) -> {
 				FailureAnalysis analysis = new LockConfigurationFailureAnalyzer().analyze(context.getStartupFailure());
-				assertThat(analysis.getDescription()).contains("could not connect to the ZooKeeper ensemble at 127.0.0.1:"
-						+ closedPort);
-				assertThat(analysis.getAction()).contains("holdfast.zookeeper.connection-timeout");
+				assertThat(analysis.getDescription()).isEqualTo("Holdfast could not reach its zookeeper backend at "
+						+ "startup: not connected to 127.0.0.1:" + closedPort
+						+ " within 500 ms (holdfast.zookeeper.connection-timeout)");
+				assertThat(analysis.getAction()).contains("holdfast.zookeeper.*").contains("holdfast.fail-fast=false");
 			});
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
 	}

@@ -41,7 +41,7 @@ class KeyMaskingTests {
 
 	@Test
 	void messagesAndLogsMaskTheKeyPartByDefault(CapturedOutput output) {
-		String masked = "holdfast:" + this.name + ":******";
+		String masked = LockSettings.defaults().shown("holdfast:" + this.name + ":" + EMAIL);
 		try (DefaultLockTemplate template = new DefaultLockTemplate(this.backend, LockSettings.defaults());
 				DefaultLockTemplate other = new DefaultLockTemplate(this.backend, LockSettings.defaults())) {
 			try (Lease held = other.acquire(this.name, EMAIL, LockOptions.defaults())) {
@@ -58,6 +58,23 @@ class KeyMaskingTests {
 	}
 
 	@Test
+	void maskedKeysCarryAFingerprintThatEqualKeysShare() {
+		LockSettings settings = LockSettings.defaults();
+		String alice = settings.shown("holdfast:orders:" + EMAIL);
+		String bob = settings.shown("holdfast:orders:bob@example.com");
+		assertThat(alice).matches("holdfast:orders:\\*{6}#[0-9a-f]{4}")
+			.isEqualTo(settings.shown("holdfast:orders:" + EMAIL))
+			.isNotEqualTo(bob)
+			.doesNotContain(EMAIL);
+		assertThat(bob).matches("holdfast:orders:\\*{6}#[0-9a-f]{4}");
+		// the whole key is hashed: the same value under another lock name is another lock
+		assertThat(settings.shown("holdfast:payments:" + EMAIL)).doesNotEndWith(alice.substring(alice.length() - 5));
+		// a shortened key, and a key without a key part (nothing to mask, nothing to tell apart)
+		assertThat(settings.shown("holdfast:orders#QvXn0VY9")).matches("holdfast:orders#\\*{6}#[0-9a-f]{4}");
+		assertThat(settings.shown("holdfast:orders")).isEqualTo("holdfast:orders");
+	}
+
+	@Test
 	void backendFailureMessagesMaskTheKeyPart() {
 		InMemoryLockBackend failing = new InMemoryLockBackend() {
 			@Override
@@ -68,7 +85,7 @@ class KeyMaskingTests {
 		try (DefaultLockTemplate template = new DefaultLockTemplate(failing, LockSettings.defaults())) {
 			assertThatExceptionOfType(LockBackendException.class)
 				.isThrownBy(() -> template.acquire(this.name, EMAIL, LockOptions.defaults()))
-				.withMessage("Redis acquire of lock 'holdfast:" + this.name + ":******' timed out");
+				.withMessageMatching("Redis acquire of lock 'holdfast:" + this.name + ":\\*{6}#[0-9a-f]{4}' timed out");
 		}
 	}
 
@@ -90,9 +107,10 @@ class KeyMaskingTests {
 			org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> !lease.isValid());
 			lease.close();
 		}
+		String masked = LockSettings.defaults().shown("holdfast:" + this.name + ":" + EMAIL);
 		assertThat(output).contains("Holdfast could not renew")
-			.contains("Redis renewal of 'holdfast:" + this.name + ":******' timed out")
-			.contains("Redis release of lock 'holdfast:" + this.name + ":******' timed out")
+			.contains("Redis renewal of '" + masked + "' timed out")
+			.contains("Redis release of lock '" + masked + "' timed out")
 			.doesNotContain(EMAIL);
 	}
 
@@ -106,7 +124,7 @@ class KeyMaskingTests {
 						Lease held = other.acquire("orders", EMAIL, LockOptions.defaults())) {
 					assertThatExceptionOfType(LockNotAcquiredException.class)
 						.isThrownBy(() -> context.getBean(Orders.class).fulfil(EMAIL).block(Duration.ofSeconds(5)))
-						.withMessageContaining("'holdfast:orders:******'")
+						.withMessageContaining("'holdfast:orders:******#")
 						.withMessageNotContaining(EMAIL);
 				}
 			});

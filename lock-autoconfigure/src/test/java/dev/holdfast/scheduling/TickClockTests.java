@@ -7,6 +7,7 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -30,6 +31,7 @@ import dev.holdfast.autoconfigure.HoldfastActuatorAutoConfiguration;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.TickClaims.TickClaim;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -93,6 +95,41 @@ class TickClockTests {
 		});
 	}
 
+	@Test
+	void aSlowClaimIsNotAClockOffset() {
+		// the backend's clock is the instance's; its answer takes 600 ms, spent before it reads
+		// its clock (a request that waits for a connection) or after (a delayed reply), so its time
+		// is 300 ms off the midpoint of the round trip, one way or the other
+		assertSlowClaimReportsNoOffset(new SlowClaims(Duration.ofMillis(600), Duration.ZERO));
+		assertSlowClaimReportsNoOffset(new SlowClaims(Duration.ZERO, Duration.ofMillis(600)));
+	}
+
+	@Test
+	void theOffsetIsHowFarTheBackendsTimeLiesOutsideTheRoundTrip() {
+		Instant sent = Instant.parse("2026-01-01T00:00:00Z");
+		Instant received = sent.plusMillis(600);
+		assertThat(TickClock.offset(sent, sent.plusMillis(600), received)).isZero();
+		assertThat(TickClock.offset(sent, sent, received)).isZero();
+		assertThat(TickClock.offset(sent, sent.minusMillis(2500), received)).isEqualTo(Duration.ofMillis(2500));
+		assertThat(TickClock.offset(sent, received.plusMillis(2500), received)).isEqualTo(Duration.ofMillis(-2500));
+	}
+
+	private void assertSlowClaimReportsNoOffset(SlowClaims backend) {
+		new ApplicationContextRunner()
+			.withConfiguration(
+					AutoConfigurations.of(HoldfastAutoConfiguration.class, HoldfastActuatorAutoConfiguration.class))
+			.withBean("sharedBackend", LockBackend.class, () -> backend)
+			.withBean(EverySecond.class)
+			.run((context) -> {
+				TickClock clock = context.getBean(SingleInstanceScheduledBeanPostProcessor.class).tickClock();
+				await().atMost(Duration.ofSeconds(10)).until(() -> backend.claims.get() >= 2);
+				assertThat(clock.offset()).contains(Duration.ZERO);
+				assertThat(context.getBean(LockBackendHealthIndicator.class).health(true).getDetails())
+					.containsEntry("clockOffset", "0ms")
+					.doesNotContainKey("jobsRefusedForClock");
+			});
+	}
+
 	private static double skipped(ApplicationContext context, String reason) {
 		Counter counter = context.getBean(MeterRegistry.class)
 			.find(LockMetricsListener.SKIPPED)
@@ -108,6 +145,40 @@ class TickClockTests {
 		@SingleInstanceScheduled(cron = "* * * * * *", name = "every-second", zone = "UTC")
 		void run() {
 			this.ticks.add(ScheduledTick.current().orElseThrow());
+		}
+
+	}
+
+	/** The memory backend on the JVM's clock, whose tick claims take their time. */
+	static final class SlowClaims extends InMemoryLockBackend {
+
+		final AtomicInteger claims = new AtomicInteger();
+
+		private final Duration beforeReading;
+
+		private final Duration afterReading;
+
+		SlowClaims(Duration beforeReading, Duration afterReading) {
+			this.beforeReading = beforeReading;
+			this.afterReading = afterReading;
+		}
+
+		@Override
+		public TickClaim claimTick(String key, Instant tick, Duration tolerance, Duration ttl) {
+			sleep(this.beforeReading);
+			TickClaim claim = super.claimTick(key, tick, tolerance, ttl);
+			sleep(this.afterReading);
+			this.claims.incrementAndGet();
+			return claim;
+		}
+
+		private static void sleep(Duration duration) {
+			try {
+				Thread.sleep(duration.toMillis());
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
 		}
 
 	}

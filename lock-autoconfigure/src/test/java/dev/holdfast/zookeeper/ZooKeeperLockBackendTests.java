@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -25,7 +25,9 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
 import org.apache.curator.framework.api.transaction.OperationType;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.AsyncCallback;
 import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.ACL;
@@ -54,6 +56,7 @@ import dev.holdfast.test.server.ZooKeeperServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -139,6 +142,54 @@ class ZooKeeperLockBackendTests {
 	}
 
 	@Test
+	void leaseIsNotValidOnceTheServerWasSilentForTheSessionTimeoutEvenBeforeCuratorTellsOfIt() throws Exception {
+		BlackholeProxy proxy = closing(new BlackholeProxy(server.ports().get(0)));
+		CuratorFramework client = CuratorFrameworkFactory.builder()
+			.connectString(proxy.connectString())
+			.sessionTimeoutMs(6000)
+			.connectionTimeoutMs(2000)
+			.retryPolicy(new RetryNTimes(0, 0))
+			.build();
+		client.start();
+		assertThat(client.blockUntilConnected(10, TimeUnit.SECONDS)).isTrue();
+		ZooKeeperLockBackend backend = closing(ZooKeeperLockBackend.owning(client, "/holdfast"));
+		DefaultLockTemplate holder = template(backend, LockListener.NONE);
+		Lease lease = holder.acquire(uniqueName(), null,
+				LockOptions.defaults().leaseTime(Duration.ofMinutes(1)).waitTime(Duration.ofSeconds(5)));
+		long session = TimeUnit.MILLISECONDS.toNanos(client.getZookeeperClient().getLastNegotiatedSessionTimeoutMs());
+		// The client's event thread, which tells Curator of a disconnection and runs every
+		// callback, is held up in a watcher, as after a JVM pause until the threads race again.
+		String trigger = "/holdfast-test/" + uniqueName();
+		observer.create().creatingParentsIfNeeded().forPath(trigger);
+		CountDownLatch entered = new CountDownLatch(1);
+		CountDownLatch resume = new CountDownLatch(1);
+		client.getData().usingWatcher((Watcher) (event) -> {
+			entered.countDown();
+			try {
+				resume.await();
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+		}).forPath(trigger);
+		try {
+			observer.setData().forPath(trigger, new byte[] { 1 });
+			assertThat(entered.await(10, TimeUnit.SECONDS)).isTrue();
+			assertThat(lease.isValid()).isTrue();
+			long silentFrom = System.nanoTime();
+
+			proxy.dropAnswers(true);
+
+			await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(10)).until(() -> !lease.isValid());
+			assertThat(System.nanoTime() - silentFrom).as("not valid within the negotiated session timeout")
+				.isLessThanOrEqualTo(session);
+		}
+		finally {
+			resume.countDown();
+		}
+	}
+
+	@Test
 	void suspendedConnectionMakesLeasesInvalidAndTheyAreValidAgainAfterReconnecting() throws Exception {
 		LostLeases lost = new LostLeases();
 		ZooKeeperLockBackend backend = backend();
@@ -182,6 +233,136 @@ class ZooKeeperLockBackendTests {
 		await().atMost(Duration.ofSeconds(5)).until(() -> lost.count.get() == 1);
 		assertThat(lease.isValid()).isFalse();
 		lease.close();
+	}
+
+	/**
+	 * A client whose server stops answering (its answers dropped by a proxy): a lock call returns
+	 * within its wait time plus the connection timeout (2 s), whatever the request it was in.
+	 */
+	@Test
+	void waiterWhoseServerStopsAnsweringReturnsWithinItsWaitPlusTheConnectionTimeout() throws Exception {
+		ZooKeeperLockBackend holderBackend = backend();
+		String key = "holdfast:" + uniqueName();
+		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(30)).acquired()).isTrue();
+		BlackholeProxy proxy = closing(new BlackholeProxy(server.ports().get(0)));
+		ZooKeeperLockBackend waiterBackend = closing(ZooKeeperLockBackend.owning(proxiedClient(proxy), "/holdfast"));
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			long start = System.nanoTime();
+			// a time to live of 600 ms: the waiter rewrites its node every 200 ms while it waits
+			Future<Outcome> waiting = pool
+				.submit(() -> waiterBackend.acquire(key, "waiter", Duration.ofMillis(600), Duration.ofSeconds(2)));
+			await().atMost(Duration.ofSeconds(10)).until(() -> watchesOn(parent).size() == 1);
+
+			proxy.dropAnswers(true);
+
+			assertThatThrownBy(() -> waiting.get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+				.cause()
+				.isInstanceOf(LockBackendException.class);
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).as("wait 2 s + connection timeout 2 s")
+				.isLessThan(Duration.ofMillis(4500));
+		}
+		finally {
+			pool.shutdownNow();
+		}
+		assertThat(holderBackend.release(key, "holder")).isTrue();
+	}
+
+	/**
+	 * A create that the server applies but whose answer comes only after the call gave up: the
+	 * grant is not returned, and the node is deleted once the answer comes, on the same session.
+	 */
+	@Test
+	void grantAnsweredAfterTheCallGaveUpIsNotReturnedAndLeavesNoNode() throws Exception {
+		DefaultLockTemplate warmup = template(backend(), LockListener.NONE);
+		String name = uniqueName();
+		// the parent exists, so that the create under test is one request
+		warmup.acquire(name, null, waitFor(Duration.ofSeconds(5))).close();
+		String key = warmup.keyFor(name, null);
+		String parent = parent(warmup, name);
+		BlackholeProxy proxy = closing(new BlackholeProxy(server.ports().get(0)));
+		CuratorFramework client = proxiedClient(proxy);
+		ZooKeeperLockBackend backend = closing(ZooKeeperLockBackend.owning(client, "/holdfast"));
+		long session = backend.sessionId();
+		proxy.dropAnswers(true);
+		long start = System.nanoTime();
+
+		Throwable failure = catchThrowable(
+				() -> backend.acquire(key, "late", Duration.ofSeconds(30), Duration.ofSeconds(1)));
+
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).as("wait 1 s + connection timeout 2 s")
+			.isLessThan(Duration.ofMillis(3500));
+		// no answer, or the connection lost once the heartbeat dropped it
+		assertThat(failure).isInstanceOf(LockBackendException.class);
+		assertThat(observer.getChildren().forPath(parent)).as("applied, its answer lost").hasSize(1);
+		proxy.dropAnswers(false);
+		proxy.cutConnections();
+		await().atMost(Duration.ofSeconds(15)).until(() -> observer.getChildren().forPath(parent).isEmpty());
+		assertThat(backend.sessionId()).as("deleted by the client, not by a session expiry").isEqualTo(session);
+		assertThat(backend.size()).isZero();
+	}
+
+	/**
+	 * The waiter behind the holder is connected to a server that, cut off from its quorum, still
+	 * answers its pings but nothing else: it learns of the release only from another server. Its
+	 * heartbeat goes unanswered for a connection timeout (1 s), the connection is dropped, the
+	 * client reconnects to the other server (after ZooKeeper's random delay of up to 1 s) within
+	 * its session, and its watch fires there.
+	 */
+	@Test
+	void waiterOnAServerCutOffFromTheQuorumTakesTheReleasedLockFromAnotherServer() throws Exception {
+		ZooKeeperLockBackend holderBackend = backend();
+		String key = "holdfast:" + uniqueName();
+		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(30)).acquired()).isTrue();
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		CutOffServerProxy first = closing(new CutOffServerProxy(server.ports().get(0)));
+		CutOffServerProxy second = closing(new CutOffServerProxy(server.ports().get(0)));
+		CuratorFramework client = CuratorFrameworkFactory.builder()
+			.connectString(first.address() + "," + second.address())
+			.sessionTimeoutMs(10_000)
+			.connectionTimeoutMs(1000)
+			.retryPolicy(new RetryNTimes(3, 100))
+			.build();
+		client.start();
+		assertThat(client.blockUntilConnected(10, TimeUnit.SECONDS)).isTrue();
+		ZooKeeperLockBackend waiterBackend = closing(ZooKeeperLockBackend.owning(client, "/holdfast"));
+		long session = waiterBackend.sessionId();
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			Future<Outcome> waiting = pool
+				.submit(() -> waiterBackend.acquire(key, "waiter", Duration.ofSeconds(30), Duration.ofSeconds(20)));
+			await().atMost(Duration.ofSeconds(10)).until(() -> watchesOn(parent).size() == 1);
+			(first.connected() ? first : second).cutOff();
+			long released = System.nanoTime();
+
+			assertThat(holderBackend.release(key, "holder")).isTrue();
+
+			Outcome outcome = waiting.get(20, TimeUnit.SECONDS);
+			long stallMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - released);
+			System.out.println("Lock stalled " + stallMillis + " ms behind a waiter on a cut-off server");
+			assertThat(outcome.result().acquired()).isTrue();
+			assertThat(stallMillis).as("1.5 x connection timeout + ZooKeeper's reconnection delay (< 1 s) + slack")
+				.isLessThan(3500);
+			assertThat(waiterBackend.sessionId()).as("the same session, on the other server").isEqualTo(session);
+			assertThat(waiterBackend.release(key, "waiter")).isTrue();
+		}
+		finally {
+			pool.shutdownNow();
+		}
+	}
+
+	/** A client of the server through {@code proxy}: session 10 s, connection timeout 2 s. */
+	private static CuratorFramework proxiedClient(BlackholeProxy proxy) throws InterruptedException {
+		CuratorFramework client = CuratorFrameworkFactory.builder()
+			.connectString(proxy.connectString())
+			.sessionTimeoutMs(10_000)
+			.connectionTimeoutMs(2000)
+			.retryPolicy(new RetryNTimes(3, 100))
+			.build();
+		client.start();
+		assertThat(client.blockUntilConnected(10, TimeUnit.SECONDS)).isTrue();
+		return client;
 	}
 
 	@Test
@@ -350,7 +531,7 @@ class ZooKeeperLockBackendTests {
 
 		assertThat(again.result().acquired()).isFalse();
 		assertThat(again.result().holderRemainingMillis()).isBetween(1L, 30_000L);
-		assertThat(again.operations()).containsExactly("GetChildrenBuilderImpl-Foreground");
+		assertThat(again.operations()).containsExactly("GetChildrenBuilderImpl-Background");
 		assertThat(holderBackend.release(key, "holder")).isTrue();
 		// released: the next attempt finds the queue empty and takes the lock
 		AcquireResult taken = other.tryAcquire(key, "third", Duration.ofSeconds(30));
@@ -370,7 +551,7 @@ class ZooKeeperLockBackendTests {
 		AcquireResult taken = backend.tryAcquire(key, "second", Duration.ofSeconds(30));
 
 		assertThat(taken.acquired()).isTrue();
-		assertThat(operations.names).containsExactly("CuratorMultiTransactionImpl-Foreground");
+		assertThat(operations.names).containsExactly("CuratorMultiTransactionImpl-Background");
 		assertThat(taken.fencingToken()).isGreaterThan(first.fencingToken());
 		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
 		List<String> children = observer.getChildren().forPath(parent);
@@ -385,11 +566,11 @@ class ZooKeeperLockBackendTests {
 			return new Attempt(result, null, null, List.copyOf(operations.names));
 		});
 		assertThat(third.result().acquired()).isFalse();
-		assertThat(third.operations()).containsExactly("GetChildrenBuilderImpl-Foreground");
+		assertThat(third.operations()).containsExactly("GetChildrenBuilderImpl-Background");
 		assertThat(backend.release(key, "second")).isTrue();
 		operations.names.clear();
 		assertThat(backend.tryAcquire(key, "fourth", Duration.ofSeconds(30)).acquired()).isTrue();
-		assertThat(operations.names).as("after the release").containsExactly("CuratorMultiTransactionImpl-Foreground");
+		assertThat(operations.names).as("after the release").containsExactly("CuratorMultiTransactionImpl-Background");
 		assertThat(backend.release(key, "fourth")).isTrue();
 	}
 
@@ -418,7 +599,7 @@ class ZooKeeperLockBackendTests {
 			assertThat(outcome.result().acquired()).isTrue();
 			assertThat(outcome.result().fencingToken()).isGreaterThan(held.fencingToken());
 			assertThat(operations.names).as("requests after the holder's release")
-				.containsExactly("ExistsBuilderImpl-Foreground");
+				.containsExactly("ExistsBuilderImpl-Background");
 			// the hold's time to live runs from the waiter's create, sent before the release
 			assertThat(outcome.confirmedNanos() - released).isNegative();
 			assertThat(waiterBackend.release(key, "waiter")).isTrue();
@@ -438,12 +619,12 @@ class ZooKeeperLockBackendTests {
 		List<String> names = new CopyOnWriteArrayList<>();
 		AtomicBoolean released = new AtomicBoolean();
 		waiterBackend.client().getZookeeperClient().setTracerDriver(onTrace((name) -> {
-			if (name.endsWith("-Foreground")) {
+			if (name.endsWith("-Background") && !name.startsWith("SyncBuilderImpl")) {
 				names.add(name);
 			}
 			// the holder releases between the waiter's read of the queue and its read of the
 			// holder's node
-			if (name.equals("GetChildrenBuilderImpl-Foreground") && released.compareAndSet(false, true)) {
+			if (name.equals("GetChildrenBuilderImpl-Background") && released.compareAndSet(false, true)) {
 				assertThat(holderBackend.release(key, "holder")).isTrue();
 			}
 		}));
@@ -455,47 +636,39 @@ class ZooKeeperLockBackendTests {
 		assertThat(outcome.result().acquired()).isTrue();
 		assertThat(outcome.result().fencingToken()).isGreaterThan(held.fencingToken());
 		assertThat(names).as("one read of the queue, then the holder's node (not found), then nothing")
-			.containsOnlyOnce("GetChildrenBuilderImpl-Foreground")
-			.doesNotContain("ExistsBuilderImpl-Foreground", "SetDataBuilderImpl-Foreground")
+			.containsOnlyOnce("GetChildrenBuilderImpl-Background", "GetDataBuilderImpl-Background")
+			.doesNotContain("ExistsBuilderImpl-Background", "SetDataBuilderImpl-Background")
 			.last()
-			.isEqualTo("GetChildrenBuilderImpl-Foreground");
+			.isEqualTo("GetDataBuilderImpl-Background");
 		assertThat(waiterBackend.release(key, "waiter")).isTrue();
 	}
 
 	@Test
 	void waiterWhoseReadOfTheGoneHolderRanOnTheNextSessionDoesNotHold() throws Exception {
 		ZooKeeperLockBackend holderBackend = backend();
-		ZooKeeperLockBackend waiterBackend = backend();
 		String key = "holdfast:" + uniqueName();
 		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(30)).acquired()).isTrue();
-		long waiterSession = waiterBackend.client().getZookeeperClient().getZooKeeper().getSessionId();
-		AtomicBoolean expired = new AtomicBoolean();
-		waiterBackend.client().getZookeeperClient().setTracerDriver(onTrace((name) -> {
-			// Between the waiter's read of the queue and its read of the holder's node, its
-			// session expires (the server deletes its node), Curator connects a new session,
-			// and the holder releases: the read of the holder's node, on the new session,
-			// finds it gone.
-			if (name.equals("GetChildrenBuilderImpl-Foreground") && expired.compareAndSet(false, true)) {
-				try {
-					expireSession(waiterBackend.client());
-					await().atMost(Duration.ofSeconds(10)).until(() -> {
-						ZooKeeper zk = waiterBackend.client().getZookeeperClient().getZooKeeper();
-						return zk.getSessionId() != waiterSession && zk.getState().isConnected();
-					});
-				}
-				catch (Exception ex) {
-					throw new IllegalStateException(ex);
-				}
-				assertThat(holderBackend.release(key, "holder")).isTrue();
-			}
-		}));
+		// Between the waiter's read of the queue and its read of the holder's node, its session
+		// expires (the server deletes its node), Curator connects a new session, and the holder
+		// releases: the read of the holder's node, on the new session, finds it gone.
+		HookedClient hooked = new HookedClient("getData");
+		ZooKeeperLockBackend waiterBackend = closing(ZooKeeperLockBackend.owning(hooked.client, "/holdfast"));
+		long waiterSession = waiterBackend.sessionId();
+		hooked.hook = () -> {
+			expireSession(hooked.client);
+			await().atMost(Duration.ofSeconds(10)).until(() -> {
+				ZooKeeper zk = hooked.client.getZookeeperClient().getZooKeeper();
+				return zk.getSessionId() != waiterSession && zk.getState().isConnected();
+			});
+			assertThat(holderBackend.release(key, "holder")).isTrue();
+		};
 
 		// a time to live of an hour: the waiter's create is still fresh when it finds the holder gone
 		assertThatThrownBy(() -> waiterBackend.acquire(key, "waiter", Duration.ofHours(1), Duration.ofSeconds(20)))
 			.isInstanceOf(LockBackendException.class)
 			.hasMessageContaining("lost its queued node");
 
-		assertThat(expired).isTrue();
+		assertThat(hooked.fired).isTrue();
 		assertThat(waiterBackend.release(key, "waiter")).isFalse();
 	}
 
@@ -506,31 +679,23 @@ class ZooKeeperLockBackendTests {
 		// the old one and its node until its own timeout: the waiter's first read of the queue, on
 		// the new session, lists the old session's node first. Before, the waiter held that node,
 		// and another client took the lock once the server expired the old session.
-		ZooKeeperLockBackend waiterBackend = backend();
+		HookedClient hooked = new HookedClient("getChildren");
+		ZooKeeperLockBackend waiterBackend = closing(ZooKeeperLockBackend.owning(hooked.client, "/holdfast"));
 		String key = "holdfast:" + uniqueName();
-		long oldSession = waiterBackend.client().getZookeeperClient().getZooKeeper().getSessionId();
-		AtomicBoolean injected = new AtomicBoolean();
-		waiterBackend.client().getZookeeperClient().setTracerDriver(onTrace((name) -> {
-			if (name.equals("CreateBuilderImpl-Foreground") && injected.compareAndSet(false, true)) {
-				try {
-					waiterBackend.client().getZookeeperClient().getZooKeeper().getTestable().injectSessionExpiration();
-					await().atMost(Duration.ofSeconds(10)).until(() -> {
-						ZooKeeper zk = waiterBackend.client().getZookeeperClient().getZooKeeper();
-						return zk.getSessionId() != oldSession && zk.getState().isConnected()
-								&& !waiterBackend.suspended();
-					});
-				}
-				catch (Exception ex) {
-					throw new IllegalStateException(ex);
-				}
-			}
-		}));
+		long oldSession = waiterBackend.sessionId();
+		hooked.hook = () -> {
+			hooked.client.getZookeeperClient().getZooKeeper().getTestable().injectSessionExpiration();
+			await().atMost(Duration.ofSeconds(10)).until(() -> {
+				ZooKeeper zk = hooked.client.getZookeeperClient().getZooKeeper();
+				return zk.getSessionId() != oldSession && zk.getState().isConnected() && !waiterBackend.suspended();
+			});
+		};
 
 		assertThatThrownBy(() -> waiterBackend.acquire(key, "waiter", Duration.ofSeconds(30), Duration.ofSeconds(5)))
 			.isInstanceOf(LockBackendException.class)
 			.hasMessageContaining("lost its queued node");
 
-		assertThat(injected).isTrue();
+		assertThat(hooked.fired).isTrue();
 		assertThat(waiterBackend.size()).isZero();
 	}
 
@@ -564,7 +729,7 @@ class ZooKeeperLockBackendTests {
 			assertThat(secondOutcome.result().acquired()).isTrue();
 			assertThat(secondOutcome.result().fencingToken()).isGreaterThan(firstOutcome.result().fencingToken());
 			assertThat(operations.names).as("requests after its predecessor's release")
-				.containsExactly("GetChildrenBuilderImpl-Foreground");
+				.containsExactly("GetChildrenBuilderImpl-Background");
 			assertThat(secondBackend.release(key, "second")).isTrue();
 		}
 		finally {
@@ -591,9 +756,10 @@ class ZooKeeperLockBackendTests {
 			.create()
 			.withMode(CreateMode.EPHEMERAL)
 			.forPath(own, ZooKeeperLockQueue.ttlData(Duration.ofSeconds(30)));
-		ZooKeeperLockQueue queue = new ZooKeeperLockQueue(backend, new ConcurrentHashMap<>());
+		ZooKeeperTryOnce once = new ZooKeeperTryOnce(backend);
 
-		assertThatThrownBy(() -> queue.notEmpty(key, "owner", Duration.ofSeconds(30), parent, name, System.nanoTime()))
+		assertThatThrownBy(() -> once.notEmpty(key, "owner", Duration.ofSeconds(30), parent, name, System.nanoTime(),
+				System.nanoTime() + TimeUnit.SECONDS.toNanos(5)))
 			.isInstanceOf(LockBackendException.class);
 
 		await().atMost(Duration.ofSeconds(10)).until(() -> observer.checkExists().forPath(own) == null);
@@ -607,10 +773,44 @@ class ZooKeeperLockBackendTests {
 				new CuratorTransactionResult(OperationType.CREATE, "/p", "/p", null),
 				new CuratorTransactionResult(OperationType.CREATE, "/p/_c_x-lock-", "/p/_c_x-lock-0000000007", null),
 				new CuratorTransactionResult(OperationType.SET_DATA, "/p", null, null));
-		assertThat(ZooKeeperLockQueue.createdPath(results, asked)).isEqualTo("/p/_c_x-lock-0000000007");
+		assertThat(ZooKeeperTryOnce.createdPath(results, asked)).isEqualTo("/p/_c_x-lock-0000000007");
 		List<CuratorTransactionResult> noPath = List.of(results.get(0), results.get(1),
 				new CuratorTransactionResult(OperationType.CREATE, "/p/_c_x-lock-", null, null));
-		assertThat(ZooKeeperLockQueue.createdPath(noPath, asked)).isEqualTo(asked);
+		assertThat(ZooKeeperTryOnce.createdPath(noPath, asked)).isEqualTo(asked);
+	}
+
+	@Test
+	void waiterWhoseQueuedNodeWasDeletedFailsWithHoldfastsMessage() throws Exception {
+		ZooKeeperLockBackend holderBackend = backend();
+		ZooKeeperLockBackend waiterBackend = backend();
+		String key = "holdfast:" + uniqueName();
+		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(30)).acquired()).isTrue();
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		long waiterSession = waiterBackend.client().getZookeeperClient().getZooKeeper().getSessionId();
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			// a time to live of 3 s: its node is no longer fresh (30 ms) when the holder's deletion
+			// wakes it, so it writes the node again to take the hold
+			Future<Outcome> waiting = pool
+				.submit(() -> waiterBackend.acquire(key, "waiter", Duration.ofSeconds(3), Duration.ofSeconds(20)));
+			await().atMost(Duration.ofSeconds(10)).until(() -> watchesOn(parent).size() == 1);
+			for (String child : observer.getChildren().forPath(parent)) {
+				if (observer.checkExists().forPath(parent + "/" + child).getEphemeralOwner() == waiterSession) {
+					observer.delete().forPath(parent + "/" + child);
+				}
+			}
+			assertThat(holderBackend.release(key, "holder")).isTrue();
+
+			assertThatThrownBy(() -> waiting.get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+				.cause()
+				.isInstanceOf(LockBackendException.class)
+				.hasMessageContaining("lost its queued node")
+				.hasMessageNotContaining("KeeperErrorCode");
+			assertThat(waiterBackend.size()).isZero();
+		}
+		finally {
+			pool.shutdownNow();
+		}
 	}
 
 	@Test
@@ -814,7 +1014,7 @@ class ZooKeeperLockBackendTests {
 		return jdbc;
 	}
 
-	/** The client's completed foreground requests, by Curator's trace names. */
+	/** The client's completed lock requests (all sent in the background), by Curator's trace names. */
 	static final class Operations implements TracerDriver {
 
 		final List<String> names = new CopyOnWriteArrayList<>();
@@ -827,13 +1027,97 @@ class ZooKeeperLockBackendTests {
 
 		@Override
 		public void addTrace(String name, long time, TimeUnit unit) {
-			if (name.endsWith("-Foreground")) {
+			// Not the heartbeats, which keep the session confirmed.
+			if (name.endsWith("-Background") && !name.startsWith("SyncBuilderImpl")) {
 				this.names.add(name);
 			}
 		}
 
 		@Override
 		public void addCount(String name, int increment) {
+		}
+
+	}
+
+	/**
+	 * A started client of the server whose ZooKeeper handles run {@link #hook}, once, on the
+	 * calling thread just before the first asynchronous {@code getChildren} or {@code getData}
+	 * (as {@code method} says) is sent; that request then goes to the client's handle of the
+	 * moment, as Curator's retry of it would. The client's event thread stays free meanwhile.
+	 */
+	static final class HookedClient {
+
+		final CuratorFramework client;
+
+		volatile Hook hook = () -> {
+		};
+
+		final AtomicBoolean fired = new AtomicBoolean();
+
+		HookedClient(String method) throws InterruptedException {
+			this.client = CuratorFrameworkFactory.builder()
+				.connectString(server.connectString())
+				.sessionTimeoutMs(10_000)
+				.connectionTimeoutMs(3_000)
+				.retryPolicy(new RetryNTimes(3, 100))
+				.zookeeperFactory((connectString, sessionTimeout, watcher, canBeReadOnly) -> new ZooKeeper(connectString,
+						sessionTimeout, watcher, canBeReadOnly) {
+
+					@Override
+					public void getChildren(String path, Watcher watching, AsyncCallback.Children2Callback callback,
+							Object context) {
+						if (fire("getChildren")) {
+							current().getChildren(path, watching, callback, context);
+						}
+						else {
+							super.getChildren(path, watching, callback, context);
+						}
+					}
+
+					@Override
+					public void getData(String path, Watcher watching, AsyncCallback.DataCallback callback,
+							Object context) {
+						if (fire("getData")) {
+							current().getData(path, watching, callback, context);
+						}
+						else {
+							super.getData(path, watching, callback, context);
+						}
+					}
+
+					private boolean fire(String called) {
+						if (!called.equals(method) || !HookedClient.this.fired.compareAndSet(false, true)) {
+							return false;
+						}
+						try {
+							HookedClient.this.hook.run();
+						}
+						catch (Exception ex) {
+							throw new IllegalStateException(ex);
+						}
+						return true;
+					}
+
+				})
+				.build();
+			this.client.start();
+			assertThat(this.client.blockUntilConnected(10, TimeUnit.SECONDS)).isTrue();
+		}
+
+		/** What runs before the request. */
+		interface Hook {
+
+			void run() throws Exception;
+
+		}
+
+		private ZooKeeper current() {
+			try {
+				return this.client.getZookeeperClient().getZooKeeper();
+			}
+			catch (Exception ex) {
+				throw new IllegalStateException(ex);
+			}
 		}
 
 	}

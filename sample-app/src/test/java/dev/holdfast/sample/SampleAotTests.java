@@ -63,11 +63,18 @@ class SampleAotTests {
 			.until(this::port, (found) -> found > 0 || !this.process.isAlive());
 		assertThat(this.process.isAlive()).as("the application runs; its output:%n%s", this.output).isTrue();
 		assertThat(this.output).contains("Starting AOT-processed SampleApplication");
+		// Tomcat listens before the application is ready: the stock rows are inserted when it is
+		await().atMost(Duration.ofMinutes(1))
+			.alias("the application is ready (its stock inserted)")
+			.until(() -> send(port, HttpRequest.newBuilder(uri(port, "/actuator/health/readiness")).build())
+				.statusCode() == 200);
 
 		HttpResponse<String> reserved = send(port, HttpRequest.newBuilder(uri(port, "/reserve/apple"))
 			.POST(HttpRequest.BodyPublishers.noBody())
 			.build());
-		assertThat(reserved.statusCode()).isEqualTo(200);
+		assertThat(reserved.statusCode()).as("POST /reserve/apple answered %s; the application's output:%n%s",
+				reserved.body(), this.output)
+			.isEqualTo(200);
 		assertThat(reserved.body()).contains("\"status\":\"RESERVED\"").contains("\"fencingToken\":");
 		assertThat(get(port, "/stats")).contains("\"inventory\":{\"acquired\":1");
 

@@ -100,6 +100,14 @@ class SampleApplicationTests {
 		assertThat(get("/stats")).contains("\"inventory\":{\"acquired\":");
 	}
 
+	@Test
+	void healthShowsHoldfastsDetails() throws Exception {
+		// what the README describes under Health: the holdfast indicator with its backend
+		assertThat(get("/actuator/health")).contains("\"holdfast\":{\"details\":{")
+			.contains("\"backend\":\"jdbc\"")
+			.contains("\"held\":");
+	}
+
 	private HttpResponse<String> post(String path) throws Exception {
 		return this.http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + this.port + path))
 			.POST(HttpRequest.BodyPublishers.noBody())

@@ -13,7 +13,9 @@ import java.time.ZoneId;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -192,7 +194,7 @@ public final class Demo {
 
 	private void startInstances(Path workDir, List<String> appArgs) throws IOException, InterruptedException {
 		String classpath = System.getProperty("java.class.path");
-		say("Starting %d instances of the sample (%s), logs in %s", this.options.instances(), describeBackend(),
+		say("Starting %d instances of the sample (%s), logs in %s", this.options.instances(), describeSetup(),
 				workDir);
 		for (int i = 1; i <= this.options.instances(); i++) {
 			String id = "demo-" + i;
@@ -221,9 +223,9 @@ public final class Demo {
 		}
 	}
 
-	private String describeBackend() {
+	private String describeSetup() {
 		String profile = (this.options.profile() != null) ? "profile " + this.options.profile()
-				: "embedded H2 database shared through AUTO_SERVER";
+				: "no profile (the embedded H2 database)";
 		return (this.options.backend() != null) ? profile + ", holdfast.backend=" + this.options.backend() : profile;
 	}
 
@@ -381,10 +383,10 @@ public final class Demo {
 		long jobRuns = 0;
 		long skips = 0;
 		long leasesLost = 0;
-		String backend = "?";
+		Set<String> backends = new LinkedHashSet<>();
 		for (Instance instance : this.instances) {
 			JsonNode stats = instance.get("/stats");
-			backend = stats.path("backend").asString();
+			backends.add(stats.path("backend").asString());
 			JsonNode inventory = stats.path("locks").path("inventory");
 			acquired += inventory.path("acquired").asLong();
 			waited += inventory.path("waited").asLong();
@@ -397,7 +399,8 @@ public final class Demo {
 				leasesLost += lock.path("leasesLost").asLong();
 			}
 		}
-		return new DemoReport(this.instances.size(), backend, load, accounting, ticks, missedTicks(allUp, ticks),
+		return new DemoReport(this.instances.size(), describeSetup(), this.options.expectedBackend(),
+				String.join(", ", backends), load, accounting, ticks, missedTicks(allUp, ticks),
 				this.options.ticks(), new DemoReport.Locks(acquired, waited, maxWait, gaveUp, jobRuns, skips,
 						leasesLost));
 	}

@@ -6,6 +6,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
+import dev.holdfast.sample.SampleApplication;
+
 /**
  * The demo's command line: {@code --name=value} options, each checked with a clear message.
  *
@@ -25,7 +27,7 @@ public record DemoOptions(int instances, int requests, int concurrency, int stoc
 		String profile, String backend, Path workDir, Duration startupTimeout) {
 
 	/** The profiles the sample application defines. */
-	static final List<String> PROFILES = List.of("redis", "redlock", "zookeeper", "postgres");
+	static final List<String> PROFILES = List.copyOf(SampleApplication.PROFILE_BACKENDS.keySet());
 
 	static final List<String> BACKENDS = List.of("jdbc", "redis", "redlock", "zookeeper", "memory");
 
@@ -71,6 +73,9 @@ public record DemoOptions(int instances, int requests, int concurrency, int stoc
 				case "backend" -> backend = oneOf(name, value, BACKENDS);
 				case "work-dir" -> workDir = Path.of(value);
 				case "startup-timeout" -> startupTimeout = duration(name, value);
+				case "spring.profiles.active" -> throw new IllegalArgumentException("The demo takes its profile as "
+						+ "--profile=" + value + " (with Maven: -Dspring-boot.run.arguments=--profile=" + value
+						+ "), not as a Spring profile (-Dspring-boot.run.profiles)");
 				default -> throw new IllegalArgumentException("Unknown option --" + name);
 			}
 		}
@@ -129,6 +134,17 @@ public record DemoOptions(int instances, int requests, int concurrency, int stoc
 		}
 		throw new IllegalArgumentException("--" + name + " must be a number of seconds such as 180s, was '" + value
 				+ "'");
+	}
+
+	/**
+	 * The lock backend the instances must report: the {@code --backend} override, else the one
+	 * the profile puts the locks in, else {@code jdbc} (the embedded H2 database).
+	 */
+	String expectedBackend() {
+		if (this.backend != null) {
+			return this.backend;
+		}
+		return (this.profile != null) ? SampleApplication.PROFILE_BACKENDS.get(this.profile) : "jdbc";
 	}
 
 	/**

@@ -14,7 +14,10 @@ import java.util.Map;
  * What one demo run observed, which guarantees held, and the printed report.
  *
  * @param instances how many instances served the run
- * @param backend the lock backend the instances reported
+ * @param setup what the demo asked the instances for: a profile, or the embedded default
+ * @param expectedBackend the lock backend that setup puts the locks in
+ * @param backend the lock backend the instances reported (several, comma-separated, when they
+ * differ)
  * @param load what the clients saw
  * @param skus the stock accounting per SKU
  * @param ticks the job's runs per tick, for the ticks that fired while every instance was up
@@ -22,7 +25,7 @@ import java.util.Map;
  * @param requiredTicks how many ticks the run had to observe
  * @param locks the instances' lock counters, summed
  */
-public record DemoReport(int instances, String backend, Load load, List<SkuStock> skus, List<Tick> ticks,
+public record DemoReport(int instances, String setup, String expectedBackend, String backend, Load load, List<SkuStock> skus, List<Tick> ticks,
 		int missedTicks, int requiredTicks, Locks locks) {
 
 	private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss");
@@ -96,6 +99,10 @@ public record DemoReport(int instances, String backend, Load load, List<SkuStock
 	 */
 	public List<String> failures() {
 		List<String> failures = new ArrayList<>();
+		if (!this.expectedBackend.equals(this.backend)) {
+			failures.add("the instances ran on lock backend " + this.backend + ", not on " + this.expectedBackend
+					+ " that " + this.setup + " asks for");
+		}
 		long oversold = oversold();
 		if (oversold > 0) {
 			failures.add("oversold " + oversold + " units: reservations recorded beyond what the stock accounts for");
@@ -137,7 +144,8 @@ public record DemoReport(int instances, String backend, Load load, List<SkuStock
 	public void print(PrintStream out) {
 		Load load = this.load;
 		out.println();
-		out.printf("Holdfast demo report: %d instances, lock backend %s%n", this.instances, this.backend);
+		out.printf("Holdfast demo report: %d instances, %s, lock backend %s%s%n", this.instances, this.setup,
+				this.backend, mark(this.expectedBackend.equals(this.backend)));
 		out.printf("  requests       %d (%d concurrent) in %.1f s: %d reserved, %d sold out, %d lock timeouts, "
 				+ "%d backend failures, %d fenced, %d errors%n", load.requests(), load.concurrency(),
 				load.elapsed().toMillis() / 1000.0, load.reserved(), load.soldOut(), load.lockTimeouts(),

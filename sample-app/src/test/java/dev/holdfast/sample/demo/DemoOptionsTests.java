@@ -33,6 +33,16 @@ class DemoOptionsTests {
 	}
 
 	@Test
+	void eachProfileExpectsTheBackendItPutsTheLocksIn() {
+		assertThat(DemoOptions.parse().expectedBackend()).isEqualTo("jdbc");
+		assertThat(DemoOptions.parse("--profile=zookeeper").expectedBackend()).isEqualTo("zookeeper");
+		assertThat(DemoOptions.parse("--profile=redlock").expectedBackend()).isEqualTo("redlock");
+		assertThat(DemoOptions.parse("--profile=redis").expectedBackend()).isEqualTo("redis");
+		assertThat(DemoOptions.parse("--profile=postgres").expectedBackend()).isEqualTo("jdbc");
+		assertThat(DemoOptions.parse("--profile=redis", "--backend=memory").expectedBackend()).isEqualTo("memory");
+	}
+
+	@Test
 	void badInputIsNamed() {
 		assertThatIllegalArgumentException().isThrownBy(() -> DemoOptions.parse("--requests=-1"))
 			.withMessage("--requests must be a whole number from 1 to 1000000, was '-1'");
@@ -40,6 +50,11 @@ class DemoOptionsTests {
 			.withMessage("--profile must be one of [redis, redlock, zookeeper, postgres], was 'mongo'");
 		assertThatIllegalArgumentException().isThrownBy(() -> DemoOptions.parse("--skus=a;drop"))
 			.withMessageStartingWith("--skus must be a comma-separated list");
+		// what spring-boot:run passes for -Dspring-boot.run.profiles=zookeeper
+		assertThatIllegalArgumentException().isThrownBy(() -> DemoOptions.parse("--spring.profiles.active=zookeeper"))
+			.withMessage("The demo takes its profile as --profile=zookeeper (with Maven: "
+					+ "-Dspring-boot.run.arguments=--profile=zookeeper), not as a Spring profile "
+					+ "(-Dspring-boot.run.profiles)");
 		assertThatIllegalArgumentException().isThrownBy(() -> DemoOptions.parse("--speed=3"))
 			.withMessage("Unknown option --speed");
 		assertThatIllegalArgumentException().isThrownBy(() -> DemoOptions.parse("instances"))

@@ -23,20 +23,46 @@ class DemoReportTests {
 
 	private static final List<DemoReport.SkuStock> SOLD = List.of(new DemoReport.SkuStock("apple", 50, 0, 50));
 
+	private static final String DEFAULT = "no profile (the embedded H2 database)";
+
+	private static final String MEMORY = DEFAULT + ", holdfast.backend=memory";
+
 	private static final DemoReport.Locks LOCKS = new DemoReport.Locks(100, 30, 12, 0, 3, 6, 0);
 
 	@Test
 	void allGuaranteesHeld() {
-		DemoReport report = new DemoReport(3, "jdbc", LOAD, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", LOAD, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
 		assertThat(report.failures()).isEmpty();
-		assertThat(print(report)).contains("oversold       0   OK")
+		assertThat(print(report))
+			.contains("Holdfast demo report: 3 instances, no profile (the embedded H2 database), lock backend jdbc   OK")
+			.contains("oversold       0   OK")
 			.contains("runs per tick  1 each   OK")
 			.contains("RESULT: every guarantee held");
 	}
 
 	@Test
+	void backendOtherThanTheProfilesFails() {
+		// the profile was asked for, but the instances ran on the default backend
+		DemoReport report = new DemoReport(3, "profile zookeeper", "zookeeper", "jdbc", LOAD, SOLD, ticks(1, 1, 1), 0,
+				3, LOCKS);
+		assertThat(report.failures()).containsExactly(
+				"the instances ran on lock backend jdbc, not on zookeeper that profile zookeeper asks for");
+		assertThat(print(report))
+			.contains("Holdfast demo report: 3 instances, profile zookeeper, lock backend jdbc   FAILED")
+			.contains("RESULT: FAILED");
+	}
+
+	@Test
+	void instancesOnDifferentBackendsFail() {
+		DemoReport report = new DemoReport(3, "profile redis", "redis", "redis, jdbc", LOAD, SOLD, ticks(1, 1, 1), 0,
+				3, LOCKS);
+		assertThat(report.failures()).containsExactly(
+				"the instances ran on lock backend redis, jdbc, not on redis that profile redis asks for");
+	}
+
+	@Test
 	void tickThatRanTwiceFails() {
-		DemoReport report = new DemoReport(3, "memory", LOAD, SOLD, ticks(1, 2, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, MEMORY, "memory", "memory", LOAD, SOLD, ticks(1, 2, 1), 0, 3, LOCKS);
 		assertThat(report.failures()).singleElement().asString().contains("ran 2 times");
 		assertThat(print(report)).contains("2 ticks ran 1x, 1 ticks ran 2x   FAILED").contains("RESULT: FAILED");
 	}
@@ -45,7 +71,7 @@ class DemoReportTests {
 	void lostUpdateCountsAsOversold() {
 		// 50 reservations recorded, but the stock only went down by 48
 		List<DemoReport.SkuStock> lost = List.of(new DemoReport.SkuStock("apple", 50, 2, 50));
-		DemoReport report = new DemoReport(3, "memory", LOAD, lost, ticks(1, 1, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, MEMORY, "memory", "memory", LOAD, lost, ticks(1, 1, 1), 0, 3, LOCKS);
 		assertThat(report.oversold()).isEqualTo(2);
 		assertThat(report.failures()).singleElement().asString().startsWith("oversold 2 units");
 	}
@@ -54,12 +80,12 @@ class DemoReportTests {
 	void reservationsBeyondTheStockCountAsOversold() {
 		List<DemoReport.SkuStock> beyond = List.of(new DemoReport.SkuStock("apple", 50, 0, 53));
 		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 53, 47, 0, 0, 0, 0, null);
-		assertThat(new DemoReport(3, "memory", load, beyond, ticks(1, 1, 1), 0, 3, LOCKS).oversold()).isEqualTo(3);
+		assertThat(new DemoReport(3, MEMORY, "memory", "memory", load, beyond, ticks(1, 1, 1), 0, 3, LOCKS).oversold()).isEqualTo(3);
 	}
 
 	@Test
 	void tooFewTicksFail() {
-		DemoReport report = new DemoReport(3, "jdbc", LOAD, SOLD, ticks(1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", LOAD, SOLD, ticks(1), 0, 3, LOCKS);
 		assertThat(report.failures()).containsExactly("observed 1 ticks of the scheduled job, expected at least 3");
 	}
 
@@ -67,21 +93,21 @@ class DemoReportTests {
 	void failedRequestsFail() {
 		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 49, 0, 0, 0, 1,
 				"demo-2: HTTP 500");
-		DemoReport report = new DemoReport(3, "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
 		assertThat(report.failures()).containsExactly("1 requests failed; first: demo-2: HTTP 500");
 	}
 
 	@Test
 	void reservationsTheClientsWereNotToldOfFail() {
 		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 49, 51, 0, 0, 0, 0, null);
-		DemoReport report = new DemoReport(3, "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
 		assertThat(report.failures()).containsExactly("clients were told of 49 reservations but 50 were recorded");
 	}
 
 	@Test
 	void fencedWritesWithoutLostLeasesAreFlagged() {
 		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 49, 1, 0, 0, 0, null);
-		DemoReport report = new DemoReport(3, "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
 		assertThat(print(report)).contains("fenced         1 writes rejected for a stale fencing token (0 leases lost)")
 			.contains("WARNING: no lease was lost, so a later holder got a lower token");
 	}
