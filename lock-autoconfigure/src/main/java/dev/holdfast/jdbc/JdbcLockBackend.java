@@ -1,7 +1,6 @@
 package dev.holdfast.jdbc;
 
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
@@ -10,11 +9,7 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.SynchronousQueue;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.regex.Pattern;
@@ -25,7 +20,6 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
-import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.util.Assert;
 import org.springframework.util.ClassUtils;
 import org.springframework.util.DigestUtils;
@@ -58,12 +52,11 @@ import dev.holdfast.spi.TickClaims;
  * {@code SELECT} elsewhere.</li>
  * <li><b>Sweep</b>: rows stay after release so that the next holder continues from their token;
  * a row that expired, and whose token was issued, longer than the sweep delay ago is deleted.
- * Every {@value #SWEEP_EVERY}th release of a backend starts, off the releasing thread, a sweep
- * of at most {@value #SWEEP_LIMIT} such rows on a connection of its own: one
- * {@code SELECT} without locks and one {@code DELETE} by primary key that checks the condition
- * again, so a row taken over meanwhile stays. The table holds the keys used within the sweep
- * delay, plus those held. At most one sweep of a backend runs at a time, on a daemon thread that
- * ends when idle. A sweep that fails is logged and does not fail the release.</li>
+ * Every 500th release of a backend starts, off the releasing thread, a sweep of at most 500
+ * such rows on a connection of its own: one {@code SELECT} without locks and one {@code DELETE}
+ * by primary key that checks the condition again, so a row taken over meanwhile stays. The table
+ * holds the keys used within the sweep delay, plus those held. At most one sweep of a backend
+ * runs at a time, on a daemon thread that ends when idle. A sweep that fails is logged and does not fail the release.</li>
  * <li><b>Transactions</b>: every statement runs on a connection taken from the pool for it, in
  * autocommit mode, so it is its own short transaction and never joins a transaction of the
  * caller: a {@code @Transactional} caller does not keep lock rows locked until it commits. Each
@@ -128,8 +121,6 @@ public class JdbcLockBackend
 	private static final Pattern TABLE_NAME = Pattern
 		.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
 
-	private static final int MAX_HOLDER_LENGTH = 255;
-
 	/** The length of the {@code lock_key} column in the shipped schemas. */
 	private static final int MAX_KEY_LENGTH = 255;
 
@@ -139,44 +130,16 @@ public class JdbcLockBackend
 	/** How long a row stays after it expired unless configured. */
 	public static final Duration DEFAULT_SWEEP_AFTER = Duration.ofHours(1);
 
-	/** The shortest sweep delay allowed, whatever the query timeout. */
-	static final Duration MIN_SWEEP_AFTER = Duration.ofMinutes(1);
-
-	/** Releases of one backend per sweep. */
-	static final int SWEEP_EVERY = 500;
-
-	/** Most rows one sweep deletes: a sweep per {@value #SWEEP_EVERY} releases keeps up. */
-	static final int SWEEP_LIMIT = 500;
-
 	private static final Log logger = LogFactory.getLog(JdbcLockBackend.class);
 
-	/**
-	 * How much later than the network timeout the statement timeout fires: it is the bound only
-	 * with drivers that have no network timeout. Firing first, it would make some drivers (the
-	 * PostgreSQL one) wait for a cancel request that a silent server never answers.
-	 */
-	private static final int STATEMENT_TIMEOUT_MARGIN_SECONDS = 2;
-
-	/**
-	 * How often work that the database aborts as a serialization failure or deadlock is tried in
-	 * all: such an abort changed nothing, and under contention for one row it means "try again".
-	 * H2 reports a deadlock between autocommit updates of one row now and then; three immediate
-	 * attempts were seen to fail together with four contending threads.
-	 */
-	private static final int ABORTED_ATTEMPTS = 5;
-
-	private final DataSource dataSource;
+	private static final boolean POSTGRES_DRIVER = ClassUtils.isPresent("org.postgresql.PGConnection",
+			JdbcLockBackend.class.getClassLoader());
 
 	private final String tableName;
 
-	private final int timeoutMillis;
+	private final JdbcConnections connections;
 
-	private final int queryTimeoutSeconds;
-
-	private final String process;
-
-	/** Per thread: its name, and the {@link #holder} description made of it. */
-	private final ThreadLocal<String[]> holders = new ThreadLocal<>();
+	private final JdbcSweeper sweeper;
 
 	/**
 	 * This backend's instance id (12 random hexadecimal digits): what a mark of a refused attempt
@@ -188,26 +151,7 @@ public class JdbcLockBackend
 	/** Draws, at a release that reserves the lock, whether this instance goes first. */
 	private volatile BooleanSupplier localFirst = () -> ThreadLocalRandom.current().nextBoolean();
 
-	private final long sweepAfterMicros;
-
-	private final AtomicLong releases = new AtomicLong();
-
-	private volatile int sweepEvery = SWEEP_EVERY;
-
-	/**
-	 * Runs sweeps off the releasing threads: one thread at most, started when a sweep is due and
-	 * ended when idle; a sweep due while one runs is dropped (the next one catches up).
-	 */
-	private final ThreadPoolExecutor sweeper = new ThreadPoolExecutor(0, 1, 10, TimeUnit.SECONDS,
-			new SynchronousQueue<>(), (task) -> {
-				Thread thread = new Thread(task, "holdfast-jdbc-sweep");
-				thread.setDaemon(true);
-				return thread;
-			}, new ThreadPoolExecutor.DiscardPolicy());
-
-	private volatile @Nullable JdbcLockDialect dialect;
-
-	/** Listens for announced releases on PostgreSQL; made with the dialect, null elsewhere. */
+	/** Listens for announced releases on PostgreSQL; made once the dialect is known, null elsewhere. */
 	private volatile @Nullable PostgresReleaseListener releaseListener;
 
 	private volatile boolean closed;
@@ -215,14 +159,8 @@ public class JdbcLockBackend
 	/** Whether releases draw the next instance on PostgreSQL; set before the first statement. */
 	private volatile boolean fairHandoff = true;
 
-	/** How long a release reserves the lock on PostgreSQL; set before the first statement, for tests. */
-	private volatile long claimWindowMicros = PostgreSqlDialect.CLAIM_WINDOW_MICROS;
-
 	/** Whether release events are used on PostgreSQL; set before the first statement. */
 	private volatile boolean releaseEvents = true;
-
-	/** Whether the pool's connections are stricter than READ COMMITTED; set with the dialect. */
-	private volatile boolean switchIsolation;
 
 	private volatile int keyColumnLength;
 
@@ -259,13 +197,9 @@ public class JdbcLockBackend
 	public JdbcLockBackend(DataSource dataSource, String tableName, Duration queryTimeout, Duration sweepAfter) {
 		Assert.notNull(dataSource, "'dataSource' must not be null");
 		Assert.isTrue(!queryTimeout.isNegative() && !queryTimeout.isZero(), "'queryTimeout' must be positive");
-		this.dataSource = (dataSource instanceof TransactionAwareDataSourceProxy proxy
-				&& proxy.getTargetDataSource() != null) ? proxy.getTargetDataSource() : dataSource;
 		this.tableName = validateTableName(tableName);
-		this.timeoutMillis = (int) Math.min(3_600_000, Math.max(1, queryTimeout.toMillis()));
-		this.queryTimeoutSeconds = (this.timeoutMillis + 999) / 1000 + STATEMENT_TIMEOUT_MARGIN_SECONDS;
-		this.process = JdbcConnections.describeProcess();
-		this.sweepAfterMicros = Math.multiplyExact(validateSweepAfter(sweepAfter, queryTimeout).toMillis(), 1000);
+		this.connections = new JdbcConnections(dataSource, this.tableName, queryTimeout);
+		this.sweeper = new JdbcSweeper(this.connections, JdbcSweeper.validate(sweepAfter, queryTimeout));
 	}
 
 	/**
@@ -282,35 +216,6 @@ public class JdbcLockBackend
 							+ " at most 63 characters, optionally qualified by a schema (for example 'locks.holdfast_lock').");
 		}
 		return tableName;
-	}
-
-	/**
-	 * Returns {@code sweepAfter} if rows that expired that long ago may be deleted safely: it is at
-	 * least {@link #MIN_SWEEP_AFTER a minute} and at least ten times {@code queryTimeout}, so no
-	 * lock statement that read the database clock before such a row was last taken can still be
-	 * running.
-	 * @throws LockConfigurationException naming the value, the minimum and the property to change
-	 * otherwise
-	 */
-	public static Duration validateSweepAfter(@Nullable Duration sweepAfter, Duration queryTimeout) {
-		Duration minimum = queryTimeout.multipliedBy(10);
-		if (minimum.compareTo(MIN_SWEEP_AFTER) < 0) {
-			minimum = MIN_SWEEP_AFTER;
-		}
-		if (sweepAfter == null || sweepAfter.compareTo(minimum) < 0) {
-			throw new LockConfigurationException("holdfast.jdbc.sweep-after is "
-					+ ((sweepAfter != null) ? format(sweepAfter) : "not set") + ": expired lock rows must stay at least "
-					+ format(minimum) + " (a minute, and ten times holdfast.jdbc.query-timeout="
-					+ format(queryTimeout) + ") before they are deleted, or a stalled acquisition could get a"
-					+ " smaller fencing token than an earlier holder.",
-					"Set holdfast.jdbc.sweep-after to at least " + format(minimum) + " (the default is "
-							+ format(DEFAULT_SWEEP_AFTER) + "), or remove it.");
-		}
-		return sweepAfter;
-	}
-
-	private static String format(Duration duration) {
-		return (duration.toMillis() % 1000 == 0) ? duration.toSeconds() + "s" : duration.toMillis() + "ms";
 	}
 
 	@Override
@@ -330,7 +235,7 @@ public class JdbcLockBackend
 	 * @throws LockBackendException if the database cannot be reached or does not answer in time
 	 */
 	public void checkTable() {
-		execute("check the lock table '" + this.tableName + "'", (dialect, connection) -> {
+		this.connections.execute("check the lock table '" + this.tableName + "'", null, (dialect, connection) -> {
 			try {
 				this.keyColumnLength = dialect.checkTable(connection);
 			}
@@ -368,7 +273,7 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public Check checkHealth() {
-		return execute("check the lock table", (dialect, connection) -> {
+		return this.connections.execute("check the lock table", null, (dialect, connection) -> {
 			dialect.checkTable(connection);
 			Map<String, Object> details = new LinkedHashMap<>();
 			details.put("database", connection.getMetaData().getDatabaseProductName());
@@ -387,22 +292,23 @@ public class JdbcLockBackend
 		checkLockKey(key);
 		Assert.hasLength(owner, "'owner' must not be empty");
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
-		return execute("acquire lock", key,
-				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, holder(), this.instance));
+		return this.connections.execute("acquire lock", key,
+				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, this.connections.holder(),
+					this.instance));
 	}
 
 	/**
 	 * Expires the lock's row now on the database clock and clears its owner if {@code owner}
 	 * holds it, in one statement; the row keeps its fencing token for the next holder. Every
-	 * {@value #SWEEP_EVERY}th release then starts a sweep of long-expired rows, which the caller
-	 * does not wait for.
+	 * 500th release then starts a sweep of long-expired rows, which the caller does not
+	 * wait for.
 	 */
 	@Override
 	public boolean release(String key, String owner) {
 		Assert.hasLength(owner, "'owner' must not be empty");
-		boolean released = execute("release lock", key,
+		boolean released = this.connections.execute("release lock", key,
 				(dialect, connection) -> dialect.release(connection, key, owner));
-		sweepIfDue();
+		this.sweeper.released();
 		return released;
 	}
 
@@ -414,9 +320,9 @@ public class JdbcLockBackend
 	@Override
 	public boolean releaseAnnounced(String key, String owner) {
 		Assert.hasLength(owner, "'owner' must not be empty");
-		boolean released = execute("release lock", key,
+		boolean released = this.connections.execute("release lock", key,
 				(dialect, connection) -> dialect.releaseAnnounced(connection, key, owner));
-		sweepIfDue();
+		this.sweeper.released();
 		return released;
 	}
 
@@ -438,26 +344,10 @@ public class JdbcLockBackend
 		}
 		Assert.hasLength(owner, "'owner' must not be empty");
 		boolean localFirst = this.localFirst.getAsBoolean();
-		boolean released = execute("release lock", key, (dialect, connection) -> dialect
+		boolean released = this.connections.execute("release lock", key, (dialect, connection) -> dialect
 			.releaseWanted(connection, key, owner, this.instance, localFirst));
-		sweepIfDue();
+		this.sweeper.released();
 		return released;
-	}
-
-	private void sweepIfDue() {
-		if (this.releases.incrementAndGet() % this.sweepEvery == 0) {
-			this.sweeper.execute(this::sweepLogged);
-		}
-	}
-
-	private void sweepLogged() {
-		try {
-			sweep();
-		}
-		catch (RuntimeException ex) {
-			logger.warn("Holdfast could not sweep expired lock rows (" + ex.getMessage()
-					+ "); the table keeps them until a later sweep succeeds");
-		}
 	}
 
 	/**
@@ -482,8 +372,9 @@ public class JdbcLockBackend
 		long toleranceMicros = Math.multiplyExact(tolerance.toMillis(), 1000);
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
 		String record = tickRecordKey(key);
-		return execute("claim tick " + tick + " of lock '" + key + "'", (dialect, connection) -> dialect
-			.claimTick(connection, record, tickMicros, toleranceMicros, ttlMicros, holder()));
+		return this.connections.execute("claim tick " + tick + " of lock '" + key + "'", null,
+				(dialect, connection) -> dialect.claimTick(connection, record, tickMicros, toleranceMicros, ttlMicros,
+						this.connections.holder()));
 	}
 
 	/**
@@ -507,20 +398,6 @@ public class JdbcLockBackend
 	}
 
 	/**
-	 * Deletes up to {@value #SWEEP_LIMIT} rows that expired longer than the sweep delay ago.
-	 * @return how many rows were deleted
-	 */
-	int sweep() {
-		return execute("sweep expired rows",
-				(dialect, connection) -> dialect.sweep(connection, this.sweepAfterMicros, SWEEP_LIMIT));
-	}
-
-	/** Sweeps after every {@code releases}th release instead; for tests. */
-	void sweepEvery(int releases) {
-		this.sweepEvery = releases;
-	}
-
-	/**
 	 * Sets each lock's expiry to its TTL from now on the database clock, where its owner still
 	 * holds it and it has not expired. A lock that expired is not revived, even if nobody took it.
 	 */
@@ -529,85 +406,13 @@ public class JdbcLockBackend
 		if (locks.isEmpty()) {
 			return Set.of();
 		}
-		return execute("renew " + locks.size() + " lock(s)", (dialect, connection) -> dialect.renew(connection, locks));
+		return this.connections.execute("renew " + locks.size() + " lock(s)", null,
+				(dialect, connection) -> dialect.renew(connection, locks));
 	}
 
-	/**
-	 * Runs {@code work} on a connection of its own in autocommit mode at {@code READ COMMITTED},
-	 * with a network timeout so that a database that stops answering (paused, partitioned) fails
-	 * the call instead of hanging it; the dialect is detected under the same timeout. Work that
-	 * the database aborted as a serialization failure or deadlock ({@code 40001},
-	 * {@code 40P01}) runs again after a jittered pause that grows with each attempt,
-	 * {@value #ABORTED_ATTEMPTS} times in all: it changed nothing, and under contention for one row
-	 * such an abort means "try again", not "the database is down". An interrupted pause ends the
-	 * retries with that abort.
-	 */
-	private <T> T execute(String action, SqlWork<T> work) {
-		return execute(action, null, work);
-	}
-
-	/**
-	 * As {@link #execute(String, SqlWork)}, for {@code action} on the lock {@code key}: the
-	 * description is only put together for a failure, not for every acquisition and release.
-	 */
-	private <T> T execute(String action, @Nullable String key, SqlWork<T> work) {
-		try (Connection connection = connection()) {
-			int networkTimeout = JdbcConnections.networkTimeout(connection, this.timeoutMillis);
-			boolean autoCommit = connection.getAutoCommit();
-			int isolation = -1;
-			try {
-				if (!autoCommit) {
-					connection.setAutoCommit(true);
-				}
-				JdbcLockDialect dialect = dialect(connection, networkTimeout >= 0);
-				if (this.switchIsolation) {
-					isolation = connection.getTransactionIsolation();
-					if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
-						connection.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
-					}
-				}
-				for (int attempt = 1;; attempt++) {
-					try {
-						return work.run(dialect, connection);
-					}
-					catch (SQLException ex) {
-						if (attempt == ABORTED_ATTEMPTS || !JdbcConnections.isSerializationFailure(ex)
-								|| !JdbcConnections.pauseBeforeRetry(attempt)) {
-							throw ex;
-						}
-					}
-				}
-			}
-			finally {
-				if (!connection.isClosed()) {
-					if (isolation >= 0 && isolation != Connection.TRANSACTION_READ_COMMITTED) {
-						connection.setTransactionIsolation(isolation);
-					}
-					if (!autoCommit) {
-						connection.setAutoCommit(false);
-					}
-					if (networkTimeout >= 0) {
-						JdbcConnections.networkTimeout(connection, networkTimeout);
-					}
-				}
-			}
-		}
-		catch (SQLException ex) {
-			throw failure((key != null) ? action + " '" + key + "'" : action, ex);
-		}
-	}
-
-	@FunctionalInterface
-	private interface SqlWork<T> {
-
-		T run(JdbcLockDialect dialect, Connection connection) throws SQLException;
-
-	}
-
-	private Connection connection() throws SQLException {
-		// Straight from the DataSource, never DataSourceUtils: a transaction of the caller must
-		// not be joined.
-		return this.dataSource.getConnection();
+	/** The sweeps of long-expired rows; for tests. */
+	JdbcSweeper sweeper() {
+		return this.sweeper;
 	}
 
 	/** This backend's instance id; for tests. */
@@ -620,7 +425,7 @@ public class JdbcLockBackend
 	 * for tests, before the first statement.
 	 */
 	void claimWindow(Duration window) {
-		this.claimWindowMicros = TimeUnit.NANOSECONDS.toMicros(window.toNanos());
+		this.connections.claimWindow(window);
 	}
 
 	/** Replaces the draw of {@link #releaseWanted}; for tests. */
@@ -630,8 +435,7 @@ public class JdbcLockBackend
 
 	/** Replaces the detected SQL dialect; for tests of the portable one. */
 	void useDialect(JdbcLockDialect dialect) {
-		useReleaseListener(dialect);
-		this.dialect = dialect;
+		this.connections.useDialect(dialect);
 	}
 
 	/**
@@ -665,17 +469,24 @@ public class JdbcLockBackend
 		return this.releaseEvents;
 	}
 
-	private synchronized void useReleaseListener(JdbcLockDialect dialect) {
-		if (dialect instanceof PostgreSqlDialect postgres && this.releaseEvents) {
-			if (this.releaseListener == null && ClassUtils.isPresent("org.postgresql.PGConnection",
-					JdbcLockBackend.class.getClassLoader())) {
-				this.releaseListener = new PostgresReleaseListener(this.dataSource, postgres.channel(),
-						this.timeoutMillis);
+	/**
+	 * The listener of announced releases: made on PostgreSQL with its driver and release events on,
+	 * once the first statement told which database this is; {@code null} otherwise.
+	 */
+	@Nullable PostgresReleaseListener releaseListener() {
+		PostgresReleaseListener listener = this.releaseListener;
+		if (listener == null && this.releaseEvents && POSTGRES_DRIVER && !this.closed
+				&& this.connections.dialect() instanceof PostgreSqlDialect postgres) {
+			synchronized (this) {
+				listener = this.releaseListener;
+				if (listener == null) {
+					listener = new PostgresReleaseListener(this.connections.dataSource(), postgres.channel(),
+							this.connections.timeoutMillis());
+					this.releaseListener = listener;
+				}
 			}
 		}
-		else {
-			this.releaseListener = null;
-		}
+		return listener;
 	}
 
 	/**
@@ -705,7 +516,7 @@ public class JdbcLockBackend
 		if (this.closed) {
 			throw new IllegalStateException("The JDBC lock backend is closed");
 		}
-		PostgresReleaseListener releases = this.releaseListener;
+		PostgresReleaseListener releases = releaseListener();
 		return (releases != null) ? releases.subscribe((payload) -> {
 			String key = PostgreSqlDialect.keyFor(payload, this.instance);
 			if (key != null) {
@@ -718,7 +529,7 @@ public class JdbcLockBackend
 	/** Whether the listening connection listens now. */
 	@Override
 	public boolean isListening() {
-		PostgresReleaseListener releases = this.releaseListener;
+		PostgresReleaseListener releases = releaseListener();
 		return releases != null && releases.isListening();
 	}
 
@@ -728,7 +539,7 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public boolean drawsNextInstance() {
-		return this.fairHandoff && this.dialect instanceof PostgreSqlDialect;
+		return this.fairHandoff && this.connections.dialect() instanceof PostgreSqlDialect;
 	}
 
 	/**
@@ -738,7 +549,7 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public boolean announcesReleases() {
-		PostgresReleaseListener releases = this.releaseListener;
+		PostgresReleaseListener releases = releaseListener();
 		return releases != null && releases.isUsable() && !this.closed;
 	}
 
@@ -756,52 +567,13 @@ public class JdbcLockBackend
 		}
 	}
 
-	/** The listener of announced releases on PostgreSQL; for tests. */
-	@Nullable PostgresReleaseListener releaseListener() {
-		return this.releaseListener;
-	}
-
 	int queryTimeoutSeconds() {
-		return this.queryTimeoutSeconds;
+		return this.connections.queryTimeoutSeconds();
 	}
 
 	/** The dialect in use, detected on the first call; for tests. */
 	@Nullable JdbcLockDialect currentDialect() {
-		return this.dialect;
-	}
-
-	private JdbcLockDialect dialect(Connection connection, boolean networkTimeouts) throws SQLException {
-		JdbcLockDialect dialect = this.dialect;
-		if (dialect == null) {
-			// racing threads may both detect; they find the same answer
-			dialect = JdbcLockDialect.detect(connection, this.tableName, this.queryTimeoutSeconds, networkTimeouts,
-					this.claimWindowMicros);
-			this.switchIsolation = JdbcConnections.switchesIsolation(dialect, connection.getTransactionIsolation());
-			useReleaseListener(dialect);
-			this.dialect = dialect;
-		}
-		return dialect;
-	}
-
-	/**
-	 * The holder description of the current thread: made again only when the thread's name
-	 * changed, so that an acquisition puts no string together.
-	 */
-	private String holder() {
-		String name = Thread.currentThread().getName();
-		String[] cached = this.holders.get();
-		if (cached != null && cached[0] == name) {
-			return cached[1];
-		}
-		String holder = this.process + " " + name;
-		holder = (holder.length() <= MAX_HOLDER_LENGTH) ? holder : holder.substring(0, MAX_HOLDER_LENGTH);
-		this.holders.set(new String[] { name, holder });
-		return holder;
-	}
-
-	private LockBackendException failure(String action, SQLException ex) {
-		return new LockBackendException("JDBC lock backend could not " + action + " in table '" + this.tableName
-				+ "': " + ex.getMessage() + " (SQLState " + ex.getSQLState() + ")", ex);
+		return this.connections.dialect();
 	}
 
 }
