@@ -50,6 +50,8 @@ final class JdbcConnections {
 
 	private final String tableName;
 
+	private final String instance;
+
 	private final int timeoutMillis;
 
 	private final int queryTimeoutSeconds;
@@ -72,11 +74,13 @@ final class JdbcConnections {
 	 * transaction of the caller is never joined
 	 * @param queryTimeout the longest a statement may wait for the database's answer (at most an
 	 * hour); with a driver that has no network timeout, a statement timeout two seconds longer
+	 * @param instance the backend instance, which PostgreSQL's fair handoff names
 	 */
-	JdbcConnections(DataSource dataSource, String tableName, Duration queryTimeout) {
+	JdbcConnections(DataSource dataSource, String tableName, Duration queryTimeout, String instance) {
 		this.dataSource = (dataSource instanceof TransactionAwareDataSourceProxy proxy
 				&& proxy.getTargetDataSource() != null) ? proxy.getTargetDataSource() : dataSource;
 		this.tableName = tableName;
+		this.instance = instance;
 		this.timeoutMillis = (int) Math.min(3_600_000, Math.max(1, queryTimeout.toMillis()));
 		this.queryTimeoutSeconds = (this.timeoutMillis + 999) / 1000 + STATEMENT_TIMEOUT_MARGIN_SECONDS;
 	}
@@ -186,7 +190,7 @@ final class JdbcConnections {
 		if (dialect == null) {
 			// racing threads may both detect; they find the same answer
 			dialect = JdbcLockDialect.detect(connection, this.tableName, this.queryTimeoutSeconds, networkTimeouts,
-					this.claimWindowMicros);
+					this.claimWindowMicros, this.instance);
 			this.switchIsolation = switchesIsolation(dialect, connection.getTransactionIsolation());
 			this.dialect = dialect;
 		}

@@ -16,12 +16,9 @@ import java.util.regex.Pattern;
 
 import javax.sql.DataSource;
 
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.util.Assert;
-import org.springframework.util.ClassUtils;
 import org.springframework.util.DigestUtils;
 
 import dev.holdfast.LockBackendException;
@@ -45,18 +42,15 @@ import dev.holdfast.spi.TickClaims;
  * <li><b>Statements</b>: acquisition is one statement that takes the row only if it is absent or
  * expired (PostgreSQL and H2, plus a read of the holder's remaining time when the lock is held;
  * MySQL and MariaDB add a second autocommit statement that reads the fencing token, because
- * neither returns the row of an upsert). Release is one
- * owner-checked {@code UPDATE} that expires the row in place: it clears the owner and sets the
- * expiry to the database's current time, and keeps the fencing token. Renewal updates all due
- * leases, owner-checked, in one statement on PostgreSQL and in one {@code UPDATE} plus one
- * {@code SELECT} elsewhere.</li>
- * <li><b>Sweep</b>: rows stay after release so that the next holder continues from their token;
- * a row that expired, and whose token was issued, longer than the sweep delay ago is deleted.
- * Every 500th release of a backend starts, off the releasing thread, a sweep of at most 500
- * such rows on a connection of its own: one {@code SELECT} without locks and one {@code DELETE}
- * by primary key that checks the condition again, so a row taken over meanwhile stays. The table
- * holds the keys used within the sweep delay, plus those held. At most one sweep of a backend
- * runs at a time, on a daemon thread that ends when idle. A sweep that fails is logged and does not fail the release.</li>
+ * neither returns the row of an upsert). Release is one owner-checked {@code UPDATE} that
+ * expires the row in place: it clears the owner, sets the expiry to the database's current time
+ * and keeps the fencing token. Renewal updates all due leases, owner-checked, in one statement
+ * on PostgreSQL and in one {@code UPDATE} plus one {@code SELECT} elsewhere.</li>
+ * <li><b>Sweep</b>: rows stay after release so that the next holder continues from their token.
+ * Every 500th release starts, off the releasing thread, a sweep that deletes up to 500 rows that
+ * expired, and whose token was issued, longer than the sweep delay ago, checking the condition
+ * again as it deletes, so a row taken over meanwhile stays; a failed sweep is logged, and fails
+ * no release. The table holds the keys used within the sweep delay, plus those held.</li>
  * <li><b>Transactions</b>: every statement runs on a connection taken from the pool for it, in
  * autocommit mode, so it is its own short transaction and never joins a transaction of the
  * caller: a {@code @Transactional} caller does not keep lock rows locked until it commits. Each
@@ -67,19 +61,15 @@ import dev.holdfast.spi.TickClaims;
  * the database aborts as a serialization failure or deadlock ({@code 40001}, {@code 40P01})
  * runs again after a short jittered pause, up to five times in all.</li>
  * <li><b>Waiting</b>: on PostgreSQL with its driver ({@link AnnouncedReleases}), a refused
- * attempt marks the holder's row (a {@code *} before its holder description), and the release
- * of a marked row notifies the table's channel with the key ({@code pg_notify}, in the release
- * statement, delivered when it commits); the engine may also ask for the announcement of a
- * release that a thread of its own waits for. The backend listens on one connection taken from
- * its pool, opened in the background on the first subscription by a daemon thread of its own,
- * given back when the last subscriber leaves or the backend closes, checked with a query every
- * few seconds without notifications, and replaced a second after it fails; meanwhile, and on
- * other databases, the backend does not {@linkplain #announcesReleases() announce releases} and
- * the engine polls with jittered, bounded back-off. The backend reports the holder's remaining
- * time so that polling never sleeps past a lease's expiry. With {@linkplain #setFairHandoff fair
- * handoff} (on by default) on PostgreSQL, the mark names the waiting backend instance refused last, and a
- * release for which a thread of this instance waits too reserves the lock for one of the two,
- * drawn, for 100 ms ({@link #releaseWanted}).</li>
+ * attempt marks the holder's row with its backend instance, and the release of a marked row
+ * notifies the table's channel with the key ({@code pg_notify}, delivered when the release
+ * commits). The backend listens on one pooled connection, opened in the background on the first
+ * subscription and given back when the last subscriber leaves; while it is lost, and on other
+ * databases, the backend does not {@linkplain #announcesReleases() announce releases} and the
+ * engine polls with jittered, bounded back-off, never past the holder's remaining time, which
+ * the backend reports. With {@linkplain #setFairHandoff fair handoff} (on by default), a release
+ * that threads of this instance and of the instance refused last wait for reserves the lock for
+ * one of the two, drawn, for 100 ms ({@link #releaseWanted}).</li>
  * <li><b>Fencing tokens</b>: a new row gets the database clock in microseconds; a row taken over
  * after expiry or release gets {@code GREATEST(previous + 1, clock)}, under the row's lock. Per
  * lock, tokens therefore increase strictly while the row exists: an acquisition that read the
@@ -130,11 +120,6 @@ public class JdbcLockBackend
 	/** How long a row stays after it expired unless configured. */
 	public static final Duration DEFAULT_SWEEP_AFTER = Duration.ofHours(1);
 
-	private static final Log logger = LogFactory.getLog(JdbcLockBackend.class);
-
-	private static final boolean POSTGRES_DRIVER = ClassUtils.isPresent("org.postgresql.PGConnection",
-			JdbcLockBackend.class.getClassLoader());
-
 	private final String tableName;
 
 	private final JdbcConnections connections;
@@ -151,16 +136,10 @@ public class JdbcLockBackend
 	/** Draws, at a release that reserves the lock, whether this instance goes first. */
 	private volatile BooleanSupplier localFirst = () -> ThreadLocalRandom.current().nextBoolean();
 
-	/** Listens for announced releases on PostgreSQL; made once the dialect is known, null elsewhere. */
-	private volatile @Nullable PostgresReleaseListener releaseListener;
-
-	private volatile boolean closed;
+	private final PostgresReleaseEvents releaseEvents;
 
 	/** Whether releases draw the next instance on PostgreSQL; set before the first statement. */
 	private volatile boolean fairHandoff = true;
-
-	/** Whether release events are used on PostgreSQL; set before the first statement. */
-	private volatile boolean releaseEvents = true;
 
 	private volatile int keyColumnLength;
 
@@ -198,8 +177,9 @@ public class JdbcLockBackend
 		Assert.notNull(dataSource, "'dataSource' must not be null");
 		Assert.isTrue(!queryTimeout.isNegative() && !queryTimeout.isZero(), "'queryTimeout' must be positive");
 		this.tableName = validateTableName(tableName);
-		this.connections = new JdbcConnections(dataSource, this.tableName, queryTimeout);
+		this.connections = new JdbcConnections(dataSource, this.tableName, queryTimeout, this.instance);
 		this.sweeper = new JdbcSweeper(this.connections, JdbcSweeper.validate(sweepAfter, queryTimeout));
+		this.releaseEvents = new PostgresReleaseEvents(this.connections, this.instance);
 	}
 
 	/**
@@ -265,9 +245,8 @@ public class JdbcLockBackend
 	}
 
 	/**
-	 * Runs the startup table check again (a {@code SELECT} of Holdfast's columns that matches no
-	 * row), bounded by the query timeout: up when the database answers and the lock table has
-	 * Holdfast's columns. Details: the database product and the table.
+	 * Runs the startup table check again, bounded by the query timeout: up when the database
+	 * answers and the lock table has Holdfast's columns. Details: the database product and the table.
 	 * @throws LockBackendException if the database cannot be reached, does not answer in time,
 	 * or the table is missing
 	 */
@@ -293,23 +272,16 @@ public class JdbcLockBackend
 		Assert.hasLength(owner, "'owner' must not be empty");
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
 		return this.connections.execute("acquire lock", key,
-				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, this.connections.holder(),
-					this.instance));
+				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, this.connections.holder()));
 	}
 
 	/**
 	 * Expires the lock's row now on the database clock and clears its owner if {@code owner}
-	 * holds it, in one statement; the row keeps its fencing token for the next holder. Every
-	 * 500th release then starts a sweep of long-expired rows, which the caller does not
-	 * wait for.
+	 * holds it, in one statement; the row keeps its fencing token for the next holder.
 	 */
 	@Override
 	public boolean release(String key, String owner) {
-		Assert.hasLength(owner, "'owner' must not be empty");
-		boolean released = this.connections.execute("release lock", key,
-				(dialect, connection) -> dialect.release(connection, key, owner));
-		this.sweeper.released();
-		return released;
+		return release(key, owner, (dialect, connection) -> dialect.release(connection, key, owner));
 	}
 
 	/**
@@ -319,11 +291,7 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public boolean releaseAnnounced(String key, String owner) {
-		Assert.hasLength(owner, "'owner' must not be empty");
-		boolean released = this.connections.execute("release lock", key,
-				(dialect, connection) -> dialect.releaseAnnounced(connection, key, owner));
-		this.sweeper.released();
-		return released;
+		return release(key, owner, (dialect, connection) -> dialect.releaseAnnounced(connection, key, owner));
 	}
 
 	/**
@@ -342,24 +310,23 @@ public class JdbcLockBackend
 		if (!this.fairHandoff) {
 			return release(key, owner);
 		}
-		Assert.hasLength(owner, "'owner' must not be empty");
 		boolean localFirst = this.localFirst.getAsBoolean();
-		boolean released = this.connections.execute("release lock", key, (dialect, connection) -> dialect
-			.releaseWanted(connection, key, owner, this.instance, localFirst));
+		return release(key, owner, (dialect, connection) -> dialect.releaseWanted(connection, key, owner, localFirst));
+	}
+
+	private boolean release(String key, String owner, JdbcConnections.SqlWork<Boolean> release) {
+		Assert.hasLength(owner, "'owner' must not be empty");
+		boolean released = this.connections.execute("release lock", key, release);
 		this.sweeper.released();
 		return released;
 	}
 
 	/**
-	 * Claims {@code tick} of the job whose lock is at {@code key}, if it is due by the database
-	 * clock within {@code tolerance}: the record's row, at {@code key} followed by
-	 * {@value #TICK_SUFFIX} (or, for a key too long for that, {@value #TICK_SUFFIX} followed by a
-	 * digest of the key), takes the tick if it is absent, expired on the database clock, or holds
-	 * an earlier tick, and then expires {@code ttl} from now on the database clock. One statement
-	 * on PostgreSQL (which also answers the database's time) and H2; on MySQL and MariaDB one
-	 * {@code UPDATE} that claims an existing record, followed by an {@code INSERT} when it matched
-	 * nothing (a job's first claim, or a claim that fails); the portable SQL reads the clock first.
-	 * H2, MySQL and MariaDB read the database's time of the answer with one more query.
+	 * Claims {@code tick} in the job's record row (see Tick claims above; a key too long for
+	 * {@value #TICK_SUFFIX} to follow it gives way to {@value #TICK_SUFFIX} and a digest of the key),
+	 * if it is due by the database clock within {@code tolerance}; the record then expires
+	 * {@code ttl} from now on the database clock. H2, MySQL and MariaDB read the database's time of
+	 * the answer with one more query.
 	 * @throws IllegalArgumentException if the key contains <code>{</code> or the ttl is below
 	 * one millisecond
 	 * @throws LockBackendException if the database cannot be reached or reports an error
@@ -420,22 +387,9 @@ public class JdbcLockBackend
 		return this.instance;
 	}
 
-	/**
-	 * Replaces the claim window of a reservation on PostgreSQL (100 ms on the database clock);
-	 * for tests, before the first statement.
-	 */
-	void claimWindow(Duration window) {
-		this.connections.claimWindow(window);
-	}
-
 	/** Replaces the draw of {@link #releaseWanted}; for tests. */
 	void localFirst(BooleanSupplier localFirst) {
 		this.localFirst = localFirst;
-	}
-
-	/** Replaces the detected SQL dialect; for tests of the portable one. */
-	void useDialect(JdbcLockDialect dialect) {
-		this.connections.useDialect(dialect);
 	}
 
 	/**
@@ -444,7 +398,7 @@ public class JdbcLockBackend
 	 * on release. Off, waiters poll and no connection is kept. Set before the backend is used.
 	 */
 	public void setReleaseEvents(boolean releaseEvents) {
-		this.releaseEvents = releaseEvents;
+		this.releaseEvents.setEnabled(releaseEvents);
 	}
 
 	/**
@@ -466,27 +420,12 @@ public class JdbcLockBackend
 
 	/** Whether this backend may listen for lock releases on PostgreSQL; see {@link #setReleaseEvents}. */
 	public boolean isReleaseEvents() {
-		return this.releaseEvents;
+		return this.releaseEvents.isEnabled();
 	}
 
-	/**
-	 * The listener of announced releases: made on PostgreSQL with its driver and release events on,
-	 * once the first statement told which database this is; {@code null} otherwise.
-	 */
+	/** The listener of announced releases on PostgreSQL, {@code null} elsewhere; for tests. */
 	@Nullable PostgresReleaseListener releaseListener() {
-		PostgresReleaseListener listener = this.releaseListener;
-		if (listener == null && this.releaseEvents && POSTGRES_DRIVER && !this.closed
-				&& this.connections.dialect() instanceof PostgreSqlDialect postgres) {
-			synchronized (this) {
-				listener = this.releaseListener;
-				if (listener == null) {
-					listener = new PostgresReleaseListener(this.connections.dataSource(), postgres.channel(),
-							this.connections.timeoutMillis());
-					this.releaseListener = listener;
-				}
-			}
-		}
-		return listener;
+		return this.releaseEvents.listener();
 	}
 
 	/**
@@ -513,24 +452,13 @@ public class JdbcLockBackend
 	public AutoCloseable subscribe(Consumer<String> listener, Runnable onInterrupted) {
 		Assert.notNull(listener, "'listener' must not be null");
 		Assert.notNull(onInterrupted, "'onInterrupted' must not be null");
-		if (this.closed) {
-			throw new IllegalStateException("The JDBC lock backend is closed");
-		}
-		PostgresReleaseListener releases = releaseListener();
-		return (releases != null) ? releases.subscribe((payload) -> {
-			String key = PostgreSqlDialect.keyFor(payload, this.instance);
-			if (key != null) {
-				listener.accept(key);
-			}
-		}, onInterrupted) : () -> {
-		};
+		return this.releaseEvents.subscribe(listener, onInterrupted);
 	}
 
 	/** Whether the listening connection listens now. */
 	@Override
 	public boolean isListening() {
-		PostgresReleaseListener releases = releaseListener();
-		return releases != null && releases.isListening();
+		return this.releaseEvents.isListening();
 	}
 
 	/**
@@ -549,8 +477,7 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public boolean announcesReleases() {
-		PostgresReleaseListener releases = releaseListener();
-		return releases != null && releases.isUsable() && !this.closed;
+		return this.releaseEvents.isUsable();
 	}
 
 	/**
@@ -560,20 +487,12 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public void close() {
-		this.closed = true;
-		PostgresReleaseListener releases = this.releaseListener;
-		if (releases != null) {
-			releases.close();
-		}
+		this.releaseEvents.close();
 	}
 
-	int queryTimeoutSeconds() {
-		return this.connections.queryTimeoutSeconds();
-	}
-
-	/** The dialect in use, detected on the first call; for tests. */
-	@Nullable JdbcLockDialect currentDialect() {
-		return this.connections.dialect();
+	/** How statements run (their dialect, timeouts, the claim window on PostgreSQL); for tests. */
+	JdbcConnections connections() {
+		return this.connections;
 	}
 
 }

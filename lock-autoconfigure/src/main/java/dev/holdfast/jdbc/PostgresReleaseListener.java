@@ -1,8 +1,13 @@
 package dev.holdfast.jdbc;
 
 import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -13,6 +18,7 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.util.DigestUtils;
 import org.springframework.util.ReflectionUtils;
 
 /**
@@ -103,6 +109,45 @@ final class PostgresReleaseListener implements AutoCloseable {
 	PostgresReleaseListener(DataSource dataSource, String channel, int timeoutMillis) {
 		this.dataSource = dataSource;
 		this.connection = new PostgresListeningConnection(dataSource, channel, timeoutMillis);
+	}
+
+	/** The notification channel of the releases of {@code table}, as the database resolves it. */
+	static String channelOf(Connection connection, String table) {
+		return releaseChannel(relation(connection, table));
+	}
+
+	/**
+	 * The notification channel of releases of {@code relation} (a {@link #relation}): the same in
+	 * every process that uses that table, short enough for PostgreSQL's 63-byte identifiers
+	 * whatever the name.
+	 */
+	static String releaseChannel(String relation) {
+		return "holdfast_" + DigestUtils.md5DigestAsHex(relation.getBytes(StandardCharsets.UTF_8)).substring(0, 20);
+	}
+
+	/**
+	 * The lock table as PostgreSQL resolves it, {@code schema.table} in lower case (names are
+	 * unquoted, so PostgreSQL folds them): {@code holdfast_lock}, {@code HOLDFAST_LOCK} and
+	 * {@code public.holdfast_lock} are one table, and get one channel. An unqualified name is
+	 * qualified by the schema that holds the table on the search path, else by the current schema.
+	 */
+	static String relation(Connection connection, String table) {
+		String lower = table.toLowerCase(Locale.ROOT);
+		if (lower.indexOf('.') >= 0) {
+			return lower;
+		}
+		try (PreparedStatement ps = connection.prepareStatement("SELECT coalesce((SELECT n.nspname FROM pg_class c"
+				+ " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(?)), current_schema())")) {
+			ps.setString(1, lower);
+			try (ResultSet rs = ps.executeQuery()) {
+				String schema = rs.next() ? rs.getString(1) : null;
+				return (schema != null) ? schema + "." + lower : lower;
+			}
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not resolve the schema of the lock table " + table, ex);
+			return lower;
+		}
 	}
 
 	/**
