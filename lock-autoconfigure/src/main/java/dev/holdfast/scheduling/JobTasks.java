@@ -2,9 +2,9 @@ package dev.holdfast.scheduling;
 
 import java.time.Clock;
 import java.util.Collections;
-import java.util.LinkedHashSet;
+import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArraySet;
 import java.util.concurrent.ScheduledExecutorService;
 
 import org.jspecify.annotations.Nullable;
@@ -21,10 +21,9 @@ import org.springframework.scheduling.config.ScheduledTaskRegistrar;
 import org.springframework.scheduling.config.TriggerTask;
 
 /**
- * The scheduled tasks of the jobs of a {@link SingleInstanceScheduledBeanPostProcessor}, on
- * Spring's {@link ScheduledTaskRegistrar}: registered before the refresh and started with it,
- * scheduled at once for beans created later; all of them listed, and cancelled when the context
- * closes, with the scheduler made here.
+ * The scheduled tasks of the jobs of a {@link SingleInstanceScheduledBeanPostProcessor}, made by
+ * Spring's {@link ScheduledTaskRegistrar} on the scheduler chosen here: listed, and cancelled when
+ * the context closes, with the scheduler made here.
  */
 final class JobTasks {
 
@@ -33,11 +32,8 @@ final class JobTasks {
 
 	private final ScheduledTaskRegistrar registrar = new ScheduledTaskRegistrar();
 
-	/**
-	 * Tasks of beans created after the refresh (lazy, prototypes), which the registrar schedules
-	 * but does not list or cancel.
-	 */
-	private final Set<ScheduledTask> lateTasks = ConcurrentHashMap.newKeySet();
+	/** The tasks scheduled, in order; the registrar lists and cancels only those it scheduled itself. */
+	private final Set<ScheduledTask> tasks = new CopyOnWriteArraySet<>();
 
 	/** Set by {@link #destroy()}: a job scheduled late after it is cancelled at once. */
 	private volatile boolean closed;
@@ -85,87 +81,50 @@ final class JobTasks {
 		return factory.getBeanProvider(ThreadPoolTaskSchedulerBuilder.class).getIfUnique();
 	}
 
-	/** Starts the tasks registered so far. */
-	void start() {
-		this.registrar.afterPropertiesSet();
-	}
-
 	/** The scheduler the tasks run on, once chosen. */
 	@Nullable TaskScheduler scheduler() {
 		return this.registrar.getScheduler();
 	}
 
 	/**
-	 * Schedules the task of {@code job}: registered, to start with the others, or {@code now} (a
-	 * bean created after the refresh), tracked then to be listed and cancelled.
+	 * Schedules the task of {@code job} on the scheduler {@linkplain #useScheduler chosen} before,
+	 * to be listed and cancelled with the others.
 	 */
-	void schedule(SingleInstanceJob job, boolean now) {
+	void schedule(SingleInstanceJob job) {
 		JobDefinition definition = job.definition();
-		if (definition.cron() != null) {
-			CronTask task = new CronTask(job, (TickCronTrigger) triggerOf(job, definition));
-			if (now) {
-				addLate(this.registrar.scheduleCronTask(task));
-			}
-			else {
-				this.registrar.addCronTask(task);
-			}
+		TickTrigger trigger = job.trigger();
+		ScheduledTask task;
+		if (trigger instanceof TickCronTrigger cron) {
+			task = this.registrar.scheduleCronTask(new CronTask(job, cron));
 		}
-		else if (definition.fixedRate() != null) {
-			TriggerTask task = new TriggerTask(job, triggerOf(job, definition));
-			if (now) {
-				addLate(this.registrar.scheduleTriggerTask(task));
-			}
-			else {
-				this.registrar.addTriggerTask(task);
-			}
+		else if (trigger != null) {
+			task = this.registrar.scheduleTriggerTask(new TriggerTask(job, trigger));
 		}
-		else if (definition.fixedDelay() != null) {
-			FixedDelayTask task = new FixedDelayTask(job, definition.fixedDelay(), definition.initialDelay());
-			if (now) {
-				addLate(this.registrar.scheduleFixedDelayTask(task));
-			}
-			else {
-				this.registrar.addFixedDelayTask(task);
-			}
+		else {
+			// A job without ticks has a fixed delay (JobDefinition).
+			task = this.registrar.scheduleFixedDelayTask(new FixedDelayTask(job,
+					Objects.requireNonNull(definition.fixedDelay()), definition.initialDelay()));
 		}
-	}
-
-	private void addLate(@Nullable ScheduledTask task) {
 		if (task != null) {
-			this.lateTasks.add(task);
+			this.tasks.add(task);
 			// Scheduled while the context closed: destroy() either saw it in the set or is seen here.
 			if (this.closed) {
 				task.cancel();
-				this.lateTasks.remove(task);
+				this.tasks.remove(task);
 			}
 		}
 	}
 
-	private static TickTrigger triggerOf(SingleInstanceJob job, JobDefinition definition) {
-		TickTrigger trigger = job.trigger();
-		if (trigger == null) {
-			throw new IllegalStateException("Job " + definition.description() + " has no trigger");
-		}
-		return trigger;
-	}
-
-	/** Every task scheduled, those of late beans included. */
+	/** Every task scheduled. */
 	Set<ScheduledTask> scheduledTasks() {
-		Set<ScheduledTask> tasks = this.registrar.getScheduledTasks();
-		if (this.lateTasks.isEmpty()) {
-			return tasks;
-		}
-		Set<ScheduledTask> all = new LinkedHashSet<>(tasks);
-		all.addAll(this.lateTasks);
-		return Collections.unmodifiableSet(all);
+		return Collections.unmodifiableSet(this.tasks);
 	}
 
 	/** Cancels every task and shuts down the scheduler made here. */
 	void destroy() {
 		this.closed = true;
-		this.registrar.destroy();
-		this.lateTasks.forEach(ScheduledTask::cancel);
-		this.lateTasks.clear();
+		this.tasks.forEach(ScheduledTask::cancel);
+		this.tasks.clear();
 		ThreadPoolTaskScheduler own = this.ownScheduler;
 		if (own != null) {
 			own.destroy();

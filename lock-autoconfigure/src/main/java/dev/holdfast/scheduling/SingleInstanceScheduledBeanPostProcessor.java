@@ -204,7 +204,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			if (late) {
 				// a bean created after the context was refreshed (lazy, prototype): schedule it at once
 				job.bind(locks());
-				this.tasks.schedule(job, true);
+				this.tasks.schedule(job);
 			}
 		}
 		return bean;
@@ -267,7 +267,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		JobLocks locks = locks();
 		for (SingleInstanceJob job : jobs) {
 			job.bind(locks);
-			this.tasks.schedule(job, false);
+			this.tasks.schedule(job);
 		}
 		if (!locks.claimsTicks() && jobs.stream().anyMatch((job) -> job.trigger() != null)) {
 			logger.warn("The " + locks.backendName() + " lock backend keeps no tick records (it does not "
@@ -276,7 +276,6 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 					+ "less than half its period; beyond that it can run twice, or early. Keep the clocks "
 					+ "synchronised (NTP), or use a backend with tick records (redis, redlock, jdbc, zookeeper, memory).");
 		}
-		this.tasks.start();
 		if (logger.isDebugEnabled()) {
 			logger.debug("Holdfast scheduled " + jobs.size() + " job(s) on the " + locks.backendName()
 					+ " backend with " + this.tasks.scheduler());
