@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
+import io.micrometer.observation.Observation;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -23,6 +24,7 @@ import dev.holdfast.Lease;
 import dev.holdfast.LeaseInfo;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockInterruptedException;
+import dev.holdfast.LockListener;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.core.DefaultLockTemplate;
@@ -72,7 +74,11 @@ public abstract class LockBackendContractTests {
 	}
 
 	private DefaultLockTemplate newEngine(LockBackend backend, LockSettings settings) {
-		DefaultLockTemplate template = new DefaultLockTemplate(backend, settings);
+		return newEngine(backend, settings, LockListener.NONE);
+	}
+
+	private DefaultLockTemplate newEngine(LockBackend backend, LockSettings settings, LockListener listener) {
+		DefaultLockTemplate template = new DefaultLockTemplate(backend, settings, listener);
 		this.templates.add(template);
 		return template;
 	}
@@ -298,7 +304,8 @@ public abstract class LockBackendContractTests {
 	void lostLeaseIsDetected() throws Exception {
 		FlakyRenewals flaky = new FlakyRenewals(newBackend());
 		trackBackend(flaky.delegate);
-		DefaultLockTemplate first = newEngine(flaky, settings());
+		LostLeases losses = new LostLeases();
+		DefaultLockTemplate first = newEngine(flaky, settings(), losses);
 		LockTemplate second = newTemplate();
 		String name = uniqueName();
 		Lease lease = first.acquire(name, null,
@@ -313,9 +320,30 @@ public abstract class LockBackendContractTests {
 			assertThat(taker.isValid()).isTrue();
 			assertThat(lease.extend(Duration.ofSeconds(5))).as("a lost lease cannot be extended").isFalse();
 			lease.close();
+			assertThat(losses.reported()).as("losses reported (leaseLost, the hold's observation), the release included")
+				.containsExactly(1, 1);
 			assertThat(taker.isValid()).isTrue();
 			assertThat(first.tryAcquire(name, null, waitFor(Duration.ZERO))).isEmpty();
 		}
+	}
+
+	/**
+	 * A paused holder, or one without renewal, finds its lease run out when it releases it: the
+	 * loss is reported then, once, as a failed renewal reports it ({@link LockListener#leaseLost},
+	 * the hold's observation ends lost, and a WARN from the engine).
+	 */
+	@Test
+	void leaseThatRanOutUnrenewedIsReportedLostAtItsReleaseOnce() throws Exception {
+		LostLeases losses = new LostLeases();
+		DefaultLockTemplate template = newEngine(trackBackend(newBackend()), settings(), losses);
+		Lease lease = template.acquire(uniqueName(), null,
+				LockOptions.defaults().leaseTime(Duration.ofMillis(300)).renew(false).waitTime(FREE_LOCK_WAIT));
+		await().atMost(Duration.ofSeconds(5)).until(() -> !lease.isValid());
+		lease.close();
+		assertThat(losses.reported()).as("losses reported (leaseLost, the hold's observation) at the release")
+			.containsExactly(1, 1);
+		lease.close();
+		assertThat(losses.reported()).as("after a second close").containsExactly(1, 1);
 	}
 
 	@Test
@@ -490,6 +518,67 @@ public abstract class LockBackendContractTests {
 		}
 		assertThat(leases).allMatch(Lease::isValid);
 		leases.forEach(Lease::close);
+	}
+
+	/** Counts the losses a template reports: to {@link LockListener#leaseLost}, and to the holds' observations. */
+	static final class LostLeases implements LockListener {
+
+		private final AtomicInteger leaseLost = new AtomicInteger();
+
+		private final AtomicInteger observedLost = new AtomicInteger();
+
+		@Override
+		public LockObservation acquiring(String name, String key, String backend) {
+			return new LockObservation() {
+
+				@Override
+				public void acquired(long fencingToken) {
+				}
+
+				@Override
+				public void notAcquired() {
+				}
+
+				@Override
+				public void failed(Throwable ex) {
+				}
+
+				@Override
+				public void cancelled() {
+				}
+
+				@Override
+				public void released() {
+				}
+
+				@Override
+				public void lost() {
+					LostLeases.this.observedLost.incrementAndGet();
+				}
+
+				@Override
+				public Observation hold() {
+					return Observation.NOOP;
+				}
+
+				@Override
+				public Observation.Scope openScope() {
+					return Observation.Scope.NOOP;
+				}
+
+			};
+		}
+
+		@Override
+		public void leaseLost(String name, String backend) {
+			this.leaseLost.incrementAndGet();
+		}
+
+		/** How often {@code leaseLost} and an observation's {@code lost} were called, in that order. */
+		List<Integer> reported() {
+			return List.of(this.leaseLost.get(), this.observedLost.get());
+		}
+
 	}
 
 	/** A backend whose renewals fail, as if the network dropped them, while {@link #failing} is set. */

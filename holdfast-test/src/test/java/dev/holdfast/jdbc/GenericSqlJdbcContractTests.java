@@ -44,7 +44,8 @@ class GenericSqlJdbcContractTests implements TickClaimsContractTests {
 	@Override
 	public TickClaims newClaimsClient() {
 		PooledJdbcLockBackend backend = new PooledJdbcLockBackend(JdbcContractTests.h2(URL));
-		backend.useDialect(new GenericSqlDialect(backend.getTableName(), backend.queryTimeoutSeconds(), "h2"));
+		backend.connections()
+			.useDialect(new GenericSqlDialect(backend.getTableName(), backend.connections().queryTimeoutSeconds(), "h2"));
 		this.backends.add(backend);
 		return backend;
 	}

@@ -50,20 +50,13 @@ final class GenericSqlDialect extends JdbcLockDialect {
 	AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
 			throws SQLException {
 		long now = clock(connection);
-		try (PreparedStatement ps = prepare(connection, "UPDATE " + this.table
-				+ " SET owner_token = ?, fence = CASE WHEN fence + 1 > ? THEN fence + 1 ELSE ? END,"
-				+ " expires_at = ?, acquired_at = ?, holder = ? WHERE lock_key = ? AND expires_at <= ?")) {
-			ps.setString(1, owner);
-			ps.setLong(2, now);
-			ps.setLong(3, now);
-			ps.setLong(4, now + ttlMicros);
-			ps.setLong(5, now);
-			ps.setString(6, holder);
-			ps.setString(7, key);
-			ps.setLong(8, now);
-			if (ps.executeUpdate() == 0) {
-				insert(connection, key, owner, now, ttlMicros, holder);
-			}
+		if (update(connection, "UPDATE " + this.table + " SET owner_token = ?, fence = CASE WHEN fence + 1 > ? THEN"
+				+ " fence + 1 ELSE ? END, expires_at = ?, acquired_at = ?, holder = ? WHERE lock_key = ? AND expires_at <= ?",
+				owner, now, now, now + ttlMicros, now, holder, key, now) == 0) {
+			// Another racer may insert first: the read below reports it as the holder.
+			updateUnlessDuplicate(connection, "INSERT INTO " + this.table
+					+ " (lock_key, owner_token, fence, expires_at, acquired_at, holder) VALUES (?, ?, ?, ?, ?, ?)", key,
+					owner, now, now + ttlMicros, now, holder);
 		}
 		return readOwner(connection, "SELECT owner_token, fence, expires_at - ? FROM " + this.table
 				+ " WHERE lock_key = ?", owner, now, key);
@@ -95,26 +88,6 @@ final class GenericSqlDialect extends JdbcLockDialect {
 						+ " VALUES (?, '', ?, ?, ?, ?)",
 				new Object[] { key, tickMicros, now + ttlMicros, now, holder });
 		return answer(claimed, now, tickMicros, toleranceMicros);
-	}
-
-	private void insert(Connection connection, String key, String owner, long now, long ttlMicros, String holder)
-			throws SQLException {
-		try (PreparedStatement ps = prepare(connection, "INSERT INTO " + this.table
-				+ " (lock_key, owner_token, fence, expires_at, acquired_at, holder) VALUES (?, ?, ?, ?, ?, ?)")) {
-			ps.setString(1, key);
-			ps.setString(2, owner);
-			ps.setLong(3, now);
-			ps.setLong(4, now + ttlMicros);
-			ps.setLong(5, now);
-			ps.setString(6, holder);
-			ps.executeUpdate();
-		}
-		catch (SQLException ex) {
-			if (!isDuplicateKey(ex)) {
-				throw ex;
-			}
-			// another racer inserted first: the read below reports it as the holder
-		}
 	}
 
 	@Override

@@ -1,7 +1,6 @@
 package dev.holdfast.jdbc;
 
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
@@ -10,24 +9,16 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.SynchronousQueue;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.regex.Pattern;
 
 import javax.sql.DataSource;
 
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
-import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.util.Assert;
-import org.springframework.util.ClassUtils;
 import org.springframework.util.DigestUtils;
 
 import dev.holdfast.LockBackendException;
@@ -51,19 +42,15 @@ import dev.holdfast.spi.TickClaims;
  * <li><b>Statements</b>: acquisition is one statement that takes the row only if it is absent or
  * expired (PostgreSQL and H2, plus a read of the holder's remaining time when the lock is held;
  * MySQL and MariaDB add a second autocommit statement that reads the fencing token, because
- * neither returns the row of an upsert). Release is one
- * owner-checked {@code UPDATE} that expires the row in place: it clears the owner and sets the
- * expiry to the database's current time, and keeps the fencing token. Renewal updates all due
- * leases, owner-checked, in one statement on PostgreSQL and in one {@code UPDATE} plus one
- * {@code SELECT} elsewhere.</li>
- * <li><b>Sweep</b>: rows stay after release so that the next holder continues from their token;
- * a row that expired, and whose token was issued, longer than the sweep delay ago is deleted.
- * Every {@value #SWEEP_EVERY}th release of a backend starts, off the releasing thread, a sweep
- * of at most {@value #SWEEP_LIMIT} such rows on a connection of its own: one
- * {@code SELECT} without locks and one {@code DELETE} by primary key that checks the condition
- * again, so a row taken over meanwhile stays. The table holds the keys used within the sweep
- * delay, plus those held. At most one sweep of a backend runs at a time, on a daemon thread that
- * ends when idle. A sweep that fails is logged and does not fail the release.</li>
+ * neither returns the row of an upsert). Release is one owner-checked {@code UPDATE} that
+ * expires the row in place: it clears the owner, sets the expiry to the database's current time
+ * and keeps the fencing token. Renewal updates all due leases, owner-checked, in one statement
+ * on PostgreSQL and in one {@code UPDATE} plus one {@code SELECT} elsewhere.</li>
+ * <li><b>Sweep</b>: rows stay after release so that the next holder continues from their token.
+ * Every 500th release starts, off the releasing thread, a sweep that deletes up to 500 rows that
+ * expired, and whose token was issued, longer than the sweep delay ago, checking the condition
+ * again as it deletes, so a row taken over meanwhile stays; a failed sweep is logged, and fails
+ * no release. The table holds the keys used within the sweep delay, plus those held.</li>
  * <li><b>Transactions</b>: every statement runs on a connection taken from the pool for it, in
  * autocommit mode, so it is its own short transaction and never joins a transaction of the
  * caller: a {@code @Transactional} caller does not keep lock rows locked until it commits. Each
@@ -74,19 +61,15 @@ import dev.holdfast.spi.TickClaims;
  * the database aborts as a serialization failure or deadlock ({@code 40001}, {@code 40P01})
  * runs again after a short jittered pause, up to five times in all.</li>
  * <li><b>Waiting</b>: on PostgreSQL with its driver ({@link AnnouncedReleases}), a refused
- * attempt marks the holder's row (a {@code *} before its holder description), and the release
- * of a marked row notifies the table's channel with the key ({@code pg_notify}, in the release
- * statement, delivered when it commits); the engine may also ask for the announcement of a
- * release that a thread of its own waits for. The backend listens on one connection taken from
- * its pool, opened in the background on the first subscription by a daemon thread of its own,
- * given back when the last subscriber leaves or the backend closes, checked with a query every
- * few seconds without notifications, and replaced a second after it fails; meanwhile, and on
- * other databases, the backend does not {@linkplain #announcesReleases() announce releases} and
- * the engine polls with jittered, bounded back-off. The backend reports the holder's remaining
- * time so that polling never sleeps past a lease's expiry. With {@linkplain #setFairHandoff fair
- * handoff} (on by default) on PostgreSQL, the mark names the waiting backend instance refused last, and a
- * release for which a thread of this instance waits too reserves the lock for one of the two,
- * drawn, for 100 ms ({@link #releaseWanted}).</li>
+ * attempt marks the holder's row with its backend instance, and the release of a marked row
+ * notifies the table's channel with the key ({@code pg_notify}, delivered when the release
+ * commits). The backend listens on one pooled connection, opened in the background on the first
+ * subscription and given back when the last subscriber leaves; while it is lost, and on other
+ * databases, the backend does not {@linkplain #announcesReleases() announce releases} and the
+ * engine polls with jittered, bounded back-off, never past the holder's remaining time, which
+ * the backend reports. With {@linkplain #setFairHandoff fair handoff} (on by default), a release
+ * that threads of this instance and of the instance refused last wait for reserves the lock for
+ * one of the two, drawn, for 100 ms ({@link #releaseWanted}).</li>
  * <li><b>Fencing tokens</b>: a new row gets the database clock in microseconds; a row taken over
  * after expiry or release gets {@code GREATEST(previous + 1, clock)}, under the row's lock. Per
  * lock, tokens therefore increase strictly while the row exists: an acquisition that read the
@@ -128,8 +111,6 @@ public class JdbcLockBackend
 	private static final Pattern TABLE_NAME = Pattern
 		.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
 
-	private static final int MAX_HOLDER_LENGTH = 255;
-
 	/** The length of the {@code lock_key} column in the shipped schemas. */
 	private static final int MAX_KEY_LENGTH = 255;
 
@@ -139,44 +120,11 @@ public class JdbcLockBackend
 	/** How long a row stays after it expired unless configured. */
 	public static final Duration DEFAULT_SWEEP_AFTER = Duration.ofHours(1);
 
-	/** The shortest sweep delay allowed, whatever the query timeout. */
-	static final Duration MIN_SWEEP_AFTER = Duration.ofMinutes(1);
-
-	/** Releases of one backend per sweep. */
-	static final int SWEEP_EVERY = 500;
-
-	/** Most rows one sweep deletes: a sweep per {@value #SWEEP_EVERY} releases keeps up. */
-	static final int SWEEP_LIMIT = 500;
-
-	private static final Log logger = LogFactory.getLog(JdbcLockBackend.class);
-
-	/**
-	 * How much later than the network timeout the statement timeout fires: it is the bound only
-	 * with drivers that have no network timeout. Firing first, it would make some drivers (the
-	 * PostgreSQL one) wait for a cancel request that a silent server never answers.
-	 */
-	private static final int STATEMENT_TIMEOUT_MARGIN_SECONDS = 2;
-
-	/**
-	 * How often work that the database aborts as a serialization failure or deadlock is tried in
-	 * all: such an abort changed nothing, and under contention for one row it means "try again".
-	 * H2 reports a deadlock between autocommit updates of one row now and then; three immediate
-	 * attempts were seen to fail together with four contending threads.
-	 */
-	private static final int ABORTED_ATTEMPTS = 5;
-
-	private final DataSource dataSource;
-
 	private final String tableName;
 
-	private final int timeoutMillis;
+	private final JdbcConnections connections;
 
-	private final int queryTimeoutSeconds;
-
-	private final String process;
-
-	/** Per thread: its name, and the {@link #holder} description made of it. */
-	private final ThreadLocal<String[]> holders = new ThreadLocal<>();
+	private final JdbcSweeper sweeper;
 
 	/**
 	 * This backend's instance id (12 random hexadecimal digits): what a mark of a refused attempt
@@ -188,41 +136,10 @@ public class JdbcLockBackend
 	/** Draws, at a release that reserves the lock, whether this instance goes first. */
 	private volatile BooleanSupplier localFirst = () -> ThreadLocalRandom.current().nextBoolean();
 
-	private final long sweepAfterMicros;
-
-	private final AtomicLong releases = new AtomicLong();
-
-	private volatile int sweepEvery = SWEEP_EVERY;
-
-	/**
-	 * Runs sweeps off the releasing threads: one thread at most, started when a sweep is due and
-	 * ended when idle; a sweep due while one runs is dropped (the next one catches up).
-	 */
-	private final ThreadPoolExecutor sweeper = new ThreadPoolExecutor(0, 1, 10, TimeUnit.SECONDS,
-			new SynchronousQueue<>(), (task) -> {
-				Thread thread = new Thread(task, "holdfast-jdbc-sweep");
-				thread.setDaemon(true);
-				return thread;
-			}, new ThreadPoolExecutor.DiscardPolicy());
-
-	private volatile @Nullable JdbcLockDialect dialect;
-
-	/** Listens for announced releases on PostgreSQL; made with the dialect, null elsewhere. */
-	private volatile @Nullable PostgresReleaseListener releaseListener;
-
-	private volatile boolean closed;
+	private final PostgresReleaseEvents releaseEvents;
 
 	/** Whether releases draw the next instance on PostgreSQL; set before the first statement. */
 	private volatile boolean fairHandoff = true;
-
-	/** How long a release reserves the lock on PostgreSQL; set before the first statement, for tests. */
-	private volatile long claimWindowMicros = PostgreSqlDialect.CLAIM_WINDOW_MICROS;
-
-	/** Whether release events are used on PostgreSQL; set before the first statement. */
-	private volatile boolean releaseEvents = true;
-
-	/** Whether the pool's connections are stricter than READ COMMITTED; set with the dialect. */
-	private volatile boolean switchIsolation;
 
 	private volatile int keyColumnLength;
 
@@ -259,13 +176,10 @@ public class JdbcLockBackend
 	public JdbcLockBackend(DataSource dataSource, String tableName, Duration queryTimeout, Duration sweepAfter) {
 		Assert.notNull(dataSource, "'dataSource' must not be null");
 		Assert.isTrue(!queryTimeout.isNegative() && !queryTimeout.isZero(), "'queryTimeout' must be positive");
-		this.dataSource = (dataSource instanceof TransactionAwareDataSourceProxy proxy
-				&& proxy.getTargetDataSource() != null) ? proxy.getTargetDataSource() : dataSource;
 		this.tableName = validateTableName(tableName);
-		this.timeoutMillis = (int) Math.min(3_600_000, Math.max(1, queryTimeout.toMillis()));
-		this.queryTimeoutSeconds = (this.timeoutMillis + 999) / 1000 + STATEMENT_TIMEOUT_MARGIN_SECONDS;
-		this.process = JdbcConnections.describeProcess();
-		this.sweepAfterMicros = Math.multiplyExact(validateSweepAfter(sweepAfter, queryTimeout).toMillis(), 1000);
+		this.connections = new JdbcConnections(dataSource, this.tableName, queryTimeout, this.instance);
+		this.sweeper = new JdbcSweeper(this.connections, JdbcSweeper.validate(sweepAfter, queryTimeout));
+		this.releaseEvents = new PostgresReleaseEvents(this.connections, this.instance);
 	}
 
 	/**
@@ -282,35 +196,6 @@ public class JdbcLockBackend
 							+ " at most 63 characters, optionally qualified by a schema (for example 'locks.holdfast_lock').");
 		}
 		return tableName;
-	}
-
-	/**
-	 * Returns {@code sweepAfter} if rows that expired that long ago may be deleted safely: it is at
-	 * least {@link #MIN_SWEEP_AFTER a minute} and at least ten times {@code queryTimeout}, so no
-	 * lock statement that read the database clock before such a row was last taken can still be
-	 * running.
-	 * @throws LockConfigurationException naming the value, the minimum and the property to change
-	 * otherwise
-	 */
-	public static Duration validateSweepAfter(@Nullable Duration sweepAfter, Duration queryTimeout) {
-		Duration minimum = queryTimeout.multipliedBy(10);
-		if (minimum.compareTo(MIN_SWEEP_AFTER) < 0) {
-			minimum = MIN_SWEEP_AFTER;
-		}
-		if (sweepAfter == null || sweepAfter.compareTo(minimum) < 0) {
-			throw new LockConfigurationException("holdfast.jdbc.sweep-after is "
-					+ ((sweepAfter != null) ? format(sweepAfter) : "not set") + ": expired lock rows must stay at least "
-					+ format(minimum) + " (a minute, and ten times holdfast.jdbc.query-timeout="
-					+ format(queryTimeout) + ") before they are deleted, or a stalled acquisition could get a"
-					+ " smaller fencing token than an earlier holder.",
-					"Set holdfast.jdbc.sweep-after to at least " + format(minimum) + " (the default is "
-							+ format(DEFAULT_SWEEP_AFTER) + "), or remove it.");
-		}
-		return sweepAfter;
-	}
-
-	private static String format(Duration duration) {
-		return (duration.toMillis() % 1000 == 0) ? duration.toSeconds() + "s" : duration.toMillis() + "ms";
 	}
 
 	@Override
@@ -330,7 +215,7 @@ public class JdbcLockBackend
 	 * @throws LockBackendException if the database cannot be reached or does not answer in time
 	 */
 	public void checkTable() {
-		execute("check the lock table '" + this.tableName + "'", (dialect, connection) -> {
+		this.connections.execute("check the lock table '" + this.tableName + "'", null, (dialect, connection) -> {
 			try {
 				this.keyColumnLength = dialect.checkTable(connection);
 			}
@@ -360,15 +245,14 @@ public class JdbcLockBackend
 	}
 
 	/**
-	 * Runs the startup table check again (a {@code SELECT} of Holdfast's columns that matches no
-	 * row), bounded by the query timeout: up when the database answers and the lock table has
-	 * Holdfast's columns. Details: the database product and the table.
+	 * Runs the startup table check again, bounded by the query timeout: up when the database
+	 * answers and the lock table has Holdfast's columns. Details: the database product and the table.
 	 * @throws LockBackendException if the database cannot be reached, does not answer in time,
 	 * or the table is missing
 	 */
 	@Override
 	public Check checkHealth() {
-		return execute("check the lock table", (dialect, connection) -> {
+		return this.connections.execute("check the lock table", null, (dialect, connection) -> {
 			dialect.checkTable(connection);
 			Map<String, Object> details = new LinkedHashMap<>();
 			details.put("database", connection.getMetaData().getDatabaseProductName());
@@ -387,23 +271,17 @@ public class JdbcLockBackend
 		checkLockKey(key);
 		Assert.hasLength(owner, "'owner' must not be empty");
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
-		return execute("acquire lock", key,
-				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, holder(), this.instance));
+		return this.connections.execute("acquire lock", key,
+				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, this.connections.holder()));
 	}
 
 	/**
 	 * Expires the lock's row now on the database clock and clears its owner if {@code owner}
-	 * holds it, in one statement; the row keeps its fencing token for the next holder. Every
-	 * {@value #SWEEP_EVERY}th release then starts a sweep of long-expired rows, which the caller
-	 * does not wait for.
+	 * holds it, in one statement; the row keeps its fencing token for the next holder.
 	 */
 	@Override
 	public boolean release(String key, String owner) {
-		Assert.hasLength(owner, "'owner' must not be empty");
-		boolean released = execute("release lock", key,
-				(dialect, connection) -> dialect.release(connection, key, owner));
-		sweepIfDue();
-		return released;
+		return release(key, owner, (dialect, connection) -> dialect.release(connection, key, owner));
 	}
 
 	/**
@@ -413,11 +291,7 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public boolean releaseAnnounced(String key, String owner) {
-		Assert.hasLength(owner, "'owner' must not be empty");
-		boolean released = execute("release lock", key,
-				(dialect, connection) -> dialect.releaseAnnounced(connection, key, owner));
-		sweepIfDue();
-		return released;
+		return release(key, owner, (dialect, connection) -> dialect.releaseAnnounced(connection, key, owner));
 	}
 
 	/**
@@ -436,40 +310,23 @@ public class JdbcLockBackend
 		if (!this.fairHandoff) {
 			return release(key, owner);
 		}
-		Assert.hasLength(owner, "'owner' must not be empty");
 		boolean localFirst = this.localFirst.getAsBoolean();
-		boolean released = execute("release lock", key, (dialect, connection) -> dialect
-			.releaseWanted(connection, key, owner, this.instance, localFirst));
-		sweepIfDue();
+		return release(key, owner, (dialect, connection) -> dialect.releaseWanted(connection, key, owner, localFirst));
+	}
+
+	private boolean release(String key, String owner, JdbcConnections.SqlWork<Boolean> release) {
+		Assert.hasLength(owner, "'owner' must not be empty");
+		boolean released = this.connections.execute("release lock", key, release);
+		this.sweeper.released();
 		return released;
 	}
 
-	private void sweepIfDue() {
-		if (this.releases.incrementAndGet() % this.sweepEvery == 0) {
-			this.sweeper.execute(this::sweepLogged);
-		}
-	}
-
-	private void sweepLogged() {
-		try {
-			sweep();
-		}
-		catch (RuntimeException ex) {
-			logger.warn("Holdfast could not sweep expired lock rows (" + ex.getMessage()
-					+ "); the table keeps them until a later sweep succeeds");
-		}
-	}
-
 	/**
-	 * Claims {@code tick} of the job whose lock is at {@code key}, if it is due by the database
-	 * clock within {@code tolerance}: the record's row, at {@code key} followed by
-	 * {@value #TICK_SUFFIX} (or, for a key too long for that, {@value #TICK_SUFFIX} followed by a
-	 * digest of the key), takes the tick if it is absent, expired on the database clock, or holds
-	 * an earlier tick, and then expires {@code ttl} from now on the database clock. One statement
-	 * on PostgreSQL (which also answers the database's time) and H2; on MySQL and MariaDB one
-	 * {@code UPDATE} that claims an existing record, followed by an {@code INSERT} when it matched
-	 * nothing (a job's first claim, or a claim that fails); the portable SQL reads the clock first.
-	 * H2, MySQL and MariaDB read the database's time of the answer with one more query.
+	 * Claims {@code tick} in the job's record row (see Tick claims above; a key too long for
+	 * {@value #TICK_SUFFIX} to follow it gives way to {@value #TICK_SUFFIX} and a digest of the key),
+	 * if it is due by the database clock within {@code tolerance}; the record then expires
+	 * {@code ttl} from now on the database clock. H2, MySQL and MariaDB read the database's time of
+	 * the answer with one more query.
 	 * @throws IllegalArgumentException if the key contains <code>{</code> or the ttl is below
 	 * one millisecond
 	 * @throws LockBackendException if the database cannot be reached or reports an error
@@ -482,8 +339,9 @@ public class JdbcLockBackend
 		long toleranceMicros = Math.multiplyExact(tolerance.toMillis(), 1000);
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
 		String record = tickRecordKey(key);
-		return execute("claim tick " + tick + " of lock '" + key + "'", (dialect, connection) -> dialect
-			.claimTick(connection, record, tickMicros, toleranceMicros, ttlMicros, holder()));
+		return this.connections.execute("claim tick " + tick + " of lock '" + key + "'", null,
+				(dialect, connection) -> dialect.claimTick(connection, record, tickMicros, toleranceMicros, ttlMicros,
+						this.connections.holder()));
 	}
 
 	/**
@@ -507,20 +365,6 @@ public class JdbcLockBackend
 	}
 
 	/**
-	 * Deletes up to {@value #SWEEP_LIMIT} rows that expired longer than the sweep delay ago.
-	 * @return how many rows were deleted
-	 */
-	int sweep() {
-		return execute("sweep expired rows",
-				(dialect, connection) -> dialect.sweep(connection, this.sweepAfterMicros, SWEEP_LIMIT));
-	}
-
-	/** Sweeps after every {@code releases}th release instead; for tests. */
-	void sweepEvery(int releases) {
-		this.sweepEvery = releases;
-	}
-
-	/**
 	 * Sets each lock's expiry to its TTL from now on the database clock, where its owner still
 	 * holds it and it has not expired. A lock that expired is not revived, even if nobody took it.
 	 */
@@ -529,85 +373,13 @@ public class JdbcLockBackend
 		if (locks.isEmpty()) {
 			return Set.of();
 		}
-		return execute("renew " + locks.size() + " lock(s)", (dialect, connection) -> dialect.renew(connection, locks));
+		return this.connections.execute("renew " + locks.size() + " lock(s)", null,
+				(dialect, connection) -> dialect.renew(connection, locks));
 	}
 
-	/**
-	 * Runs {@code work} on a connection of its own in autocommit mode at {@code READ COMMITTED},
-	 * with a network timeout so that a database that stops answering (paused, partitioned) fails
-	 * the call instead of hanging it; the dialect is detected under the same timeout. Work that
-	 * the database aborted as a serialization failure or deadlock ({@code 40001},
-	 * {@code 40P01}) runs again after a jittered pause that grows with each attempt,
-	 * {@value #ABORTED_ATTEMPTS} times in all: it changed nothing, and under contention for one row
-	 * such an abort means "try again", not "the database is down". An interrupted pause ends the
-	 * retries with that abort.
-	 */
-	private <T> T execute(String action, SqlWork<T> work) {
-		return execute(action, null, work);
-	}
-
-	/**
-	 * As {@link #execute(String, SqlWork)}, for {@code action} on the lock {@code key}: the
-	 * description is only put together for a failure, not for every acquisition and release.
-	 */
-	private <T> T execute(String action, @Nullable String key, SqlWork<T> work) {
-		try (Connection connection = connection()) {
-			int networkTimeout = JdbcConnections.networkTimeout(connection, this.timeoutMillis);
-			boolean autoCommit = connection.getAutoCommit();
-			int isolation = -1;
-			try {
-				if (!autoCommit) {
-					connection.setAutoCommit(true);
-				}
-				JdbcLockDialect dialect = dialect(connection, networkTimeout >= 0);
-				if (this.switchIsolation) {
-					isolation = connection.getTransactionIsolation();
-					if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
-						connection.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
-					}
-				}
-				for (int attempt = 1;; attempt++) {
-					try {
-						return work.run(dialect, connection);
-					}
-					catch (SQLException ex) {
-						if (attempt == ABORTED_ATTEMPTS || !JdbcConnections.isSerializationFailure(ex)
-								|| !JdbcConnections.pauseBeforeRetry(attempt)) {
-							throw ex;
-						}
-					}
-				}
-			}
-			finally {
-				if (!connection.isClosed()) {
-					if (isolation >= 0 && isolation != Connection.TRANSACTION_READ_COMMITTED) {
-						connection.setTransactionIsolation(isolation);
-					}
-					if (!autoCommit) {
-						connection.setAutoCommit(false);
-					}
-					if (networkTimeout >= 0) {
-						JdbcConnections.networkTimeout(connection, networkTimeout);
-					}
-				}
-			}
-		}
-		catch (SQLException ex) {
-			throw failure((key != null) ? action + " '" + key + "'" : action, ex);
-		}
-	}
-
-	@FunctionalInterface
-	private interface SqlWork<T> {
-
-		T run(JdbcLockDialect dialect, Connection connection) throws SQLException;
-
-	}
-
-	private Connection connection() throws SQLException {
-		// Straight from the DataSource, never DataSourceUtils: a transaction of the caller must
-		// not be joined.
-		return this.dataSource.getConnection();
+	/** The sweeps of long-expired rows; for tests. */
+	JdbcSweeper sweeper() {
+		return this.sweeper;
 	}
 
 	/** This backend's instance id; for tests. */
@@ -615,23 +387,9 @@ public class JdbcLockBackend
 		return this.instance;
 	}
 
-	/**
-	 * Replaces the claim window of a reservation on PostgreSQL (100 ms on the database clock);
-	 * for tests, before the first statement.
-	 */
-	void claimWindow(Duration window) {
-		this.claimWindowMicros = TimeUnit.NANOSECONDS.toMicros(window.toNanos());
-	}
-
 	/** Replaces the draw of {@link #releaseWanted}; for tests. */
 	void localFirst(BooleanSupplier localFirst) {
 		this.localFirst = localFirst;
-	}
-
-	/** Replaces the detected SQL dialect; for tests of the portable one. */
-	void useDialect(JdbcLockDialect dialect) {
-		useReleaseListener(dialect);
-		this.dialect = dialect;
 	}
 
 	/**
@@ -640,7 +398,7 @@ public class JdbcLockBackend
 	 * on release. Off, waiters poll and no connection is kept. Set before the backend is used.
 	 */
 	public void setReleaseEvents(boolean releaseEvents) {
-		this.releaseEvents = releaseEvents;
+		this.releaseEvents.setEnabled(releaseEvents);
 	}
 
 	/**
@@ -662,20 +420,12 @@ public class JdbcLockBackend
 
 	/** Whether this backend may listen for lock releases on PostgreSQL; see {@link #setReleaseEvents}. */
 	public boolean isReleaseEvents() {
-		return this.releaseEvents;
+		return this.releaseEvents.isEnabled();
 	}
 
-	private synchronized void useReleaseListener(JdbcLockDialect dialect) {
-		if (dialect instanceof PostgreSqlDialect postgres && this.releaseEvents) {
-			if (this.releaseListener == null && ClassUtils.isPresent("org.postgresql.PGConnection",
-					JdbcLockBackend.class.getClassLoader())) {
-				this.releaseListener = new PostgresReleaseListener(this.dataSource, postgres.channel(),
-						this.timeoutMillis);
-			}
-		}
-		else {
-			this.releaseListener = null;
-		}
+	/** The listener of announced releases on PostgreSQL, {@code null} elsewhere; for tests. */
+	@Nullable PostgresReleaseListener releaseListener() {
+		return this.releaseEvents.listener();
 	}
 
 	/**
@@ -702,24 +452,13 @@ public class JdbcLockBackend
 	public AutoCloseable subscribe(Consumer<String> listener, Runnable onInterrupted) {
 		Assert.notNull(listener, "'listener' must not be null");
 		Assert.notNull(onInterrupted, "'onInterrupted' must not be null");
-		if (this.closed) {
-			throw new IllegalStateException("The JDBC lock backend is closed");
-		}
-		PostgresReleaseListener releases = this.releaseListener;
-		return (releases != null) ? releases.subscribe((payload) -> {
-			String key = PostgreSqlDialect.keyFor(payload, this.instance);
-			if (key != null) {
-				listener.accept(key);
-			}
-		}, onInterrupted) : () -> {
-		};
+		return this.releaseEvents.subscribe(listener, onInterrupted);
 	}
 
 	/** Whether the listening connection listens now. */
 	@Override
 	public boolean isListening() {
-		PostgresReleaseListener releases = this.releaseListener;
-		return releases != null && releases.isListening();
+		return this.releaseEvents.isListening();
 	}
 
 	/**
@@ -728,7 +467,7 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public boolean drawsNextInstance() {
-		return this.fairHandoff && this.dialect instanceof PostgreSqlDialect;
+		return this.fairHandoff && this.connections.dialect() instanceof PostgreSqlDialect;
 	}
 
 	/**
@@ -738,8 +477,7 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public boolean announcesReleases() {
-		PostgresReleaseListener releases = this.releaseListener;
-		return releases != null && releases.isUsable() && !this.closed;
+		return this.releaseEvents.isUsable();
 	}
 
 	/**
@@ -749,59 +487,12 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public void close() {
-		this.closed = true;
-		PostgresReleaseListener releases = this.releaseListener;
-		if (releases != null) {
-			releases.close();
-		}
+		this.releaseEvents.close();
 	}
 
-	/** The listener of announced releases on PostgreSQL; for tests. */
-	@Nullable PostgresReleaseListener releaseListener() {
-		return this.releaseListener;
-	}
-
-	int queryTimeoutSeconds() {
-		return this.queryTimeoutSeconds;
-	}
-
-	/** The dialect in use, detected on the first call; for tests. */
-	@Nullable JdbcLockDialect currentDialect() {
-		return this.dialect;
-	}
-
-	private JdbcLockDialect dialect(Connection connection, boolean networkTimeouts) throws SQLException {
-		JdbcLockDialect dialect = this.dialect;
-		if (dialect == null) {
-			// racing threads may both detect; they find the same answer
-			dialect = JdbcLockDialect.detect(connection, this.tableName, this.queryTimeoutSeconds, networkTimeouts,
-					this.claimWindowMicros);
-			this.switchIsolation = JdbcConnections.switchesIsolation(dialect, connection.getTransactionIsolation());
-			useReleaseListener(dialect);
-			this.dialect = dialect;
-		}
-		return dialect;
-	}
-
-	/**
-	 * The holder description of the current thread: made again only when the thread's name
-	 * changed, so that an acquisition puts no string together.
-	 */
-	private String holder() {
-		String name = Thread.currentThread().getName();
-		String[] cached = this.holders.get();
-		if (cached != null && cached[0] == name) {
-			return cached[1];
-		}
-		String holder = this.process + " " + name;
-		holder = (holder.length() <= MAX_HOLDER_LENGTH) ? holder : holder.substring(0, MAX_HOLDER_LENGTH);
-		this.holders.set(new String[] { name, holder });
-		return holder;
-	}
-
-	private LockBackendException failure(String action, SQLException ex) {
-		return new LockBackendException("JDBC lock backend could not " + action + " in table '" + this.tableName
-				+ "': " + ex.getMessage() + " (SQLState " + ex.getSQLState() + ")", ex);
+	/** How statements run (their dialect, timeouts, the claim window on PostgreSQL); for tests. */
+	JdbcConnections connections() {
+		return this.connections;
 	}
 
 }

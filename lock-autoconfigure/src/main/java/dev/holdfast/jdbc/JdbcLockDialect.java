@@ -17,7 +17,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
-import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
@@ -48,16 +47,6 @@ abstract class JdbcLockDialect {
 	abstract AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
 			throws SQLException;
 
-	/**
-	 * {@link #acquire(Connection, String, String, long, String)} by an attempt of the backend
-	 * instance {@code instance}; where the dialect hands released locks to instances (PostgreSQL),
-	 * it also takes a lock reserved for {@code instance}. Elsewhere the plain acquisition.
-	 */
-	AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder,
-			@Nullable String instance) throws SQLException {
-		return acquire(connection, key, owner, ttlMicros, holder);
-	}
-
 	abstract Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException;
 
 	/**
@@ -76,13 +65,12 @@ abstract class JdbcLockDialect {
 	}
 
 	/**
-	 * Releases for the backend instance {@code instance}, a thread of which wants the key but
-	 * waits for no announcement: where the dialect hands released locks to instances
-	 * (PostgreSQL), a lock that another instance waits for is reserved for {@code instance} if
-	 * {@code localFirst}, else for that other instance; elsewhere the plain release.
+	 * Releases for this backend instance, a thread of which wants the key but waits for no
+	 * announcement: where the dialect hands released locks to instances (PostgreSQL), a lock that
+	 * another instance waits for is reserved for this instance if {@code localFirst}, else for
+	 * that other instance; elsewhere the plain release.
 	 */
-	boolean releaseWanted(Connection connection, String key, String owner, String instance, boolean localFirst)
-			throws SQLException {
+	boolean releaseWanted(Connection connection, String key, String owner, boolean localFirst) throws SQLException {
 		return release(connection, key, owner);
 	}
 
@@ -251,23 +239,15 @@ abstract class JdbcLockDialect {
 	 * its driver accepted a network timeout. The PostgreSQL driver then sets no statement timeout:
 	 * the network timeout fires first and closes the connection, so the statement timeout would
 	 * never act, yet each statement with one schedules and cancels a task on the driver's shared
-	 * cancellation timer, whose thread is woken every time.
+	 * cancellation timer, whose thread is woken every time. {@code claimWindowMicros} and
+	 * {@code instance}: PostgreSQL's fair handoff ({@link PostgreSqlDialect}).
 	 */
 	static JdbcLockDialect detect(Connection connection, String table, int queryTimeoutSeconds,
-			boolean networkTimeouts) throws SQLException {
-		return detect(connection, table, queryTimeoutSeconds, networkTimeouts, PostgreSqlDialect.CLAIM_WINDOW_MICROS);
-	}
-
-	/**
-	 * As {@link #detect(Connection, String, int, boolean)}, with the claim window of PostgreSQL's
-	 * fair handoff in microseconds ({@link PostgreSqlDialect#CLAIM_WINDOW_MICROS} but in tests).
-	 */
-	static JdbcLockDialect detect(Connection connection, String table, int queryTimeoutSeconds,
-			boolean networkTimeouts, long claimWindowMicros) throws SQLException {
+			boolean networkTimeouts, long claimWindowMicros, String instance) throws SQLException {
 		String product = connection.getMetaData().getDatabaseProductName().toLowerCase(Locale.ROOT);
 		if (product.contains("postgresql")) {
 			return new PostgreSqlDialect(table, networkTimeouts ? 0 : queryTimeoutSeconds,
-					PostgreSqlDialect.relation(connection, table), claimWindowMicros);
+					PostgresReleaseListener.channelOf(connection, table), claimWindowMicros, instance);
 		}
 		if (product.contains("mariadb")) {
 			return new MySqlDialect(table, queryTimeoutSeconds, "mariadb");

@@ -1,6 +1,5 @@
 package dev.holdfast.jdbc;
 
-import java.nio.charset.StandardCharsets;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -10,14 +9,11 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Locale;
 import java.util.Set;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
-
-import org.springframework.util.DigestUtils;
 
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
@@ -74,24 +70,29 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	private final String claimSql;
 
-	PostgreSqlDialect(String table, int queryTimeoutSeconds) {
-		this(table, queryTimeoutSeconds, table.toLowerCase(Locale.ROOT));
-	}
+	/** The backend instance whose attempts this dialect sends. */
+	private final String instance;
+
+	/** What an attempt of {@link #instance} claims: a reservation {@code >[<instance>]}. */
+	private final String reserved;
+
+	/** What a refused attempt of {@link #instance} writes: the mark {@code *[<instance>]}. */
+	private final String mark;
 
 	/**
-	 * @param relation the table as the database resolves it ({@link #relation}): every spelling of
-	 * one table gets one release channel
-	 */
-	PostgreSqlDialect(String table, int queryTimeoutSeconds, String relation) {
-		this(table, queryTimeoutSeconds, relation, CLAIM_WINDOW_MICROS);
-	}
-
-	/**
+	 * @param channel the channel of the table's releases
+	 * ({@link PostgresReleaseListener#channelOf}): every spelling of one table gets one channel
 	 * @param claimWindowMicros how long a release reserves the lock for the drawn instance:
 	 * {@link #CLAIM_WINDOW_MICROS} but in tests
+	 * @param instance the backend instance whose attempts and releases this dialect sends
+	 * ({@value #INSTANCE_LENGTH} hexadecimal digits)
 	 */
-	PostgreSqlDialect(String table, int queryTimeoutSeconds, String relation, long claimWindowMicros) {
+	PostgreSqlDialect(String table, int queryTimeoutSeconds, String channel, long claimWindowMicros,
+			String instance) {
 		super(table, queryTimeoutSeconds, CLOCK);
+		this.instance = instance;
+		this.reserved = RESERVED + "[" + instance + "]";
+		this.mark = MARK + "[" + instance + "]";
 		// A subquery with a volatile function is not flattened: one "now" for the whole statement,
 		// read before the row is locked. The conflict condition sees the latest committed row
 		// under its lock; RETURNING gives the row as updated or inserted, and no row when held.
@@ -106,9 +107,9 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				// reservation '>[<instance>][<other instance>]' gives '*[<other instance>]' + the holder.
 				+ " holder = CASE WHEN l.expires_at <= EXCLUDED.acquired_at THEN EXCLUDED.holder"
 				+ " ELSE left('" + MARK + "' || substr(l.holder, " + (RESERVED_PREFIX_LENGTH + 1) + ") || EXCLUDED.holder, 255) END"
-				// Expired, or reserved for this attempt's instance (parameter 5, '>[<instance>]', null
-				// for none). Only a release that reserves (releaseDrawSql) writes a holder that begins
-				// with '>', with no owner; every other holder begins with "pid " or '*'. The owner test
+				// Expired, or reserved for this attempt's instance (parameter 5, '>[<instance>]'). Only
+				// a release that reserves (releaseDrawSql) writes a holder that begins with '>', with no
+				// owner; every other holder begins with "pid " or '*'. The owner test
 				// keeps a live holder's row out of reach whatever its holder text says (the holder
 				// format is not what exclusion rests on; review of 305689e). The statement is built,
 				// and so paid for, on every acquisition: each node costs the server (issue 19).
@@ -118,24 +119,23 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		// its release announces itself; under the row's lock, so a release that committed meanwhile
 		// is seen (no row: retry at once), never a stale remaining time. The mark names the marking
 		// instance ('*[<instance>]', parameters 1 and 2), so that a release can hand the lock to it.
-		// A row marked by another instance is marked again, for this one (parameter 4, null for
-		// none): the last refused instance is the one the next release draws against, so that a
-		// third instance is not kept out by two that hand the lock to each other. A row marked by
-		// this instance (or by an attempt that names none), or reserved ('>'), is not written again
-		// (no new row version, no WAL): its remaining time is read instead, and only if it still
+		// A row marked by another instance is marked again, for this one (parameter 4): the last
+		// refused instance is the one the next release draws against, so that a third instance is
+		// not kept out by two that hand the lock to each other. A row marked by this instance, or
+		// reserved ('>'), is not written again (no new row version, no WAL): every mark names its
+		// instance ('*[' + 12 digits + ']'). Its remaining time is read instead, and only if it still
 		// reads as such; a release racing with that read is then announced, while a row that reads
 		// otherwise but was not marked changed meanwhile (no row: retry at once).
-		String named = "left(holder, 2) = '" + MARK + "[' AND substr(holder, " + (INSTANCE_LENGTH + 3) + ", 1) = ']'";
-		String markedByOther = "(" + named + " AND substr(holder, 3, " + INSTANCE_LENGTH
-				+ ") <> coalesce(?, substr(holder, 3, " + INSTANCE_LENGTH + ")))";
-		this.markSql = "WITH m AS (UPDATE " + table + " SET holder = CASE WHEN " + named + " THEN left(? || substr(holder, "
+		String marked = "left(holder, 1) = '" + MARK + "'";
+		String markedByOther = "(" + marked + " AND substr(holder, 3, " + INSTANCE_LENGTH + ") <> ?)";
+		this.markSql = "WITH m AS (UPDATE " + table + " SET holder = CASE WHEN " + marked + " THEN left(? || substr(holder, "
 				+ (INSTANCE_LENGTH + 4) + "), 255) ELSE left(? || holder, 255) END"
 				+ " WHERE lock_key = ? AND expires_at > " + CLOCK + " AND (left(holder, 1) NOT IN ('" + MARK + "', '"
 				+ RESERVED + "') OR " + markedByOther + ") RETURNING expires_at) SELECT expires_at - " + CLOCK
 				+ " FROM m UNION ALL SELECT expires_at - " + CLOCK + " FROM " + table + " WHERE lock_key = ? AND expires_at > "
 				+ CLOCK + " AND left(holder, 1) IN ('" + MARK + "', '" + RESERVED + "') AND NOT " + markedByOther
 				+ " AND NOT EXISTS (SELECT 1 FROM m)";
-		this.channel = releaseChannel(relation);
+		this.channel = channel;
 		// The release reports whether a refused attempt marked the row; the announcement is a
 		// statement of its own after it (release()), so that it can never fail the release. The
 		// mark stays on the released row: the next acquisition or tick claim writes its own holder.
@@ -196,40 +196,6 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	 */
 	static final long CLAIM_WINDOW_MICROS = 100_000;
 
-	/**
-	 * The notification channel of releases of {@code relation} (a {@link #relation}): the same in
-	 * every process that uses that table, short enough for PostgreSQL's 63-byte identifiers
-	 * whatever the name.
-	 */
-	static String releaseChannel(String relation) {
-		return "holdfast_" + DigestUtils.md5DigestAsHex(relation.getBytes(StandardCharsets.UTF_8)).substring(0, 20);
-	}
-
-	/**
-	 * The lock table as PostgreSQL resolves it, {@code schema.table} in lower case (names are
-	 * unquoted, so PostgreSQL folds them): {@code holdfast_lock}, {@code HOLDFAST_LOCK} and
-	 * {@code public.holdfast_lock} are one table, and get one channel. An unqualified name is
-	 * qualified by the schema that holds the table on the search path, else by the current schema.
-	 */
-	static String relation(Connection connection, String table) {
-		String lower = table.toLowerCase(Locale.ROOT);
-		if (lower.indexOf('.') >= 0) {
-			return lower;
-		}
-		try (PreparedStatement ps = connection.prepareStatement("SELECT coalesce((SELECT n.nspname FROM pg_class c"
-				+ " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(?)), current_schema())")) {
-			ps.setString(1, lower);
-			try (ResultSet rs = ps.executeQuery()) {
-				String schema = rs.next() ? rs.getString(1) : null;
-				return (schema != null) ? schema + "." + lower : lower;
-			}
-		}
-		catch (SQLException ex) {
-			logger.debug("Could not resolve the schema of the lock table " + table, ex);
-			return lower;
-		}
-	}
-
 	/** The channel on which releases of awaited locks are announced. */
 	String channel() {
 		return this.channel;
@@ -268,12 +234,11 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	 * waiters wake; one for {@code instance} is not (the engine wakes its racer with the answer).
 	 */
 	@Override
-	boolean releaseWanted(Connection connection, String key, String owner, String instance, boolean localFirst)
-			throws SQLException {
+	boolean releaseWanted(Connection connection, String key, String owner, boolean localFirst) throws SQLException {
 		if (this.announceInRelease) {
 			try (PreparedStatement ps = prepare(connection, this.releaseDrawAnnouncedSql)) {
-				bindReleaseDraw(ps, key, owner, instance, localFirst);
-				ps.setString(10, instance);
+				bindReleaseDraw(ps, key, owner, localFirst);
+				ps.setString(10, this.instance);
 				ps.setString(11, this.channel);
 				ps.setString(12, key);
 				ps.setString(13, this.channel);
@@ -294,7 +259,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		}
 		String state;
 		try (PreparedStatement ps = prepare(connection, this.releaseDrawSql)) {
-			bindReleaseDraw(ps, key, owner, instance, localFirst);
+			bindReleaseDraw(ps, key, owner, localFirst);
 			try (ResultSet rs = ps.executeQuery()) {
 				if (!rs.next()) {
 					return false;
@@ -307,26 +272,26 @@ final class PostgreSqlDialect extends SqlClockDialect {
 			// Named in the announcement: only the drawn instance's waiters wake (JdbcLockBackend),
 			// the others would only be refused. Not announced when the drawn instance is the
 			// releasing one: the engine wakes its racer with the answer.
-			if (!drawn.equals(instance)) {
+			if (!drawn.equals(this.instance)) {
 				announce(connection, reservedPayload(key, drawn));
 			}
 		}
 		else if (state != null && state.startsWith(MARK)) {
-			// Marked by an attempt that names no instance (an earlier version's) or by this instance.
+			// Marked by this instance.
 			announce(connection, key);
 		}
 		return true;
 	}
 
-	private static void bindReleaseDraw(PreparedStatement ps, String key, String owner, String instance,
-			boolean localFirst) throws SQLException {
-		ps.setString(1, instance);
-		ps.setString(2, instance);
+	private void bindReleaseDraw(PreparedStatement ps, String key, String owner, boolean localFirst)
+			throws SQLException {
+		ps.setString(1, this.instance);
+		ps.setString(2, this.instance);
 		ps.setBoolean(3, localFirst);
-		ps.setString(4, instance);
-		ps.setString(5, instance);
-		ps.setString(6, instance);
-		ps.setString(7, instance);
+		ps.setString(4, this.instance);
+		ps.setString(5, this.instance);
+		ps.setString(6, this.instance);
+		ps.setString(7, this.instance);
 		ps.setString(8, key);
 		ps.setString(9, owner);
 	}
@@ -356,8 +321,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	/**
 	 * The payload of the announcement of a lock reserved for {@code instance}: the key, then
-	 * <code>{&gt;instance}</code>. Lock keys have no brace, so an earlier version's listener finds
-	 * no waiter of such a key and ignores it.
+	 * <code>{&gt;instance}</code>; lock keys have no brace.
 	 */
 	static String reservedPayload(String key, String instance) {
 		return key + "{" + RESERVED + instance + "}";
@@ -449,28 +413,16 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	}
 
 	/**
-	 * One statement takes the lock if its row is absent or expired; only when that returns no
-	 * row (held) does a second one mark the holder's row as awaited and read the holder's
-	 * remaining time, which is 0 if the holder released meanwhile or the row was deleted (retry
-	 * at once).
+	 * One statement takes the lock if its row is absent or expired, or reserved for this
+	 * instance; only when that returns no row (held) does a second one mark the holder's row as
+	 * awaited by this instance and read the holder's remaining time, which is 0 if the holder
+	 * released meanwhile or the row was deleted (retry at once).
 	 */
 	@Override
 	AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder)
 			throws SQLException {
-		return acquire(connection, key, owner, ttlMicros, holder, null);
-	}
-
-	/**
-	 * As {@link #acquire(Connection, String, String, long, String)}, by an attempt of
-	 * {@code instance} (null for none): it also takes a lock reserved for that instance, and its
-	 * mark names it.
-	 */
-	@Override
-	AcquireResult acquire(Connection connection, String key, String owner, long ttlMicros, String holder,
-			@Nullable String instance) throws SQLException {
-		Tags tags = tags(instance);
 		try (PreparedStatement ps = prepareAcquire(connection, this.acquireSql, key, owner, ttlMicros, holder)) {
-			ps.setString(5, tags.reserved);
+			ps.setString(5, this.reserved);
 			try (ResultSet rs = ps.executeQuery()) {
 				if (rs.next()) {
 					return AcquireResult.acquired(rs.getLong(1));
@@ -478,52 +430,16 @@ final class PostgreSqlDialect extends SqlClockDialect {
 			}
 		}
 		try (PreparedStatement ps = prepare(connection, this.markSql)) {
-			ps.setString(1, tags.mark);
-			ps.setString(2, tags.mark);
+			ps.setString(1, this.mark);
+			ps.setString(2, this.mark);
 			ps.setString(3, key);
-			ps.setString(4, instance);
+			ps.setString(4, this.instance);
 			ps.setString(5, key);
-			ps.setString(6, instance);
+			ps.setString(6, this.instance);
 			try (ResultSet rs = ps.executeQuery()) {
 				return AcquireResult.held(rs.next() ? remainingMillis(rs.getLong(1)) : 0);
 			}
 		}
-	}
-
-	/**
-	 * The strings an attempt of {@code instance} binds, made once per instance: a backend's
-	 * instance id is fixed, so its acquisitions build none.
-	 */
-	private Tags tags(@Nullable String instance) {
-		Tags tags = this.tags;
-		if (tags.instance != instance) {
-			tags = new Tags(instance);
-			this.tags = tags;
-		}
-		return tags;
-	}
-
-	/** The last instance's tags ({@link #tags}). */
-	private volatile Tags tags = new Tags(null);
-
-	/**
-	 * What an attempt of {@code instance} (null for none) binds: the reservation it claims
-	 * ({@code >[<instance>]}) and the mark it writes ({@code *[<instance>]}).
-	 */
-	private static final class Tags {
-
-		final @Nullable String instance;
-
-		final @Nullable String reserved;
-
-		final String mark;
-
-		Tags(@Nullable String instance) {
-			this.instance = instance;
-			this.reserved = (instance != null) ? RESERVED + "[" + instance + "]" : null;
-			this.mark = (instance != null) ? MARK + "[" + instance + "]" : MARK;
-		}
-
 	}
 
 	@Override

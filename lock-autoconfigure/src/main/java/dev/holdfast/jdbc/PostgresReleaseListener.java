@@ -1,12 +1,14 @@
 package dev.holdfast.jdbc;
 
 import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
@@ -15,9 +17,8 @@ import javax.sql.DataSource;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
-import org.postgresql.PGConnection;
-import org.postgresql.PGNotification;
 
+import org.springframework.util.DigestUtils;
 import org.springframework.util.ReflectionUtils;
 
 /**
@@ -42,12 +43,6 @@ final class PostgresReleaseListener implements AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(JdbcLockBackend.class);
 
-	/** How long one wait for notifications lasts: the longest a closing listener keeps its connection. */
-	private static final int WAIT_MILLIS = 200;
-
-	/** How long without notifications before the connection is checked with a notification of its own. */
-	private static final long CHECK_AFTER_NANOS = TimeUnit.SECONDS.toNanos(1);
-
 	/** The first pause before a lost connection is replaced; it doubles while replacing fails. */
 	private static final long REOPEN_PAUSE_MILLIS = 1000;
 
@@ -55,13 +50,10 @@ final class PostgresReleaseListener implements AutoCloseable {
 	private static final long MAX_REOPEN_PAUSE_MILLIS = 60_000;
 
 	/** How long closing waits for the thread to give its connection back to the pool. */
-	private static final long CLOSE_WAIT_MILLIS = 2 * WAIT_MILLIS + 1000;
+	private static final long CLOSE_WAIT_MILLIS = 2 * PostgresListeningConnection.WAIT_MILLIS + 1000;
 
 	/** Connections in a row that never deliver their first check before announcements are turned off. */
 	private static final int DEAF_CONNECTIONS = 3;
-
-	/** The payload of the listener's own check: never a lock key (keys are not empty). */
-	private static final String CHECK_PAYLOAD = "";
 
 	enum State {
 
@@ -91,9 +83,7 @@ final class PostgresReleaseListener implements AutoCloseable {
 
 	private final DataSource dataSource;
 
-	private final String channel;
-
-	private final int timeoutMillis;
+	private final PostgresListeningConnection connection;
 
 	private final List<Subscriber> listeners = new CopyOnWriteArrayList<>();
 
@@ -110,21 +100,54 @@ final class PostgresReleaseListener implements AutoCloseable {
 
 	private volatile boolean warned;
 
-	private volatile boolean announcedConnection;
-
 	/** Failed connections in a row, by the listening thread: the pause before the next one grows. */
 	private volatile int failures;
 
 	/** Connections in a row whose first check notification never came. */
 	private volatile int deafInRow;
 
-	/** The server process of the listening connection, 0 when none listens; for tests. */
-	private volatile int backendPid;
-
 	PostgresReleaseListener(DataSource dataSource, String channel, int timeoutMillis) {
 		this.dataSource = dataSource;
-		this.channel = channel;
-		this.timeoutMillis = timeoutMillis;
+		this.connection = new PostgresListeningConnection(dataSource, channel, timeoutMillis);
+	}
+
+	/** The notification channel of the releases of {@code table}, as the database resolves it. */
+	static String channelOf(Connection connection, String table) {
+		return releaseChannel(relation(connection, table));
+	}
+
+	/**
+	 * The notification channel of releases of {@code relation} (a {@link #relation}): the same in
+	 * every process that uses that table, short enough for PostgreSQL's 63-byte identifiers
+	 * whatever the name.
+	 */
+	static String releaseChannel(String relation) {
+		return "holdfast_" + DigestUtils.md5DigestAsHex(relation.getBytes(StandardCharsets.UTF_8)).substring(0, 20);
+	}
+
+	/**
+	 * The lock table as PostgreSQL resolves it, {@code schema.table} in lower case (names are
+	 * unquoted, so PostgreSQL folds them): {@code holdfast_lock}, {@code HOLDFAST_LOCK} and
+	 * {@code public.holdfast_lock} are one table, and get one channel. An unqualified name is
+	 * qualified by the schema that holds the table on the search path, else by the current schema.
+	 */
+	static String relation(Connection connection, String table) {
+		String lower = table.toLowerCase(Locale.ROOT);
+		if (lower.indexOf('.') >= 0) {
+			return lower;
+		}
+		try (PreparedStatement ps = connection.prepareStatement("SELECT coalesce((SELECT n.nspname FROM pg_class c"
+				+ " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(?)), current_schema())")) {
+			ps.setString(1, lower);
+			try (ResultSet rs = ps.executeQuery()) {
+				String schema = rs.next() ? rs.getString(1) : null;
+				return (schema != null) ? schema + "." + lower : lower;
+			}
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not resolve the schema of the lock table " + table, ex);
+			return lower;
+		}
 	}
 
 	/**
@@ -232,7 +255,7 @@ final class PostgresReleaseListener implements AutoCloseable {
 
 	/** The server process id of the listening connection, 0 when none listens; for tests. */
 	int backendPid() {
-		return this.backendPid;
+		return this.connection.backendPid();
 	}
 
 	/** Ends the listening thread, which gives its connection back; later subscriptions are refused. */
@@ -281,7 +304,7 @@ final class PostgresReleaseListener implements AutoCloseable {
 		try {
 			while (current(generation)) {
 				try {
-					listenOnce(generation);
+					this.connection.listen(() -> current(generation), () -> listening(generation), this::dispatch);
 				}
 				catch (UnsupportedOperationException ex) {
 					if (setState(generation, State.UNSUPPORTED)) {
@@ -290,7 +313,7 @@ final class PostgresReleaseListener implements AutoCloseable {
 					}
 					return;
 				}
-				catch (DeafConnectionException ex) {
+				catch (PostgresListeningConnection.DeafConnectionException ex) {
 					if (++this.deafInRow < DEAF_CONNECTIONS) {
 						// Maybe only a slow moment of the server: another connection, after a pause,
 						// before the one WARN below.
@@ -348,6 +371,14 @@ final class PostgresReleaseListener implements AutoCloseable {
 		}
 	}
 
+	/** The connection proved that notifications reach it. */
+	private void listening(int generation) {
+		setState(generation, State.LISTENING);
+		this.warned = false;
+		this.failures = 0;
+		this.deafInRow = 0;
+	}
+
 	/** The connection failed: nothing listens until another one does. */
 	private boolean lost(int generation, Throwable ex, int failures) {
 		if (!setState(generation, State.LOST)) {
@@ -393,150 +424,6 @@ final class PostgresReleaseListener implements AutoCloseable {
 		}
 	}
 
-	private void listenOnce(int generation) throws SQLException {
-		try (Connection connection = this.dataSource.getConnection()) {
-			PGConnection pg;
-			try {
-				pg = connection.unwrap(PGConnection.class);
-			}
-			catch (SQLException | LinkageError ex) {
-				throw new UnsupportedOperationException("the pool's connections are not PostgreSQL driver's: " + ex);
-			}
-			if (!this.announcedConnection) {
-				this.announcedConnection = true;
-				logger.info("Holdfast's JDBC lock backend keeps one connection of the pool for LISTEN (release"
-						+ " events on PostgreSQL); set holdfast.jdbc.release-events=false to give it back and poll");
-			}
-			boolean listened = false;
-			int previousTimeout = JdbcConnections.networkTimeout(connection, this.timeoutMillis);
-			// Else every delivery waits for the driver's 1 ms look for more (see the class).
-			PostgresNotificationWait.Skipped stream = PostgresNotificationWait.skipTrailingRead(pg);
-			try (Statement statement = connection.createStatement()) {
-				if (!connection.getAutoCommit()) {
-					connection.setAutoCommit(true);
-				}
-				statement.execute("LISTEN " + this.channel);
-				listened = true;
-				long checkNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(1000, this.timeoutMillis));
-				// Proves that notifications reach this connection before waiters count on them.
-				check(statement);
-				long sent = System.nanoTime();
-				boolean arrived = false;
-				while (!arrived && current(generation)) {
-					arrived = deliver(pg.getNotifications(WAIT_MILLIS));
-					if (!arrived && System.nanoTime() - sent > checkNanos) {
-						throw new DeafConnectionException("the listening connection did not receive its own"
-								+ " notification within " + TimeUnit.NANOSECONDS.toMillis(checkNanos) + " ms");
-					}
-				}
-				if (!current(generation)) {
-					unlisten(statement);
-					listened = false;
-					return;
-				}
-				this.backendPid = pg.getBackendPID();
-				setState(generation, State.LISTENING);
-				this.warned = false;
-				this.failures = 0;
-				this.deafInRow = 0;
-				long heard = System.nanoTime();
-				long checkSent = 0;
-				while (current(generation)) {
-					if (deliver(pg.getNotifications(WAIT_MILLIS))) {
-						heard = System.nanoTime();
-						checkSent = 0;
-					}
-					else if (checkSent != 0 && System.nanoTime() - checkSent > checkNanos) {
-						throw new SQLException("the listening connection did not receive its own notification within "
-								+ TimeUnit.NANOSECONDS.toMillis(checkNanos) + " ms");
-					}
-					else if (checkSent == 0 && System.nanoTime() - heard > CHECK_AFTER_NANOS) {
-						// A silent network, or a connection that stopped delivering, would leave
-						// waiters asleep for announcements: a round trip through the notification
-						// path fails within the network timeout, or does not come back.
-						check(statement);
-						checkSent = System.nanoTime();
-					}
-				}
-				unlisten(statement);
-				listened = false;
-			}
-			finally {
-				this.backendPid = 0;
-				// First, whatever follows: a connection that goes back to the pool, even one whose
-				// abort failed, reads notifications as the driver does (harmless on an aborted one).
-				PostgresNotificationWait.restore(stream);
-				if (listened) {
-					// Back in the pool, a listening connection would collect notifications for ever.
-					try {
-						connection.abort(Runnable::run);
-					}
-					catch (SQLException | RuntimeException ex) {
-						logger.debug("Could not abort the listening connection", ex);
-						evict(connection);
-					}
-				}
-				else if (!connection.isClosed()) {
-					if (previousTimeout >= 0) {
-						JdbcConnections.networkTimeout(connection, previousTimeout);
-					}
-				}
-			}
-		}
-	}
-
-	/**
-	 * Keeps a connection that still listens out of the pool: evicted from a pool that can
-	 * ({@code evictConnection}, as Hikari's), else its physical connection closed (the pool then
-	 * finds it closed and drops it).
-	 */
-	private void evict(Connection connection) {
-		try {
-			Method evict = ReflectionUtils.findMethod(this.dataSource.getClass(), "evictConnection", Connection.class);
-			if (evict != null) {
-				evict.invoke(this.dataSource, connection);
-				return;
-			}
-		}
-		catch (ReflectiveOperationException | RuntimeException ex) {
-			logger.debug("Could not evict the listening connection from the pool", ex);
-		}
-		try {
-			((Connection) connection.unwrap(PGConnection.class)).close();
-		}
-		catch (SQLException | RuntimeException ex) {
-			logger.debug("Could not close the listening connection", ex);
-		}
-	}
-
-	private void check(Statement statement) throws SQLException {
-		statement.execute("SELECT pg_notify('" + this.channel + "', '" + CHECK_PAYLOAD + "')");
-	}
-
-	private static void unlisten(Statement statement) throws SQLException {
-		statement.execute("UNLISTEN *");
-	}
-
-	/**
-	 * Hands the keys of {@code notifications} to the listeners.
-	 * @return whether any notification of the channel came, the checks included
-	 */
-	private boolean deliver(PGNotification @Nullable [] notifications) {
-		boolean any = false;
-		if (notifications != null) {
-			for (PGNotification notification : notifications) {
-				if (this.channel.equals(notification.getName())) {
-					any = true;
-					String key = notification.getParameter();
-					if (!CHECK_PAYLOAD.equals(key)) {
-						dispatch(key);
-					}
-				}
-			}
-		}
-		return any;
-	}
-
 	private void dispatch(String key) {
 		for (Subscriber listener : this.listeners) {
 			try {
@@ -557,17 +444,6 @@ final class PostgresReleaseListener implements AutoCloseable {
 				logger.debug("A release listener failed", ex);
 			}
 		}
-	}
-
-	/** A connection on which LISTEN was accepted but whose own notification never came. */
-	private static final class DeafConnectionException extends RuntimeException {
-
-		private static final long serialVersionUID = 1L;
-
-		DeafConnectionException(String message) {
-			super(message);
-		}
-
 	}
 
 }

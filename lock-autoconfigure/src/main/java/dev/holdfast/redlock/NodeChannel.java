@@ -3,7 +3,6 @@ package dev.holdfast.redlock;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Objects;
@@ -67,10 +66,6 @@ final class NodeChannel extends ByteToMessageDecoder {
 	private static final byte[] SCRIPT = bytes("SCRIPT");
 
 	private static final byte[] LOAD = bytes("LOAD");
-
-	private static final Object INCOMPLETE = new Object();
-
-	private static final Object PUSH = new Object();
 
 	private final NodeConnection owner;
 
@@ -303,7 +298,7 @@ final class NodeChannel extends ByteToMessageDecoder {
 			buffer = this.context.alloc().ioBuffer(512);
 			this.out = buffer;
 		}
-		writeCommand(buffer, request);
+		Resp.write(buffer, request.command, request.args);
 		request.sentAt = now;
 		this.pending.add(request);
 		this.io.awaitingReplies();
@@ -367,12 +362,12 @@ final class NodeChannel extends ByteToMessageDecoder {
 		this.lastReadAt = System.nanoTime();
 		while (in.isReadable()) {
 			int start = in.readerIndex();
-			Object reply = parse(in);
-			if (reply == INCOMPLETE) {
+			Object reply = Resp.parse(in);
+			if (reply == Resp.INCOMPLETE) {
 				in.readerIndex(start);
 				return;
 			}
-			if (reply == PUSH) {
+			if (reply == Resp.PUSH) {
 				continue;
 			}
 			Request request = this.pending.poll();
@@ -380,7 +375,7 @@ final class NodeChannel extends ByteToMessageDecoder {
 				throw new DecoderException("A reply from " + this.owner.address() + " that no request asked for");
 			}
 			this.owner.answered();
-			if (reply instanceof ErrorReply error) {
+			if (reply instanceof Resp.ErrorReply error) {
 				RedlockScripts.Script<?> script = request.script;
 				if (script != null && request.command == EVALSHA && error.message().startsWith("NOSCRIPT")) {
 					noScript(request, script);
@@ -423,128 +418,8 @@ final class NodeChannel extends ByteToMessageDecoder {
 		ctx.close();
 	}
 
-	// ---- RESP ---------------------------------------------------------------------------------
-
-	private static void writeCommand(ByteBuf buffer, Request request) {
-		buffer.writeByte('*');
-		writeNumber(buffer, request.args.length + 1);
-		writeBulk(buffer, request.command);
-		for (Object arg : request.args) {
-			if (arg instanceof byte[] bytes) {
-				writeBulk(buffer, bytes);
-			}
-			else if (arg instanceof Long || arg instanceof Integer) {
-				String text = arg.toString();
-				buffer.writeByte('$');
-				writeNumber(buffer, text.length());
-				buffer.writeCharSequence(text, StandardCharsets.US_ASCII);
-				buffer.writeShort(('\r' << 8) | '\n');
-			}
-			else {
-				writeBulk(buffer, bytes(String.valueOf(arg)));
-			}
-		}
-	}
-
-	private static void writeBulk(ByteBuf buffer, byte[] bytes) {
-		buffer.writeByte('$');
-		writeNumber(buffer, bytes.length);
-		buffer.writeBytes(bytes);
-		buffer.writeShort(('\r' << 8) | '\n');
-	}
-
-	// A non-negative number and CRLF.
-	private static void writeNumber(ByteBuf buffer, int number) {
-		if (number < 10) {
-			buffer.writeByte('0' + number);
-		}
-		else {
-			buffer.writeCharSequence(Integer.toString(number), StandardCharsets.US_ASCII);
-		}
-		buffer.writeShort(('\r' << 8) | '\n');
-	}
-
-	// One reply, RESP2 or RESP3: a Long, String, Boolean, List, null, an ErrorReply, PUSH (an
-	// out-of-band message) or INCOMPLETE when the buffer does not hold all of it yet.
-	private static @Nullable Object parse(ByteBuf in) {
-		if (!in.isReadable()) {
-			return INCOMPLETE;
-		}
-		int lineStart = in.readerIndex() + 1;
-		int lf = in.indexOf(lineStart, in.writerIndex(), (byte) '\n');
-		if (lf < 0) {
-			return INCOMPLETE;
-		}
-		byte type = in.getByte(in.readerIndex());
-		int lineEnd = lf - 1; // the CR
-		in.readerIndex(lf + 1);
-		switch (type) {
-			case ':':
-				return parseLong(in, lineStart, lineEnd);
-			case '+', '(', ',':
-				return in.toString(lineStart, lineEnd - lineStart, StandardCharsets.UTF_8);
-			case '-':
-				return new ErrorReply(in.toString(lineStart, lineEnd - lineStart, StandardCharsets.UTF_8));
-			case '_':
-				return null;
-			case '#':
-				return in.getByte(lineStart) == 't';
-			case '$', '=', '!': {
-				long length = parseLong(in, lineStart, lineEnd);
-				if (length < 0) {
-					return null;
-				}
-				if (in.readableBytes() < length + 2) {
-					return INCOMPLETE;
-				}
-				String text = in.toString(in.readerIndex(), (int) length, StandardCharsets.UTF_8);
-				in.skipBytes((int) length + 2);
-				return (type == '!') ? new ErrorReply(text) : text;
-			}
-			case '*', '~', '>', '%', '|': {
-				long count = parseLong(in, lineStart, lineEnd);
-				if (count < 0) {
-					return null;
-				}
-				long elements = (type == '%' || type == '|') ? count * 2 : count;
-				List<@Nullable Object> list = new ArrayList<>((int) Math.min(elements, 1024));
-				for (long i = 0; i < elements; i++) {
-					Object element = parse(in);
-					if (element == INCOMPLETE) {
-						return INCOMPLETE;
-					}
-					list.add(element);
-				}
-				if (type == '>') {
-					return PUSH;
-				}
-				// An attribute describes the reply that follows it.
-				return (type == '|') ? parse(in) : list;
-			}
-			default:
-				throw new DecoderException("Unexpected RESP type '" + (char) type + "'");
-		}
-	}
-
-	private static long parseLong(ByteBuf in, int from, int to) {
-		boolean negative = in.getByte(from) == '-';
-		long value = 0;
-		for (int i = negative ? from + 1 : from; i < to; i++) {
-			byte digit = in.getByte(i);
-			if (digit < '0' || digit > '9') {
-				throw new DecoderException("Malformed number in a RESP reply");
-			}
-			value = value * 10 + (digit - '0');
-		}
-		return negative ? -value : value;
-	}
-
 	private static byte[] bytes(String text) {
 		return text.getBytes(StandardCharsets.UTF_8);
-	}
-
-	/** An error reply of the node. */
-	record ErrorReply(String message) {
 	}
 
 	/** One command to the node and the future of its reply. */

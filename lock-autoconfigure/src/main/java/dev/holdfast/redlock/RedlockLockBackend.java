@@ -3,7 +3,6 @@ package dev.holdfast.redlock;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -27,10 +26,8 @@ import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.TickClaims;
 
 import static dev.holdfast.redlock.RedlockScripts.bytes;
-import static dev.holdfast.redlock.RedlockScripts.isGranted;
 import static dev.holdfast.redlock.RedlockScripts.isOne;
 import static dev.holdfast.redlock.RedlockScripts.renewedCounts;
-import static dev.holdfast.redlock.RedlockScripts.tokenOf;
 
 /**
  * A lock held on a majority of N independent Redis masters: the Redlock algorithm, on one
@@ -129,10 +126,6 @@ public final class RedlockLockBackend
 
 	private static final byte[] ONE_KEY = bytes(1);
 
-	private static final byte[] TWO_KEYS = bytes(2);
-
-	private static final byte[] FENCE_RETENTION = bytes(FENCE_RETENTION_MILLIS);
-
 	private static final byte[] RELEASE_CHANNEL_BYTES = bytes(RELEASE_CHANNEL);
 
 	private final RedlockNodes nodes;
@@ -143,7 +136,7 @@ public final class RedlockLockBackend
 
 	private final long nodeTimeoutNanos;
 
-	private final Leftovers leftovers;
+	private final Acquisitions acquisitions;
 
 	/**
 	 * Creates a backend over clients that the caller owns and closes.
@@ -165,7 +158,7 @@ public final class RedlockLockBackend
 		this.quorum = nodes.quorum();
 		this.settings = settings;
 		this.nodeTimeoutNanos = settings.nodeTimeout().toNanos();
-		this.leftovers = new Leftovers(nodes, this.nodeTimeoutNanos);
+		this.acquisitions = new Acquisitions(nodes, settings);
 	}
 
 	/**
@@ -235,54 +228,12 @@ public final class RedlockLockBackend
 		checkKey(key);
 		checkOwner(owner);
 		long driftNanos = this.settings.driftNanos(ttl);
-		long ttlNanos = ttl.toNanos();
-		if (ttlNanos <= driftNanos || ttl.toMillis() < 1) {
+		if (ttl.toNanos() <= driftNanos || ttl.toMillis() < 1) {
 			throw new IllegalArgumentException("Lease time " + ttl + " is too short for Redlock: it must exceed the "
 					+ "clock drift allowance of " + Duration.ofNanos(driftNanos)
 					+ " (holdfast.redlock.drift-factor and holdfast.redlock.min-drift)");
 		}
-		Object[] params = { TWO_KEYS, bytes(key), bytes(key + FENCE_SUFFIX), bytes(owner), bytes(ttl.toMillis()),
-				FENCE_RETENTION };
-		long start = System.nanoTime();
-		Round round = Round.send(this.nodes.list(), (node) -> node.connection().eval(RedlockScripts.ACQUIRE, params),
-				this::acquireDecided);
-		if (!this.leftovers.awaitOrAbandon(round, round, start + this.nodeTimeoutNanos, key, owner)) {
-			return AcquireResult.held(0);
-		}
-		int granted = 0;
-		int held = 0;
-		long token = 0;
-		long holderRemaining = -1;
-		for (int i = 0; i < this.nodes.size(); i++) {
-			if (round.result(i) instanceof List<?> reply) {
-				long value = ((Number) reply.get(1)).longValue();
-				if (isGranted(reply)) {
-					granted++;
-					token = Math.max(token, value);
-				}
-				else {
-					held++;
-					holderRemaining = Math.max(holderRemaining, value);
-				}
-			}
-		}
-		if (granted >= this.quorum) {
-			long fencingToken = token;
-			boolean stored = round.count((reply) -> isGranted(reply) && tokenOf(reply) == fencingToken) >= this.quorum
-					|| storeToken(round, key, owner, fencingToken, start + ttlNanos - driftNanos);
-			if (stored && System.nanoTime() - start + driftNanos < ttlNanos) {
-				this.leftovers.trackLateNodes(round, key, owner);
-				return AcquireResult.acquired(fencingToken);
-			}
-			if (Thread.currentThread().isInterrupted()) {
-				return AcquireResult.held(0);
-			}
-		}
-		this.leftovers.releaseAfterFailedAttempt(round, key, owner);
-		if (granted + held < this.quorum) {
-			throw round.unreachable("acquiring '" + key + "'", this.quorum, this.settings.nodeTimeout());
-		}
-		return AcquireResult.held(Math.max(holderRemaining, 0));
+		return this.acquisitions.acquire(key, owner, ttl, driftNanos);
 	}
 
 	/**
@@ -294,7 +245,7 @@ public final class RedlockLockBackend
 	public boolean release(String key, String owner) {
 		checkKey(key);
 		checkOwner(owner);
-		this.leftovers.releaseLate(key, owner);
+		this.acquisitions.releaseLate(key, owner);
 		long start = System.nanoTime();
 		Object[] params = releaseParams(key, owner);
 		Round round = Round.send(this.nodes.list(), (node) -> node.connection().eval(RedlockScripts.RELEASE, params),
@@ -461,39 +412,6 @@ public final class RedlockLockBackend
 	@Override
 	public void close() {
 		this.nodes.close();
-	}
-
-	// Raises the counter on the nodes that granted to the token; true when a quorum accepted
-	// within the lock's validity.
-	private boolean storeToken(Round acquire, String key, String owner, long token, long validUntil) {
-		List<Node> granted = new ArrayList<>();
-		for (int i = 0; i < this.nodes.size(); i++) {
-			if (acquire.result(i) instanceof List<?> reply && isGranted(reply)) {
-				granted.add(this.nodes.get(i));
-			}
-		}
-		Object[] params = { TWO_KEYS, bytes(key), bytes(key + FENCE_SUFFIX), bytes(owner), bytes(token),
-				FENCE_RETENTION };
-		Round round = Round.send(granted, (node) -> node.connection().eval(RedlockScripts.FENCE, params),
-				(r) -> r.count(RedlockScripts::isOne) >= this.quorum
-						|| r.count((reply) -> !isOne(reply)) + r.failed() > granted.size() - this.quorum);
-		long deadline = Math.min(System.nanoTime() + this.nodeTimeoutNanos, validUntil);
-		return this.leftovers.awaitOrAbandon(round, acquire, deadline, key, owner)
-				&& round.count(RedlockScripts::isOne) >= this.quorum;
-	}
-
-	// The outcome of an acquire round is known once it is acquired (a quorum granted), certainly
-	// unreachable (too many failures for a quorum to answer) or held: a quorum answered, and the
-	// nodes still pending that are worth waiting for cannot make up a quorum of grants. A node
-	// that did not answer its last request in time is not waited for here: when contenders split
-	// the live nodes, waiting for a paused node would keep every contender's partial grants for a
-	// whole node timeout, and they would all retry at once and split again.
-	private boolean acquireDecided(Round round) {
-		int granted = round.count(RedlockScripts::isGranted);
-		int replied = round.answered();
-		int failed = round.failed();
-		return granted >= this.quorum || failed > this.nodes.size() - this.quorum
-				|| (replied >= this.quorum && granted + round.pendingResponsive() < this.quorum);
 	}
 
 	private boolean allRenewedOnQuorum(Round round, int lockCount) {

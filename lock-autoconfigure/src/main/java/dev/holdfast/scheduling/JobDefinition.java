@@ -1,6 +1,7 @@
 package dev.holdfast.scheduling;
 
 import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.time.DateTimeException;
 import java.time.Duration;
 import java.time.Instant;
@@ -16,6 +17,7 @@ import java.util.function.UnaryOperator;
 
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.aop.support.AopUtils;
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.core.KotlinDetector;
 import org.springframework.core.ReactiveAdapterRegistry;
@@ -218,6 +220,25 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 	static LockConfigurationException invalid(String description, String problem, String action) {
 		return new LockConfigurationException("@SingleInstanceScheduled method " + description + " " + problem,
 				action);
+	}
+
+	/**
+	 * Fails when the job method cannot run on the bean's instance: a {@code final} or
+	 * {@code private} method of a class-based (CGLIB) proxy would run on the proxy object, whose
+	 * fields are not the bean's, silently doing nothing useful.
+	 */
+	void checkInvocable(Object bean, String beanName, Method method) {
+		int modifiers = method.getModifiers();
+		if (!AopUtils.isCglibProxy(bean) || Modifier.isStatic(modifiers)
+				|| !(Modifier.isFinal(modifiers) || Modifier.isPrivate(modifiers))) {
+			return;
+		}
+		String modifier = Modifier.isFinal(modifiers) ? "final" : "private";
+		throw invalid(description(), "is " + modifier + ", and its bean '" + beanName
+				+ "' is a class-based (CGLIB) proxy (for example for its @Transactional or @DistributedLock "
+				+ "methods), which cannot pass a call of a " + modifier + " method on to the bean: the job would run "
+				+ "on the proxy object, whose fields are not the bean's",
+				"Make the method non-" + modifier + " (it may be package-private, protected or public).");
 	}
 
 }

@@ -8,7 +8,6 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.scheduling.TaskScheduler;
 
-import dev.holdfast.Lease;
 import dev.holdfast.LockListener;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.EngineLease;
@@ -120,8 +119,8 @@ final class JobLocks {
 
 	/**
 	 * Lets the lock of {@code lease} go {@code keep} from now: by setting its time to live and
-	 * forgetting it where the backend can, else by releasing it later from the scheduler. The
-	 * lease is detached from the calling thread at once. Never released now: whether the lock is
+	 * forgetting it where the backend can, else by releasing it later from the scheduler (or not at
+	 * all when its time to live ends first). The lease is detached from the calling thread at once. Never released now: whether the lock is
 	 * still this lease's, only the owner-checked update decides, even for a lease no longer valid
 	 * here.
 	 * @param lostIfFailed if not {@code null}, the update failing marks the lease lost for this
@@ -134,7 +133,15 @@ final class JobLocks {
 	boolean keepFor(EngineLease lease, Duration keep, @Nullable String lostIfFailed) {
 		EngineLease.detach(lease);
 		if (!confirmsKeep()) {
-			this.scheduler.schedule(lease::close, clock().instant().plus(keep));
+			Instant end = clock().instant().plus(keep);
+			if (end.isBefore(lease.expiresAt())) {
+				this.scheduler.schedule(lease::close, end);
+			}
+			else {
+				// Its time to live ends first: a release after it would find nothing, and would
+				// report the lease lost although no code runs under it any more.
+				lease.forget();
+			}
 			return true;
 		}
 		try {

@@ -52,13 +52,6 @@ final class SingleInstanceJob implements Runnable {
 	/** Below this, lockAtLeastFor is already over: release rather than keep. */
 	private static final Duration MIN_KEEP = Duration.ofMillis(10);
 
-	/**
-	 * Shortest life of a tick record: a claim is only accepted within the tolerance of its tick,
-	 * so the record only needs to outlive that; it lives longer so that instances of earlier
-	 * versions, which claim without the backend's clock, still find it (rolling upgrade).
-	 */
-	private static final Duration MIN_RECORD_TTL = Duration.ofHours(1);
-
 	private final JobDefinition definition;
 
 	private final Object target;
@@ -182,8 +175,9 @@ final class SingleInstanceJob implements Runnable {
 		}
 		String name = this.definition.name();
 		Duration tolerance = locks.toleranceFor(gap);
-		Duration twoGaps = gap.multipliedBy(2);
-		Duration ttl = (twoGaps.compareTo(MIN_RECORD_TTL) > 0) ? twoGaps : MIN_RECORD_TTL;
+		// A claim is accepted only within the tolerance of its tick (at most a quarter of the gap):
+		// the record needs to outlive that, not more.
+		Duration ttl = gap.multipliedBy(2);
 		Clock clock = locks.clock();
 		Instant sent = clock.instant();
 		TickClaim claim = locks.claimTick(name, tick, tolerance, ttl);

@@ -1,14 +1,12 @@
 package dev.holdfast.scheduling;
 
 import java.lang.reflect.Method;
-import java.lang.reflect.Modifier;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -45,14 +43,10 @@ import org.springframework.core.Ordered;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.annotation.AnnotationUtils;
 import org.springframework.scheduling.TaskScheduler;
-import org.springframework.scheduling.concurrent.ConcurrentTaskScheduler;
 import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
-import org.springframework.scheduling.config.CronTask;
-import org.springframework.scheduling.config.FixedDelayTask;
 import org.springframework.scheduling.config.ScheduledTask;
 import org.springframework.scheduling.config.ScheduledTaskHolder;
 import org.springframework.scheduling.config.ScheduledTaskRegistrar;
-import org.springframework.scheduling.config.TriggerTask;
 import org.springframework.util.ClassUtils;
 import org.springframework.util.StringValueResolver;
 
@@ -99,14 +93,11 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	 */
 	public static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 1024;
 
-	/** Bean name of a scheduler that Spring's own scheduling would pick among several. */
-	static final String DEFAULT_SCHEDULER_NAME = "taskScheduler";
-
 	private static final Log logger = LogFactory.getLog(SingleInstanceScheduledBeanPostProcessor.class);
 
 	private final Supplier<Defaults> defaults;
 
-	private final ScheduledTaskRegistrar registrar = new ScheduledTaskRegistrar();
+	private final JobTasks tasks = new JobTasks();
 
 	/** Classes without the annotation; bounded by the number of bean classes. */
 	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
@@ -118,12 +109,6 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	private final Set<String> jobBeans = ConcurrentHashMap.newKeySet();
 
 	private final List<SingleInstanceJob> pending = Collections.synchronizedList(new ArrayList<>());
-
-	/**
-	 * Tasks of beans created after the refresh (lazy, prototypes), which the registrar schedules
-	 * but does not list or cancel.
-	 */
-	private final Set<ScheduledTask> lateTasks = ConcurrentHashMap.newKeySet();
 
 	private final JobRuns runs = new JobRuns();
 
@@ -141,11 +126,6 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 
 	/** Whether the context was refreshed: jobs of beans created from then on are scheduled at once. */
 	private volatile boolean refreshed;
-
-	/** Set by {@link #destroy()}: a job scheduled late after it is cancelled at once. */
-	private volatile boolean closed;
-
-	private volatile @Nullable ThreadPoolTaskScheduler ownScheduler;
 
 	/**
 	 * @param defaults supplies {@code holdfast.scheduling.lock-at-most-for} and
@@ -194,7 +174,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			Method method = entry.getKey();
 			JobDefinition definition = JobDefinition.of(entry.getValue(), method, beanClass, this::resolve,
 					defaults.lockAtMostFor(), defaults.lockAtLeastFor(), defaults.zone());
-			checkInvocable(bean, beanName, method, definition);
+			definition.checkInvocable(bean, beanName, method);
 			JobOwner jobOwner = new JobOwner(definition.description(), owner);
 			JobOwner previous = this.names.putIfAbsent(definition.name(), jobOwner);
 			// Instances of one prototype (or a bean created again) share their jobs: they run one at a time.
@@ -224,29 +204,10 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			if (late) {
 				// a bean created after the context was refreshed (lazy, prototype): schedule it at once
 				job.bind(locks());
-				schedule(job, true);
+				this.tasks.schedule(job);
 			}
 		}
 		return bean;
-	}
-
-	/**
-	 * Fails when the job method cannot run on the bean's instance: a {@code final} or
-	 * {@code private} method of a class-based (CGLIB) proxy would run on the proxy object, whose
-	 * fields are not the bean's, silently doing nothing useful.
-	 */
-	private static void checkInvocable(Object bean, String beanName, Method method, JobDefinition definition) {
-		int modifiers = method.getModifiers();
-		if (!AopUtils.isCglibProxy(bean) || Modifier.isStatic(modifiers)
-				|| !(Modifier.isFinal(modifiers) || Modifier.isPrivate(modifiers))) {
-			return;
-		}
-		String modifier = Modifier.isFinal(modifiers) ? "final" : "private";
-		throw JobDefinition.invalid(definition.description(), "is " + modifier + ", and its bean '" + beanName
-				+ "' is a class-based (CGLIB) proxy (for example for its @Transactional or @DistributedLock "
-				+ "methods), which cannot pass a call of a " + modifier + " method on to the bean: the job would run "
-				+ "on the proxy object, whose fields are not the bean's",
-				"Make the method non-" + modifier + " (it may be package-private, protected or public).");
 	}
 
 	/**
@@ -306,7 +267,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		JobLocks locks = locks();
 		for (SingleInstanceJob job : jobs) {
 			job.bind(locks);
-			schedule(job, false);
+			this.tasks.schedule(job);
 		}
 		if (!locks.claimsTicks() && jobs.stream().anyMatch((job) -> job.trigger() != null)) {
 			logger.warn("The " + locks.backendName() + " lock backend keeps no tick records (it does not "
@@ -315,10 +276,9 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 					+ "less than half its period; beyond that it can run twice, or early. Keep the clocks "
 					+ "synchronised (NTP), or use a backend with tick records (redis, redlock, jdbc, zookeeper, memory).");
 		}
-		this.registrar.afterPropertiesSet();
 		if (logger.isDebugEnabled()) {
 			logger.debug("Holdfast scheduled " + jobs.size() + " job(s) on the " + locks.backendName()
-					+ " backend with " + this.registrar.getScheduler());
+					+ " backend with " + this.tasks.scheduler());
 		}
 	}
 
@@ -344,8 +304,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 							+ "define a DefaultLockTemplate), or disable the jobs with "
 							+ "holdfast.scheduling.enabled=false.");
 		}
-		TaskScheduler scheduler = scheduler(factory);
-		this.registrar.setTaskScheduler(scheduler);
+		TaskScheduler scheduler = this.tasks.useScheduler(factory);
 		List<LockListener> listeners = factory.getBeanProvider(LockListener.class).orderedStream().toList();
 		current = new JobLocks(template, CompositeLockListener.of(listeners), scheduler, this.tickClock,
 				defaults().clockTolerance());
@@ -402,87 +361,6 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		}
 	}
 
-	private void schedule(SingleInstanceJob job, boolean now) {
-		JobDefinition definition = job.definition();
-		if (definition.cron() != null) {
-			CronTask task = new CronTask(job, (TickCronTrigger) triggerOf(job, definition));
-			if (now) {
-				addLate(this.registrar.scheduleCronTask(task));
-			}
-			else {
-				this.registrar.addCronTask(task);
-			}
-		}
-		else if (definition.fixedRate() != null) {
-			TriggerTask task = new TriggerTask(job, triggerOf(job, definition));
-			if (now) {
-				addLate(this.registrar.scheduleTriggerTask(task));
-			}
-			else {
-				this.registrar.addTriggerTask(task);
-			}
-		}
-		else if (definition.fixedDelay() != null) {
-			FixedDelayTask task = new FixedDelayTask(job, definition.fixedDelay(), definition.initialDelay());
-			if (now) {
-				addLate(this.registrar.scheduleFixedDelayTask(task));
-			}
-			else {
-				this.registrar.addFixedDelayTask(task);
-			}
-		}
-	}
-
-	private void addLate(@Nullable ScheduledTask task) {
-		if (task != null) {
-			this.lateTasks.add(task);
-			// Scheduled while the context closed: destroy() either saw it in the set or is seen here.
-			if (this.closed) {
-				task.cancel();
-				this.lateTasks.remove(task);
-			}
-		}
-	}
-
-	private static TickTrigger triggerOf(SingleInstanceJob job, JobDefinition definition) {
-		TickTrigger trigger = job.trigger();
-		if (trigger == null) {
-			throw new IllegalStateException("Job " + definition.description() + " has no trigger");
-		}
-		return trigger;
-	}
-
-	private TaskScheduler scheduler(ListableBeanFactory factory) {
-		TaskScheduler scheduler = factory.getBeanProvider(TaskScheduler.class).getIfUnique();
-		if (scheduler == null && factory.containsBean(DEFAULT_SCHEDULER_NAME)
-				&& factory.isTypeMatch(DEFAULT_SCHEDULER_NAME, TaskScheduler.class)) {
-			scheduler = factory.getBean(DEFAULT_SCHEDULER_NAME, TaskScheduler.class);
-		}
-		if (scheduler != null) {
-			return scheduler;
-		}
-		ScheduledExecutorService executor = factory.getBeanProvider(ScheduledExecutorService.class).getIfUnique();
-		if (executor != null) {
-			return new ConcurrentTaskScheduler(executor);
-		}
-		ThreadPoolTaskSchedulerBuilder builder = builder(factory);
-		ThreadPoolTaskScheduler own = (builder != null) ? builder.build() : new ThreadPoolTaskScheduler();
-		if (builder == null) {
-			own.setThreadNamePrefix("holdfast-scheduling-");
-		}
-		Clock clock = factory.getBeanProvider(Clock.class).getIfUnique();
-		if (clock != null) {
-			own.setClock(clock);
-		}
-		own.initialize();
-		this.ownScheduler = own;
-		return own;
-	}
-
-	private static @Nullable ThreadPoolTaskSchedulerBuilder builder(ListableBeanFactory factory) {
-		return factory.getBeanProvider(ThreadPoolTaskSchedulerBuilder.class).getIfUnique();
-	}
-
 	private Defaults defaults() {
 		Defaults current = this.resolvedDefaults;
 		if (current == null) {
@@ -509,13 +387,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	/** The tasks this post-processor scheduled. */
 	@Override
 	public Set<ScheduledTask> getScheduledTasks() {
-		Set<ScheduledTask> tasks = this.registrar.getScheduledTasks();
-		if (this.lateTasks.isEmpty()) {
-			return tasks;
-		}
-		Set<ScheduledTask> all = new LinkedHashSet<>(tasks);
-		all.addAll(this.lateTasks);
-		return Collections.unmodifiableSet(all);
+		return this.tasks.scheduledTasks();
 	}
 
 	/** Lets jobs start runs again after a {@link #stop}. */
@@ -561,14 +433,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	/** Cancels the scheduled jobs and shuts down the scheduler this post-processor created. */
 	@Override
 	public void destroy() {
-		this.closed = true;
-		this.registrar.destroy();
-		this.lateTasks.forEach(ScheduledTask::cancel);
-		this.lateTasks.clear();
-		ThreadPoolTaskScheduler own = this.ownScheduler;
-		if (own != null) {
-			own.destroy();
-		}
+		this.tasks.destroy();
 	}
 
 	/** The method and bean of a job, to tell two jobs under one name from two instances of one bean. */

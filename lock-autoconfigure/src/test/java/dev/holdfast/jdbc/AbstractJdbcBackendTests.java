@@ -321,10 +321,10 @@ abstract class AbstractJdbcBackendTests {
 				oldAhead);
 		long oldFence = operator.queryForObject("SELECT fence FROM " + table + " WHERE lock_key = ?", Long.class, old);
 
-		assertThat(a.sweep()).isOne();
+		assertThat(a.sweeper().sweep()).isOne();
 		assertThat(operator.queryForList("SELECT lock_key FROM " + table, String.class))
 			.containsExactlyInAnyOrder(held, heldLong, released, expired, oldAhead);
-		assertThat(a.sweep()).isZero();
+		assertThat(a.sweeper().sweep()).isZero();
 		// a swept key starts again at the database clock, above the swept row's token
 		AcquireResult again = a.tryAcquire(old, owner(), Duration.ofSeconds(10));
 		assertThat(again.acquired()).isTrue();
@@ -346,7 +346,7 @@ abstract class AbstractJdbcBackendTests {
 			takeover.setAutoCommit(false);
 			statement.executeUpdate("UPDATE " + table + " SET owner_token = 'new', fence = fence + 1,"
 					+ " expires_at = expires_at + " + 2 * TWO_HOURS_MICROS + " WHERE lock_key = '" + key + "'");
-			Future<Integer> sweep = executor.submit(a::sweep);
+			Future<Integer> sweep = executor.submit(a.sweeper()::sweep);
 			await().atMost(Duration.ofSeconds(20)).until(() -> lockWaits(operator) > 0);
 			takeover.commit();
 			assertThat(sweep.get(20, TimeUnit.SECONDS)).isZero();
@@ -363,7 +363,7 @@ abstract class AbstractJdbcBackendTests {
 		String table = "holdfast_sweep_every_lock";
 		JdbcTemplate operator = createTable(table);
 		JdbcLockBackend a = newBackend(dataSource(), table);
-		a.sweepEvery(3);
+		a.sweeper().sweepEvery(3);
 		String old = acquire(a, Duration.ofMillis(1));
 		twoHoursBack(operator, table, old, "fence", "expires_at");
 		String sql = "SELECT COUNT(*) FROM " + table + " WHERE lock_key = ?";
@@ -410,7 +410,7 @@ abstract class AbstractJdbcBackendTests {
 		assertThat(a.claimTick(oldJob, tick, ANY_TIME, Duration.ofMillis(1)).outcome() == CLAIMED).isTrue();
 		twoHoursBack(operator, table, oldJob + "{tick}", "expires_at", "acquired_at");
 		operator.update("UPDATE " + table + " SET fence = 0 WHERE lock_key = ?", oldJob + "{tick}");
-		assertThat(a.sweep()).isOne();
+		assertThat(a.sweeper().sweep()).isOne();
 		assertThat(operator.queryForList("SELECT lock_key FROM " + table, String.class))
 			.containsExactlyInAnyOrder(job, record);
 		assertThat(a.claimTick(job, tick.plusSeconds(1), ANY_TIME, Duration.ofSeconds(30)).outcome() == CLAIMED).isFalse();

@@ -39,7 +39,8 @@ class GenericSqlJdbcBackendTests extends AbstractJdbcBackendTests {
 	@Override
 	protected JdbcLockBackend newBackend(DataSource dataSource, String table) {
 		JdbcLockBackend backend = super.newBackend(dataSource, table);
-		backend.useDialect(new GenericSqlDialect(backend.getTableName(), backend.queryTimeoutSeconds(), "h2"));
+		backend.connections()
+			.useDialect(new GenericSqlDialect(backend.getTableName(), backend.connections().queryTimeoutSeconds(), "h2"));
 		return backend;
 	}
 

@@ -43,7 +43,7 @@ class JdbcLockBackendSweepAfterTests {
 	@Test
 	void missingDelayIsRejected() {
 		assertThatExceptionOfType(LockConfigurationException.class)
-			.isThrownBy(() -> JdbcLockBackend.validateSweepAfter(null, Duration.ofSeconds(5)))
+			.isThrownBy(() -> JdbcSweeper.validate(null, Duration.ofSeconds(5)))
 			.withMessageContaining("holdfast.jdbc.sweep-after is not set");
 	}
 

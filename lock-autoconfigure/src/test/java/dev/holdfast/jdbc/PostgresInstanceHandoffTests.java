@@ -103,7 +103,7 @@ class PostgresInstanceHandoffTests {
 		JdbcLockBackend backend = new JdbcLockBackend(dataSource(), JdbcLockBackend.DEFAULT_TABLE_NAME,
 				Duration.ofSeconds(2));
 		if (window != null) {
-			backend.claimWindow(window);
+			backend.connections().claimWindow(window);
 		}
 		backend.checkTable();
 		assertThat(backend.isFairHandoff()).as("on by default").isTrue();
@@ -169,7 +169,7 @@ class PostgresInstanceHandoffTests {
 		this.closeables.add(dataSource);
 		JdbcLockBackend releasing = new JdbcLockBackend(dataSource, JdbcLockBackend.DEFAULT_TABLE_NAME,
 				Duration.ofSeconds(2));
-		releasing.claimWindow(LONG_WINDOW);
+		releasing.connections().claimWindow(LONG_WINDOW);
 		releasing.checkTable();
 		this.closeables.add(releasing);
 		JdbcLockBackend waiting = backend(LONG_WINDOW);
@@ -191,7 +191,7 @@ class PostgresInstanceHandoffTests {
 		JdbcLockBackend backend = new JdbcLockBackend(dataSource, JdbcLockBackend.DEFAULT_TABLE_NAME,
 				Duration.ofSeconds(2));
 		if (window != null) {
-			backend.claimWindow(window);
+			backend.connections().claimWindow(window);
 		}
 		backend.checkTable();
 		this.closeables.add(backend);
@@ -248,8 +248,8 @@ class PostgresInstanceHandoffTests {
 	}
 
 	private static PostgreSqlDialect dialectOf(JdbcLockBackend backend) {
-		assertThat(backend.currentDialect()).as("detected by the table check").isInstanceOf(PostgreSqlDialect.class);
-		return (PostgreSqlDialect) backend.currentDialect();
+		assertThat(backend.connections().dialect()).as("detected by the table check").isInstanceOf(PostgreSqlDialect.class);
+		return (PostgreSqlDialect) backend.connections().dialect();
 	}
 
 	private static void breakNotify(String schema, boolean broken) {

@@ -70,7 +70,7 @@ class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
 	void acquisitionPlanIsTheUpsertAloneWithoutAScanOfTheTable() throws Exception {
 		JdbcLockBackend backend = newBackend();
 		backend.checkTable();
-		PostgreSqlDialect dialect = (PostgreSqlDialect) backend.currentDialect();
+		PostgreSqlDialect dialect = (PostgreSqlDialect) backend.connections().dialect();
 		String plan;
 		try (Connection connection = dataSource().getConnection();
 				PreparedStatement ps = connection.prepareStatement("EXPLAIN (VERBOSE) " + dialect.acquireSql())) {
@@ -132,11 +132,11 @@ class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
 		String key = key();
 		String owner = owner();
 		assertThat(withNetworkTimeout.tryAcquire(key, owner, Duration.ofSeconds(10)).acquired()).isTrue();
-		assertThat(withNetworkTimeout.currentDialect().queryTimeoutSeconds()).isZero();
+		assertThat(withNetworkTimeout.connections().dialect().queryTimeoutSeconds()).isZero();
 		JdbcLockBackend withoutNetworkTimeout = newBackend(withoutNetworkTimeouts(dataSource()));
 		assertThat(withoutNetworkTimeout.tryAcquire(key, owner(), Duration.ofSeconds(10)).acquired()).isFalse();
-		assertThat(withoutNetworkTimeout.currentDialect().queryTimeoutSeconds())
-			.isEqualTo(withoutNetworkTimeout.queryTimeoutSeconds())
+		assertThat(withoutNetworkTimeout.connections().dialect().queryTimeoutSeconds())
+			.isEqualTo(withoutNetworkTimeout.connections().queryTimeoutSeconds())
 			.isPositive();
 		assertThat(withNetworkTimeout.release(key, owner)).isTrue();
 	}

@@ -95,7 +95,7 @@ class PostgresReleaseEventsTests {
 	void releaseIsAnnouncedOnlyAfterARefusedAttemptMarkedIt() throws Exception {
 		JdbcLockBackend first = backend(dataSource());
 		JdbcLockBackend second = backend(dataSource());
-		String channel = PostgreSqlDialect.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
+		String channel = PostgresReleaseListener.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
 		try (Connection listening = dataSource().getConnection()) {
 			try (Statement statement = listening.createStatement()) {
 				statement.execute("LISTEN " + channel);
@@ -143,7 +143,7 @@ class PostgresReleaseEventsTests {
 		DefaultLockTemplate template = template(backend, Duration.ofSeconds(5));
 		template.prepare();
 		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
-		String channel = PostgreSqlDialect.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
+		String channel = PostgresReleaseListener.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
 		try (Connection listening = dataSource().getConnection()) {
 			try (Statement statement = listening.createStatement()) {
 				statement.execute("LISTEN " + channel);
@@ -359,9 +359,9 @@ class PostgresReleaseEventsTests {
 			JdbcLockBackend backend = new JdbcLockBackend(dataSource(), table, Duration.ofSeconds(2));
 			this.closeables.add(backend);
 			backend.checkTable();
-			channels.add(((PostgreSqlDialect) backend.currentDialect()).channel());
+			channels.add(((PostgreSqlDialect) backend.connections().dialect()).channel());
 		}
-		assertThat(channels).containsOnly(PostgreSqlDialect.releaseChannel("public.holdfast_lock"));
+		assertThat(channels).containsOnly(PostgresReleaseListener.releaseChannel("public.holdfast_lock"));
 	}
 
 	@Test
@@ -445,7 +445,7 @@ class PostgresReleaseEventsTests {
 	@Test
 	void announcementReachesTheSubscriberWithoutTheDriversTrailingWait() throws Exception {
 		JdbcLockBackend backend = backend(dataSource());
-		String channel = PostgreSqlDialect.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
+		String channel = PostgresReleaseListener.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
 		String prefix = "delivery-" + UUID.randomUUID() + "-";
 		AtomicReference<String> expected = new AtomicReference<>("");
 		AtomicReference<CountDownLatch> heard = new AtomicReference<>(new CountDownLatch(1));
@@ -522,7 +522,7 @@ class PostgresReleaseEventsTests {
 		backend.subscribe(heard::add);
 		await().atMost(Duration.ofSeconds(5)).until(backend::isListening);
 		JdbcTemplate operator = new JdbcTemplate(dataSource());
-		String channel = PostgreSqlDialect.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
+		String channel = PostgresReleaseListener.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
 		String one = name();
 		String two = name();
 		operator.queryForList("SELECT pg_notify(?, ?)", channel, one);

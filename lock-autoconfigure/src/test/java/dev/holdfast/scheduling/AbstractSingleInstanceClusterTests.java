@@ -244,23 +244,4 @@ abstract class AbstractSingleInstanceClusterTests {
 
 	}
 
-	/** A cron job every second, alone (the previous version's scenario, for rolling upgrades). */
-	static class CronJob {
-
-		private final TickRecorder recorder;
-
-		private final String instance;
-
-		CronJob(TickRecorder recorder, Environment environment) {
-			this.recorder = recorder;
-			this.instance = environment.getRequiredProperty("instance");
-		}
-
-		@SingleInstanceScheduled(cron = "* * * * * *", name = "${job.name}", lockAtMostFor = "900ms")
-		void tick() {
-			this.recorder.record(ScheduledTick.current().orElseThrow(), this.instance);
-		}
-
-	}
-
 }
