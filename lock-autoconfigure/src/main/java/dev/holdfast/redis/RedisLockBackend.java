@@ -576,8 +576,8 @@ public class RedisLockBackend
 	 * claimed tick in milliseconds and expires {@code ttl} after the last successful claim: a
 	 * scheduled job keeps one such key however often it ticks, and no fencing counter. The
 	 * script judges the tick by Redis {@code TIME}, the clock of every instance's claims.
-	 * The record also carries a random id of the claim ({@code <tick>.0<id>}, which the previous
-	 * version still reads as the tick): a claim that Redis ran but whose answer was lost, and that
+	 * The record also carries a random id of the claim ({@code <tick> <id>}): a claim that Redis
+	 * ran but whose answer was lost, and that
 	 * Lettuce sends again after reconnecting, finds its own id and is {@code CLAIMED}, not taken
 	 * by another instance.
 	 * @throws IllegalArgumentException if the key is empty or contains a brace, or the ttl is
