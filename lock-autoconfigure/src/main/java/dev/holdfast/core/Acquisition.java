@@ -65,6 +65,9 @@ abstract class Acquisition {
 		this.deadline = this.start + wait.toNanos();
 		this.waits = wait.toNanos() > 0;
 		this.records = this.waits && room.handoff != null;
+		if (this.waits) {
+			room.waiting.incrementAndGet();
+		}
 		this.notifying = room.lines.announcing();
 		this.pause = initialPause(this.notifying);
 	}
@@ -192,10 +195,15 @@ abstract class Acquisition {
 		if (!this.waits) {
 			return;
 		}
-		boolean named = this.wasHead || this.room.lines.isHead(this);
-		this.room.lines.leave(this, this.failure);
-		if (this.records && named && !took) {
-			this.room.background.withdraw(this.key, this.owner);
+		try {
+			boolean named = this.wasHead || this.room.lines.isHead(this);
+			this.room.lines.leave(this, this.failure);
+			if (this.records && named && !took) {
+				this.room.background.withdraw(this.key, this.owner);
+			}
+		}
+		finally {
+			this.room.waiting.decrementAndGet();
 		}
 	}
 

@@ -90,6 +90,9 @@ final class Acquisitions {
 	/** A backend that may draw between instances at a release ({@link Acquisition#heldHereNanos}). */
 	final @Nullable AnnouncedReleases drawing;
 
+	/** Waiting acquisitions that have not ended yet (left their line, withdrawal submitted). */
+	final AtomicInteger waiting = new AtomicInteger();
+
 	Acquisitions(LockBackend backend, Lines lines, LocalLeases leases, BackgroundCalls background, Failures failures,
 			LockListener listener, Duration pollInterval) {
 		this.backend = backend;
@@ -169,6 +172,22 @@ final class Acquisitions {
 
 	boolean isDraining() {
 		return this.draining;
+	}
+
+	/**
+	 * Waits until every waiting acquisition has ended (and submitted its withdrawal), at most
+	 * {@code timeout}: a shutdown then waits for those withdrawals as for releases.
+	 * @return whether none is left
+	 */
+	boolean awaitWaitersEnded(Duration timeout) throws InterruptedException {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		while (this.waiting.get() > 0) {
+			if (deadline - System.nanoTime() <= 0) {
+				return false;
+			}
+			TimeUnit.MILLISECONDS.sleep(1);
+		}
+		return true;
 	}
 
 	LockBackendException shuttingDown(String key) {

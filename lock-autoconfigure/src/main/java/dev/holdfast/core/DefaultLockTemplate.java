@@ -290,13 +290,14 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	}
 
 	/**
-	 * Ends waiting acquisitions, waits (at most 5 s) for releases and background calls in flight,
-	 * stops renewals and closes the release subscription; later acquisitions fail with
-	 * {@link LockBackendException}. A lease still held at this point belongs to code that still
-	 * runs (a graceful shutdown waited for the others): it is marked lost (WARN, a lost-lease
-	 * event) and left to expire on the backend after its time to live, so that no other instance
-	 * takes the lock while that code may still write. Closing such a lease later releases it,
-	 * owner-checked, if the backend is still reachable.
+	 * Ends waiting acquisitions and waits (at most 5 s in all) until they have ended, then for
+	 * releases and background calls in flight (their withdrawals among them); stops renewals and
+	 * closes the release subscription; later acquisitions fail with {@link LockBackendException}.
+	 * A lease still held at this point belongs to code that still runs (a graceful shutdown waited
+	 * for the others): it is marked lost (WARN, a lost-lease event) and left to expire on the
+	 * backend after its time to live, so that no other instance takes the lock while that code may
+	 * still write. Closing such a lease later releases it, owner-checked, if the backend is still
+	 * reachable.
 	 */
 	@Override
 	public void close() {
@@ -305,7 +306,9 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		this.background.draining(true);
 		try {
 			long deadline = System.nanoTime() + CLOSE_WAITS.toNanos();
-			if (!this.releases.awaitInFlight(CLOSE_WAITS)
+			// Waiters end on their own threads: their withdrawals are submitted only then.
+			this.acquisitions.awaitWaitersEnded(CLOSE_WAITS);
+			if (!this.releases.awaitInFlight(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())))
 					|| !this.background.awaitIdle(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())))) {
 				logger.warn("Holdfast closes with " + releasesInFlight() + " release(s) or withdrawal(s) not answered by the "
 						+ this.backend.name() + " backend after " + CLOSE_WAITS.toSeconds()

@@ -388,7 +388,7 @@ public class RedisLockBackend
 	final CompletionStage<Boolean> releaseAsync(LettuceScripts scripts, RedisScript<Long> script, String key,
 			String owner) {
 		CompletableFuture<Boolean> result = new CompletableFuture<>();
-		releaseAsync(scripts, RedisScripts.RELEASE, key, owner, null, (released, ex) -> {
+		releaseAsync(scripts, script, key, owner, null, (released, ex) -> {
 			if (ex == null) {
 				result.complete(released);
 			}

@@ -71,10 +71,12 @@ final class RedisScripts {
 			""", Long.class);
 
 	// The end of RELEASE and WITHDRAW: frees the lock, or reserves it for one recorded waiter.
-	// ARGV[2] is the channel, ARGV[3] the reservation window in ms (also how long ARGV[4], the
-	// releasing process's next waiter, or '', is recorded before the draw, as its own attempt
-	// would record it). Stale records (score <= Redis TIME in ms) are dropped; one of the others
-	// is drawn by TIME's microseconds (no client argument), removed, and the lock set to
+	// ARGV[2] is the channel, ARGV[3] the reservation window in ms, also how long ARGV[4] (the
+	// releasing process's next waiter, or '') is recorded at least before the draw: it may not
+	// have attempted yet. A longer record of its own attempt is kept: cut to the window, a waiter
+	// not drawn could be stale at the next release, which would free the lock unannounced while
+	// it sleeps. Stale records (score <= Redis TIME in ms) are dropped; one of the others is
+	// drawn by TIME's microseconds (no client argument), removed, and the lock set to
 	// '*' .. waiter for the window; the reservation '{key}' .. waiter is published. With no live
 	// record the lock is deleted and nothing is published: nobody waits for it.
 	private static final String HAND_ON = """
@@ -87,7 +89,10 @@ final class RedisScripts {
 			local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 			local window = tonumber(ARGV[3])
 			if nextLocal ~= '' then
-				redis.call('ZADD', KEYS[2], string.format('%d', now + window), nextLocal)
+				local recorded = redis.call('ZSCORE', KEYS[2], nextLocal)
+				if not recorded or tonumber(recorded) < now + window then
+					redis.call('ZADD', KEYS[2], string.format('%d', now + window), nextLocal)
+				end
 				if redis.call('PTTL', KEYS[2]) < window then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
 			end
 			redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now))
