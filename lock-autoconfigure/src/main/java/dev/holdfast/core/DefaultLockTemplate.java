@@ -260,12 +260,14 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	}
 
 	/**
-	 * Releases sent in the background whose answer from the backend is outstanding, and
-	 * background calls (withdrawals, retried releases) still pending; a graceful shutdown waits
-	 * for them as for held leases.
+	 * Releases sent in the background whose answer from the backend is outstanding, background
+	 * calls (withdrawals, retried releases) still pending, and, once acquisitions stop, waiting
+	 * acquisitions that have not ended yet (each submits its withdrawal as it ends); a graceful
+	 * shutdown waits for them as for held leases, before the connections close.
 	 */
 	public int releasesInFlight() {
-		return this.releases.inFlight() + this.background.pending();
+		return this.releases.inFlight() + this.background.pending()
+				+ (this.acquisitions.isDraining() ? this.acquisitions.waiting.get() : 0);
 	}
 
 	/**
