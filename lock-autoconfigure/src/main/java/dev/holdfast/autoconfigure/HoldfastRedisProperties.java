@@ -29,9 +29,9 @@ public class HoldfastRedisProperties {
 
 	/**
 	 * How long an acquisition waits for replicas-to-ack replicas; must be below the command
-	 * timeout (spring.data.redis.timeout).
+	 * timeout (spring.data.redis.timeout). The default suits a command timeout of 1s or more.
 	 */
-	private Duration replicaAckTimeout = Duration.ofSeconds(1);
+	private Duration replicaAckTimeout = Duration.ofMillis(500);
 
 	public int getReplicasToAck() {
 		return this.replicasToAck;

@@ -28,24 +28,6 @@ final class NonBlockingRedisLockBackend extends RedisLockBackend implements Asyn
 		this.scripts = scripts;
 	}
 
-	/** WAIT goes on the shared connection too, the one that wrote the lock. */
-	@Override
-	AcquireResult acquireAcknowledged(String key, String owner, byte[][] keys, byte[][] args) {
-		AcquireResult result;
-		long acknowledged;
-		try {
-			result = acquireResult(key, this.scripts.eval(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args));
-			if (!result.acquired()) {
-				return result;
-			}
-			acknowledged = this.scripts.waitForReplicas(replicaAcks());
-		}
-		catch (RuntimeException ex) {
-			throw RedisCalls.failure("acquire", key, ex);
-		}
-		return acknowledged(key, owner, result, acknowledged);
-	}
-
 	/** Blocking calls, too, go straight to the shared Lettuce connection. */
 	@Override
 	<T> T eval(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args) {

@@ -10,9 +10,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ExecutionException;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -105,7 +103,8 @@ import static dev.holdfast.redis.RedisCalls.waitersKey;
  * </ul>
  * A failover to a replica that had not received the latest writes can lose a lock or a
  * counter; Redis replication is asynchronous. With {@link ReplicaAcks} (standalone and Sentinel),
- * an acquisition counts only once that many replicas have it; else use the Redlock backend.
+ * an acquisition counts only once that many replicas have it, and runs on a connection of its own
+ * (see there); else use the Redlock backend.
  */
 public class RedisLockBackend
 		implements LockBackend, LeaseRenewal, ReleaseEvents, WaiterHandoff, BackendHealth, TickClaims, AutoCloseable {
@@ -151,6 +150,9 @@ public class RedisLockBackend
 
 	private final RedisRenewal renewal;
 
+	/** Where acquisitions and their WAIT run when replicas must acknowledge them on Lettuce. */
+	private final @Nullable AcknowledgedAcquisitions acknowledged;
+
 	/**
 	 * Creates a backend that publishes releases on {@value #DEFAULT_CHANNEL}.
 	 */
@@ -188,6 +190,8 @@ public class RedisLockBackend
 		this.subscription = new RedisReleaseSubscription(connectionFactory, channel);
 		this.renewal = new RedisRenewal(connectionFactory);
 		this.acks = acks;
+		this.acknowledged = (acks.replicas() > 0 && LETTUCE_PRESENT)
+				? AcknowledgedAcquisitions.of(connectionFactory, acks) : null;
 	}
 
 	/**
@@ -265,7 +269,9 @@ public class RedisLockBackend
 		byte[][] keys = acquireKeys(key);
 		byte[][] args = acquireArguments(owner, ttl, recordFor);
 		if (this.acks.replicas() > 0) {
-			return acquireAcknowledged(key, owner, keys, args);
+			return (this.acknowledged != null)
+					? await(key, this.acknowledged.acquire(key, keys, args, releaseKeys(key), releaseArguments(owner, null)))
+					: acquireAcknowledged(key, owner, keys, args);
 		}
 		Object reply;
 		try {
@@ -277,12 +283,28 @@ public class RedisLockBackend
 		return acquireResult(key, reply);
 	}
 
+	/** Waits for an acquisition on a connection of its own; an interrupt gives up waiting. */
+	private static AcquireResult await(String key, CompletableFuture<AcquireResult> acquisition) {
+		try {
+			return acquisition.get();
+		}
+		catch (InterruptedException ex) {
+			// Not sent yet: it never will be; else the engine releases what it may have taken.
+			acquisition.cancel(false);
+			Thread.currentThread().interrupt();
+			throw failure("acquire", key, ex);
+		}
+		catch (ExecutionException ex) {
+			throw failure("acquire", key, ex.getCause());
+		}
+	}
+
 	/**
 	 * The acquire script, then, if it took the lock, {@code WAIT replicas timeout} on the same
-	 * connection (WAIT counts the replicas that have the connection's writes). A shortfall
-	 * releases the lock and fails.
+	 * connection of the factory, which no other caller uses meanwhile (Jedis); refused on Redis
+	 * Cluster. A shortfall releases the lock and fails.
 	 */
-	AcquireResult acquireAcknowledged(String key, String owner, byte[][] keys, byte[][] args) {
+	private AcquireResult acquireAcknowledged(String key, String owner, byte[][] keys, byte[][] args) {
 		AcquireResult result;
 		long acknowledged;
 		try (RedisConnection connection = this.connectionFactory.getConnection()) {
@@ -294,24 +316,13 @@ public class RedisLockBackend
 			if (!result.acquired()) {
 				return result;
 			}
-			acknowledged = (LETTUCE_PRESENT && LettuceScripts.isLettuce(connection))
-					? LettuceScripts.waitForReplicas(connection, this.acks) : waitForReplicas(connection);
+			Object reply = connection.execute("WAIT", bytes(Integer.toString(this.acks.replicas())),
+					bytes(Long.toString(this.acks.timeout().toMillis())));
+			acknowledged = (reply instanceof Number number) ? number.longValue() : -1;
 		}
 		catch (RuntimeException ex) {
 			throw failure("acquire", key, ex);
 		}
-		return acknowledged(key, owner, result, acknowledged);
-	}
-
-	/** {@code WAIT} through spring-data-redis (Jedis): the number of replicas that acknowledged. */
-	private long waitForReplicas(RedisConnection connection) {
-		Object reply = connection.execute("WAIT", bytes(Integer.toString(this.acks.replicas())),
-				bytes(Long.toString(this.acks.timeout().toMillis())));
-		return (reply instanceof Number number) ? number.longValue() : -1;
-	}
-
-	/** The result if enough replicas acknowledged it; else releases the lock and fails. */
-	final AcquireResult acknowledged(String key, String owner, AcquireResult result, long acknowledged) {
 		if (acknowledged >= this.acks.replicas()) {
 			return result;
 		}
@@ -322,15 +333,7 @@ public class RedisLockBackend
 		catch (RuntimeException ex) {
 			released = null;
 		}
-		throw shortfall(key, acknowledged, released);
-	}
-
-	private LockBackendException shortfall(String key, long acknowledged, @Nullable Boolean released) {
-		String release = (released == null) ? "could not release it, it expires after its ttl"
-				: released ? "released it" : "it was gone already";
-		return new LockBackendException("Redis acquire of lock '" + key + "': " + Math.max(acknowledged, 0) + " of "
-				+ this.acks.replicas() + " replica(s) acknowledged it within " + this.acks.timeout().toMillis()
-				+ "ms (holdfast.redis.replicas-to-ack); " + release, null);
+		throw this.acks.shortfall(key, acknowledged, released);
 	}
 
 	/** Runs a script and waits for its reply, through a connection of the factory. */
@@ -349,39 +352,16 @@ public class RedisLockBackend
 		try {
 			byte[][] keys = acquireKeys(key);
 			byte[][] args = acquireArguments(owner, ttl, (recordFor != null) ? recordBytes(recordFor) : NOT_RECORDED);
-			CompletableFuture<AcquireResult> result = complete(
-					scripts.<Long>evalAsync(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args), "acquire", key,
-					(reply) -> acquireResult(key, reply));
-			if (this.acks.replicas() == 0) {
-				return result;
+			if (this.acks.replicas() > 0) {
+				Assert.state(this.acknowledged != null, "No connections on which replicas are awaited");
+				return this.acknowledged.acquire(key, keys, args, releaseKeys(key), releaseArguments(owner, null));
 			}
-			return result.thenCompose((acquired) -> acquired.acquired()
-					? acknowledgedAsync(scripts, key, owner, acquired) : CompletableFuture.completedFuture(acquired));
+			return complete(scripts.<Long>evalAsync(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args), "acquire",
+					key, (reply) -> acquireResult(key, reply));
 		}
 		catch (RuntimeException ex) {
 			return CompletableFuture.failedFuture(ex);
 		}
-	}
-
-	private CompletableFuture<AcquireResult> acknowledgedAsync(LettuceScripts scripts, String key, String owner,
-			AcquireResult acquired) {
-		CompletableFuture<AcquireResult> result = new CompletableFuture<>();
-		scripts.waitForReplicasAsync(this.acks).whenComplete((acknowledged, ex) -> {
-			if (ex == null && acknowledged >= this.acks.replicas()) {
-				result.complete(acquired);
-				return;
-			}
-			long count = (ex != null) ? -1 : acknowledged;
-			// Never block an I/O thread: release without waiting either.
-			releaseAsync(scripts, RedisScripts.RELEASE, key, owner).whenComplete((released, releaseFailure) -> {
-				LockBackendException shortfall = shortfall(key, count, (releaseFailure != null) ? null : released);
-				if (ex != null) {
-					shortfall.addSuppressed(ex);
-				}
-				result.completeExceptionally(shortfall);
-			});
-		});
-		return result;
 	}
 
 	/** {@link #release} (or {@link #withdraw}) without blocking, for {@link NonBlockingRedisLockBackend}. */
@@ -669,13 +649,17 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * Closes the release subscription; later subscriptions are refused. Locks held in Redis are
+	 * Closes the release subscription and the connections opened for acquisitions that replicas
+	 * acknowledge; later subscriptions and such acquisitions are refused. Locks held in Redis are
 	 * not touched (the engine releases its leases before it closes the backend), and the
 	 * connection factory, which belongs to the application, stays open.
 	 */
 	@Override
 	public void close() {
 		this.subscription.close();
+		if (this.acknowledged != null) {
+			this.acknowledged.close();
+		}
 	}
 
 	/**
@@ -684,8 +668,12 @@ public class RedisLockBackend
 	 * connection that wrote the lock. If fewer replicas acknowledged it in time, it releases the
 	 * lock and fails with {@link LockBackendException} (fail closed): a failover to a replica
 	 * that never received the lock then cannot let a second holder in. Renewals and releases are
-	 * not awaited. Not on Redis Cluster, where the connection that wrote the lock is not the
-	 * application's to send {@code WAIT} on.
+	 * not awaited. Redis answers nothing else on a connection while its {@code WAIT} runs, so
+	 * on Lettuce the acquisitions and their {@code WAIT}s run on at most four connections that
+	 * the backend opens for them from the factory's client and closes with itself, never on the
+	 * connection the factory shares with the application; a Jedis connection is the caller's
+	 * alone anyway. Not on Redis Cluster, where
+	 * the connection that wrote the lock is not the application's to send {@code WAIT} on.
 	 * @param replicas replicas that must acknowledge; 0 waits for none
 	 * @param timeout how long {@code WAIT} waits; at least 1 ms when replicas are awaited, and
 	 * below the connection factory's command timeout
@@ -703,6 +691,15 @@ public class RedisLockBackend
 			if (replicas > 0 && timeout.toMillis() < 1) {
 				throw new IllegalArgumentException("Replica acknowledgement timeout must be at least 1ms, was " + timeout);
 			}
+		}
+
+		/** The failure of an acquisition that fewer replicas acknowledged, with what became of its lock. */
+		LockBackendException shortfall(String key, long acknowledged, @Nullable Boolean released) {
+			String release = (released == null) ? "could not release it, it expires after its ttl"
+					: released ? "released it" : "it was gone already";
+			return new LockBackendException("Redis acquire of lock '" + key + "': " + Math.max(acknowledged, 0)
+					+ " of " + this.replicas + " replica(s) acknowledged it within " + this.timeout.toMillis()
+					+ "ms (holdfast.redis.replicas-to-ack); " + release, null);
 		}
 
 	}

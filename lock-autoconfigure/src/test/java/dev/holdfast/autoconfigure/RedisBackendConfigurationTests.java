@@ -115,6 +115,15 @@ class RedisBackendConfigurationTests {
 	}
 
 	@Test
+	void replicasToAckStartWithTheDefaultTimeoutUnderAOneSecondCommandTimeout() {
+		withRedis().withPropertyValues("holdfast.redis.replicas-to-ack=1").run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(RedisLockBackend.class).replicaAcks())
+				.isEqualTo(new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(500)));
+		});
+	}
+
+	@Test
 	void negativeReplicasToAckFailWithTheActionToTake() {
 		assertFailsNaming(withRedis().withPropertyValues("holdfast.redis.replicas-to-ack=-1"),
 				"holdfast.redis.replicas-to-ack is -1", "holdfast.redis.replicas-to-ack to 0");
