@@ -279,7 +279,7 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 						.connect(ByteArrayCodec.INSTANCE);
 				}
 				catch (RuntimeException ex) {
-					connectFailed(ex);
+					connectFailed(RedisCalls.hasMessage(ex, "RedisURI is not available") ? noAddress(ex) : ex);
 					return;
 				}
 				giveBack(connection);
@@ -288,6 +288,14 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 		catch (RejectedExecutionException ex) {
 			connectFailed(new IllegalStateException("The Redis lock backend is closed", ex));
 		}
+	}
+
+	private static IllegalStateException noAddress(RuntimeException ex) {
+		IllegalStateException failure = new IllegalStateException("Replicas cannot be awaited through a connection "
+				+ "factory whose Lettuce client has no address of its own (static master/replica): use a standalone "
+				+ "or Sentinel configuration, or holdfast.redis.replicas-to-ack=0");
+		failure.addSuppressed(ex);
+		return failure;
 	}
 
 	/** Redis refuses new connections: every waiting acquisition fails now, not after its timeout. */

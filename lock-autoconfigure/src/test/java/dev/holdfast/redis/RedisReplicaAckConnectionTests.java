@@ -21,6 +21,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.RedisStaticMasterReplicaConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.StringRedisTemplate;
@@ -176,6 +177,21 @@ class RedisReplicaAckConnectionTests {
 		assertThat(primary.command("EXISTS", "{" + key + "}", "{" + key + "}:fence", "{" + key + "}:waiters"))
 			.as("the interrupted acquisition, never sent")
 			.isEqualTo(0L);
+	}
+
+	@Test
+	void aStaticMasterReplicaFactoryFailsNamingWhatToUse() {
+		LettuceConnectionFactory factory = new LettuceConnectionFactory(
+				new RedisStaticMasterReplicaConfiguration("127.0.0.1", primary.port()),
+				LettuceClientConfiguration.builder().commandTimeout(COMMAND_TIMEOUT).build());
+		factory.afterPropertiesSet();
+		factory.start();
+		this.factories.add(factory);
+		RedisLockBackend backend = backend(factory, new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(100)));
+		assertThatExceptionOfType(LockBackendException.class)
+			.isThrownBy(() -> backend.tryAcquire(key(), "owner", Duration.ofSeconds(10)))
+			.withMessageContaining("static master/replica")
+			.withMessageContaining("holdfast.redis.replicas-to-ack=0");
 	}
 
 	private void assertFailsClosed(CompletableFuture<AcquireResult> acquisition, String key) {
