@@ -42,16 +42,12 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 	/** Default longest backend key before it is hashed: 200 characters. */
 	public static final int DEFAULT_MAX_KEY_LENGTH = 200;
 
-	/** Settings with the release in the background on. */
-	public LockSettings(String keyPrefix, Duration waitTime, Duration leaseTime, Duration pollInterval,
-			int maxKeyLength, Clock clock, boolean showKeyValues) {
-		this(keyPrefix, waitTime, leaseTime, pollInterval, maxKeyLength, clock, showKeyValues, true);
-	}
-
 	public LockSettings {
 		Objects.requireNonNull(keyPrefix, "keyPrefix");
 		LockOptions.requireLeaseTime(leaseTime, "leaseTime");
-		requirePositive(pollInterval, "pollInterval");
+		if (Objects.requireNonNull(pollInterval, "pollInterval").isNegative() || pollInterval.isZero()) {
+			throw new IllegalArgumentException("pollInterval must be positive, was " + pollInterval);
+		}
 		if (waitTime.isNegative()) {
 			throw new IllegalArgumentException("waitTime must not be negative, was " + waitTime);
 		}
@@ -94,11 +90,6 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 				this.clock, this.showKeyValues, this.releaseInBackground);
 	}
 
-	public LockSettings withClock(Clock clock) {
-		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				clock, this.showKeyValues, this.releaseInBackground);
-	}
-
 	public LockSettings withKeyValuesShown(boolean showKeyValues) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
 				this.clock, showKeyValues, this.releaseInBackground);
@@ -115,13 +106,6 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 	 */
 	public String shown(String key) {
 		return this.showKeyValues ? key : LockKeys.mask(key, this.keyPrefix);
-	}
-
-	private static void requirePositive(Duration duration, String name) {
-		Objects.requireNonNull(duration, name);
-		if (duration.isNegative() || duration.isZero()) {
-			throw new IllegalArgumentException(name + " must be positive, was " + duration);
-		}
 	}
 
 }
