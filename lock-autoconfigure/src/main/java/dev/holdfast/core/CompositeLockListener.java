@@ -43,7 +43,7 @@ public final class CompositeLockListener implements LockListener {
 		List<Guard> guards = listeners.stream()
 			.filter((listener) -> listener != LockListener.NONE)
 			.flatMap((listener) -> (listener instanceof CompositeLockListener composite) ? composite.guards.stream()
-					: Stream.of(new Guard(listener)))
+					: Stream.of(new Guard(listener, new AtomicBoolean())))
 			.toList();
 		return guards.isEmpty() ? LockListener.NONE : new CompositeLockListener(guards);
 	}
@@ -104,15 +104,7 @@ public final class CompositeLockListener implements LockListener {
 	}
 
 	/** One listener, and whether a failure of it was logged at WARN yet. */
-	private static final class Guard {
-
-		final LockListener listener;
-
-		private final AtomicBoolean warned = new AtomicBoolean();
-
-		Guard(LockListener listener) {
-			this.listener = listener;
-		}
+	private record Guard(LockListener listener, AtomicBoolean warned) {
 
 		void run(String method, Runnable call) {
 			try {
