@@ -1,5 +1,8 @@
 package dev.holdfast.core;
 
+import java.time.Duration;
+import java.time.Instant;
+
 import dev.holdfast.Lease;
 import dev.holdfast.LockListener.LockObservation;
 
@@ -54,7 +57,51 @@ public interface EngineLease extends Lease {
 	 * any lease, of any template; it counts no hold and needs no closing.
 	 */
 	static Lease viewOf(Lease lease) {
-		return new LeaseView(lease);
+		return new Lease() {
+
+			private volatile boolean closed;
+
+			@Override
+			public String key() {
+				return lease.key();
+			}
+
+			@Override
+			public long fencingToken() {
+				return lease.fencingToken();
+			}
+
+			@Override
+			public Instant acquiredAt() {
+				return lease.acquiredAt();
+			}
+
+			@Override
+			public Instant expiresAt() {
+				return lease.expiresAt();
+			}
+
+			@Override
+			public boolean isValid() {
+				return !this.closed && lease.isValid();
+			}
+
+			@Override
+			public boolean extend(Duration ttl) {
+				return !this.closed && lease.extend(ttl);
+			}
+
+			@Override
+			public void close() {
+				this.closed = true;
+			}
+
+			@Override
+			public String toString() {
+				return lease.toString();
+			}
+
+		};
 	}
 
 	/**
