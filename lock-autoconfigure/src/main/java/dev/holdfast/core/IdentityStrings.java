@@ -5,6 +5,7 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.Proxy;
 import java.lang.reflect.RecordComponent;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.Comparator;
@@ -86,8 +87,7 @@ public final class IdentityStrings {
 
 	};
 
-	private static final ComponentForm NONE = new ComponentForm('[', ']', new String[0], new Class<?>[0],
-			(value) -> new Object[0]);
+	private static final ComponentForm NONE = new ComponentForm('[', ']', new String[0], new Class<?>[0], List.of());
 
 	private IdentityStrings() {
 	}
@@ -238,7 +238,7 @@ public final class IdentityStrings {
 		if (form == NONE) {
 			return null;
 		}
-		@Nullable Object[] values = form.reader().apply(value);
+		@Nullable Object[] values = form.readers().stream().map((reader) -> reader.apply(value)).toArray();
 		StringBuilder generated = new StringBuilder(value.getClass().getSimpleName()).append(form.open());
 		for (int i = 0; i < values.length; i++) {
 			generated.append((i > 0) ? ", " : "").append(form.names()[i]).append('=');
@@ -254,24 +254,20 @@ public final class IdentityStrings {
 		return value.toString().contentEquals(generated.append(form.close())) ? values : null;
 	}
 
-	/** Calls a record's accessors. */
-	private static @Nullable Object[] readRecord(Object value, Method[] accessors) {
-		@Nullable Object[] values = new Object[accessors.length];
-		for (int i = 0; i < accessors.length; i++) {
-			try {
-				values[i] = accessors[i].invoke(value);
-			}
-			catch (IllegalAccessException ex) {
-				throw new IllegalArgumentException("A lock key renders the components of "
-						+ value.getClass().getName() + ", but " + accessors[i].getName()
-						+ "() cannot be called from Holdfast: open its package to dev.holdfast, or key on "
-						+ "values read from it", ex);
-			}
-			catch (InvocationTargetException ex) {
-				ReflectionUtils.rethrowRuntimeException(ex.getTargetException());
-			}
+	/** Calls a record's accessor. */
+	private static @Nullable Object read(Method accessor, Object value) {
+		try {
+			return accessor.invoke(value);
 		}
-		return values;
+		catch (IllegalAccessException ex) {
+			throw new IllegalArgumentException("A lock key renders the components of " + value.getClass().getName()
+					+ ", but " + accessor.getName() + "() cannot be called from Holdfast: open its package to "
+					+ "dev.holdfast, or key on values read from it", ex);
+		}
+		catch (InvocationTargetException ex) {
+			ReflectionUtils.rethrowRuntimeException(ex.getTargetException());
+			return null;
+		}
 	}
 
 	/**
@@ -279,7 +275,7 @@ public final class IdentityStrings {
 	 * {@code name=value} pairs.
 	 */
 	private record ComponentForm(char open, char close, String[] names, Class<?>[] types,
-			Function<Object, @Nullable Object[]> reader) {
+			List<Function<Object, @Nullable Object>> readers) {
 
 		static ComponentForm of(Class<?> type) {
 			if (type.isRecord()) {
@@ -307,17 +303,17 @@ public final class IdentityStrings {
 			RecordComponent[] components = type.getRecordComponents();
 			String[] names = new String[components.length];
 			Class<?>[] types = new Class<?>[components.length];
-			Method[] accessors = new Method[components.length];
+			List<Function<Object, @Nullable Object>> readers = new ArrayList<>();
 			for (int i = 0; i < components.length; i++) {
 				names[i] = components[i].getName();
 				types[i] = components[i].getType();
-				accessors[i] = components[i].getAccessor();
+				Method accessor = components[i].getAccessor();
 				// the application's records need not be public, and Holdfast calls from another package
-				accessors[i].trySetAccessible();
+				accessor.trySetAccessible();
+				readers.add((value) -> read(accessor, value));
 			}
 			// a Kotlin @JvmRecord data class is a record that renders as a data class
-			return new ComponentForm(kotlin ? '(' : '[', kotlin ? ')' : ']', names, types,
-					(value) -> readRecord(value, accessors));
+			return new ComponentForm(kotlin ? '(' : '[', kotlin ? ')' : ']', names, types, readers);
 		}
 
 	}
@@ -345,9 +341,10 @@ public final class IdentityStrings {
 			List<KParameter> parameters = primary.getParameters();
 			String[] names = new String[parameters.size()];
 			Class<?>[] types = new Class<?>[parameters.size()];
-			KProperty1<?, ?>[] read = new KProperty1<?, ?>[parameters.size()];
+			List<Function<Object, @Nullable Object>> readers = new ArrayList<>();
 			for (int i = 0; i < names.length; i++) {
-				KProperty1<?, ?> property = properties.get(parameters.get(i).getName());
+				@SuppressWarnings("unchecked")
+				KProperty1<Object, ?> property = (KProperty1<Object, ?>) properties.get(parameters.get(i).getName());
 				if (property == null) {
 					return NONE;
 				}
@@ -355,17 +352,9 @@ public final class IdentityStrings {
 				names[i] = property.getName();
 				types[i] = (property.getReturnType().getClassifier() instanceof KClass<?> classifier)
 						? JvmClassMappingKt.getJavaClass(classifier) : Object.class;
-				read[i] = property;
+				readers.add(property::get);
 			}
-			return new ComponentForm('(', ')', names, types, (value) -> {
-				@Nullable Object[] values = new Object[read.length];
-				for (int i = 0; i < read.length; i++) {
-					@SuppressWarnings("unchecked")
-					KProperty1<Object, ?> property = (KProperty1<Object, ?>) read[i];
-					values[i] = property.get(value);
-				}
-				return values;
-			});
+			return new ComponentForm('(', ')', names, types, readers);
 		}
 
 	}
