@@ -104,21 +104,6 @@ public interface EngineLease extends Lease {
 		};
 	}
 
-	/**
-	 * Another hold of {@code lease} for the calling thread, as a reentrant acquisition would give
-	 * it, without a round trip and whether or not the lease is still valid: closing it ends only
-	 * this hold, and the lock stays with the other holds. For code that hands the lease to a method
-	 * that may close it (a scheduled job binds such a hold to {@link dev.holdfast.LockContext}).
-	 * Leases of other templates are returned as they are.
-	 */
-	static Lease newHold(Lease lease) {
-		if (lease instanceof LeaseHandle handle) {
-			handle.lease().enter();
-			return new LeaseHandle(handle.lease());
-		}
-		return lease;
-	}
-
 	/** {@link #detachFromThread()} for an engine lease; nothing for any other lease. */
 	static void detach(Lease lease) {
 		if (lease instanceof EngineLease engineLease) {

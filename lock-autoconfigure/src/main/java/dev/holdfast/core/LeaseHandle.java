@@ -32,10 +32,6 @@ final class LeaseHandle implements EngineLease {
 		this.lease = lease;
 	}
 
-	HeldLease lease() {
-		return this.lease;
-	}
-
 	@Override
 	public String key() {
 		return this.lease.key();
