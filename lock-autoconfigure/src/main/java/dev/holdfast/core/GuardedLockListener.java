@@ -4,13 +4,12 @@ import java.util.List;
 
 import dev.holdfast.LockListener;
 
-/** Guards a single listener: see {@link CompositeLockListener}. */
+/** Guards a single listener as {@link CompositeLockListener} guards each of its listeners. */
 final class GuardedLockListener {
 
 	private GuardedLockListener() {
 	}
 
-	/** {@code listener} with its failures logged and ignored. */
 	static LockListener of(LockListener listener) {
 		return CompositeLockListener.of(List.of(listener));
 	}

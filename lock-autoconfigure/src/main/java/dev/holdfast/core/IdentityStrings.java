@@ -224,12 +224,9 @@ public final class IdentityStrings {
 	}
 
 	/**
-	 * The components of {@code value}, in declaration order, when its {@code toString()} is the one
-	 * its compiler generated from them: a record's ({@code Name[a=1, b=x]}) or a Kotlin data
-	 * class's ({@code Name(a=1, b=x)}); {@code null} otherwise. A record or data class may declare a
-	 * {@code toString()} of its own, which is then judged and rendered as any class's: the generated
-	 * form is compared with it. The components are read once, through their accessors (a record's;
-	 * a data class's properties, through kotlin-reflect).
+	 * The components of {@code value}, read once, when its {@code toString()} is the one its
+	 * compiler generated from them ({@code Name[a=1, b=x]}, a data class's {@code Name(a=1, b=x)});
+	 * {@code null} otherwise, also for a record or data class whose own {@code toString()} differs.
 	 * @throws IllegalArgumentException if an accessor cannot be called (a class in a module
 	 * package that is not open to Holdfast)
 	 */

@@ -50,8 +50,7 @@ public final class LockKeys {
 	/**
 	 * The backend key of a lock.
 	 * @param name the lock name, not empty
-	 * @param key the key value, or {@code null} for one lock per name; sets and maps are
-	 * rendered in sorted order, arrays and records element by element (see the class Javadoc)
+	 * @param key the key value, or {@code null} for one lock per name
 	 * @throws IllegalArgumentException if the key renders as an identity string (see
 	 * {@link IdentityStrings})
 	 */
@@ -103,8 +102,9 @@ public final class LockKeys {
 
 	/**
 	 * {@code key} with its key part, which comes from method arguments and may hold user data,
-	 * replaced by {@code ******} as Boot's sanitizer shows a hidden value: {@code <prefix><name>:******}, or {@code <prefix><name>#******}
-	 * for a shortened key. A key without a key part is returned as it is.
+	 * replaced by {@code ******} as Boot's sanitizer shows a hidden value:
+	 * {@code <prefix><name>:******}, or {@code <prefix><name>#******} for a shortened key. A key
+	 * without a key part is returned as it is.
 	 * @param key a backend key made by {@link #encode}
 	 * @param prefix the prefix it was made with
 	 */
