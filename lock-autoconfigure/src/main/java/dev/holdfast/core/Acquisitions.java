@@ -26,30 +26,11 @@ import dev.holdfast.spi.WaitQueue;
 import dev.holdfast.spi.WaiterHandoff;
 
 /**
- * How a template acquires: one state machine ({@link Acquisition}) with two thin drivers, a
- * blocking one that waits on its thread and a non-blocking one whose waits are callbacks. The
- * rules, the same for both:
- * <ol>
- * <li>A try-once acquisition (no wait time) makes one attempt. One that waits joins its key's
- * {@linkplain Lines line} and attempts only as its head.</li>
- * <li>Each acquisition has one owner token for all its attempts. On a backend that records
- * waiters ({@link WaiterHandoff}) a waiting acquisition's attempts record it; a release then
- * reserves the lock for a drawn recorded waiter, whose reservation wakes it.</li>
- * <li>After a refusal it waits for a wake-up or a jittered pause that grows to the poll interval
- * (from 5 ms on a backend without release events, or while the subscription is not listening
- * yet), never longer than the holder's remaining time to live nor the wait time left. A wake-up
- * that comes while an attempt is in flight is kept: the next wait ends at once.</li>
- * <li>A refusal while this template's own release of the key was in flight (when the attempt
- * was sent, or now) waits for that release's answer, at most until the released lease would
- * have expired, and attempts again at once (after the deadline, once).</li>
- * <li>An attempt that failed may still have taken the lock: it is released in the background,
- * owner-checked ({@link BackgroundCalls}); the acquisition fails with a
- * {@link LockBackendException}.</li>
- * <li>An acquisition that ends without the lock leaves its line and, if it may have been
- * recorded, withdraws; one that took the lock after it ended (a cancelled non-blocking one)
- * gives it back, never registered.</li>
- * <li>A backend with a {@link WaitQueue} of its own gets the whole wait in one attempt.</li>
- * </ol>
+ * How a template acquires: one state machine ({@link Acquisition}, the rules) with two thin
+ * drivers, the blocking one here (attempts and waits on the caller's thread) and
+ * {@link NonBlockingAcquisition} (each attempt a callback, each wait an event or a timer). Waiting
+ * acquisitions of a key queue in one {@linkplain Lines line}; only its head talks to the backend.
+ * The rules and the tests that pin them: docs/DESIGN.md, "Acquisition" (ACQ-1 to ACQ-7).
  */
 final class Acquisitions {
 

@@ -19,24 +19,13 @@ import dev.holdfast.spi.WaiterHandoff;
 
 /**
  * The owner-checked calls a template sends in the background, each retried on one schedule
- * (100 ms, doubling, {@value #ATTEMPTS} attempts, about 25 s) and counted:
- * <ul>
- * <li><b>a release of unknown outcome</b>, after an acquisition failed with a timeout, a lost
- * connection or an interrupt: the backend may still have run it after its caller gave up, so the
- * lock would be held for its whole lease by an owner nobody keeps. Retried until it releases the
- * lock, also after an answer "not held": the acquisition may still be on its way (a database can
- * run the release on another connection before the late statement commits; after a partition,
- * TCP retransmits the acquisition seconds after the heal);</li>
- * <li><b>a failed release</b>, whose lock would otherwise stay held for its whole lease: retried
- * until the backend answers;</li>
- * <li><b>a withdrawal</b> of a waiter that gave up ({@link WaiterHandoff#withdraw}): retried until
- * the backend answers.</li>
- * </ul>
+ * (100 ms, doubling, {@value #ATTEMPTS} attempts, about 25 s), bounded ({@value #MAX_PENDING}
+ * pending) and counted: a release after an acquisition failed with an unknown outcome (until it
+ * releases the lock, also after "not held": the acquisition may still be on its way), a failed
+ * release and a waiter's withdrawal (until answered). They go through the backend's non-blocking
+ * I/O where it has one, else one daemon thread started when needed. A call given up (too many
+ * pending, or every attempt failed) is logged at WARN: its lock or record expires by itself.
  * Owner tokens are never reused, so a late call can only touch what its own acquisition did.
- * Calls go through the backend's own non-blocking I/O where it has one, else through one daemon
- * thread, started when needed and ended when idle. At most {@value #MAX_PENDING} calls are
- * pending; beyond that, and after the last attempt, the call is given up (WARN, counted): the
- * lock or record then expires by itself. A graceful shutdown waits, bounded, for pending calls.
  */
 final class BackgroundCalls {
 

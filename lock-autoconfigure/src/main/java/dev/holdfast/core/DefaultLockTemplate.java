@@ -79,7 +79,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	}
 
 	public DefaultLockTemplate(LockBackend backend, LockSettings settings, LockListener listener) {
-		LockListener guarded = GuardedLockListener.of(listener);
+		LockListener guarded = CompositeLockListener.of(List.of(listener));
 		this.backend = backend;
 		this.settings = settings;
 		this.keys = new LockKeys(settings.keyPrefix(), settings.maxKeyLength());

@@ -149,12 +149,6 @@ final class HeldLease {
 		}
 	}
 
-	/** One more hold on the holding thread, valid or not; the lease must still be held. */
-	void enter() {
-		HOLDS.getAndAdd(this, 1);
-		THREAD_HOLDS.getAndAdd(this, 1);
-	}
-
 	/** Leaves one hold; true when it was the last one. */
 	boolean exit() {
 		return (int) HOLDS.getAndAdd(this, -1) == 1;

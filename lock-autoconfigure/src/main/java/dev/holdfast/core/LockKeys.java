@@ -90,7 +90,7 @@ public final class LockKeys {
 		if (out.length() <= this.maxLength) {
 			return out.toString();
 		}
-		String hash = sha256(out.toString());
+		String hash = Base64.getUrlEncoder().withoutPadding().encodeToString(sha256(out.toString()));
 		int keep = Math.min(nameEnd, this.maxLength - HASH_LENGTH);
 		// never cut an escape sequence in half: the visible part is for operators only
 		while (keep > this.prefix.length() && keep < nameEnd && (out.charAt(keep - 1) == '%'
@@ -151,13 +151,12 @@ public final class LockKeys {
 				|| "._~/@+=,;!$&'()*-".indexOf(c) >= 0;
 	}
 
-	private static String sha256(String value) {
+	static byte[] sha256(String value) {
 		try {
-			byte[] digest = MessageDigest.getInstance("SHA-256").digest(value.getBytes(StandardCharsets.UTF_8));
-			return Base64.getUrlEncoder().withoutPadding().encodeToString(digest);
+			return MessageDigest.getInstance("SHA-256").digest(value.getBytes(StandardCharsets.UTF_8));
 		}
 		catch (NoSuchAlgorithmException ex) {
-			throw new IllegalStateException(ex);
+			throw new IllegalStateException("Every Java platform has SHA-256", ex);
 		}
 	}
 

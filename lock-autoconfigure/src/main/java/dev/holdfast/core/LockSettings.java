@@ -1,8 +1,5 @@
 package dev.holdfast.core;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.HexFormat;
@@ -130,14 +127,7 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 		if (masked.equals(key)) {
 			return key;
 		}
-		byte[] hash;
-		try {
-			hash = MessageDigest.getInstance("SHA-256").digest(key.getBytes(StandardCharsets.UTF_8));
-		}
-		catch (NoSuchAlgorithmException ex) {
-			throw new IllegalStateException("Every Java platform has SHA-256", ex);
-		}
-		return masked + "#" + HexFormat.of().formatHex(hash, 0, 2);
+		return masked + "#" + HexFormat.of().formatHex(LockKeys.sha256(key), 0, 2);
 	}
 
 }

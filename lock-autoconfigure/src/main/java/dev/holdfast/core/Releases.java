@@ -20,25 +20,13 @@ import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.WaiterHandoff;
 
 /**
- * How a template gives its leases back to the backend.
- * <ul>
- * <li>A lease is marked released once; from then on it is not valid, not renewed, not listed,
- * but stays among the template's leases until the backend answered its release, so that this
- * process knows the release is in flight ({@link LocalLeases#releaseInFlight}).</li>
- * <li><b>In the background</b> (an {@link AsyncLockBackend}, with
- * {@link LockSettings#releaseInBackground()} on): the last {@code close()} sends the release and
- * returns without waiting for the answer; beyond {@value #MAX_IN_FLIGHT} releases in flight,
- * {@code close()} waits for its own. Otherwise the release runs on the caller's thread.</li>
- * <li>A release names this template's next waiter for the key to a backend that records
- * waiters, and asks a backend that draws between instances
- * ({@link AnnouncedReleases#drawsNextInstance()}) to do so when a waiter of this template wants
- * the key.</li>
- * <li>When it is answered, the key's waiter here is woken where the backend announces releases
- * and records no waiters ({@link Lines#releasedHere}).</li>
- * <li>A release that fails is reported (WARN naming the masked key,
- * {@link LockListener#releaseFailed}) and sent again in the background
- * ({@link BackgroundCalls}): its lock would otherwise stay held for its whole lease.</li>
- * </ul>
+ * How a template gives its leases back to the backend: owner-checked, in the background on an
+ * {@link AsyncLockBackend} with {@link LockSettings#releaseInBackground()} on (else on the
+ * caller's thread), the lease staying among the template's leases, not valid, until the backend
+ * answered. A release names this template's next waiter to a backend that records waiters, and
+ * asks one that draws between instances to draw when a waiter here wants the key; its answer
+ * wakes that waiter where the backend announces releases and records none; a failed release is
+ * reported and sent again ({@link BackgroundCalls}). The rules: docs/DESIGN.md, "Release".
  */
 final class Releases {
 
