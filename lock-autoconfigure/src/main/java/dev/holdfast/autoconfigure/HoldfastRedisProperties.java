@@ -2,9 +2,9 @@ package dev.holdfast.autoconfigure;
 
 import java.time.Duration;
 
-import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.jspecify.annotations.Nullable;
 
-import dev.holdfast.redis.RedisLockBackend;
+import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
  * Configuration of the {@code redis} backend. The connection itself is Spring Boot's
@@ -15,9 +15,11 @@ public class HoldfastRedisProperties {
 
 	/**
 	 * Pub/sub channel on which releases are announced so that waiters wake at once. Every
-	 * instance that shares the locks must use the same channel.
+	 * instance that shares the locks must use the same channel. Defaults to the key prefix
+	 * followed by "released" (holdfast:released with the default prefix, and with an empty one),
+	 * so that applications with different key prefixes on one Redis do not wake each other.
 	 */
-	private String channel = RedisLockBackend.DEFAULT_CHANNEL;
+	private @Nullable String channel;
 
 	/**
 	 * Number of replicas that must have received an acquisition (Redis WAIT) before it counts;
@@ -29,9 +31,9 @@ public class HoldfastRedisProperties {
 
 	/**
 	 * How long an acquisition waits for replicas-to-ack replicas; must be below the command
-	 * timeout (spring.data.redis.timeout).
+	 * timeout (spring.data.redis.timeout). The default suits a command timeout of 1s or more.
 	 */
-	private Duration replicaAckTimeout = Duration.ofSeconds(1);
+	private Duration replicaAckTimeout = Duration.ofMillis(500);
 
 	public int getReplicasToAck() {
 		return this.replicasToAck;
@@ -49,11 +51,11 @@ public class HoldfastRedisProperties {
 		this.replicaAckTimeout = replicaAckTimeout;
 	}
 
-	public String getChannel() {
+	public @Nullable String getChannel() {
 		return this.channel;
 	}
 
-	public void setChannel(String channel) {
+	public void setChannel(@Nullable String channel) {
 		this.channel = channel;
 	}
 

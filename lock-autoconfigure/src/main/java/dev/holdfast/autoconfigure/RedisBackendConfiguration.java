@@ -37,7 +37,7 @@ import dev.holdfast.spi.LockBackend;
 @ConditionalOnClass(RedisConnectionFactory.class)
 @ConditionalOnBackend(BackendType.REDIS)
 @ConditionalOnMissingBean(LockBackend.class)
-@EnableConfigurationProperties(HoldfastRedisProperties.class)
+@EnableConfigurationProperties({ HoldfastProperties.class, HoldfastRedisProperties.class })
 class RedisBackendConfiguration {
 
 	private static final boolean LETTUCE_PRESENT = ClassUtils.isPresent("io.lettuce.core.RedisClient",
@@ -48,18 +48,29 @@ class RedisBackendConfiguration {
 
 	@Bean
 	RedisLockBackend holdfastLockBackend(ObjectProvider<RedisConnectionFactory> connectionFactories,
-			HoldfastRedisProperties properties) {
+			HoldfastRedisProperties properties, HoldfastProperties holdfast) {
 		RedisConnectionFactory connectionFactory = connectionFactories.getIfUnique();
 		if (connectionFactory == null) {
 			throw missingConnectionFactory(connectionFactories.stream().toList());
 		}
 		String channel = properties.getChannel();
-		if (channel == null || channel.isBlank()) {
+		if (channel == null) {
+			channel = channel(holdfast.getKeyPrefix());
+		}
+		else if (channel.isBlank()) {
 			throw new LockConfigurationException("holdfast.redis.channel is empty",
 					"Set holdfast.redis.channel to a channel name, or remove it to use the default '"
-							+ RedisLockBackend.DEFAULT_CHANNEL + "'.");
+							+ channel(holdfast.getKeyPrefix()) + "' (the key prefix followed by 'released').");
 		}
 		return RedisLockBackend.of(connectionFactory, channel, replicaAcks(properties, connectionFactory));
+	}
+
+	/**
+	 * The release channel of the locks under {@code keyPrefix}: applications with different
+	 * prefixes on one Redis share no locks, so they need not hear each other's releases.
+	 */
+	static String channel(String keyPrefix) {
+		return keyPrefix.isEmpty() ? RedisLockBackend.DEFAULT_CHANNEL : keyPrefix + "released";
 	}
 
 	private static RedisLockBackend.ReplicaAcks replicaAcks(HoldfastRedisProperties properties,

@@ -20,7 +20,7 @@ import dev.holdfast.spi.LockBackend;
 @Configuration(proxyBeanMethods = false)
 @ConditionalOnBackend(BackendType.REDLOCK)
 @ConditionalOnMissingBean(LockBackend.class)
-@EnableConfigurationProperties(HoldfastRedlockProperties.class)
+@EnableConfigurationProperties({ HoldfastProperties.class, HoldfastRedlockProperties.class })
 class RedlockBackendConfiguration {
 
 	@Configuration(proxyBeanMethods = false)
@@ -28,9 +28,16 @@ class RedlockBackendConfiguration {
 	static class RedissonAvailable {
 
 		@Bean(destroyMethod = "close")
-		RedlockLockBackend redlockLockBackend(HoldfastRedlockProperties properties) {
+		RedlockLockBackend redlockLockBackend(HoldfastRedlockProperties properties, HoldfastProperties holdfast) {
+			RedlockSettings settings = settings(properties);
+			String prefix = holdfast.getKeyPrefix();
+			if (!prefix.isEmpty()) {
+				// Applications with different key prefixes share no locks: they need not hear each
+				// other's releases.
+				settings = settings.withReleaseChannel(prefix + "redlock:released");
+			}
 			RedlockLockBackend backend = RedlockLockBackend.connect(properties.getNodes(), properties.getUsername(),
-					properties.getPassword(), properties.getConnectTimeout(), settings(properties));
+					properties.getPassword(), properties.getConnectTimeout(), settings);
 			backend.logSetupWarnings();
 			return backend;
 		}

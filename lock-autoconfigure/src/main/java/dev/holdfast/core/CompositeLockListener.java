@@ -3,22 +3,34 @@ package dev.holdfast.core;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
 
 import io.micrometer.observation.Observation;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.LockListener;
 
 /**
- * Calls several listeners in order. Their observations of one acquisition are combined; when at
- * most one listener observes (the usual case), its observation is used as it is. A listener that
- * throws is logged and skipped: the others are still called, and the lock is not affected.
+ * Calls several listeners in order, so that their failures never change what a lock does: a
+ * listener method, an observation it returned or an observation handler behind it that throws is
+ * logged (WARN the first time for that listener, DEBUG after that) and skipped, and the other
+ * listeners are still called. Without it, a throw after a lease was registered would leave the
+ * lease renewed with nobody to release it. The observations of one acquisition are combined; when
+ * no listener observes, there is no observation to call.
  */
 public final class CompositeLockListener implements LockListener {
 
-	private final List<LockListener> listeners;
+	private static final Log logger = LogFactory.getLog(CompositeLockListener.class);
 
-	private CompositeLockListener(List<LockListener> listeners) {
-		this.listeners = listeners;
+	private final List<Guard> guards;
+
+	private CompositeLockListener(List<Guard> guards) {
+		this.guards = guards;
 	}
 
 	/**
@@ -28,133 +40,201 @@ public final class CompositeLockListener implements LockListener {
 	 * @return the combined listener
 	 */
 	public static LockListener of(List<LockListener> listeners) {
-		if (listeners.isEmpty()) {
-			return LockListener.NONE;
-		}
-		if (listeners.size() == 1) {
-			return GuardedLockListener.of(listeners.get(0));
-		}
-		return new CompositeLockListener(listeners.stream().map(GuardedLockListener::of).toList());
+		List<Guard> guards = listeners.stream()
+			.filter((listener) -> listener != LockListener.NONE)
+			.flatMap((listener) -> (listener instanceof CompositeLockListener composite) ? composite.guards.stream()
+					: Stream.of(new Guard(listener, new AtomicBoolean())))
+			.toList();
+		return guards.isEmpty() ? LockListener.NONE : new CompositeLockListener(guards);
 	}
 
 	@Override
 	public LockObservation acquiring(String name, String key, String backend) {
-		LockObservation first = LockObservation.NONE;
-		List<LockObservation> all = null;
-		for (LockListener listener : this.listeners) {
-			LockObservation observation = listener.acquiring(name, key, backend);
-			if (observation == LockObservation.NONE) {
-				continue;
-			}
-			if (first == LockObservation.NONE) {
-				first = observation;
-			}
-			else {
-				if (all == null) {
-					all = new ArrayList<>();
-					all.add(first);
-				}
-				all.add(observation);
+		List<Observed> observed = null;
+		for (Guard guard : this.guards) {
+			LockObservation observation = guard.call("acquiring",
+					() -> guard.listener.acquiring(name, key, backend), LockObservation.NONE);
+			if (observation != LockObservation.NONE) {
+				observed = (observed != null) ? observed : new ArrayList<>(1);
+				observed.add(new Observed(guard, observation));
 			}
 		}
-		return (all != null) ? new CompositeLockObservation(all) : first;
+		return (observed != null) ? new CompositeObservation(observed) : LockObservation.NONE;
 	}
 
 	@Override
 	public void acquired(String name, String backend, Duration waited) {
-		this.listeners.forEach((listener) -> listener.acquired(name, backend, waited));
+		each("acquired", (listener) -> listener.acquired(name, backend, waited));
 	}
 
 	@Override
 	public void notAcquired(String name, String backend, Duration waited) {
-		this.listeners.forEach((listener) -> listener.notAcquired(name, backend, waited));
+		each("notAcquired", (listener) -> listener.notAcquired(name, backend, waited));
 	}
 
 	@Override
 	public void failed(String name, String backend, Duration waited, RuntimeException ex) {
-		this.listeners.forEach((listener) -> listener.failed(name, backend, waited, ex));
+		each("failed", (listener) -> listener.failed(name, backend, waited, ex));
 	}
 
 	@Override
 	public void released(String name, String backend, Duration held) {
-		this.listeners.forEach((listener) -> listener.released(name, backend, held));
+		each("released", (listener) -> listener.released(name, backend, held));
 	}
 
 	@Override
 	public void releaseFailed(String name, String backend, RuntimeException ex) {
-		this.listeners.forEach((listener) -> listener.releaseFailed(name, backend, ex));
+		each("releaseFailed", (listener) -> listener.releaseFailed(name, backend, ex));
 	}
 
 	@Override
 	public void leaseLost(String name, String backend) {
-		this.listeners.forEach((listener) -> listener.leaseLost(name, backend));
+		each("leaseLost", (listener) -> listener.leaseLost(name, backend));
 	}
 
 	@Override
 	public void tickSkipped(String name, String backend, String reason) {
-		this.listeners.forEach((listener) -> listener.tickSkipped(name, backend, reason));
+		each("tickSkipped", (listener) -> listener.tickSkipped(name, backend, reason));
+	}
+
+	private void each(String method, Consumer<LockListener> call) {
+		for (Guard guard : this.guards) {
+			guard.run(method, () -> call.accept(guard.listener));
+		}
+	}
+
+	/** One listener, and whether a failure of it was logged at WARN yet. */
+	private record Guard(LockListener listener, AtomicBoolean warned) {
+
+		void run(String method, Runnable call) {
+			try {
+				call.run();
+			}
+			catch (RuntimeException ex) {
+				failed(method, ex);
+			}
+		}
+
+		<T> T call(String method, Supplier<T> call, T fallback) {
+			try {
+				return call.get();
+			}
+			catch (RuntimeException ex) {
+				failed(method, ex);
+				return fallback;
+			}
+		}
+
+		private void failed(String method, RuntimeException ex) {
+			String message = "Holdfast ignored a failure of LockListener " + this.listener.getClass().getName()
+					+ " in " + method + "(); the lock works on, but what the listener records may be incomplete";
+			if (this.warned.compareAndSet(false, true)) {
+				logger.warn(message + " (later failures of this listener are logged at DEBUG)", ex);
+			}
+			else if (logger.isDebugEnabled()) {
+				logger.debug(message, ex);
+			}
+		}
+
+	}
+
+	/** An observation returned by the listener of {@code guard}. */
+	private record Observed(Guard guard, LockObservation observation) {
+
+		Observation hold() {
+			return this.guard.call("LockObservation.hold", this.observation::hold, Observation.NOOP);
+		}
+
 	}
 
 	/**
 	 * The observations of several listeners, told the same things. Only one hold can be the
-	 * current observation of a thread: the first listener's that observes one.
+	 * current observation of a thread: the first that is observed.
 	 */
-	private static final class CompositeLockObservation implements LockObservation {
-
-		private final List<LockObservation> observations;
-
-		CompositeLockObservation(List<LockObservation> observations) {
-			this.observations = observations;
-		}
+	private record CompositeObservation(List<Observed> observed) implements LockObservation {
 
 		@Override
 		public void acquired(long fencingToken) {
-			this.observations.forEach((observation) -> observation.acquired(fencingToken));
+			each("LockObservation.acquired", (observation) -> observation.acquired(fencingToken));
 		}
 
 		@Override
 		public void notAcquired() {
-			this.observations.forEach(LockObservation::notAcquired);
+			each("LockObservation.notAcquired", LockObservation::notAcquired);
 		}
 
 		@Override
 		public void failed(Throwable ex) {
-			this.observations.forEach((observation) -> observation.failed(ex));
+			each("LockObservation.failed", (observation) -> observation.failed(ex));
 		}
 
 		@Override
 		public void cancelled() {
-			this.observations.forEach(LockObservation::cancelled);
+			each("LockObservation.cancelled", LockObservation::cancelled);
 		}
 
 		@Override
 		public void released() {
-			this.observations.forEach(LockObservation::released);
+			each("LockObservation.released", LockObservation::released);
 		}
 
 		@Override
 		public void lost() {
-			this.observations.forEach(LockObservation::lost);
+			each("LockObservation.lost", LockObservation::lost);
 		}
 
 		@Override
 		public Observation hold() {
-			return first().hold();
+			return this.observed.stream().map(Observed::hold).filter((hold) -> !hold.isNoop()).findFirst()
+				.orElse(Observation.NOOP);
 		}
 
 		@Override
 		public Observation.Scope openScope() {
-			return first().openScope();
-		}
-
-		/** The first observation with an observed hold: the one made current for locked code. */
-		private LockObservation first() {
-			for (LockObservation observation : this.observations) {
-				if (!observation.hold().isNoop()) {
-					return observation;
+			for (Observed observed : this.observed) {
+				if (!observed.hold().isNoop()) {
+					Observation.Scope scope = observed.guard.call("LockObservation.openScope",
+							observed.observation::openScope, Observation.Scope.NOOP);
+					return scope.isNoop() ? scope : new GuardedScope(observed.guard, scope);
 				}
 			}
-			return LockObservation.NONE;
+			return Observation.Scope.NOOP;
+		}
+
+		private void each(String method, Consumer<LockObservation> call) {
+			for (Observed observed : this.observed) {
+				observed.guard.run(method, () -> call.accept(observed.observation));
+			}
+		}
+
+	}
+
+	/** A scope whose handlers may throw when it closes. */
+	private record GuardedScope(Guard guard, Observation.Scope scope) implements Observation.Scope {
+
+		@Override
+		public Observation getCurrentObservation() {
+			return this.scope.getCurrentObservation();
+		}
+
+		@Override
+		public Observation.@Nullable Scope getPreviousObservationScope() {
+			return this.scope.getPreviousObservationScope();
+		}
+
+		@Override
+		public void close() {
+			this.guard.run("Observation.Scope.close", this.scope::close);
+		}
+
+		@Override
+		public void reset() {
+			this.scope.reset();
+		}
+
+		@Override
+		public void makeCurrent() {
+			this.scope.makeCurrent();
 		}
 
 	}

@@ -1,5 +1,8 @@
 package dev.holdfast.core;
 
+import java.time.Duration;
+import java.time.Instant;
+
 import dev.holdfast.Lease;
 import dev.holdfast.LockListener.LockObservation;
 
@@ -54,22 +57,51 @@ public interface EngineLease extends Lease {
 	 * any lease, of any template; it counts no hold and needs no closing.
 	 */
 	static Lease viewOf(Lease lease) {
-		return new LeaseView(lease);
-	}
+		return new Lease() {
 
-	/**
-	 * Another hold of {@code lease} for the calling thread, as a reentrant acquisition would give
-	 * it, without a round trip and whether or not the lease is still valid: closing it ends only
-	 * this hold, and the lock stays with the other holds. For code that hands the lease to a method
-	 * that may close it (a scheduled job binds such a hold to {@link dev.holdfast.LockContext}).
-	 * Leases of other templates are returned as they are.
-	 */
-	static Lease newHold(Lease lease) {
-		if (lease instanceof LeaseHandle handle) {
-			handle.lease().enter();
-			return new LeaseHandle(handle.lease());
-		}
-		return lease;
+			private volatile boolean closed;
+
+			@Override
+			public String key() {
+				return lease.key();
+			}
+
+			@Override
+			public long fencingToken() {
+				return lease.fencingToken();
+			}
+
+			@Override
+			public Instant acquiredAt() {
+				return lease.acquiredAt();
+			}
+
+			@Override
+			public Instant expiresAt() {
+				return lease.expiresAt();
+			}
+
+			@Override
+			public boolean isValid() {
+				return !this.closed && lease.isValid();
+			}
+
+			@Override
+			public boolean extend(Duration ttl) {
+				return !this.closed && lease.extend(ttl);
+			}
+
+			@Override
+			public void close() {
+				this.closed = true;
+			}
+
+			@Override
+			public String toString() {
+				return lease.toString();
+			}
+
+		};
 	}
 
 	/** {@link #detachFromThread()} for an engine lease; nothing for any other lease. */

@@ -22,7 +22,7 @@ final class HeldLease {
 
 	}
 
-	private final DefaultLockTemplate template;
+	private final LocalLeases leases;
 
 	private final String name;
 
@@ -91,9 +91,9 @@ final class HeldLease {
 	/** Until when the lock is held for sure, System.nanoTime. */
 	private volatile long validUntilNanos;
 
-	HeldLease(DefaultLockTemplate template, String name, String key, String owner, long fencingToken, Duration ttl,
+	HeldLease(LocalLeases leases, String name, String key, String owner, long fencingToken, Duration ttl,
 			boolean renew, long requestStartNanos, Instant acquiredAt, LockObservation observation) {
-		this.template = template;
+		this.leases = leases;
 		this.name = name;
 		this.key = key;
 		this.owner = owner;
@@ -133,7 +133,7 @@ final class HeldLease {
 	void confirmed(long startNanos, Duration ttl) {
 		this.ttl = ttl;
 		this.confirmedNanos = startNanos;
-		this.validUntilNanos = startNanos + ttl.toNanos() - this.template.clockDriftNanos(ttl);
+		this.validUntilNanos = startNanos + ttl.toNanos() - this.leases.driftNanos(ttl);
 	}
 
 	boolean enterReentrant() {
@@ -147,12 +147,6 @@ final class HeldLease {
 				return true;
 			}
 		}
-	}
-
-	/** One more hold on the holding thread, valid or not; the lease must still be held. */
-	void enter() {
-		HOLDS.getAndAdd(this, 1);
-		THREAD_HOLDS.getAndAdd(this, 1);
 	}
 
 	/** Leaves one hold; true when it was the last one. */
@@ -183,8 +177,9 @@ final class HeldLease {
 		return STATE.compareAndSet(this, State.ACTIVE, State.LOST);
 	}
 
-	boolean markReleased() {
-		return (State) STATE.getAndSet(this, State.RELEASED) != State.RELEASED;
+	/** Marks the lease released; returns its state before (RELEASED if it was already). */
+	State markReleased() {
+		return (State) STATE.getAndSet(this, State.RELEASED);
 	}
 
 	/** The release in flight or answered ({@link #startReleasing}), or {@code null}. */
@@ -207,7 +202,7 @@ final class HeldLease {
 	}
 
 	boolean isValid() {
-		return isActive() && System.nanoTime() - this.validUntilNanos < 0 && !this.template.backendSuspended();
+		return isActive() && System.nanoTime() - this.validUntilNanos < 0 && !this.leases.suspended();
 	}
 
 	/** The nanoTime at which this lease stops counting as held for sure, whatever its state. */
@@ -230,11 +225,11 @@ final class HeldLease {
 	}
 
 	Instant expiresAt() {
-		return this.template.now().plusNanos(this.validUntilNanos - System.nanoTime());
+		return this.leases.now().plusNanos(this.validUntilNanos - System.nanoTime());
 	}
 
-	DefaultLockTemplate template() {
-		return this.template;
+	LocalLeases leases() {
+		return this.leases;
 	}
 
 	String name() {

@@ -5,14 +5,17 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.Proxy;
 import java.lang.reflect.RecordComponent;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.stream.Collectors;
 
 import kotlin.jvm.JvmClassMappingKt;
 import kotlin.reflect.KClass;
@@ -27,29 +30,49 @@ import org.springframework.aop.TargetClassAware;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.core.KotlinDetector;
 import org.springframework.util.ClassUtils;
+import org.springframework.util.ObjectUtils;
 import org.springframework.util.ReflectionUtils;
 
 /**
- * Tells which key values render as an identity string ({@code com.example.Order@3d4eac69}):
- * objects whose class inherits {@link Object#toString()}, lambdas among them. Such a key differs
- * per instance and per JVM, so a lock on it excludes nothing: {@link LockKeys} refuses it, and
- * the {@code @DistributedLock} interceptor refuses it first with the method and expression named.
+ * Renders key values, and tells which render as an identity string ({@code com.example.Order@3d4eac69}).
  * <p>
- * The answer is cached per class ({@link ClassValue}: one entry per class the application
- * passes as a key, dropped with its class loader); a call pays a map lookup. Generated
- * subclasses (Spring's CGLIB proxies, Hibernate's lazy-loading proxies) render their target's
- * string, so the class they were generated from is judged, and a Spring JDK proxy is judged by its
- * target class. Other JDK proxies render what their handler returns, which cannot be known: they
- * pass. Arrays, collections, maps and records render their elements (a record its components,
- * read through its accessors), which are judged one by one.
+ * A key value's text is the same for equal values in every JVM: a {@link Set} lists its elements
+ * sorted by their text ({@code [a, b]}) whatever its iteration order, a {@link Map} its entries
+ * sorted by key text, then value text ({@code {a=1, b=2}}); lists and other collections
+ * ({@code [b, a]}) and arrays ({@code {b, a}}) keep their order; a record with the compiler's
+ * {@code toString()} renders its components, read through its accessors, in that form
+ * ({@code Order[id=7, lines={1, 2}]}), and so does a Kotlin data class, while a record with a
+ * {@code toString()} of its own renders that; all of them recursively, so arrays inside them
+ * render by content too. Any other value renders its {@code toString()}. The text is not meant to
+ * be injective: values of different types may render alike ({@code 42} and {@code "42"}, a set and
+ * the sorted list of its elements) and then share a lock, which costs concurrency, never exclusion.
+ * <p>
+ * A value whose class inherits {@link Object#toString()} (lambdas among them) renders an identity
+ * string, which differs per instance and per JVM, so a lock on it excludes nothing:
+ * {@link LockKeys} refuses it, and the {@code @DistributedLock} interceptor refuses it first with
+ * the method and expression named. The answer is cached per class ({@link ClassValue}: one entry
+ * per class the application passes as a key, dropped with its class loader). Generated subclasses
+ * (Spring's CGLIB proxies, Hibernate's lazy-loading proxies) render their target's string, so the
+ * class they were generated from is judged, and a Spring JDK proxy is judged by its target class.
+ * Other JDK proxies render what their handler returns, which cannot be known: they pass.
  */
 public final class IdentityStrings {
 
 	private static final ClassValue<Boolean> INHERITS_OBJECT_TO_STRING = new ClassValue<>() {
 
+		/** For a generated subclass (a proxy), the class it was generated from decides. */
 		@Override
 		protected Boolean computeValue(Class<?> type) {
-			return inheritsObjectToString(type);
+			Class<?> judged = userClass(type);
+			if (judged.isArray() || judged.isPrimitive() || judged.isInterface()) {
+				return false;
+			}
+			try {
+				return judged.getMethod("toString").getDeclaringClass() == Object.class;
+			}
+			catch (NoSuchMethodException ex) {
+				return false;
+			}
 		}
 
 	};
@@ -64,8 +87,7 @@ public final class IdentityStrings {
 
 	};
 
-	private static final ComponentForm NONE = new ComponentForm('[', ']', new String[0], new Class<?>[0],
-			(value) -> new Object[0]);
+	private static final ComponentForm NONE = new ComponentForm('[', ']', new String[0], new Class<?>[0], List.of());
 
 	private IdentityStrings() {
 	}
@@ -77,95 +99,93 @@ public final class IdentityStrings {
 	 * @throws IllegalArgumentException if a record's components cannot be read
 	 */
 	public static @Nullable Object findIdentityValue(@Nullable Object key) {
-		if (key == null || key instanceof CharSequence || key instanceof Number || key instanceof Enum<?>) {
+		try {
+			render(key);
 			return null;
 		}
-		Class<?> type = key.getClass();
-		if (type.isArray()) {
-			if (key instanceof Object[] array) {
-				for (Object element : array) {
-					Object found = findIdentityValue(element);
-					if (found != null) {
-						return found;
-					}
-				}
-			}
-			return null;
+		catch (IdentityValue found) {
+			return found.value;
 		}
-		if (key instanceof Collection<?> collection) {
-			for (Object element : collection) {
-				Object found = findIdentityValue(element);
-				if (found != null) {
-					return found;
+	}
+
+	/**
+	 * The text of a key value, the same for equal values in every JVM (see the class Javadoc).
+	 * @throws IdentityValue at the first value within it that renders as an identity string
+	 * @throws IllegalArgumentException if a record's components cannot be read
+	 */
+	static String render(@Nullable Object value) {
+		if (value == null || value instanceof CharSequence || value instanceof Number || value instanceof Enum<?>) {
+			return String.valueOf(value);
+		}
+		StringBuilder out = new StringBuilder();
+		render(value, out);
+		return out.toString();
+	}
+
+	private static void render(@Nullable Object value, StringBuilder out) {
+		if (value == null || value instanceof CharSequence || value instanceof Number || value instanceof Enum<?>) {
+			out.append(value);
+		}
+		else if (value instanceof Object[] array) {
+			join(Arrays.asList(array), '{', '}', out);
+		}
+		else if (value.getClass().isArray()) {
+			out.append(ObjectUtils.nullSafeToString(value));
+		}
+		else if (value instanceof Set<?> set) {
+			out.append('[').append(String.join(", ", set.stream().map(IdentityStrings::render).sorted().toList()));
+			out.append(']');
+		}
+		else if (value instanceof Collection<?> collection) {
+			join(collection, '[', ']', out);
+		}
+		else if (value instanceof Map<?, ?> map) {
+			// by key text, then value text: keys that render alike (1 and "1") must not leave the order to the map
+			out.append('{').append(map.entrySet().stream()
+				.map((entry) -> new String[] { render(entry.getKey()), render(entry.getValue()) })
+				.sorted(Comparator.<String[], String>comparing((entry) -> entry[0]).thenComparing((entry) -> entry[1]))
+				.map((entry) -> entry[0] + "=" + entry[1])
+				.collect(Collectors.joining(", ")));
+			out.append('}');
+		}
+		else {
+			@Nullable Object[] components = generatedComponents(value);
+			if (components != null) {
+				// the generated toString()'s form, with each component rendered by these rules
+				ComponentForm form = COMPONENT_FORMS.get(value.getClass());
+				out.append(value.getClass().getSimpleName()).append(form.open());
+				for (int i = 0; i < components.length; i++) {
+					render(components[i], out.append((i > 0) ? ", " : "").append(form.names()[i]).append('='));
 				}
+				out.append(form.close());
+			}
+			else if (rendersIdentity(value)) {
+				throw new IdentityValue(value);
+			}
+			else {
+				out.append(value);
 			}
 		}
-		else if (key instanceof Map<?, ?> map) {
-			for (Map.Entry<?, ?> entry : map.entrySet()) {
-				Object found = findIdentityValue(entry.getKey());
-				if (found == null) {
-					found = findIdentityValue(entry.getValue());
-				}
-				if (found != null) {
-					return found;
-				}
-			}
+	}
+
+	private static void join(Iterable<?> elements, char open, char close, StringBuilder out) {
+		out.append(open);
+		String separator = "";
+		for (Object element : elements) {
+			render(element, out.append(separator));
+			separator = ", ";
 		}
-		@Nullable Object[] components = generatedComponents(key);
-		if (components != null) {
-			// a generated toString() (a record's, a Kotlin data class's) renders the components, so
-			// they are what is judged
-			for (Object component : components) {
-				Object found = findIdentityValue(component);
-				if (found != null) {
-					return found;
-				}
-			}
-			return null;
-		}
+		out.append(close);
+	}
+
+	private static boolean rendersIdentity(Object value) {
+		Class<?> type = value.getClass();
 		if (Proxy.isProxyClass(type)) {
 			// A Spring JDK proxy hands toString() to its target; another handler decides by itself.
-			if (key instanceof TargetClassAware) {
-				Class<?> target = AopUtils.getTargetClass(key);
-				return (target != type && INHERITS_OBJECT_TO_STRING.get(target)) ? key : null;
-			}
-			return null;
+			Class<?> target = (value instanceof TargetClassAware) ? AopUtils.getTargetClass(value) : type;
+			return target != type && INHERITS_OBJECT_TO_STRING.get(target);
 		}
-		return INHERITS_OBJECT_TO_STRING.get(type) ? key : null;
-	}
-
-	/**
-	 * Whether a value of a concrete {@code type} renders as an identity string: its
-	 * {@code toString()} is {@link Object}'s. For a generated subclass (a proxy), the class it was
-	 * generated from decides.
-	 */
-	public static boolean inheritsObjectToString(Class<?> type) {
-		Class<?> judged = userClass(type);
-		if (judged.isArray() || judged.isPrimitive() || judged.isInterface()) {
-			return false;
-		}
-		try {
-			Method toString = judged.getMethod("toString");
-			return toString.getDeclaringClass() == Object.class;
-		}
-		catch (NoSuchMethodException ex) {
-			return false;
-		}
-	}
-
-	/**
-	 * Whether a declared parameter type is known to render as an identity string whatever the
-	 * argument: a concrete class that inherits {@link Object#toString()}. {@code Object},
-	 * interfaces and abstract classes are decided at the call, by the argument's class.
-	 */
-	public static boolean declaredTypeInheritsObjectToString(Class<?> type) {
-		if (type.isArray()) {
-			return declaredTypeInheritsObjectToString(type.getComponentType());
-		}
-		if (type == Object.class || type.isInterface() || Modifier.isAbstract(type.getModifiers())) {
-			return false;
-		}
-		return inheritsObjectToString(type);
+		return INHERITS_OBJECT_TO_STRING.get(type);
 	}
 
 	/**
@@ -173,7 +193,7 @@ public final class IdentityStrings {
 	 * argument: the type itself ({@code path} empty), an array of such a type, or a record with a
 	 * component of such a type, directly or in a nested record or an array (the component's path,
 	 * such as {@code customer} or {@code order.customer}). {@code null} when nothing is known
-	 * before the call: see {@link #declaredTypeInheritsObjectToString}.
+	 * before the call ({@code Object}, interfaces and abstract classes are decided by the argument's class).
 	 */
 	public static @Nullable DeclaredIdentity findDeclaredIdentity(Class<?> type) {
 		return findDeclaredIdentity(type, "", new HashSet<>());
@@ -198,25 +218,24 @@ public final class IdentityStrings {
 			}
 			return null;
 		}
-		return declaredTypeInheritsObjectToString(element) ? new DeclaredIdentity(path, element) : null;
+		// Object, interfaces and abstract classes are decided at the call, by the argument's class
+		boolean decided = element != Object.class && !Modifier.isAbstract(element.getModifiers());
+		return (decided && INHERITS_OBJECT_TO_STRING.get(element)) ? new DeclaredIdentity(path, element) : null;
 	}
 
 	/**
-	 * The components of {@code value}, in declaration order, when its {@code toString()} is the one
-	 * its compiler generated from them: a record's ({@code Name[a=1, b=x]}) or a Kotlin data
-	 * class's ({@code Name(a=1, b=x)}); {@code null} otherwise. A record or data class may declare a
-	 * {@code toString()} of its own, which is then judged and rendered as any class's: the generated
-	 * form is compared with it. The components are read once, through their accessors (a record's;
-	 * a data class's properties, through kotlin-reflect).
+	 * The components of {@code value}, read once, when its {@code toString()} is the one its
+	 * compiler generated from them ({@code Name[a=1, b=x]}, a data class's {@code Name(a=1, b=x)});
+	 * {@code null} otherwise, also for a record or data class whose own {@code toString()} differs.
 	 * @throws IllegalArgumentException if an accessor cannot be called (a class in a module
 	 * package that is not open to Holdfast)
 	 */
-	static @Nullable Object @Nullable [] generatedComponents(Object value) {
+	private static @Nullable Object @Nullable [] generatedComponents(Object value) {
 		ComponentForm form = COMPONENT_FORMS.get(value.getClass());
 		if (form == NONE) {
 			return null;
 		}
-		@Nullable Object[] values = form.reader().apply(value);
+		@Nullable Object[] values = form.readers().stream().map((reader) -> reader.apply(value)).toArray();
 		StringBuilder generated = new StringBuilder(value.getClass().getSimpleName()).append(form.open());
 		for (int i = 0; i < values.length; i++) {
 			generated.append((i > 0) ? ", " : "").append(form.names()[i]).append('=');
@@ -232,46 +251,35 @@ public final class IdentityStrings {
 		return value.toString().contentEquals(generated.append(form.close())) ? values : null;
 	}
 
-	/** The form of a class whose {@code toString()} renders components: see {@link #generatedComponents}. */
-	static ComponentForm componentForm(Class<?> type) {
-		return COMPONENT_FORMS.get(type);
-	}
-
-	/** Calls a record's accessors. */
-	private static @Nullable Object[] readRecord(Object value, Method[] accessors) {
-		@Nullable Object[] values = new Object[accessors.length];
-		for (int i = 0; i < accessors.length; i++) {
-			try {
-				values[i] = accessors[i].invoke(value);
-			}
-			catch (IllegalAccessException ex) {
-				throw new IllegalArgumentException("A lock key renders the components of "
-						+ value.getClass().getName() + ", but " + accessors[i].getName()
-						+ "() cannot be called from Holdfast: open its package to dev.holdfast, or key on "
-						+ "values read from it", ex);
-			}
-			catch (InvocationTargetException ex) {
-				ReflectionUtils.rethrowRuntimeException(ex.getTargetException());
-			}
+	/** Calls a record's accessor. */
+	private static @Nullable Object read(Method accessor, Object value) {
+		try {
+			return accessor.invoke(value);
 		}
-		return values;
+		catch (IllegalAccessException ex) {
+			throw new IllegalArgumentException("A lock key renders the components of " + value.getClass().getName()
+					+ ", but " + accessor.getName() + "() cannot be called from Holdfast: open its package to "
+					+ "dev.holdfast, or key on values read from it", ex);
+		}
+		catch (InvocationTargetException ex) {
+			ReflectionUtils.rethrowRuntimeException(ex.getTargetException());
+			return null;
+		}
 	}
 
 	/**
 	 * How a compiler renders a class from its components: between {@code open} and {@code close},
 	 * {@code name=value} pairs.
 	 */
-	record ComponentForm(char open, char close, String[] names, Class<?>[] types,
-			Function<Object, @Nullable Object[]> reader) {
+	private record ComponentForm(char open, char close, String[] names, Class<?>[] types,
+			List<Function<Object, @Nullable Object>> readers) {
 
 		static ComponentForm of(Class<?> type) {
 			if (type.isRecord()) {
 				return ofRecord(type);
 			}
-			if (KotlinDetector.isKotlinType(type)) {
-				return ofDataClass(type);
-			}
-			return NONE;
+			boolean dataClass = KotlinDetector.isKotlinType(type) && KotlinDetector.isKotlinReflectPresent();
+			return dataClass ? KotlinDataClasses.form(type) : NONE;
 		}
 
 		/**
@@ -292,33 +300,29 @@ public final class IdentityStrings {
 			RecordComponent[] components = type.getRecordComponents();
 			String[] names = new String[components.length];
 			Class<?>[] types = new Class<?>[components.length];
-			Method[] accessors = new Method[components.length];
+			List<Function<Object, @Nullable Object>> readers = new ArrayList<>();
 			for (int i = 0; i < components.length; i++) {
 				names[i] = components[i].getName();
 				types[i] = components[i].getType();
-				accessors[i] = components[i].getAccessor();
+				Method accessor = components[i].getAccessor();
 				// the application's records need not be public, and Holdfast calls from another package
-				accessors[i].trySetAccessible();
+				accessor.trySetAccessible();
+				readers.add((value) -> read(accessor, value));
 			}
 			// a Kotlin @JvmRecord data class is a record that renders as a data class
-			return new ComponentForm(kotlin ? '(' : '[', kotlin ? ')' : ']', names, types,
-					(value) -> readRecord(value, accessors));
-		}
-
-		/**
-		 * A Kotlin data class: the properties of its primary constructor, read with kotlin-reflect,
-		 * which Spring's Kotlin support requires (without it a data class is judged as any class
-		 * declaring {@code toString()}). kotlin-reflect rather than {@code componentN()}: a
-		 * value-class property's accessors are mangled ({@code component1-j0LDvg8}) and return
-		 * the unboxed value, where {@code toString()} renders the boxed one.
-		 */
-		private static ComponentForm ofDataClass(Class<?> type) {
-			return KotlinDetector.isKotlinReflectPresent() ? KotlinDataClasses.form(type) : NONE;
+			return new ComponentForm(kotlin ? '(' : '[', kotlin ? ')' : ']', names, types, readers);
 		}
 
 	}
 
-	/** Only loaded with kotlin-reflect on the class path. */
+	/**
+	 * A Kotlin data class: the properties of its primary constructor, read with kotlin-reflect,
+	 * which Spring's Kotlin support requires (without it a data class is judged as any class
+	 * declaring {@code toString()}). kotlin-reflect rather than {@code componentN()}: a value-class
+	 * property's accessors are mangled ({@code component1-j0LDvg8}) and return the unboxed value,
+	 * where {@code toString()} renders the boxed one. Only loaded with kotlin-reflect on the class
+	 * path.
+	 */
 	private static final class KotlinDataClasses {
 
 		static ComponentForm form(Class<?> type) {
@@ -334,9 +338,10 @@ public final class IdentityStrings {
 			List<KParameter> parameters = primary.getParameters();
 			String[] names = new String[parameters.size()];
 			Class<?>[] types = new Class<?>[parameters.size()];
-			KProperty1<?, ?>[] read = new KProperty1<?, ?>[parameters.size()];
+			List<Function<Object, @Nullable Object>> readers = new ArrayList<>();
 			for (int i = 0; i < names.length; i++) {
-				KProperty1<?, ?> property = properties.get(parameters.get(i).getName());
+				@SuppressWarnings("unchecked")
+				KProperty1<Object, ?> property = (KProperty1<Object, ?>) properties.get(parameters.get(i).getName());
 				if (property == null) {
 					return NONE;
 				}
@@ -344,17 +349,9 @@ public final class IdentityStrings {
 				names[i] = property.getName();
 				types[i] = (property.getReturnType().getClassifier() instanceof KClass<?> classifier)
 						? JvmClassMappingKt.getJavaClass(classifier) : Object.class;
-				read[i] = property;
+				readers.add(property::get);
 			}
-			return new ComponentForm('(', ')', names, types, (value) -> {
-				@Nullable Object[] values = new Object[read.length];
-				for (int i = 0; i < read.length; i++) {
-					@SuppressWarnings("unchecked")
-					KProperty1<Object, ?> property = (KProperty1<Object, ?>) read[i];
-					values[i] = property.get(value);
-				}
-				return values;
-			});
+			return new ComponentForm('(', ')', names, types, readers);
 		}
 
 	}
@@ -366,6 +363,18 @@ public final class IdentityStrings {
 	 * @param type the class whose {@code toString()} is {@link Object}'s
 	 */
 	public record DeclaredIdentity(String path, Class<?> type) {
+	}
+
+	/** Thrown by {@link #render} at the first value that renders as an identity string. */
+	static final class IdentityValue extends RuntimeException {
+
+		final transient Object value;
+
+		IdentityValue(Object value) {
+			super(null, null, false, false);
+			this.value = value;
+		}
+
 	}
 
 	/** The class a generated proxy subclass was made from; {@code type} itself otherwise. */

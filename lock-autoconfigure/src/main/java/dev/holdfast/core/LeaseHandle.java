@@ -1,11 +1,10 @@
 package dev.holdfast.core;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 import dev.holdfast.LockListener.LockObservation;
 
@@ -23,26 +22,14 @@ final class LeaseHandle implements EngineLease {
 
 	private static final int CLOSED = 2;
 
-	private static final VarHandle STATE;
-
-	static {
-		try {
-			STATE = MethodHandles.lookup().findVarHandle(LeaseHandle.class, "state", int.class);
-		}
-		catch (ReflectiveOperationException ex) {
-			throw new ExceptionInInitializerError(ex);
-		}
-	}
+	private static final AtomicIntegerFieldUpdater<LeaseHandle> STATE = AtomicIntegerFieldUpdater
+		.newUpdater(LeaseHandle.class, "state");
 
 	/** BOUND to the acquiring thread, DETACHED from it (outlives its call), or CLOSED. */
 	private volatile int state = BOUND;
 
 	LeaseHandle(HeldLease lease) {
 		this.lease = lease;
-	}
-
-	HeldLease lease() {
-		return this.lease;
 	}
 
 	@Override
@@ -72,10 +59,7 @@ final class LeaseHandle implements EngineLease {
 
 	@Override
 	public boolean extend(Duration ttl) {
-		if (this.state == CLOSED) {
-			return false;
-		}
-		return this.lease.template().extend(this.lease, ttl);
+		return this.state != CLOSED && this.lease.leases().extend(this.lease, ttl);
 	}
 
 	@Override
@@ -94,30 +78,30 @@ final class LeaseHandle implements EngineLease {
 	@Override
 	public void close() {
 		if (leave()) {
-			this.lease.template().release(this.lease, true);
+			this.lease.leases().releases().release(this.lease);
 		}
 	}
 
 	@Override
 	public void forget() {
 		if (leave()) {
-			this.lease.template().release(this.lease, false);
+			this.lease.leases().releases().forget(this.lease);
 		}
 	}
 
 	@Override
 	public void markLost(String reason) {
-		this.lease.template().lost(this.lease, reason);
+		this.lease.leases().lost(this.lease, reason);
 	}
 
 	/** Like {@link #close()}, with the backend call not blocking where the backend allows it. */
 	CompletionStage<Void> closeAsync() {
-		return leave() ? this.lease.template().releaseAsync(this.lease) : CompletableFuture.completedFuture(null);
+		return leave() ? this.lease.leases().releases().releaseAsync(this.lease) : CompletableFuture.completedFuture(null);
 	}
 
 	/** Leaves this hold, once; true when it was the lease's last hold. */
 	private boolean leave() {
-		int previous = (int) STATE.getAndSet(this, CLOSED);
+		int previous = STATE.getAndSet(this, CLOSED);
 		if (previous == CLOSED) {
 			return false;
 		}

@@ -32,7 +32,9 @@ final class LeaseRenewer {
 
 	private static final long RETRY_AFTER_BUG_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
-	private final DefaultLockTemplate template;
+	private final LocalLeases local;
+
+	private final Failures failures;
 
 	private final LeaseRenewal renewal;
 
@@ -50,9 +52,10 @@ final class LeaseRenewer {
 
 	private long nextAtNanos;
 
-	LeaseRenewer(DefaultLockTemplate template, LeaseRenewal renewal, String backendName,
-			Collection<HeldLease> leases) {
-		this.template = template;
+	LeaseRenewer(LocalLeases local, LeaseRenewal renewal, Failures failures, Collection<HeldLease> leases) {
+		this.local = local;
+		this.failures = failures;
+		String backendName = failures.backendName();
 		this.leases = leases;
 		this.renewal = renewal;
 		this.scheduler = new ScheduledThreadPoolExecutor(1, (runnable) -> {
@@ -178,7 +181,7 @@ final class LeaseRenewer {
 					lease.confirmed(start, locks.get(i).ttl());
 				}
 				else if (lease.isActive()) {
-					this.template.lost(lease, "the backend no longer has it under this owner (expired or taken over)");
+					this.local.lost(lease, "the backend no longer has it under this owner (expired or taken over)");
 				}
 			}
 			return Long.MAX_VALUE;
@@ -187,12 +190,12 @@ final class LeaseRenewer {
 			// The backend's message may quote keys: logged as the template shows keys.
 			RuntimeException ex = failure;
 			for (HeldLock lock : locks) {
-				ex = this.template.backendFailure(ex, "renew", lock.key());
+				ex = this.failures.of(ex, "renew", lock.key());
 			}
 			long retryAt = Long.MAX_VALUE;
 			for (HeldLease lease : leases) {
 				if (!lease.isValid()) {
-					this.template.lost(lease, "it could not be renewed before it expired: " + ex.getMessage());
+					this.local.lost(lease, "it could not be renewed before it expired: " + ex.getMessage());
 				}
 				else {
 					long retry = start + Math.max(MIN_RETRY_NANOS, lease.ttl().toNanos() / 10);

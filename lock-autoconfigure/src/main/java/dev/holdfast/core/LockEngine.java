@@ -42,21 +42,12 @@ public interface LockEngine extends HeldLeases {
 	/**
 	 * Acquires a lock with the engine's owner tokens, waiting, renewal and listing, or returns
 	 * {@code null} if it stayed held for the wait time. A scheduled job takes its lock so: one
-	 * attempt, not renewed.
+	 * attempt, not renewed. The lease is an {@link EngineLease}, so a lock that outlives the code
+	 * that took it can be {@linkplain EngineLease#forget() forgotten} instead of released, or
+	 * {@linkplain EngineLease#markLost marked lost}.
 	 * @throws dev.holdfast.LockBackendException if the backend failed
 	 * @throws dev.holdfast.LockInterruptedException if the thread was interrupted while waiting
 	 */
 	@Nullable Lease acquireOrNull(String name, @Nullable Object key, LockOptions options);
-
-	/**
-	 * Acquires a lock that may outlive the code that took it, as {@link #acquireOrNull}: a
-	 * scheduled job's lock, which it may {@linkplain EngineLease#forget() forget} instead of
-	 * releasing, or {@linkplain EngineLease#markLost mark lost}.
-	 * @return the lease, or {@code null} if the lock stayed held for the wait time
-	 */
-	default @Nullable EngineLease acquireEngineLease(String name, @Nullable Object key, LockOptions options) {
-		Lease lease = acquireOrNull(name, key, options);
-		return (lease == null) ? null : (EngineLease) lease;
-	}
 
 }

@@ -1,8 +1,5 @@
 package dev.holdfast.core;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.HexFormat;
@@ -46,16 +43,12 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 	/** Default longest backend key before it is hashed: 200 characters. */
 	public static final int DEFAULT_MAX_KEY_LENGTH = 200;
 
-	/** Settings with the release in the background on. */
-	public LockSettings(String keyPrefix, Duration waitTime, Duration leaseTime, Duration pollInterval,
-			int maxKeyLength, Clock clock, boolean showKeyValues) {
-		this(keyPrefix, waitTime, leaseTime, pollInterval, maxKeyLength, clock, showKeyValues, true);
-	}
-
 	public LockSettings {
 		Objects.requireNonNull(keyPrefix, "keyPrefix");
 		LockOptions.requireLeaseTime(leaseTime, "leaseTime");
-		requirePositive(pollInterval, "pollInterval");
+		if (Objects.requireNonNull(pollInterval, "pollInterval").isNegative() || pollInterval.isZero()) {
+			throw new IllegalArgumentException("pollInterval must be positive, was " + pollInterval);
+		}
 		if (waitTime.isNegative()) {
 			throw new IllegalArgumentException("waitTime must not be negative, was " + waitTime);
 		}
@@ -98,11 +91,6 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 				this.clock, this.showKeyValues, this.releaseInBackground);
 	}
 
-	public LockSettings withClock(Clock clock) {
-		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				clock, this.showKeyValues, this.releaseInBackground);
-	}
-
 	public LockSettings withKeyValuesShown(boolean showKeyValues) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
 				this.clock, showKeyValues, this.releaseInBackground);
@@ -139,21 +127,7 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 		if (masked.equals(key)) {
 			return key;
 		}
-		byte[] hash;
-		try {
-			hash = MessageDigest.getInstance("SHA-256").digest(key.getBytes(StandardCharsets.UTF_8));
-		}
-		catch (NoSuchAlgorithmException ex) {
-			throw new IllegalStateException("Every Java platform has SHA-256", ex);
-		}
-		return masked + "#" + HexFormat.of().formatHex(hash, 0, 2);
-	}
-
-	private static void requirePositive(Duration duration, String name) {
-		Objects.requireNonNull(duration, name);
-		if (duration.isNegative() || duration.isZero()) {
-			throw new IllegalArgumentException(name + " must be positive, was " + duration);
-		}
+		return masked + "#" + HexFormat.of().formatHex(LockKeys.sha256(key), 0, 2);
 	}
 
 }

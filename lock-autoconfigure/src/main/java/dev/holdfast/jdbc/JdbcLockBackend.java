@@ -285,16 +285,6 @@ public class JdbcLockBackend
 	}
 
 	/**
-	 * Releases as {@link #release} does and, on PostgreSQL, announces the release to the
-	 * listeners of every backend on the table, this one included, in the same statement, whether
-	 * or not a refused attempt marked it; elsewhere the plain release.
-	 */
-	@Override
-	public boolean releaseAnnounced(String key, String owner) {
-		return release(key, owner, (dialect, connection) -> dialect.releaseAnnounced(connection, key, owner));
-	}
-
-	/**
 	 * Releases the lock if {@code owner} holds it, for a thread of this process that wants the key:
 	 * with {@linkplain #setFairHandoff fair handoff} on PostgreSQL, when another backend instance's
 	 * refused attempt marked the row, the lock is reserved, for a claim window of 100 ms on the

@@ -57,14 +57,6 @@ abstract class JdbcLockDialect {
 	abstract boolean release(Connection connection, String key, String owner) throws SQLException;
 
 	/**
-	 * Releases as {@link #release} does and announces the release to listeners where the
-	 * database can (PostgreSQL); elsewhere the plain release.
-	 */
-	boolean releaseAnnounced(Connection connection, String key, String owner) throws SQLException {
-		return release(connection, key, owner);
-	}
-
-	/**
 	 * Releases for this backend instance, a thread of which wants the key but waits for no
 	 * announcement: where the dialect hands released locks to instances (PostgreSQL), a lock that
 	 * another instance waits for is reserved for this instance if {@code localFirst}, else for

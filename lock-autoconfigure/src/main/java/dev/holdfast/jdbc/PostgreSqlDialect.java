@@ -215,16 +215,6 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		return marked != null;
 	}
 
-	/** Releases as {@link #release} does, and announces the release whether or not it was awaited. */
-	@Override
-	boolean releaseAnnounced(Connection connection, String key, String owner) throws SQLException {
-		Boolean marked = releaseMarked(connection, key, owner);
-		if (marked != null) {
-			announce(connection, key);
-		}
-		return marked != null;
-	}
-
 	/**
 	 * The release for {@code instance}, a thread of which wants the key. When another instance
 	 * marked the row, the lock is not released to whoever attempts first but reserved, for

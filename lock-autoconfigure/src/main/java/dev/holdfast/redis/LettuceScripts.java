@@ -212,53 +212,11 @@ final class LettuceScripts {
 	}
 
 	/**
-	 * {@code WAIT} on the shared connection: the number of replicas that acknowledged its writes
-	 * within {@code acks}' timeout; waits at most the factory's command timeout.
-	 */
-	long waitForReplicas(RedisLockBackend.ReplicaAcks acks) {
-		RedisClusterAsyncCommands<byte[], byte[]> commands = commands();
-		try {
-			return await(commands.waitForReplication(acks.replicas(), acks.timeout().toMillis()));
-		}
-		catch (RuntimeException ex) {
-			forget(commands);
-			throw ex;
-		}
-	}
-
-	/** Whether {@code connection} is one of a {@link LettuceConnectionFactory}. */
-	static boolean isLettuce(RedisConnection connection) {
-		return connection instanceof LettuceConnection;
-	}
-
-	/**
-	 * {@code WAIT} on the native connection of a Lettuce {@link RedisConnection} (the one its
-	 * commands went through): spring-data-redis cannot read WAIT's integer reply itself. Waits at
-	 * most the replicas' timeout plus one second.
-	 */
-	static long waitForReplicas(RedisConnection connection, RedisLockBackend.ReplicaAcks acks) {
-		RedisClusterAsyncCommands<byte[], byte[]> commands = ((LettuceConnection) connection).getNativeConnection();
-		return LettuceFutures.awaitOrCancel(commands.waitForReplication(acks.replicas(), acks.timeout().toMillis()),
-				acks.timeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
-	}
-
-	/** {@link #waitForReplicas} without blocking; completes on a Lettuce I/O thread. */
-	CompletableFuture<Long> waitForReplicasAsync(RedisLockBackend.ReplicaAcks acks) {
-		RedisClusterAsyncCommands<byte[], byte[]> current = this.commands;
-		if (current == null) {
-			return CompletableFuture.failedFuture(new IllegalStateException("No shared Lettuce connection"));
-		}
-		return current.waitForReplication(acks.replicas(), acks.timeout().toMillis())
-			.toCompletableFuture()
-			.orTimeout(this.factory.getTimeout(), TimeUnit.MILLISECONDS);
-	}
-
-	/**
 	 * {@code EVALSHA} on {@code commands}; an integer script on a standalone connection goes with
 	 * its arguments written straight to the wire ({@link ScriptArguments}).
 	 */
 	@SuppressWarnings("unchecked")
-	private static <T> RedisFuture<T> evalsha(RedisClusterAsyncCommands<byte[], byte[]> commands,
+	static <T> RedisFuture<T> evalsha(RedisClusterAsyncCommands<byte[], byte[]> commands,
 			RedisScript<?> script, ScriptOutputType type, byte[][] keys, byte[][] args) {
 		if (type == ScriptOutputType.INTEGER && commands instanceof RedisAsyncCommands<byte[], byte[]> standalone) {
 			return (RedisFuture<T>) standalone.dispatch(CommandType.EVALSHA,
@@ -297,11 +255,7 @@ final class LettuceScripts {
 		}
 	}
 
-	private static Throwable unwrap(Throwable ex) {
-		return (ex instanceof java.util.concurrent.CompletionException && ex.getCause() != null) ? ex.getCause() : ex;
-	}
-
-	private static byte[] source(RedisScript<?> script) {
+	static byte[] source(RedisScript<?> script) {
 		return script.getScriptAsString().getBytes(StandardCharsets.UTF_8);
 	}
 

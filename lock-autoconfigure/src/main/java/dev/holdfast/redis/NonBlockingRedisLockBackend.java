@@ -28,24 +28,6 @@ final class NonBlockingRedisLockBackend extends RedisLockBackend implements Asyn
 		this.scripts = scripts;
 	}
 
-	/** WAIT goes on the shared connection too, the one that wrote the lock. */
-	@Override
-	AcquireResult acquireAcknowledged(String key, String owner, byte[][] keys, byte[][] args) {
-		AcquireResult result;
-		long acknowledged;
-		try {
-			result = acquireResult(key, this.scripts.eval(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args));
-			if (!result.acquired()) {
-				return result;
-			}
-			acknowledged = this.scripts.waitForReplicas(replicaAcks());
-		}
-		catch (RuntimeException ex) {
-			throw RedisCalls.failure("acquire", key, ex);
-		}
-		return acknowledged(key, owner, result, acknowledged);
-	}
-
 	/** Blocking calls, too, go straight to the shared Lettuce connection. */
 	@Override
 	<T> T eval(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args) {
@@ -69,21 +51,10 @@ final class NonBlockingRedisLockBackend extends RedisLockBackend implements Asyn
 		return acquireAsync(this.scripts, key, owner, ttl, recordFor);
 	}
 
-	/**
-	 * Sent on the shared connection without waiting: behind every command this process sent on it
-	 * before, the waiter's attempts included.
-	 */
+	/** {@link #withdraw} in one round trip without blocking, behind this process's attempts on the shared connection. */
 	@Override
-	public void withdraw(String key, String owner) {
-		byte[][][] call;
-		try {
-			call = withdrawCall(key, owner);
-		}
-		catch (RuntimeException ex) {
-			return;
-		}
-		this.scripts.<Long>evalAsync(RedisScripts.WITHDRAW, ReturnType.INTEGER, call[0], call[1], (reply, ex) -> {
-		});
+	public CompletionStage<Boolean> withdrawAsync(String key, String owner) {
+		return releaseAsync(this.scripts, RedisScripts.WITHDRAW, key, owner);
 	}
 
 	/**
@@ -92,22 +63,21 @@ final class NonBlockingRedisLockBackend extends RedisLockBackend implements Asyn
 	 */
 	@Override
 	public CompletionStage<Boolean> releaseAsync(String key, String owner) {
-		return releaseAsync(this.scripts, key, owner);
+		return releaseAsync(this.scripts, RedisScripts.RELEASE, key, owner);
 	}
 
 	/** One callback on Lettuce's reply, no stage of its own. */
 	@Override
 	public void releaseAsync(String key, String owner,
 			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
-		releaseAsync(this.scripts, key, owner, null, null, null, whenAnswered);
+		releaseAsync(this.scripts, RedisScripts.RELEASE, key, owner, null, whenAnswered);
 	}
 
-	/** One callback on Lettuce's reply, as the release without a local waiter. */
+	/** One callback on Lettuce's reply, as the release without a next local waiter. */
 	@Override
-	public void releaseAsync(String key, String owner, @Nullable String localWaiter,
-			@Nullable Duration localWaiterTtl, Duration recordFor,
+	public void releaseAsync(String key, String owner, @Nullable String nextLocal,
 			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
-		releaseAsync(this.scripts, key, owner, localWaiter, localWaiterTtl, recordFor, whenAnswered);
+		releaseAsync(this.scripts, RedisScripts.RELEASE, key, owner, nextLocal, whenAnswered);
 	}
 
 }

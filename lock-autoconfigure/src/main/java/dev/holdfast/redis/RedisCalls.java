@@ -152,12 +152,8 @@ final class RedisCalls {
 
 	static String checkOwner(String owner) {
 		Assert.hasLength(owner, "Lock owner must not be empty");
-		if (owner.charAt(owner.length() - 1) == RedisLockBackend.CONTENDED) {
-			throw new IllegalArgumentException("Lock owner '" + owner + "' must not end with '" + RedisLockBackend.CONTENDED
-					+ "': the Redis backend appends it to a held lock's value when another client waits");
-		}
-		if (owner.charAt(0) == RedisLockBackend.CONTENDED) {
-			throw new IllegalArgumentException("Lock owner '" + owner + "' must not start with '" + RedisLockBackend.CONTENDED
+		if (owner.charAt(0) == RedisLockBackend.RESERVED) {
+			throw new IllegalArgumentException("Lock owner '" + owner + "' must not start with '" + RedisLockBackend.RESERVED
 					+ "': the Redis backend marks a lock reserved for a waiter with it");
 		}
 		return owner;

@@ -10,9 +10,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ExecutionException;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -66,23 +64,22 @@ import static dev.holdfast.redis.RedisCalls.waitersKey;
  * a standalone Redis, and one script call per hash slot on Redis Cluster: pipelined on Lettuce
  * (one batch per node, the nodes in parallel), one slot after the other on Jedis, whose cluster
  * connections cannot pipeline.</li>
- * <li><b>Waiting.</b> A failed acquisition marks the held lock as contended, in the same script:
- * it appends {@code *} to the lock's value (owners therefore must not end with {@code *}), so the
- * mark lives, is renewed and is deleted with the lock. Releasing a contended lock publishes its
- * key on one channel ({@value #DEFAULT_CHANNEL} by default); an uncontended release publishes
- * nothing, so pub/sub traffic grows with contention, not with the number of releases. The mark
- * stays until the release, so a waiter whose subscription listens by then hears the release of
- * the holder it met, however late its subscription opened. {@link #subscribe} listens to that
- * channel through one subscription per backend instance, opened on first use and closed by
- * {@link #close()}; messages are handed to listeners on the client's I/O thread, without a
- * thread per message.
- * Pub/sub delivery is best effort: a message published while a subscriber is disconnected is
- * lost, and an expiry publishes nothing, so the engine also polls. A failed acquisition reports
- * the holder's remaining time to live ({@code PTTL}), which bounds the polling.</li>
+ * <li><b>Waiting and fair handoff.</b> A waiting acquisition records its owner in the sorted
+ * set {@code {<key>}:waiters} with each refused attempt, scored with Redis's time after which the
+ * record is stale (two poll intervals of the engine). The release of a lock with live records
+ * does not free it: it reserves it for one of them, drawn at random, for
+ * {@value #RESERVATION_WINDOW_MILLIS} ms (the lock's value becomes {@code *<owner>}), and
+ * publishes {@code {<key>}<owner>} on one channel ({@value #DEFAULT_CHANNEL} by default). The
+ * drawn waiter claims the lock with its own next acquisition, which takes the fencing token;
+ * nobody else can take a reserved lock, and a reservation nobody claims expires after its window.
+ * A release with no live record deletes the lock and publishes nothing, so pub/sub traffic grows
+ * with contention, not with the number of releases. {@link #subscribe} listens to that channel
+ * through one subscription per backend instance, opened on first use and closed by
+ * {@link #close()}; messages are handed to listeners on the client's I/O thread. Pub/sub delivery
+ * is best effort: a waiter that misses its reservation claims it with its next poll, which the
+ * reserved lock's remaining time bounds.</li>
  * <li><b>Fencing tokens.</b> Each successful acquisition sets the counter {@code {<key>}:fence}
- * to {@code max(counter + 1, Redis TIME in microseconds)} in the same script and returns it (a
- * release that hands the lock to a recorded waiter takes that waiter's token by the same rule,
- * in the release script, and publishes it with the grant; see {@link WaiterHandoff}).
+ * to {@code max(counter + 1, Redis TIME in microseconds)} in the same script and returns it.
  * Within one Redis, scripts run one at a time, so a later holder's token is larger than every
  * earlier holder's as long as the counter survives. When it does not (a Redis without
  * persistence restarts, or the counter's 24-hour expiry passes without an acquisition), the
@@ -106,7 +103,8 @@ import static dev.holdfast.redis.RedisCalls.waitersKey;
  * </ul>
  * A failover to a replica that had not received the latest writes can lose a lock or a
  * counter; Redis replication is asynchronous. With {@link ReplicaAcks} (standalone and Sentinel),
- * an acquisition counts only once that many replicas have it; else use the Redlock backend.
+ * an acquisition counts only once that many replicas have it, and runs on a connection of its own
+ * (see there); else use the Redlock backend.
  */
 public class RedisLockBackend
 		implements LockBackend, LeaseRenewal, ReleaseEvents, WaiterHandoff, BackendHealth, TickClaims, AutoCloseable {
@@ -125,26 +123,17 @@ public class RedisLockBackend
 	/** Tokens stay below 2^53: Lua numbers are doubles. */
 	static final long MAX_TOKEN = 1L << 53;
 
-	/**
-	 * Suffix that a failed acquisition appends to the holder's value: someone waits, so the
-	 * release must announce itself. Owners never end with it.
-	 */
-	static final char CONTENDED = '*';
+	/** Prefix of a lock's value while it is reserved for a waiter. Owners never start with it. */
+	static final char RESERVED = '*';
 
-	/**
-	 * The shortest time a lock stays reserved for a waiter of an earlier version (its record
-	 * carries no lease time): its claim comes after the grant message, or after its next poll.
-	 */
-	static final long MIN_CLAIM_WINDOW_MILLIS = 2000;
+	/** How long a release reserves a lock for the waiter it drew. */
+	static final long RESERVATION_WINDOW_MILLIS = 1000;
 
-	private static final byte[] MIN_CLAIM_WINDOW = bytes(Long.toString(MIN_CLAIM_WINDOW_MILLIS));
+	private static final byte[] RESERVATION_WINDOW = bytes(Long.toString(RESERVATION_WINDOW_MILLIS));
 
 	private static final byte[] NOT_RECORDED = bytes("0");
 
 	private static final byte[] EMPTY = new byte[0];
-
-	/** At most this many withdrawals wait for the blocking backend's background thread. */
-	private static final int MAX_QUEUED_WITHDRAWALS = 1024;
 
 	private static final boolean LETTUCE_PRESENT = ClassUtils.isPresent("io.lettuce.core.RedisClient",
 			RedisLockBackend.class.getClassLoader());
@@ -161,8 +150,8 @@ public class RedisLockBackend
 
 	private final RedisRenewal renewal;
 
-	/** Sends withdrawals of the blocking backend: one daemon thread, started on demand. */
-	private final ThreadPoolExecutor withdrawals;
+	/** Where acquisitions and their WAIT run when replicas must acknowledge them on Lettuce. */
+	private final @Nullable AcknowledgedAcquisitions acknowledged;
 
 	/**
 	 * Creates a backend that publishes releases on {@value #DEFAULT_CHANNEL}.
@@ -201,14 +190,8 @@ public class RedisLockBackend
 		this.subscription = new RedisReleaseSubscription(connectionFactory, channel);
 		this.renewal = new RedisRenewal(connectionFactory);
 		this.acks = acks;
-		this.withdrawals = new ThreadPoolExecutor(1, 1, 1, TimeUnit.SECONDS,
-				new LinkedBlockingQueue<>(MAX_QUEUED_WITHDRAWALS), (task) -> {
-					Thread thread = new Thread(task, "holdfast-redis-withdraw");
-					thread.setDaemon(true);
-					return thread;
-				}, (task, executor) -> logger.debug("Too many waiter withdrawals queued; the record expires by itself, "
-						+ "a lock already handed to the waiter after its lease time"));
-		this.withdrawals.allowCoreThreadTimeOut(true);
+		this.acknowledged = (acks.replicas() > 0 && LETTUCE_PRESENT)
+				? AcknowledgedAcquisitions.of(connectionFactory, acks) : null;
 	}
 
 	/**
@@ -261,7 +244,7 @@ public class RedisLockBackend
 	 * When held, returns the holder's remaining time to live in milliseconds, or {@code -1} for
 	 * a key without expiry.
 	 * @throws IllegalArgumentException if the key is empty or contains a brace, the owner is empty
-	 * or ends with {@code *}, or the ttl is below one millisecond
+	 * or starts with {@code *}, or the ttl is below one millisecond
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error
 	 */
 	@Override
@@ -270,9 +253,7 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * {@link #tryAcquire}, also acquiring the lock again (lease time reset, the current fencing
-	 * token) when a release handed it to {@code owner}, or taking it when an earlier version's
-	 * release reserved it for {@code owner}; when
+	 * {@link #tryAcquire}, also taking the lock when a release reserved it for {@code owner}; when
 	 * refused, records {@code owner} as a waiter of the key for {@code recordFor} by Redis's clock
 	 * (see {@link WaiterHandoff}).
 	 * @throws IllegalArgumentException as {@link #tryAcquire}, or if {@code recordFor} is below
@@ -288,7 +269,9 @@ public class RedisLockBackend
 		byte[][] keys = acquireKeys(key);
 		byte[][] args = acquireArguments(owner, ttl, recordFor);
 		if (this.acks.replicas() > 0) {
-			return acquireAcknowledged(key, owner, keys, args);
+			return (this.acknowledged != null)
+					? await(key, this.acknowledged.acquire(key, keys, args, releaseKeys(key), releaseArguments(owner, null)))
+					: acquireAcknowledged(key, owner, keys, args);
 		}
 		Object reply;
 		try {
@@ -300,12 +283,28 @@ public class RedisLockBackend
 		return acquireResult(key, reply);
 	}
 
+	/** Waits for an acquisition on a connection of its own; an interrupt gives up waiting. */
+	private static AcquireResult await(String key, CompletableFuture<AcquireResult> acquisition) {
+		try {
+			return acquisition.get();
+		}
+		catch (InterruptedException ex) {
+			// Not sent yet: it never will be; else the engine releases what it may have taken.
+			acquisition.cancel(false);
+			Thread.currentThread().interrupt();
+			throw failure("acquire", key, ex);
+		}
+		catch (ExecutionException ex) {
+			throw failure("acquire", key, ex.getCause());
+		}
+	}
+
 	/**
 	 * The acquire script, then, if it took the lock, {@code WAIT replicas timeout} on the same
-	 * connection (WAIT counts the replicas that have the connection's writes). A shortfall
-	 * releases the lock and fails.
+	 * connection of the factory, which no other caller uses meanwhile (Jedis); refused on Redis
+	 * Cluster. A shortfall releases the lock and fails.
 	 */
-	AcquireResult acquireAcknowledged(String key, String owner, byte[][] keys, byte[][] args) {
+	private AcquireResult acquireAcknowledged(String key, String owner, byte[][] keys, byte[][] args) {
 		AcquireResult result;
 		long acknowledged;
 		try (RedisConnection connection = this.connectionFactory.getConnection()) {
@@ -317,24 +316,13 @@ public class RedisLockBackend
 			if (!result.acquired()) {
 				return result;
 			}
-			acknowledged = (LETTUCE_PRESENT && LettuceScripts.isLettuce(connection))
-					? LettuceScripts.waitForReplicas(connection, this.acks) : waitForReplicas(connection);
+			Object reply = connection.execute("WAIT", bytes(Integer.toString(this.acks.replicas())),
+					bytes(Long.toString(this.acks.timeout().toMillis())));
+			acknowledged = (reply instanceof Number number) ? number.longValue() : -1;
 		}
 		catch (RuntimeException ex) {
 			throw failure("acquire", key, ex);
 		}
-		return acknowledged(key, owner, result, acknowledged);
-	}
-
-	/** {@code WAIT} through spring-data-redis (Jedis): the number of replicas that acknowledged. */
-	private long waitForReplicas(RedisConnection connection) {
-		Object reply = connection.execute("WAIT", bytes(Integer.toString(this.acks.replicas())),
-				bytes(Long.toString(this.acks.timeout().toMillis())));
-		return (reply instanceof Number number) ? number.longValue() : -1;
-	}
-
-	/** The result if enough replicas acknowledged it; else releases the lock and fails. */
-	final AcquireResult acknowledged(String key, String owner, AcquireResult result, long acknowledged) {
 		if (acknowledged >= this.acks.replicas()) {
 			return result;
 		}
@@ -345,15 +333,7 @@ public class RedisLockBackend
 		catch (RuntimeException ex) {
 			released = null;
 		}
-		throw shortfall(key, acknowledged, released);
-	}
-
-	private LockBackendException shortfall(String key, long acknowledged, @Nullable Boolean released) {
-		String release = (released == null) ? "could not release it, it expires after its ttl"
-				: released ? "released it" : "it was gone already";
-		return new LockBackendException("Redis acquire of lock '" + key + "': " + Math.max(acknowledged, 0) + " of "
-				+ this.acks.replicas() + " replica(s) acknowledged it within " + this.acks.timeout().toMillis()
-				+ "ms (holdfast.redis.replicas-to-ack); " + release, null);
+		throw this.acks.shortfall(key, acknowledged, released);
 	}
 
 	/** Runs a script and waits for its reply, through a connection of the factory. */
@@ -372,45 +352,23 @@ public class RedisLockBackend
 		try {
 			byte[][] keys = acquireKeys(key);
 			byte[][] args = acquireArguments(owner, ttl, (recordFor != null) ? recordBytes(recordFor) : NOT_RECORDED);
-			CompletableFuture<AcquireResult> result = complete(
-					scripts.<Long>evalAsync(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args), "acquire", key,
-					(reply) -> acquireResult(key, reply));
-			if (this.acks.replicas() == 0) {
-				return result;
+			if (this.acks.replicas() > 0) {
+				Assert.state(this.acknowledged != null, "No connections on which replicas are awaited");
+				return this.acknowledged.acquire(key, keys, args, releaseKeys(key), releaseArguments(owner, null));
 			}
-			return result.thenCompose((acquired) -> acquired.acquired()
-					? acknowledgedAsync(scripts, key, owner, acquired) : CompletableFuture.completedFuture(acquired));
+			return complete(scripts.<Long>evalAsync(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args), "acquire",
+					key, (reply) -> acquireResult(key, reply));
 		}
 		catch (RuntimeException ex) {
 			return CompletableFuture.failedFuture(ex);
 		}
 	}
 
-	private CompletableFuture<AcquireResult> acknowledgedAsync(LettuceScripts scripts, String key, String owner,
-			AcquireResult acquired) {
-		CompletableFuture<AcquireResult> result = new CompletableFuture<>();
-		scripts.waitForReplicasAsync(this.acks).whenComplete((acknowledged, ex) -> {
-			if (ex == null && acknowledged >= this.acks.replicas()) {
-				result.complete(acquired);
-				return;
-			}
-			long count = (ex != null) ? -1 : acknowledged;
-			// Never block an I/O thread: release without waiting either.
-			releaseAsync(scripts, key, owner).whenComplete((released, releaseFailure) -> {
-				LockBackendException shortfall = shortfall(key, count, (releaseFailure != null) ? null : released);
-				if (ex != null) {
-					shortfall.addSuppressed(ex);
-				}
-				result.completeExceptionally(shortfall);
-			});
-		});
-		return result;
-	}
-
-	/** {@link #release} without blocking, for {@link NonBlockingRedisLockBackend}. */
-	final CompletionStage<Boolean> releaseAsync(LettuceScripts scripts, String key, String owner) {
+	/** {@link #release} (or {@link #withdraw}) without blocking, for {@link NonBlockingRedisLockBackend}. */
+	final CompletionStage<Boolean> releaseAsync(LettuceScripts scripts, RedisScript<Long> script, String key,
+			String owner) {
 		CompletableFuture<Boolean> result = new CompletableFuture<>();
-		releaseAsync(scripts, key, owner, null, null, null, (released, ex) -> {
+		releaseAsync(scripts, script, key, owner, null, (released, ex) -> {
 			if (ex == null) {
 				result.complete(released);
 			}
@@ -422,35 +380,28 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * {@link #release} without blocking: the outcome, or the failure as a
-	 * {@code LockBackendException}, handed to {@code whenAnswered}; one callback on Lettuce's reply.
+	 * {@link #release} (or {@link #withdraw}, by {@code script}) without blocking: the outcome, or
+	 * the failure as a {@code LockBackendException}, handed to {@code whenAnswered}; one callback
+	 * on Lettuce's reply.
 	 */
-	final void releaseAsync(LettuceScripts scripts, String key, String owner, @Nullable String localWaiter,
-			@Nullable Duration localWaiterTtl, @Nullable Duration recordFor, BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
+	final void releaseAsync(LettuceScripts scripts, RedisScript<Long> script, String key, String owner,
+			@Nullable String nextLocal, BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
 		byte[][] keys;
 		byte[][] args;
 		try {
 			keys = releaseKeys(key);
-			args = releaseArguments(key, owner, localWaiter, localWaiterTtl, recordFor);
+			args = releaseArguments(owner, nextLocal);
 		}
 		catch (RuntimeException ex) {
 			whenAnswered.accept(null, ex);
 			return;
 		}
-		scripts.<Long>evalAsync(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args, (reply, ex) -> {
+		scripts.<Long>evalAsync(script, ReturnType.INTEGER, keys, args, (reply, ex) -> {
 			if (ex != null) {
-				whenAnswered.accept(null, failure("release", key, ex));
+				whenAnswered.accept(null, failure((script == RedisScripts.RELEASE) ? "release" : "withdraw", key, ex));
 				return;
 			}
-			boolean released;
-			try {
-				released = released(key, reply, localWaiter);
-			}
-			catch (RuntimeException conversionFailure) {
-				whenAnswered.accept(null, failure("release", key, conversionFailure));
-				return;
-			}
-			whenAnswered.accept(released, null);
+			whenAnswered.accept(released(reply), null);
 		});
 	}
 
@@ -477,32 +428,8 @@ public class RedisLockBackend
 	}
 
 	private byte[][] acquireArguments(String owner, Duration ttl, byte[] recordFor) {
-		if (recordFor != NOT_RECORDED) {
-			checkWaiter(owner);
-		}
-		if (this.acks.replicas() > 0) {
-			// Recorded as the bare owner: a release only reserves the lock for it, and it claims
-			// the lock with its own acknowledged acquisition (see RedisScripts.ACQUIRE).
-			return new byte[][] { ownerBytes(owner), ttlBytes(ttlMillis(ttl)), recordFor, BARE_RECORD };
-		}
 		return new byte[][] { ownerBytes(owner), ttlBytes(ttlMillis(ttl)), recordFor };
 	}
-
-	/**
-	 * A waiter's owner is recorded as {@code owner|ttl} and granted as {@code owner#token}: it
-	 * must contain neither separator (the engine's owner tokens never do).
-	 */
-	private static String checkWaiter(String owner) {
-		checkOwner(owner);
-		if (owner.indexOf('|') >= 0 || owner.indexOf('#') >= 0) {
-			throw new IllegalArgumentException("Waiting lock owner '" + owner
-					+ "' must not contain '|' or '#': the Redis backend records and announces waiters with them");
-		}
-		return owner;
-	}
-
-	/** ACQUIRE's fourth argument: record the waiter without its lease time (replicas-to-ack). */
-	private static final byte[] BARE_RECORD = bytes("1");
 
 	/** The last record duration sent, encoded: the engine sends one per template. */
 	private volatile TtlBytes lastRecord = new TtlBytes(-1, new byte[0]);
@@ -540,21 +467,13 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * Owner, channel, the shortest claim window (records of earlier versions), the releasing
-	 * process's next waiter as recorded ({@code owner|ttl}, '' for none) and how long to record
-	 * it. The script draws a waiter by Redis TIME's microseconds, so a release allocates no random
-	 * number, and an uncontended release nothing for the next waiter.
+	 * Owner, channel, the reservation window and the releasing process's next waiter ('' for
+	 * none). The script draws a waiter by Redis TIME's microseconds, so a release allocates no
+	 * random number.
 	 */
-	private byte[][] releaseArguments(String key, String owner, @Nullable String localWaiter,
-			@Nullable Duration localWaiterTtl, @Nullable Duration recordFor) {
-		boolean next = localWaiter != null && localWaiterTtl != null && recordFor != null;
-		// With replicas-to-ack, recorded as the bare owner as its own attempts record it.
-		byte[] waiter = !next ? EMPTY
-				: (this.acks.replicas() > 0) ? bytes(checkWaiter(localWaiter))
-						: bytes(checkWaiter(localWaiter) + '|' + ttlMillis(localWaiterTtl));
-		byte[] record = next ? recordBytes(recordFor) : NOT_RECORDED;
-		return new byte[][] { ownerBytes(owner), this.channelBytes,
-				MIN_CLAIM_WINDOW, waiter, record };
+	private byte[][] releaseArguments(String owner, @Nullable String nextLocal) {
+		return new byte[][] { ownerBytes(owner), this.channelBytes, RESERVATION_WINDOW,
+				(nextLocal != null) ? ownerBytes(nextLocal) : EMPTY };
 	}
 
 	/** The acquire script's answer: see {@link RedisScripts#ACQUIRE}. */
@@ -575,102 +494,47 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * Deletes the lock with one script call if {@code owner} holds it, and then, if another client
-	 * failed to acquire it meanwhile, publishes the key on the release channel.
+	 * Deletes the lock with one script call if {@code owner} holds it, or, if waiters are
+	 * recorded, reserves it for one of them and publishes the reservation.
 	 * @throws IllegalArgumentException if the key or owner is not one that {@link #tryAcquire}
 	 * accepts
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error
 	 */
 	@Override
 	public boolean release(String key, String owner) {
-		return release(key, owner, null, null, null);
+		return release(key, owner, null);
+	}
+
+	/** {@link #release(String, String)} that first records {@code nextLocal} (see {@link WaiterHandoff}). */
+	@Override
+	public boolean release(String key, String owner, @Nullable String nextLocal) {
+		return answer("release", key, RedisScripts.RELEASE, releaseArguments(owner, nextLocal));
 	}
 
 	/**
-	 * {@link #release(String, String)} that first records {@code localWaiter} (see
-	 * {@link WaiterHandoff}); when the lock goes to it, this backend's grant listeners hear of it
-	 * from the answer only: the release publishes no grant for it, which every subscribed process
-	 * would have to read and ignore.
+	 * Removes {@code owner}'s waiter record and, if the lock is reserved for it, reserves it for
+	 * the next recorded waiter or frees it: only for an owner whose acquisition ended without the
+	 * lock (see {@link WaiterHandoff#withdraw}).
 	 */
 	@Override
-	public boolean release(String key, String owner, @Nullable String localWaiter, @Nullable Duration localWaiterTtl,
-			@Nullable Duration recordFor) {
-		byte[][] keys = releaseKeys(key);
-		byte[][] args = releaseArguments(key, owner, localWaiter, localWaiterTtl, recordFor);
+	public boolean withdraw(String key, String owner) {
+		return answer("withdraw", key, RedisScripts.WITHDRAW, releaseArguments(owner, null));
+	}
+
+	private boolean answer(String operation, String key, RedisScript<Long> script, byte[][] args) {
 		Object reply;
 		try {
-			reply = eval(RedisScripts.RELEASE, ReturnType.INTEGER, keys, args);
+			reply = eval(script, ReturnType.INTEGER, releaseKeys(key), args);
 		}
 		catch (RuntimeException ex) {
-			throw failure("release", key, ex);
+			throw failure(operation, key, ex);
 		}
-		return released(key, reply, localWaiter);
+		return released(reply);
 	}
 
-	/** {@code RELEASE} records a named {@code localWaiter} and draws it also as the only record. */
-	@Override
-	public boolean handsUnmarkedLockToLocalWaiter() {
-		return true;
-	}
-
-	/**
-	 * 1: released; 2: handed to a recorded waiter (released by this owner, too); -token: handed
-	 * to {@code localWaiter}, which now holds the lock under that fencing token; its grant is
-	 * dispatched here at once.
-	 */
-	private boolean released(String key, @Nullable Object reply, @Nullable String localWaiter) {
-		if (!(reply instanceof Number number)) {
-			return false;
-		}
-		long outcome = number.longValue();
-		if (outcome < 0 && localWaiter != null) {
-			long token = -outcome;
-			if (token < MAX_TOKEN) {
-				this.subscription.dispatchGrant(key, localWaiter, token);
-			}
-			return true;
-		}
-		return outcome >= 1;
-	}
-
-	/**
-	 * Removes {@code owner}'s waiter records and, if the lock is held by it (handed to it by a
-	 * release) or reserved for it, hands the lock on as a release would: only for an owner whose
-	 * acquisition ended without the lock (see {@link WaiterHandoff#withdraw}). Sent on one
-	 * background thread of this backend (the non-blocking backend: on its shared connection),
-	 * never on the caller's; failures are logged at DEBUG: the record expires by itself, a lock
-	 * handed to the owner after its lease time.
-	 */
-	@Override
-	public void withdraw(String key, String owner) {
-		byte[][] keys;
-		byte[][] args;
-		try {
-			keys = releaseKeys(key);
-			args = releaseArguments(key, owner, null, null, null);
-		}
-		catch (RuntimeException ex) {
-			logger.debug("Cannot withdraw waiter of lock '" + key + "'", ex);
-			return;
-		}
-		try {
-			this.withdrawals.execute(() -> {
-				try {
-					eval(RedisScripts.WITHDRAW, ReturnType.INTEGER, keys, args);
-				}
-				catch (RuntimeException ex) {
-					logger.debug("Could not withdraw a waiter of lock '" + key + "'", ex);
-				}
-			});
-		}
-		catch (RuntimeException ex) {
-			logger.debug("Could not withdraw a waiter of lock '" + key + "'", ex);
-		}
-	}
-
-	/** {@link #withdraw} keys and arguments, for the non-blocking backend. */
-	final byte[][][] withdrawCall(String key, String owner) {
-		return new byte[][][] { releaseKeys(key), releaseArguments(key, owner, null, null, null) };
+	/** RELEASE's and WITHDRAW's answer: 1 released (or reserved, or withdrawn), 0 not held. */
+	static boolean released(@Nullable Object reply) {
+		return reply instanceof Number number && number.longValue() == 1;
 	}
 
 	/**
@@ -692,8 +556,8 @@ public class RedisLockBackend
 	 * claimed tick in milliseconds and expires {@code ttl} after the last successful claim: a
 	 * scheduled job keeps one such key however often it ticks, and no fencing counter. The
 	 * script judges the tick by Redis {@code TIME}, the clock of every instance's claims.
-	 * The record also carries a random id of the claim ({@code <tick>.0<id>}, which the previous
-	 * version still reads as the tick): a claim that Redis ran but whose answer was lost, and that
+	 * The record also carries a random id of the claim ({@code <tick> <id>}): a claim that Redis
+	 * ran but whose answer was lost, and that
 	 * Lettuce sends again after reconnecting, finds its own id and is {@code CLAIMED}, not taken
 	 * by another instance.
 	 * @throws IllegalArgumentException if the key is empty or contains a brace, or the ttl is
@@ -744,15 +608,12 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * {@link #subscribe(Consumer)}, and also calls {@code granted} with the key, the owner and the
-	 * fencing token of each waiter that a release made the holder (see {@link WaiterHandoff}); a
-	 * grant is published on the release channel as {@code {<key>}<owner>#<token>} (a record of an
-	 * earlier version: {@code {<key>}<owner>}, token 0 here), which earlier versions ignore (no key
-	 * contains a brace).
+	 * {@link #subscribe(Consumer)}, and also calls {@code reserved} with the key and the owner of
+	 * each waiter that a release reserved a lock for, published as {@code {<key>}<owner>}.
 	 */
 	@Override
-	public AutoCloseable subscribe(Consumer<String> released, Grants granted) {
-		return this.subscription.subscribe(released, granted);
+	public AutoCloseable subscribe(Consumer<String> released, Reservations reserved) {
+		return this.subscription.subscribe(released, reserved);
 	}
 
 	/** Whether the release subscription is open and listening. */
@@ -788,14 +649,17 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * Closes the release subscription; later subscriptions are refused. Locks held in Redis are
+	 * Closes the release subscription and the connections opened for acquisitions that replicas
+	 * acknowledge; later subscriptions and such acquisitions are refused. Locks held in Redis are
 	 * not touched (the engine releases its leases before it closes the backend), and the
 	 * connection factory, which belongs to the application, stays open.
 	 */
 	@Override
 	public void close() {
 		this.subscription.close();
-		this.withdrawals.shutdown();
+		if (this.acknowledged != null) {
+			this.acknowledged.close();
+		}
 	}
 
 	/**
@@ -804,8 +668,12 @@ public class RedisLockBackend
 	 * connection that wrote the lock. If fewer replicas acknowledged it in time, it releases the
 	 * lock and fails with {@link LockBackendException} (fail closed): a failover to a replica
 	 * that never received the lock then cannot let a second holder in. Renewals and releases are
-	 * not awaited. Not on Redis Cluster, where the connection that wrote the lock is not the
-	 * application's to send {@code WAIT} on.
+	 * not awaited. Redis answers nothing else on a connection while its {@code WAIT} runs, so
+	 * on Lettuce the acquisitions and their {@code WAIT}s run on at most four connections that
+	 * the backend opens for them from the factory's client and closes with itself, never on the
+	 * connection the factory shares with the application; a Jedis connection is the caller's
+	 * alone anyway. Not on Redis Cluster, where
+	 * the connection that wrote the lock is not the application's to send {@code WAIT} on.
 	 * @param replicas replicas that must acknowledge; 0 waits for none
 	 * @param timeout how long {@code WAIT} waits; at least 1 ms when replicas are awaited, and
 	 * below the connection factory's command timeout
@@ -823,6 +691,15 @@ public class RedisLockBackend
 			if (replicas > 0 && timeout.toMillis() < 1) {
 				throw new IllegalArgumentException("Replica acknowledgement timeout must be at least 1ms, was " + timeout);
 			}
+		}
+
+		/** The failure of an acquisition that fewer replicas acknowledged, with what became of its lock. */
+		LockBackendException shortfall(String key, long acknowledged, @Nullable Boolean released) {
+			String release = (released == null) ? "could not release it, it expires after its ttl"
+					: released ? "released it" : "it was gone already";
+			return new LockBackendException("Redis acquire of lock '" + key + "': " + Math.max(acknowledged, 0)
+					+ " of " + this.replicas + " replica(s) acknowledged it within " + this.timeout.toMillis()
+					+ "ms (holdfast.redis.replicas-to-ack); " + release, null);
 		}
 
 	}

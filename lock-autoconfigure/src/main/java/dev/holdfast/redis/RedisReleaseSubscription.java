@@ -21,13 +21,13 @@ import org.springframework.data.redis.listener.ChannelTopic;
 import org.springframework.data.redis.listener.RedisMessageListenerContainer;
 import org.springframework.util.Assert;
 
-import dev.holdfast.spi.WaiterHandoff.Grants;
+import dev.holdfast.spi.WaiterHandoff.Reservations;
 
 /**
  * The one release subscription of a {@link RedisLockBackend}: a listener container on the
  * release channel, opened on the backend's own thread the first time a listener is added (retried
  * every second until Redis answers), that then follows the client's reconnections by itself, and
- * dispatches each released key, and each grant of a lock to a waiter, to every listener.
+ * dispatches each reservation of a lock for a waiter to every listener.
  */
 final class RedisReleaseSubscription implements AutoCloseable {
 
@@ -74,9 +74,9 @@ final class RedisReleaseSubscription implements AutoCloseable {
 	 * @return a handle that stops deliveries to this listener when closed
 	 * @throws IllegalStateException if the subscription is closed
 	 */
-	AutoCloseable subscribe(Consumer<String> released, @Nullable Grants granted) {
+	AutoCloseable subscribe(Consumer<String> released, @Nullable Reservations reserved) {
 		Assert.notNull(released, "'listener' must not be null");
-		Listener listener = new Listener(released, granted);
+		Listener listener = new Listener(released, reserved);
 		this.lifecycleLock.lock();
 		try {
 			if (this.closed) {
@@ -245,93 +245,49 @@ final class RedisReleaseSubscription implements AutoCloseable {
 		}
 	}
 
-	/**
-	 * Hands a grant learned from a release's answer to the grant listeners, as its announcement
-	 * will be, on the calling thread.
-	 */
-	void dispatchGrant(String key, String owner, long fencingToken) {
-		for (Listener listener : this.listeners) {
-			Grants granted = listener.granted();
-			if (granted == null) {
-				continue;
-			}
-			try {
-				granted.granted(key, owner, fencingToken);
-			}
-			catch (RuntimeException ex) {
-				logger.warn("Grant listener failed for lock '" + key + "'", ex);
-			}
-		}
-	}
-
 	/** Identity matters: the same functions may be subscribed twice. */
 	private static final class Listener {
 
 		private final Consumer<String> released;
 
-		private final @Nullable Grants granted;
+		private final @Nullable Reservations reserved;
 
-		Listener(Consumer<String> released, @Nullable Grants granted) {
+		Listener(Consumer<String> released, @Nullable Reservations reserved) {
 			this.released = released;
-			this.granted = granted;
+			this.reserved = reserved;
 		}
 
 		Consumer<String> released() {
 			return this.released;
 		}
 
-		@Nullable Grants granted() {
-			return this.granted;
+		@Nullable Reservations reserved() {
+			return this.reserved;
 		}
 
-	}
-
-	/** The decimal token from {@code start} to the end, or -1 if it is not one in 1..2^53. */
-	private static long token(String text, int start) {
-		int length = text.length();
-		if (start >= length || length - start > 16) {
-			return -1;
-		}
-		long value = 0;
-		for (int i = start; i < length; i++) {
-			char c = text.charAt(i);
-			if (c < '0' || c > '9') {
-				return -1;
-			}
-			value = value * 10 + (c - '0');
-		}
-		return (value > 0 && value < RedisLockBackend.MAX_TOKEN) ? value : -1;
 	}
 
 	private final class Dispatcher implements MessageListener {
 
 		@Override
 		public void onMessage(Message message, byte @Nullable [] pattern) {
+			// A reservation is "{<key>}<owner>" (keys contain no braces).
 			String body = new String(message.getBody(), StandardCharsets.UTF_8);
-			// A grant is "{<key>}<owner>#<token>", or "{<key>}<owner>" for a record of an earlier
-			// version (keys contain no braces); a release is the key alone.
-			int end = (body.startsWith("{")) ? body.indexOf('}') : -1;
-			String key = (end > 0) ? body.substring(1, end) : body;
-			String owner = (end > 0) ? body.substring(end + 1) : null;
-			long token = 0;
-			if (owner != null) {
-				int mark = owner.lastIndexOf('#');
-				token = (mark > 0) ? token(owner, mark + 1) : 0;
-				if (token < 0) {
-					logger.debug("Ignored a malformed grant for lock '" + key + "'");
-					return;
-				}
-				if (mark > 0) {
-					owner = owner.substring(0, mark);
-				}
+			int end = body.startsWith("{") ? body.indexOf('}') : -1;
+			if (end <= 0 || end == body.length() - 1) {
+				logger.debug("Ignored a malformed message on the release channel: '" + body + "'");
+				return;
 			}
+			String key = body.substring(1, end);
+			String owner = body.substring(end + 1);
 			for (Listener listener : RedisReleaseSubscription.this.listeners) {
 				try {
-					if (owner == null) {
-						listener.released().accept(key);
+					Reservations reserved = listener.reserved();
+					if (reserved != null) {
+						reserved.reserved(key, owner);
 					}
-					else if (listener.granted() != null && !owner.isEmpty()) {
-						listener.granted().granted(key, owner, token);
+					else {
+						listener.released().accept(key);
 					}
 				}
 				catch (RuntimeException ex) {

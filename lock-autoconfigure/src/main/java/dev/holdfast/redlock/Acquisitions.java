@@ -181,7 +181,7 @@ final class Acquisitions {
 			return;
 		}
 		long start = System.nanoTime();
-		Object[] params = RedlockLockBackend.releaseParams(key, owner);
+		Object[] params = RedlockLockBackend.releaseParams(key, owner, this.nodes.releaseChannel());
 		Round release = Round.send(targets, (node) -> node.connection().eval(RedlockScripts.RELEASE, params),
 				(r) -> false);
 		awaitOrAbandon(release, acquire, start + this.nodeTimeoutNanos, key, owner);
@@ -202,7 +202,8 @@ final class Acquisitions {
 	/** Sends an owner-checked release to one node, without waiting for the answer. */
 	void sendRelease(Node node, String key, String owner) {
 		try {
-			node.connection().eval(RedlockScripts.RELEASE, RedlockLockBackend.releaseParams(key, owner));
+			node.connection()
+				.eval(RedlockScripts.RELEASE, RedlockLockBackend.releaseParams(key, owner, this.nodes.releaseChannel()));
 		}
 		catch (RuntimeException ex) {
 			logger.debug("Could not send release of '" + key + "' to " + node.name(), ex);

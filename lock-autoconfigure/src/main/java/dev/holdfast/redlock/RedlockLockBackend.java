@@ -110,9 +110,6 @@ public final class RedlockLockBackend
 
 	private static final Log logger = LogFactory.getLog(RedlockLockBackend.class);
 
-	/** The channel on every node on which a release publishes {@code "<key> <owner>"}. */
-	public static final String RELEASE_CHANNEL = "holdfast:redlock:released";
-
 	static final String FENCE_SUFFIX = "{fence}";
 
 	static final String TICK_SUFFIX = "{tick}";
@@ -125,8 +122,6 @@ public final class RedlockLockBackend
 	private static final int MAX_KEY_LENGTH = 1024;
 
 	private static final byte[] ONE_KEY = bytes(1);
-
-	private static final byte[] RELEASE_CHANNEL_BYTES = bytes(RELEASE_CHANNEL);
 
 	private final RedlockNodes nodes;
 
@@ -247,7 +242,7 @@ public final class RedlockLockBackend
 		checkOwner(owner);
 		this.acquisitions.releaseLate(key, owner);
 		long start = System.nanoTime();
-		Object[] params = releaseParams(key, owner);
+		Object[] params = releaseParams(key, owner, this.nodes.releaseChannel());
 		Round round = Round.send(this.nodes.list(), (node) -> node.connection().eval(RedlockScripts.RELEASE, params),
 				(r) -> r.count(RedlockScripts::isOne) >= this.quorum);
 		round.awaitOrFail(start + this.nodeTimeoutNanos, "releasing '" + key + "'");
@@ -360,7 +355,7 @@ public final class RedlockLockBackend
 	 */
 	@Override
 	public AutoCloseable subscribe(Consumer<String> listener) {
-		return RedlockReleaseEvents.subscribe(this.nodes.list(), listener);
+		return RedlockReleaseEvents.subscribe(this.nodes.list(), this.settings.releaseChannel(), listener);
 	}
 
 	/**
@@ -424,8 +419,8 @@ public final class RedlockLockBackend
 	}
 
 	/** The parameters of {@link RedlockScripts#RELEASE}, encoded once for every node. */
-	static Object[] releaseParams(String key, String owner) {
-		return new Object[] { ONE_KEY, bytes(key), bytes(owner), RELEASE_CHANNEL_BYTES };
+	static Object[] releaseParams(String key, String owner, byte[] channel) {
+		return new Object[] { ONE_KEY, bytes(key), bytes(owner), channel };
 	}
 
 	private static void checkKey(String key) {

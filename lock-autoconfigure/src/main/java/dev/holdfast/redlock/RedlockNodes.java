@@ -41,7 +41,7 @@ final class RedlockNodes implements AutoCloseable {
 
 	private final int quorum;
 
-	private final RedlockSettings settings;
+	private final byte[] releaseChannel;
 
 	private final long nodeTimeoutNanos;
 
@@ -77,9 +77,14 @@ final class RedlockNodes implements AutoCloseable {
 			node.connection().awaitOpen(deadline);
 		}
 		this.quorum = nodes.size() / 2 + 1;
-		this.settings = settings;
+		this.releaseChannel = RedlockScripts.bytes(settings.releaseChannel());
 		this.nodeTimeoutNanos = settings.nodeTimeout().toNanos();
 		this.onClose = onClose;
+	}
+
+	/** The release channel, encoded for the release script. */
+	byte[] releaseChannel() {
+		return this.releaseChannel;
 	}
 
 	/** Nodes over clients that the caller owns and closes, named {@code node-<index>}. */

@@ -13,9 +13,9 @@ import org.redisson.api.RTopic;
 import org.redisson.client.codec.StringCodec;
 
 /**
- * The release events of a Redlock backend: every node publishes {@code "<key> <owner>"} on
- * {@link RedlockLockBackend#RELEASE_CHANNEL} when it deletes a lock; a subscriber hears each
- * release once, although every node announces it.
+ * The release events of a Redlock backend: every node publishes {@code "<key> <owner>"} on the
+ * release channel ({@link RedlockSettings#releaseChannel()}) when it deletes a lock; a subscriber
+ * hears each release once, although every node announces it.
  */
 final class RedlockReleaseEvents {
 
@@ -25,12 +25,13 @@ final class RedlockReleaseEvents {
 	}
 
 	/**
-	 * Subscribes to releases on every node of {@code nodes}. A release of one lock is delivered
-	 * once (the last 1,024 releases are remembered to drop the copies); the listener runs on a
-	 * Redisson thread and must not block. A node whose subscription fails delivers nothing.
+	 * Subscribes to releases on {@code channel} on every node of {@code nodes}. A release of one
+	 * lock is delivered once (the last 1,024 releases are remembered to drop the copies); the
+	 * listener runs on a Redisson thread and must not block. A node whose subscription fails
+	 * delivers nothing.
 	 * @return closes the subscriptions
 	 */
-	static AutoCloseable subscribe(List<Node> nodes, Consumer<String> listener) {
+	static AutoCloseable subscribe(List<Node> nodes, String channel, Consumer<String> listener) {
 		Set<String> recent = Collections.newSetFromMap(new LinkedHashMap<>(64, 0.75f, false) {
 			@Override
 			protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
@@ -40,9 +41,9 @@ final class RedlockReleaseEvents {
 		List<RTopic> topics = new ArrayList<>();
 		List<CompletionStage<Integer>> registrations = new ArrayList<>();
 		for (Node node : nodes) {
-			RTopic topic = node.client().getTopic(RedlockLockBackend.RELEASE_CHANNEL, StringCodec.INSTANCE);
+			RTopic topic = node.client().getTopic(channel, StringCodec.INSTANCE);
 			topics.add(topic);
-			registrations.add(topic.addListenerAsync(String.class, (channel, message) -> {
+			registrations.add(topic.addListenerAsync(String.class, (from, message) -> {
 				boolean first;
 				synchronized (recent) {
 					first = recent.add(message);

@@ -105,7 +105,7 @@ final class JobLocks {
 	 * @throws dev.holdfast.LockBackendException if the backend failed
 	 */
 	@Nullable EngineLease tryAcquire(String name, @Nullable Object key, Duration ttl) {
-		return this.template.acquireEngineLease(name, key,
+		return (EngineLease) this.template.acquireOrNull(name, key,
 				LockOptions.defaults().waitTime(Duration.ZERO).leaseTime(ttl).renew(false));
 	}
 

@@ -148,7 +148,7 @@ final class SingleInstanceJob implements Runnable {
 			return;
 		}
 		long runNanos = System.nanoTime();
-		Lease view = EngineLease.newHold(lease);
+		Lease view = EngineLease.viewOf(lease);
 		try (ThreadBindings.Binding scope = ThreadBindings.bind(view);
 				Observation.Scope held = lease.observation().openScope()) {
 			if (tick != null) {

@@ -41,9 +41,7 @@ import dev.holdfast.spi.TickClaims.TickClaim;
  * identical records, so only the id tells them apart. (If a later claim moved the record on
  * before the resent write was answered, the id is that claim's and the tick runs nowhere:
  * {@code TAKEN}, never twice.)</li>
- * <li>The record's data stays {@code <tick> <ttl>}, as the previous version wrote and reads it,
- * so instances of both versions claim one record side by side; the previous version ignores the
- * child, and a record it wrote (without a child) gets one at the next claim of this version.</li>
+ * <li>The record's data is {@code <tick> <ttl>}; the claim's id is its one child.</li>
  * </ul>
  */
 final class ZooKeeperTickClaims {
@@ -118,7 +116,7 @@ final class ZooKeeperTickClaims {
 					}
 				}
 				try {
-					// A record written by an earlier version has no claim id node yet.
+					// The child is created with the record's first claim here, or set.
 					this.client.transaction()
 						.forOperations(this.client.transactionOp().setData().withVersion(stat.getVersion()).forPath(path, claim),
 								(stat.getNumChildren() == 0) ? this.client.transactionOp().create().forPath(idPath, id)

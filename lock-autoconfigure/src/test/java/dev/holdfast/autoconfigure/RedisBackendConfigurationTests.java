@@ -1,7 +1,11 @@
 package dev.holdfast.autoconfigure;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -14,9 +18,11 @@ import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfigurat
 import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.core.StringRedisTemplate;
 
 import dev.holdfast.Lease;
 import dev.holdfast.LockConfigurationException;
@@ -30,6 +36,7 @@ import dev.holdfast.spi.LockBackend;
 import dev.holdfast.test.server.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 class RedisBackendConfigurationTests {
 
@@ -96,6 +103,63 @@ class RedisBackendConfigurationTests {
 	}
 
 	@Test
+	void channelFollowsTheKeyPrefixUnlessConfigured() {
+		withRedis().withPropertyValues("holdfast.key-prefix=orders:")
+			.run((context) -> assertThat(context.getBean(RedisLockBackend.class).channel())
+				.isEqualTo("orders:released"));
+		withRedis().withPropertyValues("holdfast.key-prefix=")
+			.run((context) -> assertThat(context.getBean(RedisLockBackend.class).channel())
+				.isEqualTo(RedisLockBackend.DEFAULT_CHANNEL));
+		withRedis().withPropertyValues("holdfast.key-prefix=orders:", "holdfast.redis.channel=app:released")
+			.run((context) -> assertThat(context.getBean(RedisLockBackend.class).channel())
+				.isEqualTo("app:released"));
+	}
+
+	@Test
+	void applicationsWithDifferentKeyPrefixesDoNotHearEachOthersReservations() {
+		String name = "handoff-" + UUID.randomUUID();
+		withRedis().withPropertyValues("holdfast.key-prefix=first:").run((first) -> withRedis()
+			.withPropertyValues("holdfast.key-prefix=second:")
+			.run((second) -> {
+				RedisLockBackend firstBackend = first.getBean(RedisLockBackend.class);
+				RedisLockBackend secondBackend = second.getBean(RedisLockBackend.class);
+				List<String> heardByFirst = new CopyOnWriteArrayList<>();
+				List<String> heardBySecond = new CopyOnWriteArrayList<>();
+				try (AutoCloseable firstListener = firstBackend.subscribe((key) -> {
+				}, (key, owner) -> heardByFirst.add(key)); AutoCloseable secondListener = secondBackend.subscribe((key) -> {
+				}, (key, owner) -> heardBySecond.add(key))) {
+					await().atMost(Duration.ofSeconds(10))
+						.until(() -> firstBackend.isListening() && secondBackend.isListening());
+					handOff(second, name);
+					await().atMost(Duration.ofSeconds(10)).until(() -> heardBySecond.contains("second:" + name));
+					// Redis delivers a subscriber's messages in the order they were published: once the
+					// first application hears its own later reservation, it never hears the second's.
+					handOff(first, name);
+					await().atMost(Duration.ofSeconds(10)).until(() -> heardByFirst.contains("first:" + name));
+					assertThat(heardByFirst).containsOnly("first:" + name);
+					assertThat(heardBySecond).containsOnly("second:" + name);
+				}
+			}));
+	}
+
+	/** A holder releases {@code name} while a second caller waits for it: the release reserves it. */
+	private static void handOff(ApplicationContext context, String name) throws Exception {
+		LockTemplate template = context.getBean(LockTemplate.class);
+		StringRedisTemplate redis = new StringRedisTemplate(context.getBean(RedisConnectionFactory.class));
+		String waiters = "{" + context.getBean(HoldfastProperties.class).getKeyPrefix() + name + "}:waiters";
+		CompletableFuture<Long> waiter;
+		try (Lease held = template.acquire(name, null, LockOptions.defaults().waitTime(Duration.ZERO))) {
+			waiter = CompletableFuture.supplyAsync(() -> {
+				try (Lease next = template.acquire(name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(10)))) {
+					return next.fencingToken();
+				}
+			});
+			await().atMost(Duration.ofSeconds(10)).until(() -> redis.opsForZSet().zCard(waiters) == 1);
+		}
+		assertThat(waiter.get(10, TimeUnit.SECONDS)).isPositive();
+	}
+
+	@Test
 	void emptyChannelFailsWithTheActionToTake() {
 		withRedis().withPropertyValues("holdfast.redis.channel= ").run((context) -> {
 			assertThat(context).hasFailed();
@@ -112,6 +176,15 @@ class RedisBackendConfigurationTests {
 				.isEqualTo(new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(250))));
 		withRedis().run((context) -> assertThat(context.getBean(RedisLockBackend.class).replicaAcks())
 			.isEqualTo(RedisLockBackend.ReplicaAcks.NONE));
+	}
+
+	@Test
+	void replicasToAckStartWithTheDefaultTimeoutUnderAOneSecondCommandTimeout() {
+		withRedis().withPropertyValues("holdfast.redis.replicas-to-ack=1").run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(RedisLockBackend.class).replicaAcks())
+				.isEqualTo(new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(500)));
+		});
 	}
 
 	@Test

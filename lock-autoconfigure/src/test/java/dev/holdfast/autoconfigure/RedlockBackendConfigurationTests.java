@@ -1,6 +1,8 @@
 package dev.holdfast.autoconfigure;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -17,10 +19,12 @@ import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.redlock.RedlockLockBackend;
+import dev.holdfast.redlock.RedlockSettings;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.test.server.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 class RedlockBackendConfigurationTests {
 
@@ -68,6 +72,29 @@ class RedlockBackendConfigurationTests {
 					.isTrue();
 				assertThat(backend.release("holdfast:autoconfigure", "owner")).isTrue();
 			});
+	}
+
+	@Test
+	void releaseChannelFollowsTheKeyPrefix() {
+		this.runner.withPropertyValues(nodes())
+			.run((context) -> assertThat(context.getBean(RedlockLockBackend.class).settings().releaseChannel())
+				.isEqualTo(RedlockSettings.DEFAULT_RELEASE_CHANNEL)
+				.isEqualTo("holdfast:redlock:released"));
+		this.runner.withPropertyValues(nodes(), "holdfast.key-prefix=orders:").run((context) -> {
+			RedlockLockBackend backend = context.getBean(RedlockLockBackend.class);
+			assertThat(backend.settings().releaseChannel()).isEqualTo("orders:redlock:released");
+			List<String> heard = new CopyOnWriteArrayList<>();
+			try (AutoCloseable subscription = backend.subscribe(heard::add)) {
+				await().atMost(Duration.ofSeconds(10))
+					.until(() -> ((List<?>) first.command("PUBSUB", "CHANNELS")).contains("orders:redlock:released"));
+				assertThat(backend.tryAcquire("orders:channel", "owner", Duration.ofSeconds(5)).acquired()).isTrue();
+				assertThat(backend.release("orders:channel", "owner")).isTrue();
+				await().atMost(Duration.ofSeconds(10)).until(() -> heard.contains("orders:channel"));
+			}
+		});
+		this.runner.withPropertyValues(nodes(), "holdfast.key-prefix=")
+			.run((context) -> assertThat(context.getBean(RedlockLockBackend.class).settings().releaseChannel())
+				.isEqualTo(RedlockSettings.DEFAULT_RELEASE_CHANNEL));
 	}
 
 	@Test

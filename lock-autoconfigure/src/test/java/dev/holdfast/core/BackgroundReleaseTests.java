@@ -13,12 +13,14 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LockBackendException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AsyncLockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -134,7 +136,8 @@ class BackgroundReleaseTests {
 		this.template.acquire(this.name, null, LockOptions.defaults()).close();
 		CompletableFuture<Void> closing = CompletableFuture.runAsync(this.template::close);
 		// close() has begun (it refuses new locks first) and waits for the release in flight
-		await().atMost(Duration.ofSeconds(5)).until(this.template::isClosed);
+		await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThatExceptionOfType(LockBackendException.class)
+			.isThrownBy(() -> this.template.acquire(this.name + "-other", null, LockOptions.defaults())));
 		assertThat(closing).isNotDone();
 		this.backend.answerAll();
 		closing.get(5, TimeUnit.SECONDS);

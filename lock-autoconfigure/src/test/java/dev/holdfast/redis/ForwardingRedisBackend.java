@@ -70,31 +70,29 @@ class ForwardingRedisBackend
 	}
 
 	@Override
-	public boolean release(String key, String owner, @Nullable String localWaiter,
-			@Nullable Duration localWaiterTtl, Duration recordFor) {
-		return this.delegate.release(key, owner, localWaiter, localWaiterTtl, recordFor);
+	public boolean release(String key, String owner, @Nullable String nextLocal) {
+		return this.delegate.release(key, owner, nextLocal);
 	}
 
 	@Override
-	public void releaseAsync(String key, String owner, @Nullable String localWaiter,
-			@Nullable Duration localWaiterTtl, Duration recordFor,
+	public void releaseAsync(String key, String owner, @Nullable String nextLocal,
 			BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
-		this.delegate.releaseAsync(key, owner, localWaiter, localWaiterTtl, recordFor, whenAnswered);
+		this.delegate.releaseAsync(key, owner, nextLocal, whenAnswered);
 	}
 
 	@Override
-	public boolean handsUnmarkedLockToLocalWaiter() {
-		return this.delegate.handsUnmarkedLockToLocalWaiter();
+	public boolean withdraw(String key, String owner) {
+		return this.delegate.withdraw(key, owner);
 	}
 
 	@Override
-	public void withdraw(String key, String owner) {
-		this.delegate.withdraw(key, owner);
+	public CompletionStage<Boolean> withdrawAsync(String key, String owner) {
+		return this.delegate.withdrawAsync(key, owner);
 	}
 
 	@Override
-	public AutoCloseable subscribe(Consumer<String> released, Grants granted) {
-		return this.delegate.subscribe(released, granted);
+	public AutoCloseable subscribe(Consumer<String> released, Reservations reserved) {
+		return this.delegate.subscribe(released, reserved);
 	}
 
 	@Override

@@ -251,7 +251,7 @@ abstract class RedisClusterLockBackendTests {
 	}
 
 	@Test
-	void fencingTokensIncreaseAndContendedReleasesAreAnnouncedOnCluster() throws Exception {
+	void fencingTokensIncreaseAndReservationsAreAnnouncedOnCluster() throws Exception {
 		RedisLockBackend listening = newBackend();
 		RedisLockBackend releasing = newBackend();
 		BlockingQueue<String> received = new LinkedBlockingQueue<>();
@@ -268,9 +268,17 @@ abstract class RedisClusterLockBackendTests {
 			AcquireResult result = releasing.tryAcquire(key, "owner-" + i, Duration.ofSeconds(10));
 			assertThat(result.fencingToken()).isGreaterThan(last);
 			last = result.fencingToken();
-			assertThat(listening.tryAcquire(key, "waiter-" + i, Duration.ofSeconds(10)).acquired()).isFalse();
+			// A waiting attempt is refused and recorded: the release reserves the lock for it and announces it.
+			assertThat(listening.tryAcquireWaiting(key, "waiter-" + i, Duration.ofSeconds(10), Duration.ofSeconds(5))
+				.acquired()).isFalse();
 			assertThat(releasing.release(key, "owner-" + i)).isTrue();
 			assertThat(received.poll(5, TimeUnit.SECONDS)).isEqualTo(key);
+			AcquireResult claim = listening.tryAcquireWaiting(key, "waiter-" + i, Duration.ofSeconds(10),
+					Duration.ofSeconds(5));
+			assertThat(claim.acquired()).as("the reserved waiter's claim").isTrue();
+			assertThat(claim.fencingToken()).isGreaterThan(last);
+			last = claim.fencingToken();
+			assertThat(listening.release(key, "waiter-" + i)).isTrue();
 		}
 	}
 

@@ -59,6 +59,9 @@ class RedisLockBackendTests {
 	/** Well under the poll fallback, with slack for a loaded machine. */
 	private static final Duration WAKE_BOUND = Duration.ofSeconds(5);
 
+	/** How long a waiter's record lasts: a release reserves the lock for a waiter recorded this long. */
+	private static final Duration RECORD = Duration.ofSeconds(30);
+
 	private static RedisServer server;
 
 	private final List<LettuceConnectionFactory> factories = new ArrayList<>();
@@ -200,7 +203,7 @@ class RedisLockBackendTests {
 	}
 
 	@Test
-	void contendedReleaseEventReachesSubscribersOfOtherClientsUntilTheyUnsubscribe() throws Exception {
+	void reservationEventReachesSubscribersOfOtherClientsUntilTheyUnsubscribe() throws Exception {
 		RedisLockBackend listening = newBackend(server);
 		RedisLockBackend releasing = newBackend(server);
 		BlockingQueue<String> received = new LinkedBlockingQueue<>();
@@ -208,15 +211,17 @@ class RedisLockBackendTests {
 		await().atMost(Duration.ofSeconds(10)).until(listening::isListening);
 		String key = randomKey();
 		releasing.tryAcquire(key, "owner", TTL);
-		listening.tryAcquire(key, "waiter", TTL);
+		listening.tryAcquireWaiting(key, "waiter", TTL, RECORD);
 		releasing.release(key, "owner");
 		assertThat(received.poll(5, TimeUnit.SECONDS)).isEqualTo(key);
-		// A release by a non-owner publishes nothing.
-		releasing.tryAcquire(key, "owner", TTL);
-		listening.tryAcquire(key, "waiter", TTL);
-		releasing.release(key, "not-the-owner");
+		// The reserved waiter claims the lock; a release by a non-owner publishes nothing.
+		assertThat(listening.tryAcquireWaiting(key, "waiter", TTL, RECORD).acquired()).isTrue();
+		releasing.tryAcquireWaiting(key, "next-waiter", TTL, RECORD);
+		assertThat(listening.release(key, "not-the-owner")).isFalse();
 		subscription.close();
-		releasing.release(key, "owner");
+		// Reserves the lock for the next waiter and publishes it, to nobody here.
+		assertThat(listening.release(key, "waiter")).isTrue();
+		assertThat(raw(server).opsForValue().get("{" + key + "}")).isEqualTo("*next-waiter");
 		assertThat(received.poll(300, TimeUnit.MILLISECONDS)).isNull();
 	}
 
@@ -236,7 +241,7 @@ class RedisLockBackendTests {
 		String key = randomKey();
 		RedisLockBackend releasing = newBackend(server, channel);
 		releasing.tryAcquire(key, "owner", TTL);
-		listening.tryAcquire(key, "waiter", TTL);
+		listening.tryAcquireWaiting(key, "waiter", TTL, RECORD);
 		releasing.release(key, "owner");
 		assertThat(first.poll(5, TimeUnit.SECONDS)).isEqualTo(key);
 		assertThat(second.poll(5, TimeUnit.SECONDS)).isEqualTo(key);
@@ -352,7 +357,7 @@ class RedisLockBackendTests {
 	}
 
 	@Test
-	void onlyAContendedReleasePublishes() throws Exception {
+	void onlyAReleaseThatReservesTheLockPublishes() throws Exception {
 		String channel = "test:channel:" + UUID.randomUUID();
 		BlockingQueue<String> published = subscribeRaw(channel);
 		RedisLockBackend first = newNonBlockingBackend(channel);
@@ -366,15 +371,23 @@ class RedisLockBackendTests {
 			assertThat(join(async.releaseAsync(uncontended, "async-" + i))).isTrue();
 		}
 		String contended = randomKey();
+		// Refused try-once attempts are not recorded: the release frees the lock, unannounced.
+		assertThat(first.tryAcquire(contended, "holder-0", TTL).acquired()).isTrue();
+		assertThat(second.tryAcquire(contended, "once", TTL).acquired()).isFalse();
+		assertThat(join(async.tryAcquireAsync(contended, "async-once", TTL)).acquired()).isFalse();
+		assertThat(first.release(contended, "holder-0")).isTrue();
+		assertThat(raw(server).hasKey("{" + contended + "}")).isFalse();
 		assertThat(first.tryAcquire(contended, "holder", TTL).acquired()).isTrue();
-		assertThat(second.tryAcquire(contended, "waiter", TTL).acquired()).isFalse();
+		assertThat(second.tryAcquireWaiting(contended, "waiter", TTL, RECORD).acquired()).isFalse();
 		assertThat(first.release(contended, "holder")).isTrue();
-		// One subscriber gets messages in publish order: an uncontended release would come first.
-		assertThat(published.poll(5, TimeUnit.SECONDS)).isEqualTo(contended);
+		// One subscriber gets messages in publish order: an unreserving release would come first.
+		assertThat(published.poll(5, TimeUnit.SECONDS)).isEqualTo("{" + contended + "}waiter");
+		assertThat(second.tryAcquireWaiting(contended, "waiter", TTL, RECORD).acquired()).isTrue();
+		assertThat(second.release(contended, "waiter")).isTrue();
 		assertThat(join(async.tryAcquireAsync(contended, "async-holder", TTL)).acquired()).isTrue();
-		assertThat(second.tryAcquire(contended, "waiter", TTL).acquired()).isFalse();
+		assertThat(second.tryAcquireWaiting(contended, "async-waiter", TTL, RECORD).acquired()).isFalse();
 		assertThat(join(async.releaseAsync(contended, "async-holder"))).isTrue();
-		assertThat(published.poll(5, TimeUnit.SECONDS)).isEqualTo(contended);
+		assertThat(published.poll(5, TimeUnit.SECONDS)).isEqualTo("{" + contended + "}async-waiter");
 		assertThat(published.poll(200, TimeUnit.MILLISECONDS)).isNull();
 	}
 
@@ -385,49 +398,47 @@ class RedisLockBackendTests {
 		String key = randomKey();
 		first.tryAcquire(key, "owner", TTL);
 		assertThat(raw(server).opsForValue().get("{" + key + "}")).isEqualTo("owner");
-		assertThat(second.tryAcquire(key, "other", TTL).acquired()).isFalse();
-		assertThat(second.tryAcquire(key, "other", TTL).acquired()).isFalse();
-		assertThat(raw(server).opsForValue().get("{" + key + "}")).as("marked once").isEqualTo("owner*");
+		assertThat(second.tryAcquireWaiting(key, "other", TTL, RECORD).acquired()).isFalse();
+		assertThat(second.tryAcquireWaiting(key, "other", TTL, RECORD).acquired()).isFalse();
+		// A waiter's attempts record it beside the lock and leave the holder's value alone.
+		assertThat(raw(server).opsForValue().get("{" + key + "}")).as("the holder's value").isEqualTo("owner");
+		assertThat(raw(server).opsForZSet().range("{" + key + "}:waiters", 0, -1)).as("recorded once")
+			.containsExactly("other");
 		assertThat(second.renew(List.of(new HeldLock(key, "other", Duration.ofMinutes(5))))).isEmpty();
 		assertThat(first.renew(List.of(new HeldLock(key, "owner", Duration.ofMinutes(5))))).containsExactly(key);
 		assertThat(raw(server).getExpire("{" + key + "}")).isBetween(290L, 300L);
 		assertThat(second.release(key, "other")).isFalse();
+		assertThat(raw(server).opsForValue().get("{" + key + "}")).isEqualTo("owner");
 		assertThat(first.release(key, "owner")).isTrue();
+		// Reserved for the recorded waiter, not freed: it alone can take it, then release it.
+		assertThat(raw(server).opsForValue().get("{" + key + "}")).isEqualTo("*other");
+		assertThat(first.renew(List.of(new HeldLock(key, "owner", TTL)))).as("renewal by the former owner").isEmpty();
+		assertThat(first.release(key, "owner")).as("a second release by the former owner").isFalse();
+		assertThat(second.tryAcquireWaiting(key, "other", TTL, RECORD).acquired()).isTrue();
+		assertThat(second.release(key, "other")).isTrue();
 		assertThat(raw(server).hasKey("{" + key + "}")).isFalse();
 	}
 
 	@Test
-	void waitingOwnersWithTheRecordOrGrantSeparatorsAreRejected() {
-		RedisLockBackend backend = newNonBlockingBackend(RedisLockBackend.DEFAULT_CHANNEL);
-		// Recorded as owner|ttl and announced as owner#token: "a|5" would be read as owner "a".
-		assertThatIllegalArgumentException()
-			.isThrownBy(() -> backend.tryAcquireWaiting(randomKey(), "a|5", TTL, Duration.ofSeconds(1)))
-			.withMessageContaining("'a|5'");
-		assertThatIllegalArgumentException()
-			.isThrownBy(() -> backend.tryAcquireWaiting(randomKey(), "x#12", TTL, Duration.ofSeconds(1)))
-			.withMessageContaining("'x#12'");
-		assertThatIllegalArgumentException()
-			.isThrownBy(() -> backend.release(randomKey(), "owner", "x#12", TTL, Duration.ofSeconds(1)))
-			.withMessageContaining("'x#12'");
-	}
-
-	@Test
-	void ownersEndingWithTheContentionMarkAreRejected() {
+	void ownersStartingWithTheReservationMarkAreRejected() {
 		RedisLockBackend backend = newNonBlockingBackend(RedisLockBackend.DEFAULT_CHANNEL);
 		String key = randomKey();
 		backend.tryAcquire(key, "owner", TTL);
-		newNonBlockingBackend(RedisLockBackend.DEFAULT_CHANNEL).tryAcquire(key, "other", TTL);
-		// "owner*" is now the value of the lock: an owner of that name must not release or renew it.
-		assertThatIllegalArgumentException().isThrownBy(() -> backend.release(key, "owner*"))
-			.withMessageContaining("'owner*'")
-			.withMessageContaining("must not end with '*'");
+		backend.tryAcquireWaiting(key, "w", TTL, Duration.ofSeconds(5));
+		backend.release(key, "owner");
+		// "*w" is now the value of the lock, reserved for waiter "w": an owner of that name must
+		// not take, release or renew it.
+		assertThat(raw(server).opsForValue().get("{" + key + "}")).isEqualTo("*w");
+		assertThatIllegalArgumentException().isThrownBy(() -> backend.release(key, "*w"))
+			.withMessageContaining("'*w'")
+			.withMessageContaining("must not start with '*'");
 		assertThatIllegalArgumentException()
-			.isThrownBy(() -> backend.renew(List.of(new HeldLock(key, "owner*", TTL))))
-			.withMessageContaining("'owner*'");
-		assertThatIllegalArgumentException().isThrownBy(() -> backend.tryAcquire(randomKey(), "owner*", TTL))
-			.withMessageContaining("'owner*'");
-		assertThat(((AsyncLockBackend) backend).releaseAsync(key, "owner*")).isCompletedExceptionally();
-		assertThat(raw(server).opsForValue().get("{" + key + "}")).isEqualTo("owner*");
+			.isThrownBy(() -> backend.renew(List.of(new HeldLock(key, "*w", TTL))))
+			.withMessageContaining("'*w'");
+		assertThatIllegalArgumentException().isThrownBy(() -> backend.tryAcquire(key, "*w", TTL))
+			.withMessageContaining("'*w'");
+		assertThat(((AsyncLockBackend) backend).releaseAsync(key, "*w")).isCompletedExceptionally();
+		assertThat(raw(server).opsForValue().get("{" + key + "}")).isEqualTo("*w");
 	}
 
 	@Test
@@ -472,10 +483,10 @@ class RedisLockBackendTests {
 		Lease held = holder.acquire(name, null, LockOptions.defaults().waitTime(Duration.ZERO));
 		CompletableFuture<Lease> waiting = waiter.tryAcquireAsync(name, null,
 				LockOptions.defaults().waitTime(SLOW_POLL));
-		// The waiter listens before its first attempt, and that attempt marks the lock.
+		// The waiter listens before its first attempt, and that attempt records it.
 		await().atMost(Duration.ofSeconds(5))
-			.alias("the waiter's attempt marks the lock as contended")
-			.until(() -> "*".equals(lastCharacterOf(name)));
+			.alias("the waiter's attempt records it")
+			.until(() -> raw(server).opsForZSet().zCard("{" + name + "}:waiters") == 1);
 		await().atMost(Duration.ofSeconds(5)).until(waiterBackend::isListening);
 		long releasedAt = System.nanoTime();
 		held.close();
@@ -528,11 +539,6 @@ class RedisLockBackendTests {
 			connection.serverCommands().flushAll();
 			return null;
 		});
-	}
-
-	private String lastCharacterOf(String key) {
-		String value = raw(server).opsForValue().get("{" + key + "}");
-		return (value != null && !value.isEmpty()) ? value.substring(value.length() - 1) : null;
 	}
 
 	private BlockingQueue<String> subscribeRaw(String channel) {

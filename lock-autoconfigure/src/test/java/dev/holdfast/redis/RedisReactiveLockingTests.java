@@ -243,18 +243,16 @@ class RedisReactiveLockingTests {
 		}
 
 		@Override
-		public boolean release(String key, String owner, @Nullable String localWaiter,
-				@Nullable Duration localWaiterTtl, Duration recordFor) {
+		public boolean release(String key, String owner, @Nullable String nextLocal) {
 			watch("release");
-			return super.release(key, owner, localWaiter, localWaiterTtl, recordFor);
+			return super.release(key, owner, nextLocal);
 		}
 
 		@Override
-		public void releaseAsync(String key, String owner, @Nullable String localWaiter,
-				@Nullable Duration localWaiterTtl, Duration recordFor,
+		public void releaseAsync(String key, String owner, @Nullable String nextLocal,
 				BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
 			this.asyncReleases.incrementAndGet();
-			super.releaseAsync(key, owner, localWaiter, localWaiterTtl, recordFor, whenAnswered);
+			super.releaseAsync(key, owner, nextLocal, whenAnswered);
 		}
 
 		private void watch(String operation) {

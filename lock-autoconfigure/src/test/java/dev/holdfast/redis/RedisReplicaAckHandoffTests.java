@@ -28,8 +28,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
- * {@code replicas-to-ack} with the handoff to recorded waiters: a waiter is never handed a lock
- * that no replica acknowledged (the server has no replica).
+ * {@code replicas-to-ack} with the handoff to recorded waiters: a waiter never holds a lock that
+ * no replica acknowledged (the server has no replica): its claim of a reserved lock is an
+ * acquisition like any other.
  */
 class RedisReplicaAckHandoffTests {
 
@@ -82,7 +83,7 @@ class RedisReplicaAckHandoffTests {
 		StringRedisTemplate raw = RedisClients.template(factory());
 		String waiters = "{" + this.name + "}:waiters";
 		await().atMost(Duration.ofSeconds(20)).until(() -> raw.opsForZSet().zCard(waiters) == 1);
-		// Recorded in the earlier format (the bare owner): a release only reserves the lock for it.
+		// Recorded (its owner token): the release reserves the lock for it and publishes that.
 		assertThat(raw.opsForZSet().range(waiters, 0, -1)).singleElement().asString().doesNotContain("|");
 		held.close();
 		// The reserved lock is claimed by the waiter's own acquisition, which waits for the

@@ -26,8 +26,9 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 /**
  * {@code holdfast.redis.replicas-to-ack} on a real primary with one replica: an acquisition
  * counts once the replica has it, and fails closed (released, {@link LockBackendException})
- * when the replica does not acknowledge it in time, on every connection path: Lettuce's shared
- * connection (blocking and non-blocking), a Lettuce factory without a shared connection, Jedis.
+ * when the replica does not acknowledge it in time, on every connection path: Lettuce
+ * (connections of the backend's own, blocking and non-blocking, whether or not the factory shares
+ * a connection), Jedis.
  */
 class RedisReplicaAckTests {
 

@@ -5,32 +5,50 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LockBackendException;
+import dev.holdfast.LockInterruptedException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AsyncLockBackend;
+import dev.holdfast.spi.LockBackend;
 import dev.holdfast.test.server.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The handoff on Redis between instances (two templates over two clients, as two processes
- * would have): waiting acquisitions record themselves, the release makes a recorded waiter the
- * holder and announces it with the fencing token, and that waiter holds the lock without another
- * call.
+ * The reservation handoff on a real Redis: a waiting acquisition records itself with each refused
+ * attempt; a release that finds live records reserves the lock for one drawn waiter for
+ * {@value RedisLockBackend#RESERVATION_WINDOW_MILLIS} ms and publishes the reservation; that
+ * waiter claims it with its own acquisition, which takes a new fencing token; a waiter that gives
+ * up withdraws. First on the backend, then through two templates over two clients, as two
+ * processes would have them.
  */
 class RedisWaiterHandoffTests {
 
@@ -38,7 +56,14 @@ class RedisWaiterHandoffTests {
 	private static final Duration SLOW_POLL = Duration.ofMinutes(1);
 
 	/** Well under the poll fallback, with slack for a loaded machine. */
-	private static final Duration WAKE_BOUND = Duration.ofSeconds(10);
+	private static final Duration PROMPT = Duration.ofSeconds(5);
+
+	private static final Duration LEASE = Duration.ofSeconds(30);
+
+	/** How long the backend tests' waiters are recorded. */
+	private static final Duration RECORD = Duration.ofSeconds(30);
+
+	private static final Duration WINDOW = Duration.ofMillis(RedisLockBackend.RESERVATION_WINDOW_MILLIS);
 
 	private static final LockOptions ONCE = LockOptions.defaults().waitTime(Duration.ZERO);
 
@@ -50,6 +75,7 @@ class RedisWaiterHandoffTests {
 
 	private final List<RedisLockBackend> backends = new ArrayList<>();
 
+	/** Templates and subscriptions, closed before the backends. */
 	private final List<AutoCloseable> closeables = new ArrayList<>();
 
 	private final List<Thread> threads = new ArrayList<>();
@@ -61,6 +87,8 @@ class RedisWaiterHandoffTests {
 	private final String waitersKey = "{" + this.name + "}:waiters";
 
 	private final String fenceKey = "{" + this.name + "}:fence";
+
+	private @Nullable StringRedisTemplate raw;
 
 	@BeforeAll
 	static void startRedis() {
@@ -85,669 +113,456 @@ class RedisWaiterHandoffTests {
 		this.factories.forEach(LettuceConnectionFactory::destroy);
 	}
 
+	// The backend
+
 	@Test
-	void aRecordedWaiterOfAnotherInstanceGetsTheLockAheadOfTheReleasingInstancesNextAttempt() throws Exception {
-		DefaultLockTemplate releasing = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		DefaultLockTemplate other = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
+	void aReleaseWithARecordedWaiterReservesTheLockForItAndItsClaimTakesItWithALargerToken() throws Exception {
+		RedisLockBackend releasing = backend();
+		RedisLockBackend waiting = backend();
+		BlockingQueue<String> reservations = reservationsHeardBy(waiting);
+		AcquireResult held = releasing.tryAcquire(this.name, "holder", LEASE);
+		assertThat(waiting.tryAcquireWaiting(this.name, "waiter", LEASE, RECORD).acquired()).isFalse();
+		assertThat(releasing.release(this.name, "holder")).isTrue();
+		assertThat(raw().opsForValue().get(this.lockKey)).as("reserved").isEqualTo("*waiter");
+		assertThat(raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS)).as("for the window, not a lease")
+			.isBetween(1L, WINDOW.toMillis());
+		assertThat(reservations.poll(PROMPT.toSeconds(), TimeUnit.SECONDS)).isEqualTo(this.name + " waiter");
+		// Nobody else takes a reserved lock: not a try-once attempt, not another waiter.
+		AcquireResult once = releasing.tryAcquire(this.name, "once", LEASE);
+		assertThat(once.acquired()).isFalse();
+		assertThat(once.holderRemainingMillis()).isBetween(0L, WINDOW.toMillis());
+		assertThat(join(((AsyncLockBackend) releasing).tryAcquireAsync(this.name, "async-once", LEASE)).acquired())
+			.isFalse();
+		assertThat(releasing.tryAcquireWaiting(this.name, "other", LEASE, RECORD).acquired()).isFalse();
+		assertThat(releasing.release(this.name, "holder")).as("the former holder's release again").isFalse();
+		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("*waiter");
+		// The reserved waiter's claim: its own acquisition, with its own lease and a new token.
+		AcquireResult claim = waiting.tryAcquireWaiting(this.name, "waiter", LEASE, RECORD);
+		assertThat(claim.acquired()).isTrue();
+		assertThat(claim.fencingToken()).isGreaterThan(held.fencingToken())
+			.isEqualTo(Long.parseLong(raw().opsForValue().get(this.fenceKey)));
+		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("waiter");
+		assertThat(raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS)).isGreaterThan(LEASE.toMillis() - 5_000);
+		assertThat(raw().opsForZSet().range(this.waitersKey, 0, -1)).as("the claimer's record is gone")
+			.containsExactly("other");
+		assertThat(reservations.poll(200, TimeUnit.MILLISECONDS)).isNull();
+	}
+
+	/**
+	 * Issue D3: a waiter drawn for a reservation that died, left, or whose withdrawal was lost
+	 * costs the lock its window, never a lease (the holder's was 30 s).
+	 */
+	@Test
+	void aReservationNobodyClaimsExpiresAfterItsWindowAndTheLockIsFreeAfterIt() {
+		RedisLockBackend holder = backend();
+		RedisLockBackend gone = backend();
+		RedisLockBackend other = backend();
+		AcquireResult held = holder.tryAcquire(this.name, "holder", LEASE);
+		assertThat(held.acquired()).isTrue();
+		// A waiter recorded, that never attempts again (its process died).
+		assertThat(gone.tryAcquireWaiting(this.name, "gone", LEASE, RECORD).acquired()).isFalse();
+		long released = System.nanoTime();
+		assertThat(holder.release(this.name, "holder")).isTrue();
+		AcquireResult refused = other.tryAcquire(this.name, "other-1", LEASE);
+		assertThat(refused.acquired()).isFalse();
+		assertThat(refused.holderRemainingMillis()).as("the refusal's remaining time").isBetween(0L, WINDOW.toMillis());
+		Duration margin = Duration.ofSeconds(1);
+		await().atMost(WINDOW.plus(margin))
+			.pollInterval(Duration.ofMillis(10))
+			.until(() -> !raw().hasKey(this.lockKey));
+		AcquireResult taken = other.tryAcquire(this.name, "other-2", LEASE);
+		assertThat(Duration.ofNanos(System.nanoTime() - released)).as("from the release to the next holder")
+			.isLessThan(WINDOW.plus(margin));
+		assertThat(taken.acquired()).as("free after the window").isTrue();
+		assertThat(taken.fencingToken()).isGreaterThan(held.fencingToken());
+	}
+
+	@Test
+	void aReleaseWithoutLiveRecordsDeletesTheLockAndPublishesNothing() throws Exception {
+		// A channel of its own: nothing else is published on it.
+		String channel = "test:channel:" + UUID.randomUUID();
+		RedisLockBackend releasing = backend(channel);
+		RedisLockBackend other = backend(channel);
+		BlockingQueue<String> heard = reservationsHeardBy(other);
+		// Nobody waited.
+		assertThat(releasing.tryAcquire(this.name, "holder-1", LEASE).acquired()).isTrue();
+		assertThat(releasing.release(this.name, "holder-1")).isTrue();
+		assertThat(raw().hasKey(this.lockKey)).isFalse();
+		// Refused try-once attempts, blocking or not: never recorded.
+		assertThat(releasing.tryAcquire(this.name, "holder-2", LEASE).acquired()).isTrue();
+		assertThat(other.tryAcquire(this.name, "once", LEASE).acquired()).isFalse();
+		assertThat(join(((AsyncLockBackend) other).tryAcquireAsync(this.name, "async-once", LEASE)).acquired())
+			.isFalse();
+		assertThat(raw().hasKey(this.waitersKey)).isFalse();
+		assertThat(releasing.release(this.name, "holder-2")).isTrue();
+		assertThat(raw().hasKey(this.lockKey)).isFalse();
+		// A record gone stale by Redis's clock.
+		assertThat(releasing.tryAcquire(this.name, "holder-3", LEASE).acquired()).isTrue();
+		assertThat(other.tryAcquireWaiting(this.name, "stale", LEASE, Duration.ofMillis(1)).acquired()).isFalse();
+		Double staleAfter = raw().opsForZSet().score(this.waitersKey, "stale");
+		if (staleAfter != null) {
+			await().pollInterval(Duration.ofMillis(1)).until(() -> redisTimeMillis() > staleAfter);
+		}
+		assertThat(releasing.release(this.name, "holder-3")).isTrue();
+		assertThat(raw().hasKey(this.lockKey)).isFalse();
+		assertThat(raw().hasKey(this.waitersKey)).isFalse();
+		// The subscriber listens: the first reservation is the first message it hears, so none of
+		// the releases above published anything.
+		assertThat(releasing.tryAcquire(this.name, "holder-4", LEASE).acquired()).isTrue();
+		assertThat(other.tryAcquireWaiting(this.name, "waiter", LEASE, RECORD).acquired()).isFalse();
+		assertThat(releasing.release(this.name, "holder-4")).isTrue();
+		assertThat(heard.poll(PROMPT.toSeconds(), TimeUnit.SECONDS)).isEqualTo(this.name + " waiter");
+		assertThat(heard.poll(200, TimeUnit.MILLISECONDS)).isNull();
+	}
+
+	/** {@code blocking}: {@code withdraw}; {@code non-blocking}: {@code withdrawAsync}. */
+	@ParameterizedTest
+	@ValueSource(strings = { "blocking", "non-blocking" })
+	void aWithdrawnWaiterIsNotDrawn(String call) {
+		RedisLockBackend holder = backend();
+		RedisLockBackend waiting = backend();
+		assertThat(holder.tryAcquire(this.name, "holder", LEASE).acquired()).isTrue();
+		assertThat(waiting.tryAcquireWaiting(this.name, "first", LEASE, RECORD).acquired()).isFalse();
+		assertThat(waiting.tryAcquireWaiting(this.name, "second", LEASE, RECORD).acquired()).isFalse();
+		assertThat(withdraw(call, waiting, "first")).as("found its record").isTrue();
+		assertThat(raw().opsForZSet().range(this.waitersKey, 0, -1)).containsExactly("second");
+		assertThat(holder.release(this.name, "holder")).isTrue();
+		assertThat(raw().opsForValue().get(this.lockKey)).as("reserved for the one left").isEqualTo("*second");
+		assertThat(waiting.tryAcquireWaiting(this.name, "second", LEASE, RECORD).acquired()).isTrue();
+		// The last recorded waiter withdraws: the next release frees the lock.
+		assertThat(waiting.tryAcquireWaiting(this.name, "third", LEASE, RECORD).acquired()).isFalse();
+		assertThat(withdraw(call, waiting, "third")).isTrue();
+		assertThat(withdraw(call, waiting, "third")).as("withdrawn already").isFalse();
+		assertThat(waiting.release(this.name, "second")).isTrue();
+		assertThat(raw().hasKey(this.lockKey)).as("freed, not reserved").isFalse();
+		assertThat(raw().hasKey(this.waitersKey)).isFalse();
+	}
+
+	/** {@code blocking}: {@code withdraw}; {@code non-blocking}: {@code withdrawAsync}. */
+	@ParameterizedTest
+	@ValueSource(strings = { "blocking", "non-blocking" })
+	void aWithdrawalOfTheWaiterTheLockIsReservedForHandsItOnToTheNextRecordedWaiterOrFreesIt(String call)
+			throws Exception {
+		RedisLockBackend holder = backend();
+		RedisLockBackend waiting = backend();
+		BlockingQueue<String> reservations = reservationsHeardBy(holder);
+		assertThat(holder.tryAcquire(this.name, "holder", LEASE).acquired()).isTrue();
+		assertThat(waiting.tryAcquireWaiting(this.name, "a", LEASE, RECORD).acquired()).isFalse();
+		assertThat(waiting.tryAcquireWaiting(this.name, "b", LEASE, RECORD).acquired()).isFalse();
+		assertThat(holder.release(this.name, "holder")).isTrue();
+		String value = raw().opsForValue().get(this.lockKey);
+		assertThat(value).isIn("*a", "*b");
+		String drawn = value.substring(1);
+		String next = drawn.equals("a") ? "b" : "a";
+		assertThat(reservations.poll(PROMPT.toSeconds(), TimeUnit.SECONDS)).isEqualTo(this.name + " " + drawn);
+		// The drawn waiter gave up before it claimed the lock.
+		assertThat(withdraw(call, waiting, drawn)).as("found its reservation").isTrue();
+		assertThat(raw().opsForValue().get(this.lockKey)).as("reserved for the next recorded waiter")
+			.isEqualTo("*" + next);
+		assertThat(raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS)).isBetween(1L, WINDOW.toMillis());
+		assertThat(reservations.poll(PROMPT.toSeconds(), TimeUnit.SECONDS)).isEqualTo(this.name + " " + next);
+		assertThat(waiting.tryAcquire(this.name, drawn, LEASE).acquired()).as("the withdrawn owner's attempt")
+			.isFalse();
+		// The last one gives up too: nobody is left to reserve it for, the lock is free at once.
+		assertThat(withdraw(call, waiting, next)).isTrue();
+		assertThat(raw().hasKey(this.lockKey)).as("freed").isFalse();
+		assertThat(holder.tryAcquire(this.name, "once", LEASE).acquired()).isTrue();
+		assertThat(reservations.poll(200, TimeUnit.MILLISECONDS)).isNull();
+	}
+
+	/**
+	 * The releasing process's next waiter, named by the release, may have no record yet: it is
+	 * recorded for the window before the draw. One that is recorded already, by its own attempt,
+	 * keeps its longer record when the draw picks another waiter: cut to the window, it would be
+	 * stale before the drawn waiter's release, which would free the lock unannounced while it
+	 * sleeps to its next poll.
+	 */
+	@Test
+	void aReleaseNamingItsNextWaiterRecordsItAndKeepsALongerRecordItHas() {
+		RedisLockBackend releasing = backend();
+		RedisLockBackend remote = backend();
+		// Named before its first attempt: the only waiter, it is drawn.
+		assertThat(releasing.tryAcquire(this.name, "holder", LEASE).acquired()).isTrue();
+		assertThat(releasing.release(this.name, "holder", "unrecorded")).isTrue();
+		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("*unrecorded");
+		assertThat(releasing.tryAcquireWaiting(this.name, "unrecorded", LEASE, RECORD).acquired()).isTrue();
+		assertThat(releasing.release(this.name, "unrecorded")).isTrue();
+		assertThat(raw().hasKey(this.lockKey)).isFalse();
+		// Named beside a remote waiter: rounds until the remote one is drawn (each draw is even).
+		for (int round = 0; round < 30; round++) {
+			String key = this.name + ":" + round;
+			String holder = "holder-" + round;
+			String local = "local-" + round;
+			assertThat(releasing.tryAcquire(key, holder, LEASE).acquired()).isTrue();
+			assertThat(releasing.tryAcquireWaiting(key, local, LEASE, RECORD).acquired()).isFalse();
+			assertThat(remote.tryAcquireWaiting(key, "remote-" + round, LEASE, RECORD).acquired()).isFalse();
+			double recordedUntil = raw().opsForZSet().score("{" + key + "}:waiters", local);
+			assertThat(releasing.release(key, holder, local)).isTrue();
+			if (("*remote-" + round).equals(raw().opsForValue().get("{" + key + "}"))) {
+				assertThat(raw().opsForZSet().score("{" + key + "}:waiters", local))
+					.as("the named waiter's record, not drawn")
+					.isGreaterThanOrEqualTo(recordedUntil);
+				return;
+			}
+		}
+		throw new AssertionError("the remote waiter was never drawn in 30 rounds");
+	}
+
+	// Two instances
+
+	@Test
+	void aWaiterOfAnotherInstanceIsWokenByItsReservationAndClaimsTheLockPromptly() throws Exception {
+		DefaultLockTemplate releasing = listeningTemplate(backend());
+		DefaultLockTemplate other = listeningTemplate(backend());
 		Lease held = releasing.acquire(this.name, null, ONCE);
 		CompletableFuture<Lease> waiting = waitInBackground(other, WAIT);
-		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+		awaitRecorded(1);
+		long released = System.nanoTime();
 		held.close();
-		// On the releasing instance's connection, right behind its release: before, it took the
-		// lock every time, ahead of the other instance's waiter that only heard the announcement.
-		Optional<Lease> once = releasing.tryAcquire(this.name, null, ONCE);
-		assertThat(once).as("the lock went to the recorded waiter, not to the releasing instance").isEmpty();
-		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+		// Reserved for the waiter (or claimed by it already): not for the releasing instance.
+		assertThat(releasing.tryAcquire(this.name, null, ONCE)).isEmpty();
+		Lease next = waiting.get(PROMPT.toSeconds(), TimeUnit.SECONDS);
+		assertThat(Duration.ofNanos(System.nanoTime() - released)).as("from the release to the lease, polling every %s",
+				SLOW_POLL)
+			.isLessThan(PROMPT);
 		assertThat(next.isValid()).isTrue();
-		assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
-		assertThat(raw().hasKey(this.waitersKey)).as("the granted waiter's record is gone").isFalse();
-		next.close();
+		assertThat(next.fencingToken()).isGreaterThan(held.fencingToken())
+			.isEqualTo(Long.parseLong(raw().opsForValue().get(this.fenceKey)));
+		assertThat(raw().hasKey(this.waitersKey)).as("the claimer's record is gone").isFalse();
+		other.releaseAsync(next).toCompletableFuture().get(PROMPT.toSeconds(), TimeUnit.SECONDS);
+		assertThat(raw().hasKey(this.lockKey)).isFalse();
 	}
 
 	@Test
-	void aLocalWaiterSendsNothingWhileItsOwnInstanceHoldsTheKeyAndIsGrantedTheLockByItsRelease() throws Exception {
-		DefaultLockTemplate instance = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		Lease held = instance.acquire(this.name, null, ONCE);
-		long scriptsBefore = scriptCalls();
-		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
-		awaitParkedInRace(lastThread());
-		// Its attempt would only be refused: the release names it (the releasing process's next
-		// waiter) and makes it the holder.
-		await().during(Duration.ofMillis(300))
-			.atMost(WAKE_BOUND)
-			.until(() -> scriptCalls() - scriptsBefore == 0);
-		assertThat(scriptCalls() - scriptsBefore).as("scripts while its own instance holds the key").isZero();
-		assertThat(raw().hasKey(this.waitersKey)).as("not recorded by an attempt").isFalse();
-		assertThat(waiting).isNotDone();
-		held.close();
-		// The grant (from the release's answer) wakes it, long before its poll.
-		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
-		assertThat(scriptCalls() - scriptsBefore).as("the release is the only script").isEqualTo(1);
-		assertThat(next.isValid()).isTrue();
-		assertThat(next.fencingToken()).isEqualTo(Long.parseLong(raw().opsForValue().get(this.fenceKey)))
-			.isGreaterThan(held.fencingToken());
-		next.close();
-		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
-	}
-
-	@Test
-	void aLocalWaiterAttemptsWhileItsOwnInstanceHoldsTheKeyIfTheBackendHandsNoUnmarkedLockToIt() throws Exception {
-		// A backend of the earlier contract: its release records the named waiter only beside others.
-		ForwardingRedisBackend earlierContract = new ForwardingRedisBackend(backend(RedisLockBackend.DEFAULT_CHANNEL)) {
+	void aWaiterThatGivesUpWithdrawsSoThatTheNextReleaseFreesTheLockAtOnce() throws Exception {
+		DefaultLockTemplate holder = listeningTemplate(backend());
+		AtomicInteger withdrawals = new AtomicInteger();
+		// Records that last a minute, whatever the wait: only the withdrawal removes them.
+		ForwardingRedisBackend longRecords = new ForwardingRedisBackend(backend()) {
 
 			@Override
-			public boolean handsUnmarkedLockToLocalWaiter() {
-				return false;
+			public AcquireResult tryAcquireWaiting(String key, String owner, Duration ttl, Duration recordFor) {
+				return super.tryAcquireWaiting(key, owner, ttl, SLOW_POLL);
+			}
+
+			@Override
+			public CompletionStage<AcquireResult> tryAcquireWaitingAsync(String key, String owner, Duration ttl,
+					Duration recordFor) {
+				return super.tryAcquireWaitingAsync(key, owner, ttl, SLOW_POLL);
+			}
+
+			@Override
+			public boolean withdraw(String key, String owner) {
+				withdrawals.incrementAndGet();
+				return super.withdraw(key, owner);
+			}
+
+			@Override
+			public CompletionStage<Boolean> withdrawAsync(String key, String owner) {
+				withdrawals.incrementAndGet();
+				return super.withdrawAsync(key, owner);
 			}
 
 		};
-		DefaultLockTemplate instance = listeningTemplate(earlierContract, SLOW_POLL, SLOW_POLL);
-		Lease held = instance.acquire(this.name, null, ONCE);
-		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
-		// Its refused attempt records it: the mark the release of such a backend looks for.
-		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
+		DefaultLockTemplate waiter = listeningTemplate(longRecords);
+		Lease held = holder.acquire(this.name, null, ONCE);
+		Optional<Lease> none = waiter.tryAcquire(this.name, null, LockOptions.defaults().waitTime(Duration.ofMillis(300)));
+		assertThat(none).as("the wait time is over").isEmpty();
+		await().atMost(PROMPT).until(() -> !raw().hasKey(this.waitersKey));
+		assertThat(withdrawals).hasValue(1);
+		holder.releaseAsync(held).toCompletableFuture().get(PROMPT.toSeconds(), TimeUnit.SECONDS);
+		assertThat(raw().hasKey(this.lockKey)).as("freed at once, not reserved for the waiter that gave up").isFalse();
+	}
+
+	@Test
+	void anInterruptedWaiterWithdrawsSoThatTheNextReleaseFreesTheLockAtOnce() throws Exception {
+		DefaultLockTemplate holder = listeningTemplate(backend());
+		DefaultLockTemplate other = listeningTemplate(backend());
+		Lease held = holder.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = waitInBackground(other, WAIT);
+		// Recorded for two poll intervals (two minutes): only the withdrawal removes it in time.
+		awaitRecorded(1);
+		lastThread().interrupt();
+		assertThatExceptionOfType(ExecutionException.class)
+			.isThrownBy(() -> waiting.get(PROMPT.toSeconds(), TimeUnit.SECONDS))
+			.withCauseInstanceOf(LockInterruptedException.class);
+		await().atMost(PROMPT).until(() -> !raw().hasKey(this.waitersKey));
+		holder.releaseAsync(held).toCompletableFuture().get(PROMPT.toSeconds(), TimeUnit.SECONDS);
+		assertThat(raw().hasKey(this.lockKey)).as("freed at once, not reserved").isFalse();
+		assertThat(holder.tryAcquire(this.name, null, ONCE)).isPresent().get().satisfies(Lease::close);
+	}
+
+	@Test
+	void aNonBlockingWaiterIsReservedTheLockAndClaimsItAndACancelledOneWithdraws() throws Exception {
+		DefaultLockTemplate releasing = listeningTemplate(backend());
+		DefaultLockTemplate other = listeningTemplate(backend());
+		Lease held = releasing.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = other.tryAcquireAsync(this.name, null, WAIT);
+		awaitRecorded(1);
+		long released = System.nanoTime();
 		held.close();
-		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
+		assertThat(releasing.tryAcquire(this.name, null, ONCE)).isEmpty();
+		Lease next = waiting.get(PROMPT.toSeconds(), TimeUnit.SECONDS);
+		assertThat(Duration.ofNanos(System.nanoTime() - released)).as("from the release to the lease")
+			.isLessThan(PROMPT);
+		assertThat(next.isValid()).isTrue();
 		assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
-		next.close();
+		other.releaseAsync(next).toCompletableFuture().get(PROMPT.toSeconds(), TimeUnit.SECONDS);
+		assertThat(raw().hasKey(this.lockKey)).isFalse();
+		// A cancelled one withdraws its record (two minutes long).
+		Lease again = releasing.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> cancelled = other.tryAcquireAsync(this.name, null, WAIT);
+		awaitRecorded(1);
+		cancelled.cancel(false);
+		await().atMost(PROMPT).until(() -> !raw().hasKey(this.waitersKey));
+		releasing.releaseAsync(again).toCompletableFuture().get(PROMPT.toSeconds(), TimeUnit.SECONDS);
+		assertThat(raw().hasKey(this.lockKey)).as("freed at once, not reserved").isFalse();
 	}
 
+	/**
+	 * Issue D4: a template shutting down ends its waiting acquisitions, blocking and not, and
+	 * withdraws their records before {@code close()} returns, so that no release reserves a lock
+	 * for a waiter of an instance that is gone. Redis answers the waiters' attempts in flight only
+	 * 300 ms after the shutdown began, and each withdrawal 300 ms after it was sent (a slow
+	 * network): {@code close()} waits for both.
+	 */
 	@Test
-	void aLocalWaiterIsWokenWhenTheReleaseOfItsInstanceFindsTheKeyGone() throws Exception {
-		DefaultLockTemplate instance = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		Lease held = instance.acquire(this.name, null, ONCE);
-		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
-		awaitParkedInRace(lastThread());
-		// Lost on Redis (a failover, an eviction) while the lease is still valid here: the release
-		// answers 0 and hands nothing on. Not woken, the waiter slept to its poll (a minute).
-		raw().delete(this.lockKey);
-		held.close();
-		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
-		assertThat(next.isValid()).isTrue();
-		next.close();
+	void aTemplateShuttingDownEndsItsWaitingAcquisitionsAndWithdrawsTheirRecordsBeforeCloseReturns()
+			throws Exception {
+		DefaultLockTemplate holder = listeningTemplate(backend());
+		CompletableFuture<Void> attemptsAnswered = new CompletableFuture<>();
+		ForwardingRedisBackend slowNetwork = new ForwardingRedisBackend(backend()) {
+
+			@Override
+			public AcquireResult tryAcquireWaiting(String key, String owner, Duration ttl, Duration recordFor) {
+				AcquireResult result = super.tryAcquireWaiting(key, owner, ttl, recordFor);
+				attemptsAnswered.join();
+				return result;
+			}
+
+			@Override
+			public CompletionStage<AcquireResult> tryAcquireWaitingAsync(String key, String owner, Duration ttl,
+					Duration recordFor) {
+				return super.tryAcquireWaitingAsync(key, owner, ttl, recordFor)
+					.thenCombine(attemptsAnswered, (result, answered) -> result);
+			}
+
+			@Override
+			public CompletionStage<Boolean> withdrawAsync(String key, String owner) {
+				Executor later = CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS);
+				return CompletableFuture.supplyAsync(() -> null, later)
+					.thenCompose((sent) -> super.withdrawAsync(key, owner));
+			}
+
+		};
+		DefaultLockTemplate closing = listeningTemplate(slowNetwork);
+		String otherName = this.name + "-non-blocking";
+		String otherWaiters = "{" + otherName + "}:waiters";
+		Lease held = holder.acquire(this.name, null, ONCE);
+		Lease otherHeld = holder.acquire(otherName, null, ONCE);
+		CompletableFuture<Lease> blocking = waitInBackground(closing, WAIT);
+		// Queued behind the first in its instance's line: never recorded.
+		CompletableFuture<Lease> queued = waitInBackground(closing, WAIT);
+		CompletableFuture<Lease> nonBlocking = closing.tryAcquireAsync(otherName, null, WAIT);
+		// Both heads' attempts ran on Redis; their answers are on their way.
+		awaitRecorded(1);
+		await().atMost(PROMPT).until(() -> raw().opsForZSet().zCard(otherWaiters) == 1);
+		CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS).execute(() -> attemptsAnswered.complete(null));
+		closing.stopAcquiring();
+		closing.close();
+		assertThat(Stream.of(this.waitersKey, otherWaiters).filter(raw()::hasKey))
+			.as("records left when close() returned")
+			.isEmpty();
+		for (CompletableFuture<Lease> ended : List.of(blocking, queued, nonBlocking)) {
+			assertThatExceptionOfType(ExecutionException.class)
+				.isThrownBy(() -> ended.get(PROMPT.toSeconds(), TimeUnit.SECONDS))
+				.havingCause()
+				.isInstanceOf(LockBackendException.class)
+				.withMessageContaining("shutting down");
+		}
+		holder.releaseAsync(held).toCompletableFuture().get(PROMPT.toSeconds(), TimeUnit.SECONDS);
+		holder.releaseAsync(otherHeld).toCompletableFuture().get(PROMPT.toSeconds(), TimeUnit.SECONDS);
+		assertThat(Stream.of(this.lockKey, "{" + otherName + "}").filter(raw()::hasKey))
+			.as("locks reserved for a waiter that is gone, after their release")
+			.isEmpty();
 	}
 
+	/**
+	 * Issue D5: a withdrawal that fails is sent again in the background, and counted among the
+	 * template's calls in flight (which a graceful shutdown waits for) until it is answered.
+	 */
 	@Test
-	void aLocalWaiterIsWokenWhenTheLeaseOfItsInstanceIsLost() throws Exception {
-		Duration lease = Duration.ofSeconds(15);
-		DefaultLockTemplate instance = listeningTemplate(backend(RedisLockBackend.DEFAULT_CHANNEL), SLOW_POLL, lease);
-		Lease held = instance.acquire(this.name, null, ONCE);
-		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
-		awaitParkedInRace(lastThread());
-		raw().delete(this.lockKey);
-		// The renewal (a third of the lease time after the acquisition) finds the lock gone and marks
-		// the lease lost, which wakes the waiter (~5 s after the acquisition). Not woken, it slept to
-		// the lease's end (15 s): waited for up to 2 s less than that, room for a loaded machine.
-		Lease next = waiting.get(lease.toSeconds() - 2, TimeUnit.SECONDS);
-		assertThat(held.isValid()).isFalse();
-		assertThat(next.isValid()).isTrue();
-		next.close();
-		held.close();
+	void aWithdrawalThatFailsIsSentAgainAndCountedUntilAnswered() throws Exception {
+		DefaultLockTemplate holder = listeningTemplate(backend());
+		AtomicInteger withdrawals = new AtomicInteger();
+		CompletableFuture<Void> redisAnswersAgain = new CompletableFuture<>();
+		ForwardingRedisBackend failingFirst = new ForwardingRedisBackend(backend()) {
+
+			@Override
+			public boolean withdraw(String key, String owner) {
+				return withdrawAsync(key, owner).toCompletableFuture().join();
+			}
+
+			@Override
+			public CompletionStage<Boolean> withdrawAsync(String key, String owner) {
+				if (withdrawals.incrementAndGet() == 1) {
+					return CompletableFuture.failedFuture(
+							new LockBackendException("Redis withdraw of lock '" + key + "': connection lost", null));
+				}
+				// The retry waits until the test lets Redis answer.
+				return redisAnswersAgain.thenCompose((ready) -> super.withdrawAsync(key, owner));
+			}
+
+		};
+		DefaultLockTemplate waiter = listeningTemplate(failingFirst);
+		Lease held = holder.acquire(this.name, null, ONCE);
+		CompletableFuture<Lease> waiting = waitInBackground(waiter, WAIT);
+		awaitRecorded(1);
+		lastThread().interrupt();
+		assertThatExceptionOfType(ExecutionException.class)
+			.isThrownBy(() -> waiting.get(PROMPT.toSeconds(), TimeUnit.SECONDS))
+			.withCauseInstanceOf(LockInterruptedException.class);
+		await().atMost(PROMPT).until(() -> withdrawals.get() == 2);
+		assertThat(waiter.releasesInFlight()).as("the withdrawal waiting for its answer").isOne();
+		assertThat(raw().opsForZSet().zCard(this.waitersKey)).as("still recorded").isOne();
+		redisAnswersAgain.complete(null);
+		await().atMost(PROMPT).until(() -> !raw().hasKey(this.waitersKey));
+		await().atMost(PROMPT).until(() -> waiter.releasesInFlight() == 0);
+		assertThat(withdrawals).hasValue(2);
+		holder.releaseAsync(held).toCompletableFuture().get(PROMPT.toSeconds(), TimeUnit.SECONDS);
+		assertThat(raw().hasKey(this.lockKey)).as("freed at once, not reserved").isFalse();
 	}
 
-	@Test
-	void aLocalWaiterIsWokenWhenTheAnswerOfTheReleaseThatHandedItTheLockIsLost() throws Exception {
-		LosingReleaseAnswers backend = losingReleaseAnswers();
-		DefaultLockTemplate instance = listeningTemplate(backend, SLOW_POLL, SLOW_POLL);
-		Lease held = instance.acquire(this.name, null, ONCE);
-		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
-		awaitParkedInRace(lastThread());
-		backend.loseNextReleaseAnswer(() -> {
-		});
-		held.close();
-		assertThat(backend.lostAnswer).as("Redis handed the lock to the named waiter").isNegative();
-		// Not woken, it slept to its poll (a minute); woken, its attempt finds it holds the lock.
-		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
-		assertThat(next.fencingToken()).isEqualTo(-backend.lostAnswer);
-		next.close();
-		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
+	/** Withdraws {@code owner} as a waiter of this test's lock, through the call named. */
+	private boolean withdraw(String call, RedisLockBackend backend, String owner) {
+		return call.equals("blocking") ? backend.withdraw(this.name, owner)
+				: join(backend.withdrawAsync(this.name, owner));
 	}
 
-	@Test
-	void aLockHandedToALocalWaiterThatLeftIsHandedOnWhenTheReleasesAnswerIsLost() throws Exception {
-		LosingReleaseAnswers backend = losingReleaseAnswers();
-		DefaultLockTemplate instance = listeningTemplate(backend, SLOW_POLL, SLOW_POLL);
-		Lease held = instance.acquire(this.name, null, ONCE);
-		CompletableFuture<Lease> waiting = waitInBackground(instance, WAIT);
-		Thread waiter = lastThread();
-		awaitParkedInRace(waiter);
-		// Loaded, so that the waiter's withdrawal is one EVALSHA that runs (no NOSCRIPT retry).
-		raw().execute((org.springframework.data.redis.core.RedisCallback<String>) (connection) -> connection
-			.scriptingCommands()
-			.scriptLoad(RedisScripts.WITHDRAW.getScriptAsString().getBytes(java.nio.charset.StandardCharsets.UTF_8)));
-		backend.loseNextReleaseAnswer(() -> {
-			// The release named the waiter; before it is sent, the waiter leaves, and its withdrawal
-			// reaches Redis first (it finds nothing to withdraw).
-			long before = scriptCalls();
-			waiter.interrupt();
-			await().atMost(WAKE_BOUND).until(waiting::isDone);
-			await().atMost(WAKE_BOUND).until(() -> scriptCalls() > before);
-		});
-		held.close();
-		assertThat(waiting).isCompletedExceptionally();
-		assertThat(backend.lostAnswer).as("Redis handed the lock to the waiter that left").isNegative();
-		// The answer, the grant's only copy, was lost. Held by the gone waiter, the lock stayed
-		// blocked for its lease time (a minute): the failed release withdraws it again instead.
-		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
-		assertThat(instance.tryAcquire(this.name, null, ONCE)).isPresent().get().satisfies(Lease::close);
+	/** Reservations (and releases) published on the backend's channel, as {@code "<key> <owner>"}. */
+	private BlockingQueue<String> reservationsHeardBy(RedisLockBackend backend) {
+		BlockingQueue<String> heard = new LinkedBlockingQueue<>();
+		this.closeables.add(backend.subscribe((key) -> heard.add(key), (key, owner) -> heard.add(key + " " + owner)));
+		await().atMost(Duration.ofSeconds(60)).until(backend::isListening);
+		return heard;
 	}
 
-	/** Waits until {@code thread} waits in its racer (not yet, or no longer, sending anything). */
-	private static void awaitParkedInRace(Thread thread) {
-		await().atMost(WAKE_BOUND)
-			.until(() -> thread.getState() == Thread.State.TIMED_WAITING && java.util.Arrays
-				.stream(thread.getStackTrace())
-				.anyMatch((frame) -> frame.getClassName().equals("dev.holdfast.core.Racer")
-						&& frame.getMethodName().equals("race")));
+	private void awaitRecorded(long count) {
+		await().atMost(PROMPT)
+			.pollInterval(Duration.ofMillis(5))
+			.until(() -> raw().opsForZSet().zCard(this.waitersKey) == count);
+	}
+
+	private long redisTimeMillis() {
+		return raw().execute((RedisCallback<Long>) (connection) -> connection.serverCommands()
+			.time(TimeUnit.MILLISECONDS));
 	}
 
 	private Thread lastThread() {
 		return this.threads.get(this.threads.size() - 1);
 	}
 
-	private LosingReleaseAnswers losingReleaseAnswers() {
-		LettuceConnectionFactory factory = RedisClients.connectionFactory(server);
-		this.factories.add(factory);
-		LosingReleaseAnswers backend = new LosingReleaseAnswers(factory);
-		this.backends.add(backend);
-		return backend;
-	}
-
-	/**
-	 * A blocking backend whose next {@code RELEASE} runs on Redis and then fails as a command
-	 * timeout after Redis ran it would: its answer is lost.
-	 */
-	private static final class LosingReleaseAnswers extends RedisLockBackend {
-
-		private volatile Runnable beforeLostRelease;
-
-		volatile long lostAnswer;
-
-		LosingReleaseAnswers(LettuceConnectionFactory factory) {
-			super(factory, RedisLockBackend.DEFAULT_CHANNEL);
-		}
-
-		/** The next release runs {@code before} first (after it named its waiter), then loses its answer. */
-		void loseNextReleaseAnswer(Runnable before) {
-			this.beforeLostRelease = before;
-		}
-
-		@Override
-		<T> T eval(org.springframework.data.redis.core.script.RedisScript<?> script,
-				org.springframework.data.redis.connection.ReturnType type, byte[][] keys, byte[][] args) {
-			Runnable before = this.beforeLostRelease;
-			if (script != RedisScripts.RELEASE || before == null) {
-				return super.eval(script, type, keys, args);
-			}
-			this.beforeLostRelease = null;
-			before.run();
-			Object answer = super.eval(script, type, keys, args);
-			this.lostAnswer = ((Number) answer).longValue();
-			throw new org.springframework.dao.QueryTimeoutException("Redis command timed out (the answer is lost)");
-		}
-
-	}
-
-	@Test
-	void aQueuedThreadThatTimesOutBeforeTheReleaseLeavesNoReservation() throws Exception {
-		DefaultLockTemplate instance = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		DefaultLockTemplate other = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		Lease first = other.acquire(this.name, null, ONCE);
-		// The racer of this instance waits (recorded); a second thread queues behind it locally.
-		CompletableFuture<Lease> racing = waitInBackground(instance, WAIT);
-		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
-		CompletableFuture<Lease> queued = waitInBackground(instance,
-				LockOptions.defaults().waitTime(Duration.ofSeconds(3)));
-		Thread.sleep(300);
-		first.close();
-		// The racer takes the lock with a thread queued: a successor is registered, adopted by the
-		// queued thread, which races, is refused, and gives up at its deadline.
-		Lease held = racing.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
-		try {
-			queued.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
-			throw new AssertionError("the queued thread got a lock that is held");
-		}
-		catch (java.util.concurrent.ExecutionException expected) {
-			// timed out
-		}
-		catch (java.util.concurrent.TimeoutException ex) {
-			throw new AssertionError("the queued thread did not give up", ex);
-		}
-		List<String> grants = new java.util.concurrent.CopyOnWriteArrayList<>();
-		LettuceConnectionFactory listening = RedisClients.connectionFactory(server);
-		this.factories.add(listening);
-		org.springframework.data.redis.connection.RedisConnection subscriber = listening.getConnection();
-		String probe = "probe-" + UUID.randomUUID();
-		List<String> probes = new java.util.concurrent.CopyOnWriteArrayList<>();
-		subscriber.subscribe((message, pattern) -> {
-			String body = new String(message.getBody(), java.nio.charset.StandardCharsets.UTF_8);
-			if (body.startsWith(this.lockKey)) {
-				grants.add(body);
-			}
-			else if (body.equals(probe)) {
-				probes.add(body);
-			}
-		}, RedisLockBackend.DEFAULT_CHANNEL.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-		this.closeables.add(subscriber::close);
-		// Subscribed once a message published on the channel arrives (a key no lock has).
-		await().atMost(Duration.ofSeconds(5)).until(() -> {
-			raw().convertAndSend(RedisLockBackend.DEFAULT_CHANNEL, probe);
-			return !probes.isEmpty();
-		});
-		held.close();
-		// Nothing recorded nor reserved for the thread that left: the key is free at once, for
-		// a try-once caller of another instance (a reservation would refuse it for >= 2 s), and
-		// the release granted it to nobody (a successor that outlived its thread would be
-		// recorded, drawn and granted, then withdrawn by the grant's copy).
-		await().atMost(Duration.ofSeconds(1)).until(() -> !raw().hasKey(this.lockKey));
-		await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(grants::isEmpty);
-		assertThat(grants).as("grants after the release").isEmpty();
-		assertThat(raw().hasKey(this.waitersKey)).as("no record left").isFalse();
-		assertThat(other.tryAcquire(this.name, null, ONCE)).isPresent().get().satisfies(Lease::close);
-	}
-
-	@Test
-	void aLockReservedForARecordOfAnEarlierVersionIsRefusedToEveryoneButItsWaiter() throws Exception {
-		RedisLockBackend first = backend(RedisLockBackend.DEFAULT_CHANNEL);
-		RedisLockBackend second = backend(RedisLockBackend.DEFAULT_CHANNEL);
-		// A waiter of an earlier version (its record is its owner alone) of a process that is not
-		// listening here: nobody hands its reservation on.
-		record("elsewhere.1", Duration.ofSeconds(30));
-		AcquireResult held = first.tryAcquire(this.name, "first.1", Duration.ofSeconds(30));
-		assertThat(held.acquired()).isTrue();
-		assertThat(first.release(this.name, "first.1")).isTrue();
-		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("*elsewhere.1");
-		assertThat(raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS)).as("the claim window")
-			.isGreaterThan(2000);
-		assertThat(first.tryAcquire(this.name, "first.2", Duration.ofSeconds(30)).acquired()).isFalse();
-		assertThat(second.tryAcquireWaiting(this.name, "second.1", Duration.ofSeconds(30), Duration.ofSeconds(30))
-			.acquired()).isFalse();
-		assertThat(first.release(this.name, "elsewhere.1")).as("a reservation is not a lock to release").isFalse();
-		// A template's waiters are refused too, and withdraw when they give up.
-		DefaultLockTemplate template = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		assertThat(template.tryAcquire(this.name, null, LockOptions.defaults().waitTime(Duration.ofMillis(300))))
-			.isEmpty();
-		await().atMost(WAKE_BOUND)
-			.untilAsserted(() -> assertThat(raw().opsForZSet().range(this.waitersKey, 0, -1))
-				.containsExactly("second.1|30000"));
-		AcquireResult claimed = second.tryAcquireWaiting(this.name, "elsewhere.1", Duration.ofSeconds(30),
-				Duration.ofSeconds(30));
-		assertThat(claimed.acquired()).as("the reserved waiter claims it").isTrue();
-		assertThat(claimed.fencingToken()).isGreaterThan(held.fencingToken());
-		assertThat(raw().opsForValue().get(this.lockKey)).as("owned and marked: a waiter remains recorded")
-			.isEqualTo("elsewhere.1*");
-		// Its release makes the remaining recorded waiter (of this version) the holder.
-		assertThat(second.release(this.name, "elsewhere.1")).isTrue();
-		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("second.1");
-	}
-
-	@Test
-	void aReleaseRecordsTheReleasingProcesssNextWaiterAndTellsItFromTheAnswer() throws Exception {
-		RedisLockBackend backend = backend(RedisLockBackend.DEFAULT_CHANNEL);
-		List<String> grants = new java.util.concurrent.CopyOnWriteArrayList<>();
-		AutoCloseable subscription = backend.subscribe((key) -> {
-		}, (key, owner, token) -> grants.add(key + " " + owner + " " + token + " " + Thread.currentThread().getName()));
-		this.closeables.add(subscription);
-		await().atMost(Duration.ofSeconds(60)).until(backend::isListening);
-		AcquireResult first = backend.tryAcquire(this.name, "holder.1", Duration.ofSeconds(30));
-		assertThat(first.acquired()).isTrue();
-		// Contended (as when another process's waiter was refused), but no waiter recorded yet.
-		assertThat(backend.tryAcquire(this.name, "other.1", Duration.ofSeconds(30)).acquired()).isFalse();
-		assertThat(backend.release(this.name, "holder.1", "next.1", Duration.ofSeconds(20), Duration.ofSeconds(10)))
-			.isTrue();
-		assertThat(raw().opsForValue().get(this.lockKey)).as("the only recorded waiter drew it: its lock")
-			.isEqualTo("next.1");
-		assertThat(raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS)).as("its lease time")
-			.isBetween(15_000L, 20_000L);
-		long token = Long.parseLong(raw().opsForValue().get(this.fenceKey));
-		assertThat(token).as("a token taken for it").isGreaterThan(first.fencingToken());
-		// The announcement may come first (on the subscription's I/O thread), but the answer's
-		// dispatch has happened when release returns.
-		assertThat(grants).as("told from the answer, with the token, on the releasing thread")
-			.contains(this.name + " next.1 " + token + " " + Thread.currentThread().getName());
-		AcquireResult again = backend.tryAcquireWaiting(this.name, "next.1", Duration.ofSeconds(30),
-				Duration.ofSeconds(10));
-		assertThat(again.acquired()).as("idempotent for the holder").isTrue();
-		assertThat(again.fencingToken()).isEqualTo(token);
-		assertThat(raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS)).as("renewed to its lease time")
-			.isGreaterThan(20_000L);
-	}
-
-	@Test
-	void aLockHandedToTheReleasingProcesssNextWaiterIsNotPublishedButOneHandedToAnotherWaiterIs() throws Exception {
-		RedisLockBackend backend = backend(RedisLockBackend.DEFAULT_CHANNEL);
-		List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
-		AutoCloseable subscription = backend.subscribe((key) -> {
-		}, (key, owner, token) -> heard.add(owner + " " + token));
-		this.closeables.add(subscription);
-		await().atMost(Duration.ofSeconds(60)).until(backend::isListening);
-		List<String> published = publishedGrants();
-		AcquireResult first = backend.tryAcquire(this.name, "holder.1", Duration.ofSeconds(30));
-		assertThat(first.acquired()).isTrue();
-		assertThat(backend.tryAcquire(this.name, "other.1", Duration.ofSeconds(30)).acquired()).isFalse();
-		assertThat(backend.release(this.name, "holder.1", "next.1", Duration.ofSeconds(20), Duration.ofSeconds(10)))
-			.isTrue();
-		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("next.1");
-		long token = Long.parseLong(raw().opsForValue().get(this.fenceKey));
-		assertThat(heard).as("told from the answer").containsExactly("next.1 " + token);
-		// Its own process learns it from the answer: no other process's subscription has to wake
-		// for a message addressed to nobody there.
-		await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(published::isEmpty);
-		assertThat(heard).as("one copy only").hasSize(1);
-		// A waiter of another process hears its grant only from the announcement.
-		assertThat(backend(RedisLockBackend.DEFAULT_CHANNEL)
-			.tryAcquireWaiting(this.name, "remote.1", Duration.ofSeconds(30), Duration.ofSeconds(30))
-			.acquired()).as("refused and recorded").isFalse();
-		assertThat(backend.release(this.name, "next.1")).isTrue();
-		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo("remote.1");
-		long remoteToken = Long.parseLong(raw().opsForValue().get(this.fenceKey));
-		await().atMost(WAKE_BOUND)
-			.untilAsserted(() -> assertThat(published).containsExactly(this.lockKey + "remote.1#" + remoteToken));
-	}
-
-	/** Messages on the release channel that name this test's lock, from a subscriber that listens when this returns. */
-	private List<String> publishedGrants() {
-		List<String> grants = new java.util.concurrent.CopyOnWriteArrayList<>();
-		LettuceConnectionFactory listening = RedisClients.connectionFactory(server);
-		this.factories.add(listening);
-		org.springframework.data.redis.connection.RedisConnection subscriber = listening.getConnection();
-		String probe = "probe-" + UUID.randomUUID();
-		List<String> probes = new java.util.concurrent.CopyOnWriteArrayList<>();
-		subscriber.subscribe((message, pattern) -> {
-			String body = new String(message.getBody(), java.nio.charset.StandardCharsets.UTF_8);
-			if (body.startsWith(this.lockKey)) {
-				grants.add(body);
-			}
-			else if (body.equals(probe)) {
-				probes.add(body);
-			}
-		}, RedisLockBackend.DEFAULT_CHANNEL.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-		this.closeables.add(subscriber::close);
-		await().atMost(Duration.ofSeconds(5)).until(() -> {
-			raw().convertAndSend(RedisLockBackend.DEFAULT_CHANNEL, probe);
-			return !probes.isEmpty();
-		});
-		return grants;
-	}
-
-	@Test
-	void aLostGrantIsMadeGoodByTheWaitersNextPollWhichFindsItHoldsTheLock() throws Exception {
-		DefaultLockTemplate releasing = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		// Listens on another channel: it never hears the grant.
-		Duration poll = Duration.ofSeconds(2);
-		DefaultLockTemplate deaf = listeningTemplate("holdfast:elsewhere", poll);
-		Lease held = releasing.acquire(this.name, null, ONCE);
-		CompletableFuture<Lease> waiting = waitInBackground(deaf, LockOptions.defaults().waitTime(SLOW_POLL));
-		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
-		String record = raw().opsForZSet().range(this.waitersKey, 0, 0).iterator().next();
-		assertThat(record).as("owner and lease time").endsWith("|" + SLOW_POLL.toMillis());
-		String waiter = record.substring(0, record.lastIndexOf('|'));
-		held.close();
-		assertThat(raw().opsForValue().get(this.lockKey)).as("the release made the waiter the holder")
-			.isEqualTo(waiter);
-		long token = Long.parseLong(raw().opsForValue().get(this.fenceKey));
-		Lease next = waiting.get(4 * poll.toSeconds(), TimeUnit.SECONDS);
-		assertThat(next.isValid()).isTrue();
-		assertThat(next.fencingToken()).as("the token the release took for it").isEqualTo(token);
-		assertThat(raw().opsForValue().get(this.lockKey)).isEqualTo(waiter);
-		next.close();
-		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
-	}
-
-	@Test
-	void aGrantMakesTheWaiterTheHolderWithoutAnotherCall() throws Exception {
-		DefaultLockTemplate releasing = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		DefaultLockTemplate other = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		for (boolean blocking : new boolean[] { true, false }) {
-			Lease held = releasing.acquire(this.name, null, ONCE);
-			CompletableFuture<Lease> waiting = blocking ? waitInBackground(other, WAIT)
-					: other.tryAcquireAsync(this.name, null, WAIT);
-			await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
-			long scriptsBefore = scriptCalls();
-			held.close();
-			Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
-			// The release is the only script run: before, the waiter claimed its reservation with an
-			// ACQUIRE after the grant.
-			assertThat(scriptCalls() - scriptsBefore).as((blocking ? "blocking" : "non-blocking")
-					+ ": scripts run from the release to the lease").isEqualTo(1);
-			assertThat(next.isValid()).isTrue();
-			assertThat(next.fencingToken()).isEqualTo(Long.parseLong(raw().opsForValue().get(this.fenceKey)))
-				.isGreaterThan(held.fencingToken());
-			if (blocking) {
-				next.close();
-			}
-			else {
-				other.releaseAsync(next).toCompletableFuture().get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
-			}
-			// close() returns once the release is sent (release in the background, the default).
-			await().atMost(WAKE_BOUND).untilAsserted(() -> assertThat(raw().hasKey(this.lockKey)).isFalse());
-		}
-	}
-
-	@Test
-	void aWaiterWithdrawnAsItIsDrawnLeavesTheLockFreeAtOnce() throws Exception {
-		RedisLockBackend backend = backend(RedisLockBackend.DEFAULT_CHANNEL);
-		assertThat(backend.tryAcquire(this.name, "holder.1", Duration.ofMinutes(1)).acquired()).isTrue();
-		assertThat(backend.tryAcquireWaiting(this.name, "waiter.1", Duration.ofMinutes(1), Duration.ofMinutes(1))
-			.acquired()).isFalse();
-		assertThat(backend.release(this.name, "holder.1")).isTrue();
-		assertThat(raw().opsForValue().get(this.lockKey)).as("handed to the waiter for its lease time")
-			.isEqualTo("waiter.1");
-		// Its acquisition ended (timed out) as the release drew it: nobody will use the lock.
-		backend.withdraw(this.name, "waiter.1");
-		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
-		assertThat(backend.tryAcquire(this.name, "other.1", Duration.ofMinutes(1)).acquired()).isTrue();
-		// A withdrawal of an owner that does not hold the lock leaves it alone.
-		backend.withdraw(this.name, "waiter.1");
-		assertThat(backend.release(this.name, "other.1")).isTrue();
-	}
-
-	/** Scripts that Redis ran (EVALSHA and EVAL), from INFO commandstats. */
-	private long scriptCalls() {
-		java.util.Properties stats = raw().execute(
-				(org.springframework.data.redis.core.RedisCallback<java.util.Properties>) (connection) -> connection
-					.serverCommands()
-					.info("commandstats"));
-		long calls = 0;
-		for (String command : List.of("cmdstat_evalsha", "cmdstat_eval")) {
-			String value = stats.getProperty(command);
-			if (value != null) {
-				calls += Long.parseLong(value.substring(value.indexOf("calls=") + 6, value.indexOf(',')));
-			}
-		}
-		return calls;
-	}
-
-	@Test
-	void aGrantForAnOwnerOfThisInstanceNotKnownGoneIsLeftAlone() throws Exception {
-		DefaultLockTemplate instance = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		Lease probe = instance.acquire(this.name, null, ONCE);
-		String owner = raw().opsForValue().get(this.lockKey);
-		probe.close();
-		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.lockKey));
-		// An owner token of this instance that is not waiting and not known gone: it may have
-		// taken the lock and not registered its lease yet, so the instance never withdraws it.
-		String gone = owner.substring(0, owner.lastIndexOf('.')) + ".999999999";
-		record(gone + "|60000", Duration.ofMinutes(1));
-		RedisLockBackend other = backend(RedisLockBackend.DEFAULT_CHANNEL);
-		assertThat(other.tryAcquire(this.name, "other.1", Duration.ofMinutes(1)).acquired()).isTrue();
-		assertThat(other.release(this.name, "other.1")).isTrue();
-		// Held by it (for a minute): the instance hears the grant and leaves it alone.
-		await().during(Duration.ofSeconds(1))
-			.atMost(Duration.ofSeconds(5))
-			.until(() -> gone.equals(raw().opsForValue().get(this.lockKey)));
-		raw().delete(this.lockKey);
-	}
-
-	@Test
-	void anInterruptedWaiterWithdrawsItsRecord() throws Exception {
-		DefaultLockTemplate holder = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		DefaultLockTemplate other = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		Lease held = holder.acquire(this.name, null, ONCE);
-		CompletableFuture<Lease> waiting = waitInBackground(other, WAIT);
-		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
-		this.threads.get(this.threads.size() - 1).interrupt();
-		await().atMost(WAKE_BOUND).until(waiting::isDone);
-		assertThat(waiting).isCompletedExceptionally();
-		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.waitersKey));
-		held.close();
-		// No waiter recorded: released, not reserved.
-		assertThat(holder.tryAcquire(this.name, null, ONCE)).isPresent().get().satisfies(Lease::close);
-	}
-
-	@Test
-	void aNonBlockingWaiterRecordsItselfAndIsGrantedTheLock() throws Exception {
-		DefaultLockTemplate releasing = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		DefaultLockTemplate other = listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL);
-		Lease held = releasing.acquire(this.name, null, ONCE);
-		CompletableFuture<Lease> waiting = other.tryAcquireAsync(this.name, null, WAIT);
-		// Where the caller's code runs when the grant completes its lease: never on the client's
-		// I/O thread, where a release it sends could be written ahead of the attempt still queued.
-		CompletableFuture<String> completedOn = waiting.thenApply((lease) -> Thread.currentThread().getName());
-		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
-		held.close();
-		assertThat(releasing.tryAcquire(this.name, null, ONCE)).isEmpty();
-		Lease next = waiting.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
-		assertThat(next.isValid()).isTrue();
-		assertThat(completedOn.get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS)).doesNotStartWith("lettuce-");
-		other.releaseAsync(next).toCompletableFuture().get(WAKE_BOUND.toSeconds(), TimeUnit.SECONDS);
-		// A cancelled one withdraws its record.
-		Lease again = releasing.acquire(this.name, null, ONCE);
-		CompletableFuture<Lease> cancelled = other.tryAcquireAsync(this.name, null, WAIT);
-		await().atMost(WAKE_BOUND).until(() -> raw().opsForZSet().zCard(this.waitersKey) == 1);
-		cancelled.cancel(false);
-		await().atMost(WAKE_BOUND).until(() -> !raw().hasKey(this.waitersKey));
-		again.close();
-	}
-
-	/**
-	 * Waiters whose wait ends about when the lock is handed to them (a few milliseconds, as long
-	 * as a handoff takes), blocking and non-blocking, some cancelled, on two instances: each
-	 * withdraws while a grant for it may be on its way or already taken. The holders never
-	 * overlap and fencing tokens only grow.
-	 */
-	@Test
-	void waitersThatGiveUpAsTheyAreGrantedNeverMakeTwoHolders() throws Exception {
-		List<DefaultLockTemplate> instances = List.of(listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL),
-				listeningTemplate(RedisLockBackend.DEFAULT_CHANNEL, SLOW_POLL));
-		long begin = System.nanoTime();
-		long end = begin + TimeUnit.SECONDS.toNanos(8);
-		java.util.concurrent.atomic.AtomicLong lastAcquiredAt = new java.util.concurrent.atomic.AtomicLong(begin);
-		java.util.concurrent.atomic.AtomicInteger holders = new java.util.concurrent.atomic.AtomicInteger();
-		java.util.concurrent.atomic.AtomicLong lastToken = new java.util.concurrent.atomic.AtomicLong();
-		java.util.concurrent.atomic.AtomicInteger acquisitions = new java.util.concurrent.atomic.AtomicInteger();
-		java.util.concurrent.atomic.AtomicInteger givenUp = new java.util.concurrent.atomic.AtomicInteger();
-		java.util.concurrent.atomic.AtomicReference<String> violation = new java.util.concurrent.atomic.AtomicReference<>();
-		java.util.function.Consumer<Lease> hold = (lease) -> {
-			try {
-				if (holders.incrementAndGet() != 1) {
-					violation.compareAndSet(null, "two holders at once");
-				}
-				long previous = lastToken.getAndSet(lease.fencingToken());
-				if (lease.fencingToken() <= previous) {
-					violation.compareAndSet(null, "token " + lease.fencingToken() + " after " + previous);
-				}
-				acquisitions.incrementAndGet();
-				lastAcquiredAt.set(System.nanoTime());
-				java.util.concurrent.locks.LockSupport.parkNanos(
-						java.util.concurrent.ThreadLocalRandom.current().nextLong(2_000_000));
-				if (!lease.isValid()) {
-					violation.compareAndSet(null, "lease lost while held");
-				}
-			}
-			finally {
-				holders.decrementAndGet();
-			}
-		};
-		List<Thread> contenders = new ArrayList<>();
-		for (DefaultLockTemplate instance : instances) {
-			for (int t = 0; t < 3; t++) {
-				contenders.add(new Thread(() -> {
-					while (System.nanoTime() - end < 0 && violation.get() == null) {
-						Duration wait = Duration.ofNanos(
-								java.util.concurrent.ThreadLocalRandom.current().nextLong(500_000, 6_000_000));
-						Optional<Lease> lease = instance.tryAcquire(this.name, null,
-								LockOptions.defaults().waitTime(wait));
-						if (lease.isEmpty()) {
-							givenUp.incrementAndGet();
-							continue;
-						}
-						try (Lease held = lease.get()) {
-							hold.accept(held);
-						}
-					}
-				}));
-			}
-			contenders.add(new Thread(() -> {
-				while (System.nanoTime() - end < 0 && violation.get() == null) {
-					java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
-					CompletableFuture<Lease> pending = instance.tryAcquireAsync(this.name, null,
-							LockOptions.defaults().waitTime(Duration.ofNanos(random.nextLong(500_000, 6_000_000))));
-					if (random.nextBoolean()) {
-						java.util.concurrent.locks.LockSupport.parkNanos(random.nextLong(3_000_000));
-						pending.cancel(false);
-					}
-					Lease lease;
-					try {
-						lease = pending.get(10, TimeUnit.SECONDS);
-					}
-					catch (java.util.concurrent.CancellationException ex) {
-						givenUp.incrementAndGet();
-						continue;
-					}
-					catch (Exception ex) {
-						violation.compareAndSet(null, "non-blocking acquisition failed: " + ex);
-						return;
-					}
-					if (lease == null) {
-						givenUp.incrementAndGet();
-						continue;
-					}
-					try {
-						hold.accept(lease);
-					}
-					finally {
-						instance.releaseAsync(lease);
-					}
-				}
-			}));
-		}
-		contenders.forEach((thread) -> {
-			this.threads.add(thread);
-			thread.start();
-		});
-		for (Thread thread : contenders) {
-			thread.join(TimeUnit.SECONDS.toMillis(60));
-		}
-		// What a failure needs to be told apart: a lock left held by nobody's lease (acquisitions
-		// stop early, the key keeps a holder for up to its lease time) or a violation.
-		java.util.function.Supplier<String> run = () -> "acquisitions " + acquisitions.get() + ", given up "
-				+ givenUp.get() + ", last acquisition at " + TimeUnit.NANOSECONDS.toMillis(lastAcquiredAt.get() - begin)
-				+ " ms of 8000, ended after " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin)
-				+ " ms; key held by " + raw().opsForValue().get(this.lockKey) + " for "
-				+ raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS) + " ms more, records "
-				+ raw().opsForZSet().range(this.waitersKey, 0, -1);
-		System.out.println("Stress run: " + run.get());
-		assertThat(violation.get()).as(run).isNull();
-		assertThat(acquisitions.get()).as(run).isGreaterThan(100);
-		assertThat(givenUp.get()).as(run).isGreaterThan(100);
-		// Nothing stays reserved for a waiter that gave up, nor recorded (records last two minutes
-		// here): every waiter that gave up withdrew, and no successor outlived its key's queue.
-		await().atMost(WAKE_BOUND).untilAsserted(() -> assertThat(raw().hasKey(this.lockKey)).as(run).isFalse());
-		await().atMost(WAKE_BOUND).untilAsserted(() -> assertThat(raw().hasKey(this.waitersKey)).as(run).isFalse());
-		assertThat(instances.get(0).tryAcquire(this.name, null, ONCE)).isPresent().get().satisfies(Lease::close);
-	}
-
-	/** Records {@code owner} as a waiter directly, its record lasting {@code duration} by Redis's clock. */
-	private void record(String owner, Duration duration) {
-		StringRedisTemplate raw = raw();
-		Long now = raw.execute((org.springframework.data.redis.core.RedisCallback<Long>) (connection) -> connection
-			.serverCommands()
-			.time(TimeUnit.MILLISECONDS));
-		raw.opsForZSet().add(this.waitersKey, owner, now + duration.toMillis());
-	}
-
-	/** Acquires the lock on another thread, once that thread waits for it. */
+	/** Acquires the lock on another thread. */
 	private CompletableFuture<Lease> waitInBackground(DefaultLockTemplate instance, LockOptions options) {
 		CompletableFuture<Lease> acquired = new CompletableFuture<>();
 		Thread thread = new Thread(() -> {
@@ -763,37 +578,42 @@ class RedisWaiterHandoffTests {
 		return acquired;
 	}
 
+	private static <T> T join(CompletionStage<T> stage) {
+		return stage.toCompletableFuture().orTimeout(5, TimeUnit.SECONDS).join();
+	}
+
+	private RedisLockBackend backend() {
+		return backend(RedisLockBackend.DEFAULT_CHANNEL);
+	}
+
 	private RedisLockBackend backend(String channel) {
 		LettuceConnectionFactory factory = RedisClients.connectionFactory(server);
 		this.factories.add(factory);
 		RedisLockBackend backend = RedisLockBackend.of(factory, channel);
+		assertThat(backend).isInstanceOf(AsyncLockBackend.class);
 		this.backends.add(backend);
 		return backend;
 	}
 
-	private DefaultLockTemplate listeningTemplate(String channel, Duration poll) {
-		return listeningTemplate(backend(channel), poll, SLOW_POLL);
-	}
-
-	private DefaultLockTemplate listeningTemplate(dev.holdfast.spi.LockBackend backend, Duration poll,
-			Duration leaseTime) {
+	/** A template over {@code backend}, as one process would have it, listening for reservations. */
+	private DefaultLockTemplate listeningTemplate(LockBackend backend) {
 		DefaultLockTemplate template = new DefaultLockTemplate(backend,
-				LockSettings.defaults().withKeyPrefix("").withLeaseTime(leaseTime).withPollInterval(poll));
-		this.closeables.add(template);
+				LockSettings.defaults().withKeyPrefix("").withLeaseTime(SLOW_POLL).withPollInterval(SLOW_POLL));
+		this.closeables.add(0, template);
 		template.prepare();
 		await().atMost(Duration.ofSeconds(60)).until(template::releaseEventsListening);
 		return template;
 	}
 
 	private StringRedisTemplate raw() {
-		if (this.raw == null) {
+		StringRedisTemplate template = this.raw;
+		if (template == null) {
 			LettuceConnectionFactory factory = RedisClients.connectionFactory(server);
 			this.factories.add(factory);
-			this.raw = RedisClients.template(factory);
+			template = RedisClients.template(factory);
+			this.raw = template;
 		}
-		return this.raw;
+		return template;
 	}
-
-	private StringRedisTemplate raw;
 
 }

@@ -116,7 +116,8 @@ class RedlockConnectionTests {
 				CompletableFuture<List<Object>> first = connection.eval(RedlockScripts.ACQUIRE, 2, key,
 						key + RedlockLockBackend.FENCE_SUFFIX, "first", 10_000L, 60_000L);
 				CompletableFuture<Long> release = connection.eval(RedlockScripts.RELEASE,
-						RedlockLockBackend.releaseParams(key, "first"));
+						RedlockLockBackend.releaseParams(key, "first",
+								RedlockScripts.bytes(RedlockSettings.DEFAULT_RELEASE_CHANNEL)));
 				CompletableFuture<List<Object>> second = connection.eval(RedlockScripts.ACQUIRE, 2, key,
 						key + RedlockLockBackend.FENCE_SUFFIX, "second", 10_000L, 60_000L);
 				await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(2)).until(() -> !first.isDone());
@@ -155,7 +156,8 @@ class RedlockConnectionTests {
 				CompletableFuture<List<Object>> acquire = connection.eval(RedlockScripts.ACQUIRE, 2, key,
 						key + RedlockLockBackend.FENCE_SUFFIX, "owner", 60_000L, 60_000L);
 				CompletableFuture<Long> release = connection.eval(RedlockScripts.RELEASE,
-						RedlockLockBackend.releaseParams(key, "owner"));
+						RedlockLockBackend.releaseParams(key, "owner",
+								RedlockScripts.bytes(RedlockSettings.DEFAULT_RELEASE_CHANNEL)));
 				Thread.sleep(100);
 				server.resume();
 				release.handle((value, error) -> null).get(5, TimeUnit.SECONDS);

@@ -28,7 +28,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * The engine's non-blocking path on the memory backend: two templates on one backend are two
  * instances of a cluster.
  */
-class AsyncLockSupportTests {
+class NonBlockingAcquisitionTests {
 
 	private final InMemoryLockBackend backend = new InMemoryLockBackend();
 

@@ -25,16 +25,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The blocking racer that sends nothing while its own instance validly holds the key
- * ({@code WaiterHandoff.handsUnmarkedLockToLocalWaiter()}, issue 19), on the two paths where the
- * release's answer does not simply carry its grant: with {@code replicas-to-ack} (the release only
- * reserves the lock, the grant is tokenless and the waiter must claim it with an acknowledged
- * {@code ACQUIRE}), and beside another instance's recorded waiter (the release draws one of the
- * two). On a real primary with one replica. Poll interval and lease time are a minute and the
- * wait time {@link #WAIT_TIME}: a waiter that is not woken by the handoff sleeps past the bound
- * {@link #PROMPT} and fails the test instead of being rescued by a poll.
+ * The reservation handoff where the releasing instance has a waiter of its own: its release
+ * names it, so that it is drawn beside the other instances' recorded waiters, and the drawn one
+ * claims the lock with its own acquisition. With {@code replicas-to-ack} (the claim is an
+ * acquisition the replica must acknowledge) and without. On a real primary with one replica.
+ * Poll interval and lease time are a minute and the wait time {@link #WAIT_TIME}: a waiter that
+ * is not woken by its reservation sleeps past the bound {@link #PROMPT} and fails the test
+ * instead of being rescued by a poll.
  */
-class RedisSilentRacerHandoffTests {
+class RedisReservationHandoffTests {
 
 	private static final Duration SLOW = Duration.ofMinutes(1);
 
@@ -63,7 +62,7 @@ class RedisSilentRacerHandoffTests {
 
 	private final List<Thread> threads = new ArrayList<>();
 
-	private final String name = "silent-" + UUID.randomUUID();
+	private final String name = "reservation-" + UUID.randomUUID();
 
 	private final String lockKey = "{" + this.name + "}";
 
@@ -94,9 +93,9 @@ class RedisSilentRacerHandoffTests {
 	}
 
 	/**
-	 * replicas-to-ack: the release names the silent local waiter, which is recorded bare and so
-	 * only reserved ({@code *<owner>}) and told by a tokenless grant; it must claim the lock with
-	 * its acknowledged attempt at once, not at its wait time's end nor the lease's.
+	 * replicas-to-ack: the release reserves the lock ({@code *<owner>}) for the local waiter it
+	 * names, the only one recorded, and publishes the reservation; the waiter must claim the lock
+	 * with its acknowledged attempt at once, not at its wait time's end nor the lease's.
 	 * {@code lettuce}: the non-blocking backend, its release in the background;
 	 * {@code lettuce-unshared}: the blocking backend, the release on the caller's thread.
 	 */
@@ -107,11 +106,9 @@ class RedisSilentRacerHandoffTests {
 		DefaultLockTemplate instance = template(client, ONE_REPLICA);
 		Lease held = instance.acquire(this.name, null, ONCE);
 		CompletableFuture<Lease> waiting = waitInBackground(instance);
-		awaitParkedInRace(lastThread());
-		// The silent racer: no attempt, so no record of it, while its instance holds the key.
-		await().during(Duration.ofMillis(200))
-			.atMost(PROMPT.multipliedBy(5))
-			.until(() -> primary.command("EXISTS", this.waitersKey).equals(0L));
+		// The line's head attempts, refused, and is recorded; then it waits for its reservation.
+		awaitRecorded(1);
+		awaitParked(lastThread());
 		assertThat(waiting).isNotDone();
 		long released = System.nanoTime();
 		held.close();
@@ -129,17 +126,15 @@ class RedisSilentRacerHandoffTests {
 	}
 
 	/**
-	 * Instance A holds the key and has a silent local waiter; instance B has a waiter recorded by
-	 * its refused attempt. A's release names its local waiter, and Redis draws one of the two:
-	 * B (told by the published grant) or A's (told by the release's answer, or with replicas-to-ack
-	 * by a published reservation). The drawn one holds the lock promptly, the other keeps waiting
-	 * and gets the lock from the next release; never both at once, tokens grow. Both draws must
-	 * occur over the rounds. Without replicas (the lock handed over with its token) and with one
-	 * (only reserved, claimed by an acknowledged attempt).
+	 * Instance A holds the key and has a local waiter; instance B has a waiter. Both are recorded
+	 * by their refused attempts, and A's release names its local waiter too. Redis reserves the
+	 * lock for one of the two and publishes it; the drawn one claims it promptly, the other keeps
+	 * waiting and gets the lock from the next release; never both at once, tokens grow. Both draws
+	 * must occur over the rounds. Without replicas and with one (the claims acknowledged).
 	 */
 	@ParameterizedTest
 	@ValueSource(ints = { 0, 1 })
-	void aReleaseNamingItsLocalWaiterBesideARemoteRecordedWaiterHandsTheLockToOneAndTheOtherGetsItNext(
+	void aReleaseNamingItsLocalWaiterBesideARemoteRecordedWaiterReservesTheLockForOneAndTheOtherGetsItNext(
 			int replicas) throws Exception {
 		RedisLockBackend.ReplicaAcks acks = (replicas > 0) ? ONE_REPLICA : RedisLockBackend.ReplicaAcks.NONE;
 		DefaultLockTemplate a = template("lettuce", acks);
@@ -150,14 +145,11 @@ class RedisSilentRacerHandoffTests {
 			String as = "round " + round + ": ";
 			Lease held = a.acquire(this.name, null, ONCE);
 			CompletableFuture<Lease> local = waitInBackground(a);
-			awaitParkedInRace(lastThread());
+			awaitRecorded(1);
+			awaitParked(lastThread());
 			CompletableFuture<Lease> remote = waitInBackground(b);
-			await().atMost(PROMPT.multipliedBy(5))
-				.pollInterval(Duration.ofMillis(5))
-				.until(() -> primary.command("ZCARD", this.waitersKey).equals(1L));
-			awaitParkedInRace(lastThread());
-			assertThat(primary.command("ZCARD", this.waitersKey)).as(as + "only B's waiter recorded, A's is silent")
-				.isEqualTo(1L);
+			awaitRecorded(2);
+			awaitParked(lastThread());
 			long released = System.nanoTime();
 			held.close();
 			CompletableFuture.anyOf(local, remote).get(WAIT_TIME.toSeconds() + 5, TimeUnit.SECONDS);
@@ -197,14 +189,18 @@ class RedisSilentRacerHandoffTests {
 		assertThat(remoteFirst).as("rounds in which B's recorded waiter was drawn").isPositive();
 	}
 
-	/** Waits until {@code thread} waits in its racer (not yet, or no longer, sending anything). */
-	private static void awaitParkedInRace(Thread thread) {
+	/** Waits until {@code count} waiters are recorded beside the lock. */
+	private void awaitRecorded(long count) {
 		await().atMost(PROMPT.multipliedBy(5))
 			.pollInterval(Duration.ofMillis(5))
-			.until(() -> thread.getState() == Thread.State.TIMED_WAITING && java.util.Arrays
-				.stream(thread.getStackTrace())
-				.anyMatch((frame) -> frame.getClassName().equals("dev.holdfast.core.Racer")
-						&& frame.getMethodName().equals("race")));
+			.until(() -> primary.command("ZCARD", this.waitersKey).equals(count));
+	}
+
+	/** Waits until {@code thread} waits for a wake-up (its attempt answered, nothing in flight). */
+	private static void awaitParked(Thread thread) {
+		await().atMost(PROMPT.multipliedBy(5))
+			.pollInterval(Duration.ofMillis(5))
+			.until(() -> thread.getState() == Thread.State.TIMED_WAITING);
 	}
 
 	private Thread lastThread() {

@@ -1,0 +1,296 @@
+package dev.holdfast.core;
+
+import java.time.Duration;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockBackendException;
+import dev.holdfast.LockListener;
+import dev.holdfast.LockListener.LockObservation;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AnnouncedReleases;
+import dev.holdfast.spi.AsyncLockBackend;
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.WaitQueue;
+import dev.holdfast.spi.WaiterHandoff;
+
+/**
+ * How a template acquires: one state machine ({@link Acquisition}, the rules) with two thin
+ * drivers, the blocking one here (attempts and waits on the caller's thread) and
+ * {@link NonBlockingAcquisition} (each attempt a callback, each wait an event or a timer). Waiting
+ * acquisitions of a key queue in one {@linkplain Lines line}; only its head talks to the backend.
+ * The rules and the tests that pin them: docs/DESIGN.md, "Acquisition" (ACQ-1 to ACQ-7).
+ */
+final class Acquisitions {
+
+	static final long MIN_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+
+	/** The longest pause between attempts while release events are not delivered yet. */
+	static final long NOT_LISTENING_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
+	final LockBackend backend;
+
+	final @Nullable AsyncLockBackend async;
+
+	final @Nullable WaiterHandoff handoff;
+
+	final @Nullable WaitQueue queue;
+
+	final Lines lines;
+
+	final LocalLeases leases;
+
+	final BackgroundCalls background;
+
+	final Failures failures;
+
+	final LockListener listener;
+
+	final OwnerTokens owners = new OwnerTokens();
+
+	final long pollNanos;
+
+	/** How long a waiter's record lasts without another attempt: two poll intervals. */
+	final long recordForNanos;
+
+	final Executor executor = ForkJoinPool.commonPool();
+
+	volatile boolean draining;
+
+	/** A backend that may draw between instances at a release ({@link Acquisition#heldHereNanos}). */
+	final @Nullable AnnouncedReleases drawing;
+
+	/** Waiting acquisitions that have not ended yet (left their line, withdrawal submitted). */
+	final AtomicInteger waiting = new AtomicInteger();
+
+	Acquisitions(LockBackend backend, Lines lines, LocalLeases leases, BackgroundCalls background, Failures failures,
+			LockListener listener, Duration pollInterval) {
+		this.backend = backend;
+		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? asyncBackend : null;
+		this.handoff = (backend instanceof WaiterHandoff waiterHandoff) ? waiterHandoff : null;
+		this.queue = (backend instanceof WaitQueue waitQueue) ? waitQueue : null;
+		this.drawing = (backend instanceof AnnouncedReleases announced) ? announced : null;
+		this.lines = lines;
+		this.leases = leases;
+		this.background = background;
+		this.failures = failures;
+		this.listener = listener;
+		this.pollNanos = pollInterval.toNanos();
+		this.recordForNanos = pollInterval.toNanos() * 2;
+	}
+
+	/**
+	 * Acquires {@code key} on the calling thread, waiting at most {@code wait}.
+	 * @return the registered lease, or {@code null} if the lock stayed held for the wait time
+	 * @throws InterruptedException if the thread was interrupted while waiting or during a backend call
+	 * @throws LockBackendException if the backend failed, or the template is shutting down
+	 */
+	@Nullable HeldLease acquire(String name, String key, Duration ttl, boolean renew, Duration wait)
+			throws InterruptedException {
+		LockObservation observation = this.listener.acquiring(name, key, this.failures.backendName());
+		Blocking acquisition = new Blocking(name, key, ttl, renew, wait, observation);
+		try {
+			HeldLease lease = acquisition.run();
+			if (lease == null) {
+				observation.notAcquired();
+				this.listener.notAcquired(name, this.failures.backendName(), acquisition.waited());
+			}
+			else if (this.listener != LockListener.NONE) {
+				this.listener.acquired(name, this.failures.backendName(), acquisition.waited());
+			}
+			return lease;
+		}
+		catch (InterruptedException ex) {
+			observation.cancelled();
+			throw ex;
+		}
+		catch (LockBackendException ex) {
+			observation.failed(ex);
+			this.listener.failed(name, this.failures.backendName(), acquisition.waited(), ex);
+			throw ex;
+		}
+		catch (RuntimeException | Error ex) {
+			observation.failed(ex);
+			throw ex;
+		}
+	}
+
+	/**
+	 * Acquires {@code key} without blocking (an {@link AsyncLockBackend} only): the future
+	 * completes with a lease bound to no thread, with {@code null} if the lock stayed held for
+	 * the wait time, or exceptionally; cancelling it ends the acquisition.
+	 */
+	CompletableFuture<@Nullable Lease> acquireAsync(String name, String key, Duration ttl, boolean renew,
+			Duration wait) {
+		LockObservation observation = this.listener.acquiring(name, key, this.failures.backendName());
+		NonBlockingAcquisition acquisition = new NonBlockingAcquisition(this, name, key, ttl, renew, wait,
+				observation);
+		acquisition.start();
+		return acquisition.result;
+	}
+
+	/**
+	 * Refuses new acquisitions and ends the waiting ones (they fail as shutting down, leave their
+	 * lines and withdraw), or takes acquisitions again.
+	 */
+	void draining(boolean draining) {
+		this.draining = draining;
+		if (draining) {
+			this.lines.wakeAll();
+		}
+	}
+
+	boolean isDraining() {
+		return this.draining;
+	}
+
+	/**
+	 * Waits until every waiting acquisition has ended (and submitted its withdrawal), at most
+	 * {@code timeout}: a shutdown then waits for those withdrawals as for releases.
+	 * @return whether none is left
+	 */
+	boolean awaitWaitersEnded(Duration timeout) throws InterruptedException {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		while (this.waiting.get() > 0) {
+			if (deadline - System.nanoTime() <= 0) {
+				return false;
+			}
+			TimeUnit.MILLISECONDS.sleep(1);
+		}
+		return true;
+	}
+
+	LockBackendException shuttingDown(String key) {
+		return new LockBackendException(
+				"Holdfast is shutting down: lock '" + this.failures.shown(key) + "' was not acquired", null);
+	}
+
+	static long jitter(long nanos) {
+		return nanos / 2 + ThreadLocalRandom.current().nextLong(nanos / 2 + 1);
+	}
+
+	/** The blocking driver: attempts and waits on the caller's thread. */
+	private final class Blocking extends Acquisition {
+
+		private final Semaphore wakeups = new Semaphore(0);
+
+		Blocking(String name, String key, Duration ttl, boolean renew, Duration wait, LockObservation observation) {
+			super(Acquisitions.this, name, key, ttl, renew, wait, observation);
+		}
+
+		@Override
+		void wake() {
+			this.wakeups.release();
+		}
+
+		@Nullable HeldLease run() throws InterruptedException {
+			boolean took = false;
+			try {
+				if (this.waits && !join() && !awaitHead()) {
+					return null;
+				}
+				while (true) {
+					if (Thread.interrupted()) {
+						throw new InterruptedException();
+					}
+					if (Acquisitions.this.draining && this.waits) {
+						throw shuttingDown(this.key);
+					}
+					long heldHere = heldHereNanos();
+					if (heldHere > 0) {
+						this.wakeups.tryAcquire(heldHere, TimeUnit.NANOSECONDS);
+						continue;
+					}
+					// Wake-ups from now on end the next wait: none is lost while the attempt is in flight.
+					this.wakeups.drainPermits();
+					CompletableFuture<Void> before = Acquisitions.this.leases.releaseInFlight(this.key);
+					long sent = System.nanoTime();
+					AcquireResult result;
+					try {
+						if (Acquisitions.this.queue != null) {
+							WaitQueue.Outcome outcome = Acquisitions.this.queue.acquire(this.key, this.owner, this.ttl,
+									Duration.ofNanos(Math.max(0, this.deadline - sent)));
+							result = outcome.result();
+							sent = outcome.confirmedNanos();
+						}
+						else {
+							result = this.records
+									? Acquisitions.this.handoff.tryAcquireWaiting(this.key, this.owner, this.ttl, recordFor())
+									: Acquisitions.this.backend.tryAcquire(this.key, this.owner, this.ttl);
+						}
+					}
+					catch (RuntimeException ex) {
+						LockBackendException failure = failed(ex);
+						if (Thread.interrupted()) {
+							// Not the backend's failure: those behind in the line carry on.
+							this.failure = null;
+							InterruptedException interrupted = new InterruptedException(
+									"Interrupted during the " + Acquisitions.this.failures.backendName() + " backend's acquire call");
+							interrupted.initCause(failure);
+							throw interrupted;
+						}
+						throw failure;
+					}
+					if (result.acquired()) {
+						HeldLease lease = took(result.fencingToken(), sent);
+						took = true;
+						return lease;
+					}
+					if (Acquisitions.this.queue != null) {
+						return null;
+					}
+					CompletableFuture<Void> own = ownRelease(before);
+					if (own != null) {
+						try {
+							own.get();
+						}
+						catch (ExecutionException ex) {
+							// Failures were reported by the release.
+						}
+						continue;
+					}
+					long sleep = pauseAfter(result);
+					if (sleep == 0) {
+						return null;
+					}
+					this.wakeups.tryAcquire(sleep, TimeUnit.NANOSECONDS);
+				}
+			}
+			finally {
+				end(took);
+			}
+		}
+
+		/** Waits behind the line's head until it is the head, or the deadline passed (false). */
+		private boolean awaitHead() throws InterruptedException {
+			while (!becameHead()) {
+				if (Acquisitions.this.draining) {
+					throw shuttingDown(this.key);
+				}
+				LockBackendException ahead = this.failure;
+				if (ahead != null) {
+					throw ahead;
+				}
+				long left = this.deadline - System.nanoTime();
+				if (left <= 0) {
+					return false;
+				}
+				this.wakeups.tryAcquire(left, TimeUnit.NANOSECONDS);
+			}
+			return true;
+		}
+
+	}
+
+}
