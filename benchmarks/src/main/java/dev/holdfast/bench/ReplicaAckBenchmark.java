@@ -21,6 +21,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceClientConfigurat
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 import dev.holdfast.redis.RedisLockBackend;
+import dev.holdfast.redis.ReplicaAcks;
 import dev.holdfast.test.server.RedisServer;
 
 /**
@@ -57,7 +58,7 @@ public class ReplicaAckBenchmark {
 		factory.afterPropertiesSet();
 		factory.start();
 		RedisLockBackend backend = RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL,
-				new RedisLockBackend.ReplicaAcks(this.replicasToAck, Duration.ofSeconds(1)));
+				new ReplicaAcks(this.replicasToAck, Duration.ofSeconds(1)));
 		this.client = HoldfastClients.templateClient(HoldfastClients.template(backend), () -> {
 			backend.close();
 			factory.destroy();

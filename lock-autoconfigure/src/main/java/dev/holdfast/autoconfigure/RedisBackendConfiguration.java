@@ -23,6 +23,7 @@ import org.springframework.util.ClassUtils;
 
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.redis.RedisLockBackend;
+import dev.holdfast.redis.ReplicaAcks;
 import dev.holdfast.spi.LockBackend;
 
 /**
@@ -73,11 +74,11 @@ class RedisBackendConfiguration {
 		return keyPrefix.isEmpty() ? RedisLockBackend.DEFAULT_CHANNEL : keyPrefix + "released";
 	}
 
-	private static RedisLockBackend.ReplicaAcks replicaAcks(HoldfastRedisProperties properties,
+	private static ReplicaAcks replicaAcks(HoldfastRedisProperties properties,
 			RedisConnectionFactory connectionFactory) {
 		int replicas = properties.getReplicasToAck();
 		if (replicas == 0) {
-			return RedisLockBackend.ReplicaAcks.NONE;
+			return ReplicaAcks.NONE;
 		}
 		if (replicas < 0) {
 			throw new LockConfigurationException("holdfast.redis.replicas-to-ack is " + replicas,
@@ -103,7 +104,7 @@ class RedisBackendConfiguration {
 							+ "ms) is not below the Redis command timeout (" + lettuce.getTimeout() + "ms)",
 					"Lower holdfast.redis.replica-ack-timeout, or raise spring.data.redis.timeout.");
 		}
-		return new RedisLockBackend.ReplicaAcks(replicas, timeout);
+		return new ReplicaAcks(replicas, timeout);
 	}
 
 	private static boolean isCluster(RedisConnectionFactory connectionFactory) {

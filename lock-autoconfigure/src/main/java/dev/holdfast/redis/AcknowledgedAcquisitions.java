@@ -30,7 +30,7 @@ import dev.holdfast.spi.AcquireResult;
 import static dev.holdfast.redis.RedisCalls.failure;
 
 /**
- * Acquisitions that replicas must acknowledge ({@link RedisLockBackend.ReplicaAcks}), on a
+ * Acquisitions that replicas must acknowledge ({@link ReplicaAcks}), on a
  * standalone or Sentinel {@link LettuceConnectionFactory}: each runs the acquire script and then
  * {@code WAIT} on a connection of its own. {@code WAIT} counts the replicas that have the writes
  * of the connection it runs on, so both go on one connection; and Redis answers nothing else on a
@@ -56,7 +56,7 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 
 	private final LettuceConnectionFactory factory;
 
-	private final RedisLockBackend.ReplicaAcks acks;
+	private final ReplicaAcks acks;
 
 	private final ThreadPoolExecutor connecting;
 
@@ -71,7 +71,7 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 
 	private boolean closed;
 
-	private AcknowledgedAcquisitions(LettuceConnectionFactory factory, RedisLockBackend.ReplicaAcks acks) {
+	private AcknowledgedAcquisitions(LettuceConnectionFactory factory, ReplicaAcks acks) {
 		this.factory = factory;
 		this.acks = acks;
 		this.connecting = new ThreadPoolExecutor(1, 1, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), (task) -> {
@@ -87,7 +87,7 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 	 * {@code null} for any other factory, whose connections are the caller's alone already
 	 * (Jedis) or on which replicas cannot be awaited (Redis Cluster).
 	 */
-	static @Nullable AcknowledgedAcquisitions of(RedisConnectionFactory factory, RedisLockBackend.ReplicaAcks acks) {
+	static @Nullable AcknowledgedAcquisitions of(RedisConnectionFactory factory, ReplicaAcks acks) {
 		if (factory instanceof LettuceConnectionFactory lettuce && !lettuce.isClusterAware()) {
 			return new AcknowledgedAcquisitions(lettuce, acks);
 		}
@@ -123,7 +123,7 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 		call(() -> evalsha(connection, RedisScripts.ACQUIRE, keys, args)).whenComplete((reply, ex) -> {
 			AcquireResult answer;
 			try {
-				answer = RedisLockBackend.acquireResult(key, reply);
+				answer = LockScriptCalls.acquireResult(key, reply);
 			}
 			catch (RuntimeException unexpected) {
 				finish(connection, ex == null, result, null, failure("acquire", key, (ex != null) ? ex : unexpected));
@@ -152,7 +152,7 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 					.whenComplete((released, releaseFailure) -> {
 						LockBackendException shortfall = this.acks.shortfall(key,
 								(acknowledged != null) ? acknowledged : -1,
-								(releaseFailure != null) ? null : RedisLockBackend.released(released));
+								(releaseFailure != null) ? null : LockScriptCalls.released(released));
 						if (waitFailure != null) {
 							shortfall.addSuppressed(waitFailure);
 						}

@@ -1,22 +1,15 @@
 package dev.holdfast.redis;
 
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
-import java.util.function.BiConsumer;
 import java.util.function.Consumer;
-import java.util.function.Function;
 
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.core.NestedExceptionUtils;
@@ -39,16 +32,13 @@ import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.TickClaims;
 import dev.holdfast.spi.WaiterHandoff;
 
+import static dev.holdfast.redis.LockScriptCalls.acquireKeys;
+import static dev.holdfast.redis.LockScriptCalls.acquireResult;
+import static dev.holdfast.redis.LockScriptCalls.releaseKeys;
+import static dev.holdfast.redis.LockScriptCalls.released;
 import static dev.holdfast.redis.RedisCalls.bytes;
-import static dev.holdfast.redis.RedisCalls.checkOwner;
 import static dev.holdfast.redis.RedisCalls.evalSha;
 import static dev.holdfast.redis.RedisCalls.failure;
-import static dev.holdfast.redis.RedisCalls.fenceKey;
-import static dev.holdfast.redis.RedisCalls.isNoScript;
-import static dev.holdfast.redis.RedisCalls.lockKey;
-import static dev.holdfast.redis.RedisCalls.ownerBytes;
-import static dev.holdfast.redis.RedisCalls.ttlMillis;
-import static dev.holdfast.redis.RedisCalls.waitersKey;
 
 /**
  * Locks on one Redis (standalone, Sentinel or Cluster), through a spring-data-redis
@@ -109,16 +99,11 @@ import static dev.holdfast.redis.RedisCalls.waitersKey;
 public class RedisLockBackend
 		implements LockBackend, LeaseRenewal, ReleaseEvents, WaiterHandoff, BackendHealth, TickClaims, AutoCloseable {
 
-	private static final Log logger = LogFactory.getLog(RedisLockBackend.class);
-
 	/** The channel on which releases are published unless another one is configured. */
 	public static final String DEFAULT_CHANNEL = "holdfast:released";
 
 	/** How long a fencing counter lives after the last acquisition of its lock. */
 	static final long FENCE_TTL_MILLIS = 24 * 60 * 60 * 1000L;
-
-	/** Ids of tick claims, unique across instances. */
-	private static final SecureRandom CLAIM_IDS = new SecureRandom();
 
 	/** Tokens stay below 2^53: Lua numbers are doubles. */
 	static final long MAX_TOKEN = 1L << 53;
@@ -129,12 +114,6 @@ public class RedisLockBackend
 	/** How long a release reserves a lock for the waiter it drew. */
 	static final long RESERVATION_WINDOW_MILLIS = 1000;
 
-	private static final byte[] RESERVATION_WINDOW = bytes(Long.toString(RESERVATION_WINDOW_MILLIS));
-
-	private static final byte[] NOT_RECORDED = bytes("0");
-
-	private static final byte[] EMPTY = new byte[0];
-
 	private static final boolean LETTUCE_PRESENT = ClassUtils.isPresent("io.lettuce.core.RedisClient",
 			RedisLockBackend.class.getClassLoader());
 
@@ -142,7 +121,8 @@ public class RedisLockBackend
 
 	private final String channel;
 
-	private final byte[] channelBytes;
+	/** Used by the non-blocking subclass, too. */
+	final LockScriptCalls calls;
 
 	private final RedisReleaseSubscription subscription;
 
@@ -150,8 +130,10 @@ public class RedisLockBackend
 
 	private final RedisRenewal renewal;
 
+	private final RedisTickClaims tickClaims;
+
 	/** Where acquisitions and their WAIT run when replicas must acknowledge them on Lettuce. */
-	private final @Nullable AcknowledgedAcquisitions acknowledged;
+	final @Nullable AcknowledgedAcquisitions acknowledged;
 
 	/**
 	 * Creates a backend that publishes releases on {@value #DEFAULT_CHANNEL}.
@@ -186,9 +168,10 @@ public class RedisLockBackend
 		Assert.notNull(acks, "'acks' must not be null");
 		this.connectionFactory = connectionFactory;
 		this.channel = channel;
-		this.channelBytes = bytes(channel);
+		this.calls = new LockScriptCalls(channel);
 		this.subscription = new RedisReleaseSubscription(connectionFactory, channel);
 		this.renewal = new RedisRenewal(connectionFactory);
+		this.tickClaims = new RedisTickClaims(connectionFactory);
 		this.acks = acks;
 		this.acknowledged = (acks.replicas() > 0 && LETTUCE_PRESENT)
 				? AcknowledgedAcquisitions.of(connectionFactory, acks) : null;
@@ -249,7 +232,7 @@ public class RedisLockBackend
 	 */
 	@Override
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
-		return acquire(key, owner, ttl, NOT_RECORDED);
+		return acquire(key, owner, ttl, null);
 	}
 
 	/**
@@ -262,15 +245,16 @@ public class RedisLockBackend
 	 */
 	@Override
 	public AcquireResult tryAcquireWaiting(String key, String owner, Duration ttl, Duration recordFor) {
-		return acquire(key, owner, ttl, recordBytes(recordFor));
+		return acquire(key, owner, ttl, recordFor);
 	}
 
-	private AcquireResult acquire(String key, String owner, Duration ttl, byte[] recordFor) {
+	private AcquireResult acquire(String key, String owner, Duration ttl, @Nullable Duration recordFor) {
 		byte[][] keys = acquireKeys(key);
-		byte[][] args = acquireArguments(owner, ttl, recordFor);
+		byte[][] args = this.calls.acquireArguments(owner, ttl, recordFor);
 		if (this.acks.replicas() > 0) {
 			return (this.acknowledged != null)
-					? await(key, this.acknowledged.acquire(key, keys, args, releaseKeys(key), releaseArguments(owner, null)))
+					? await(key, this.acknowledged.acquire(key, keys, args, releaseKeys(key),
+							this.calls.releaseArguments(owner, null)))
 					: acquireAcknowledged(key, owner, keys, args);
 		}
 		Object reply;
@@ -344,156 +328,6 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * {@link #tryAcquire} (or, with {@code recordFor}, {@link #tryAcquireWaiting}) without
-	 * blocking, for {@link NonBlockingRedisLockBackend}.
-	 */
-	final CompletionStage<AcquireResult> acquireAsync(LettuceScripts scripts, String key, String owner,
-			Duration ttl, @Nullable Duration recordFor) {
-		try {
-			byte[][] keys = acquireKeys(key);
-			byte[][] args = acquireArguments(owner, ttl, (recordFor != null) ? recordBytes(recordFor) : NOT_RECORDED);
-			if (this.acks.replicas() > 0) {
-				Assert.state(this.acknowledged != null, "No connections on which replicas are awaited");
-				return this.acknowledged.acquire(key, keys, args, releaseKeys(key), releaseArguments(owner, null));
-			}
-			return complete(scripts.<Long>evalAsync(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args), "acquire",
-					key, (reply) -> acquireResult(key, reply));
-		}
-		catch (RuntimeException ex) {
-			return CompletableFuture.failedFuture(ex);
-		}
-	}
-
-	/** {@link #release} (or {@link #withdraw}) without blocking, for {@link NonBlockingRedisLockBackend}. */
-	final CompletionStage<Boolean> releaseAsync(LettuceScripts scripts, RedisScript<Long> script, String key,
-			String owner) {
-		CompletableFuture<Boolean> result = new CompletableFuture<>();
-		releaseAsync(scripts, script, key, owner, null, (released, ex) -> {
-			if (ex == null) {
-				result.complete(released);
-			}
-			else {
-				result.completeExceptionally(ex);
-			}
-		});
-		return result;
-	}
-
-	/**
-	 * {@link #release} (or {@link #withdraw}, by {@code script}) without blocking: the outcome, or
-	 * the failure as a {@code LockBackendException}, handed to {@code whenAnswered}; one callback
-	 * on Lettuce's reply.
-	 */
-	final void releaseAsync(LettuceScripts scripts, RedisScript<Long> script, String key, String owner,
-			@Nullable String nextLocal, BiConsumer<? super @Nullable Boolean, ? super @Nullable Throwable> whenAnswered) {
-		byte[][] keys;
-		byte[][] args;
-		try {
-			keys = releaseKeys(key);
-			args = releaseArguments(owner, nextLocal);
-		}
-		catch (RuntimeException ex) {
-			whenAnswered.accept(null, ex);
-			return;
-		}
-		scripts.<Long>evalAsync(script, ReturnType.INTEGER, keys, args, (reply, ex) -> {
-			if (ex != null) {
-				whenAnswered.accept(null, failure((script == RedisScripts.RELEASE) ? "release" : "withdraw", key, ex));
-				return;
-			}
-			whenAnswered.accept(released(reply), null);
-		});
-	}
-
-	private static <T, R> CompletableFuture<R> complete(CompletableFuture<T> reply, String operation, String key,
-			Function<@Nullable T, R> convert) {
-		CompletableFuture<R> result = new CompletableFuture<>();
-		reply.whenComplete((value, ex) -> {
-			if (ex != null) {
-				result.completeExceptionally(failure(operation, key, ex));
-				return;
-			}
-			try {
-				result.complete(convert.apply(value));
-			}
-			catch (RuntimeException conversionFailure) {
-				result.completeExceptionally(failure(operation, key, conversionFailure));
-			}
-		});
-		return result;
-	}
-
-	private static byte[][] acquireKeys(String key) {
-		return new byte[][] { lockKey(key), fenceKey(key), waitersKey(key) };
-	}
-
-	private byte[][] acquireArguments(String owner, Duration ttl, byte[] recordFor) {
-		return new byte[][] { ownerBytes(owner), ttlBytes(ttlMillis(ttl)), recordFor };
-	}
-
-	/** The last record duration sent, encoded: the engine sends one per template. */
-	private volatile TtlBytes lastRecord = new TtlBytes(-1, new byte[0]);
-
-	private byte[] recordBytes(Duration recordFor) {
-		long millis = recordFor.toMillis();
-		if (millis < 1) {
-			throw new IllegalArgumentException("Waiter record duration must be at least 1ms, was " + recordFor);
-		}
-		TtlBytes last = this.lastRecord;
-		if (last.millis() != millis) {
-			last = new TtlBytes(millis, bytes(Long.toString(millis)));
-			this.lastRecord = last;
-		}
-		return last.bytes();
-	}
-
-	/** The last time to live sent, encoded: applications use one or a few. */
-	private volatile TtlBytes lastTtl = new TtlBytes(-1, new byte[0]);
-
-	private byte[] ttlBytes(long millis) {
-		TtlBytes last = this.lastTtl;
-		if (last.millis() != millis) {
-			last = new TtlBytes(millis, bytes(Long.toString(millis)));
-			this.lastTtl = last;
-		}
-		return last.bytes();
-	}
-
-	private record TtlBytes(long millis, byte[] bytes) {
-	}
-
-	private static byte[][] releaseKeys(String key) {
-		return new byte[][] { lockKey(key), waitersKey(key) };
-	}
-
-	/**
-	 * Owner, channel, the reservation window and the releasing process's next waiter ('' for
-	 * none). The script draws a waiter by Redis TIME's microseconds, so a release allocates no
-	 * random number.
-	 */
-	private byte[][] releaseArguments(String owner, @Nullable String nextLocal) {
-		return new byte[][] { ownerBytes(owner), this.channelBytes, RESERVATION_WINDOW,
-				(nextLocal != null) ? ownerBytes(nextLocal) : EMPTY };
-	}
-
-	/** The acquire script's answer: see {@link RedisScripts#ACQUIRE}. */
-	static AcquireResult acquireResult(String key, @Nullable Object reply) {
-		if (!(reply instanceof Number number)) {
-			throw new LockBackendException("Redis acquire of lock '" + key + "' gave an unexpected reply: " + reply,
-					null);
-		}
-		long value = number.longValue();
-		if (value > 0) {
-			if (value >= MAX_TOKEN) {
-				throw new LockBackendException(
-						"Redis acquire of lock '" + key + "' gave fencing token " + value + ", outside 1..2^53", null);
-			}
-			return AcquireResult.acquired(value);
-		}
-		return AcquireResult.held((value == 0) ? -1 : -1 - value);
-	}
-
-	/**
 	 * Deletes the lock with one script call if {@code owner} holds it, or, if waiters are
 	 * recorded, reserves it for one of them and publishes the reservation.
 	 * @throws IllegalArgumentException if the key or owner is not one that {@link #tryAcquire}
@@ -508,7 +342,7 @@ public class RedisLockBackend
 	/** {@link #release(String, String)} that first records {@code nextLocal} (see {@link WaiterHandoff}). */
 	@Override
 	public boolean release(String key, String owner, @Nullable String nextLocal) {
-		return answer("release", key, RedisScripts.RELEASE, releaseArguments(owner, nextLocal));
+		return answer("release", key, RedisScripts.RELEASE, this.calls.releaseArguments(owner, nextLocal));
 	}
 
 	/**
@@ -518,7 +352,7 @@ public class RedisLockBackend
 	 */
 	@Override
 	public boolean withdraw(String key, String owner) {
-		return answer("withdraw", key, RedisScripts.WITHDRAW, releaseArguments(owner, null));
+		return answer("withdraw", key, RedisScripts.WITHDRAW, this.calls.releaseArguments(owner, null));
 	}
 
 	private boolean answer(String operation, String key, RedisScript<Long> script, byte[][] args) {
@@ -530,11 +364,6 @@ public class RedisLockBackend
 			throw failure(operation, key, ex);
 		}
 		return released(reply);
-	}
-
-	/** RELEASE's and WITHDRAW's answer: 1 released (or reserved, or withdrawn), 0 not held. */
-	static boolean released(@Nullable Object reply) {
-		return reply instanceof Number number && number.longValue() == 1;
 	}
 
 	/**
@@ -566,26 +395,7 @@ public class RedisLockBackend
 	 */
 	@Override
 	public TickClaim claimTick(String key, Instant tick, Duration tolerance, Duration ttl) {
-		lockKey(key);
-		byte[][] keys = { bytes("{" + key + "}:tick") };
-		byte[][] args = { bytes(Long.toString(tick.toEpochMilli())), bytes(Long.toString(tolerance.toMillis())),
-				bytes(Long.toString(ttlMillis(ttl))), bytes(Long.toUnsignedString(CLAIM_IDS.nextLong())) };
-		Object reply;
-		try (RedisConnection connection = this.connectionFactory.getConnection()) {
-			reply = evalSha(connection, RedisScripts.CLAIM_TICK, ReturnType.MULTI, keys, args);
-		}
-		catch (RuntimeException ex) {
-			throw failure("tick claim", key, ex);
-		}
-		if (!(reply instanceof List<?> answer) || answer.size() != 2 || !(answer.get(0) instanceof Number outcome)
-				|| !(answer.get(1) instanceof Number time)) {
-			throw new LockBackendException("Redis answered the tick claim of '" + key + "' with " + reply, null);
-		}
-		return new TickClaim(switch (outcome.intValue()) {
-			case 1 -> TickClaim.Outcome.CLAIMED;
-			case 2 -> TickClaim.Outcome.NOT_DUE;
-			default -> TickClaim.Outcome.TAKEN;
-		}, Instant.ofEpochMilli(time.longValue()));
+		return this.tickClaims.claimTick(key, tick, tolerance, ttl);
 	}
 
 	/**
@@ -660,48 +470,6 @@ public class RedisLockBackend
 		if (this.acknowledged != null) {
 			this.acknowledged.close();
 		}
-	}
-
-	/**
-	 * How many replicas must acknowledge an acquisition before it counts, and how long to wait
-	 * for them: after the acquire script, the backend sends {@code WAIT replicas timeout} on the
-	 * connection that wrote the lock. If fewer replicas acknowledged it in time, it releases the
-	 * lock and fails with {@link LockBackendException} (fail closed): a failover to a replica
-	 * that never received the lock then cannot let a second holder in. Renewals and releases are
-	 * not awaited. Redis answers nothing else on a connection while its {@code WAIT} runs, so
-	 * on Lettuce the acquisitions and their {@code WAIT}s run on at most four connections that
-	 * the backend opens for them from the factory's client and closes with itself, never on the
-	 * connection the factory shares with the application; a Jedis connection is the caller's
-	 * alone anyway. Not on Redis Cluster, where
-	 * the connection that wrote the lock is not the application's to send {@code WAIT} on.
-	 * @param replicas replicas that must acknowledge; 0 waits for none
-	 * @param timeout how long {@code WAIT} waits; at least 1 ms when replicas are awaited, and
-	 * below the connection factory's command timeout
-	 */
-	public record ReplicaAcks(int replicas, Duration timeout) {
-
-		/** Waits for no replica. */
-		public static final ReplicaAcks NONE = new ReplicaAcks(0, Duration.ZERO);
-
-		public ReplicaAcks {
-			Assert.notNull(timeout, "'timeout' must not be null");
-			if (replicas < 0) {
-				throw new IllegalArgumentException("Replicas to acknowledge must be 0 or more, was " + replicas);
-			}
-			if (replicas > 0 && timeout.toMillis() < 1) {
-				throw new IllegalArgumentException("Replica acknowledgement timeout must be at least 1ms, was " + timeout);
-			}
-		}
-
-		/** The failure of an acquisition that fewer replicas acknowledged, with what became of its lock. */
-		LockBackendException shortfall(String key, long acknowledged, @Nullable Boolean released) {
-			String release = (released == null) ? "could not release it, it expires after its ttl"
-					: released ? "released it" : "it was gone already";
-			return new LockBackendException("Redis acquire of lock '" + key + "': " + Math.max(acknowledged, 0)
-					+ " of " + this.replicas + " replica(s) acknowledged it within " + this.timeout.toMillis()
-					+ "ms (holdfast.redis.replicas-to-ack); " + release, null);
-		}
-
 	}
 
 }

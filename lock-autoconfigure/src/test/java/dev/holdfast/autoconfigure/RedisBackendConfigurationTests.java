@@ -31,6 +31,7 @@ import dev.holdfast.LockTemplate;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.redis.RedisLockBackend;
+import dev.holdfast.redis.ReplicaAcks;
 import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.test.server.RedisServer;
@@ -173,9 +174,9 @@ class RedisBackendConfigurationTests {
 	void replicasToAckReachTheBackend() {
 		withRedis().withPropertyValues("holdfast.redis.replicas-to-ack=1", "holdfast.redis.replica-ack-timeout=250ms")
 			.run((context) -> assertThat(context.getBean(RedisLockBackend.class).replicaAcks())
-				.isEqualTo(new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(250))));
+				.isEqualTo(new ReplicaAcks(1, Duration.ofMillis(250))));
 		withRedis().run((context) -> assertThat(context.getBean(RedisLockBackend.class).replicaAcks())
-			.isEqualTo(RedisLockBackend.ReplicaAcks.NONE));
+			.isEqualTo(ReplicaAcks.NONE));
 	}
 
 	@Test
@@ -183,7 +184,7 @@ class RedisBackendConfigurationTests {
 		withRedis().withPropertyValues("holdfast.redis.replicas-to-ack=1").run((context) -> {
 			assertThat(context).hasNotFailed();
 			assertThat(context.getBean(RedisLockBackend.class).replicaAcks())
-				.isEqualTo(new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(500)));
+				.isEqualTo(new ReplicaAcks(1, Duration.ofMillis(500)));
 		});
 	}
 

@@ -79,7 +79,7 @@ class RedisReplicaAckConnectionTests {
 	@ValueSource(strings = { "blocking", "non-blocking" })
 	void theApplicationsCommandsAnswerWhileAcquisitionsWaitForReplicas(String path) throws Exception {
 		LettuceConnectionFactory factory = factory();
-		RedisLockBackend backend = backend(factory, new RedisLockBackend.ReplicaAcks(1, ACK_TIMEOUT));
+		RedisLockBackend backend = backend(factory, new ReplicaAcks(1, ACK_TIMEOUT));
 		StringRedisTemplate application = RedisClients.template(factory);
 		String applicationKey = "app:" + UUID.randomUUID();
 		application.opsForValue().set(applicationKey, "value");
@@ -109,7 +109,7 @@ class RedisReplicaAckConnectionTests {
 	@ParameterizedTest
 	@ValueSource(strings = { "blocking", "non-blocking" })
 	void aShortfallReleasesTheLockAndFailsAndTheNextAcquisitionRunsAgain(String path) throws Exception {
-		RedisLockBackend backend = backend(factory(), new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(100)));
+		RedisLockBackend backend = backend(factory(), new ReplicaAcks(1, Duration.ofMillis(100)));
 		String key = key();
 		assertFailsClosed(acquire(path, backend, key, "owner"), key);
 		assertFailsClosed(acquire(path, backend, key, "next"), key);
@@ -122,7 +122,7 @@ class RedisReplicaAckConnectionTests {
 	@Test
 	void atMostTheBoundOfDedicatedConnectionsWaitAtOnceAndClosingTheBackendClosesThem() throws Exception {
 		LettuceConnectionFactory factory = factory();
-		RedisLockBackend backend = backend(factory, new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(600)));
+		RedisLockBackend backend = backend(factory, new ReplicaAcks(1, Duration.ofMillis(600)));
 		int attempts = AcknowledgedAcquisitions.MAX_CONNECTIONS + 2;
 		List<String> keys = new ArrayList<>();
 		List<CompletableFuture<AcquireResult>> acquisitions = new ArrayList<>();
@@ -147,7 +147,7 @@ class RedisReplicaAckConnectionTests {
 
 	@Test
 	void aBlockingAcquisitionInterruptedWhileAllConnectionsAreBusyGivesUpAndSendsNothing() throws Exception {
-		RedisLockBackend backend = backend(factory(), new RedisLockBackend.ReplicaAcks(1, Duration.ofSeconds(1)));
+		RedisLockBackend backend = backend(factory(), new ReplicaAcks(1, Duration.ofSeconds(1)));
 		List<String> keys = new ArrayList<>();
 		List<CompletableFuture<AcquireResult>> busy = new ArrayList<>();
 		for (int i = 0; i < AcknowledgedAcquisitions.MAX_CONNECTIONS; i++) {
@@ -187,7 +187,7 @@ class RedisReplicaAckConnectionTests {
 		factory.afterPropertiesSet();
 		factory.start();
 		this.factories.add(factory);
-		RedisLockBackend backend = backend(factory, new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(100)));
+		RedisLockBackend backend = backend(factory, new ReplicaAcks(1, Duration.ofMillis(100)));
 		assertThatExceptionOfType(LockBackendException.class)
 			.isThrownBy(() -> backend.tryAcquire(key(), "owner", Duration.ofSeconds(10)))
 			.withMessageContaining("static master/replica")
@@ -233,7 +233,7 @@ class RedisReplicaAckConnectionTests {
 		return "ack-connection:" + UUID.randomUUID();
 	}
 
-	private RedisLockBackend backend(LettuceConnectionFactory factory, RedisLockBackend.ReplicaAcks acks) {
+	private RedisLockBackend backend(LettuceConnectionFactory factory, ReplicaAcks acks) {
 		RedisLockBackend backend = RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL, acks);
 		assertThat(backend).isInstanceOf(AsyncLockBackend.class);
 		this.backends.add(backend);

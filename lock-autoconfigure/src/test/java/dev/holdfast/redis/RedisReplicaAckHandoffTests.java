@@ -64,8 +64,8 @@ class RedisReplicaAckHandoffTests {
 
 	@Test
 	void aWaiterOfABackendWithReplicaAcksIsNeverHandedALockWithoutTheirAcknowledgement() throws Exception {
-		DefaultLockTemplate plain = template(RedisLockBackend.ReplicaAcks.NONE);
-		DefaultLockTemplate acked = template(new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(100)));
+		DefaultLockTemplate plain = template(ReplicaAcks.NONE);
+		DefaultLockTemplate acked = template(new ReplicaAcks(1, Duration.ofMillis(100)));
 		// No replica: an ordinary acquisition by the acked template fails closed.
 		assertThatThrownBy(() -> acked.tryAcquire(this.name, null, LockOptions.defaults().waitTime(Duration.ZERO)))
 			.hasMessageContaining("replicas-to-ack");
@@ -102,7 +102,7 @@ class RedisReplicaAckHandoffTests {
 		return f;
 	}
 
-	private DefaultLockTemplate template(RedisLockBackend.ReplicaAcks acks) {
+	private DefaultLockTemplate template(ReplicaAcks acks) {
 		RedisLockBackend backend = RedisLockBackend.of(factory(), RedisLockBackend.DEFAULT_CHANNEL, acks);
 		this.closeables.add(backend);
 		DefaultLockTemplate template = new DefaultLockTemplate(backend,

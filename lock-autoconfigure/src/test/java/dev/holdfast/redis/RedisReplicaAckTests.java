@@ -64,7 +64,7 @@ class RedisReplicaAckTests {
 	@ParameterizedTest
 	@ValueSource(strings = { "lettuce", "lettuce-async", "lettuce-unshared", "jedis" })
 	void acquisitionCountsOnceTheReplicaHasIt(String client) throws Exception {
-		RedisLockBackend backend = backend(client, new RedisLockBackend.ReplicaAcks(1, Duration.ofSeconds(1)));
+		RedisLockBackend backend = backend(client, new ReplicaAcks(1, Duration.ofSeconds(1)));
 		String key = "ack:" + UUID.randomUUID();
 		assertThat(acquire(client, backend, key, "owner")).isTrue();
 		assertThat(replica.command("GET", "{" + key + "}")).as("the lock on the replica").isEqualTo("owner");
@@ -75,7 +75,7 @@ class RedisReplicaAckTests {
 	@ParameterizedTest
 	@ValueSource(strings = { "lettuce", "lettuce-async", "lettuce-unshared", "jedis" })
 	void acquisitionThatNoReplicaAcknowledgesIsReleasedAndFails(String client) throws Exception {
-		RedisLockBackend backend = backend(client, new RedisLockBackend.ReplicaAcks(1, Duration.ofMillis(200)));
+		RedisLockBackend backend = backend(client, new ReplicaAcks(1, Duration.ofMillis(200)));
 		String key = "ack:" + UUID.randomUUID();
 		replica.pause();
 		long start = System.nanoTime();
@@ -90,7 +90,7 @@ class RedisReplicaAckTests {
 	@ParameterizedTest
 	@ValueSource(strings = { "lettuce", "jedis" })
 	void moreReplicasThanThereAreFailEveryAcquisition(String client) throws Exception {
-		RedisLockBackend backend = backend(client, new RedisLockBackend.ReplicaAcks(2, Duration.ofMillis(100)));
+		RedisLockBackend backend = backend(client, new ReplicaAcks(2, Duration.ofMillis(100)));
 		String key = "ack:" + UUID.randomUUID();
 		assertThatExceptionOfType(LockBackendException.class).isThrownBy(() -> acquire(client, backend, key, "owner"))
 			.withMessageContaining("1 of 2 replica(s)");
@@ -112,7 +112,7 @@ class RedisReplicaAckTests {
 		return backend.tryAcquire(key, owner, Duration.ofSeconds(10)).acquired();
 	}
 
-	private RedisLockBackend backend(String client, RedisLockBackend.ReplicaAcks acks) {
+	private RedisLockBackend backend(String client, ReplicaAcks acks) {
 		RedisConnectionFactory factory = switch (client) {
 			case "lettuce", "lettuce-async" -> RedisClients.connectionFactory(primary);
 			case "lettuce-unshared" -> {

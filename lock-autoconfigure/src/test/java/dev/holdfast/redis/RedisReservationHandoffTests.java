@@ -46,7 +46,7 @@ class RedisReservationHandoffTests {
 
 	private static final LockOptions WAIT = LockOptions.defaults().waitTime(WAIT_TIME);
 
-	private static final RedisLockBackend.ReplicaAcks ONE_REPLICA = new RedisLockBackend.ReplicaAcks(1,
+	private static final ReplicaAcks ONE_REPLICA = new ReplicaAcks(1,
 			Duration.ofSeconds(1));
 
 	/** Each round draws between two waiters: both draws occur in 30 rounds but with odds 2^-29. */
@@ -136,7 +136,7 @@ class RedisReservationHandoffTests {
 	@ValueSource(ints = { 0, 1 })
 	void aReleaseNamingItsLocalWaiterBesideARemoteRecordedWaiterReservesTheLockForOneAndTheOtherGetsItNext(
 			int replicas) throws Exception {
-		RedisLockBackend.ReplicaAcks acks = (replicas > 0) ? ONE_REPLICA : RedisLockBackend.ReplicaAcks.NONE;
+		ReplicaAcks acks = (replicas > 0) ? ONE_REPLICA : ReplicaAcks.NONE;
 		DefaultLockTemplate a = template("lettuce", acks);
 		DefaultLockTemplate b = template("lettuce", acks);
 		int localFirst = 0;
@@ -224,7 +224,7 @@ class RedisReservationHandoffTests {
 	}
 
 	/** A template over its own client, as another process would have, listening for releases. */
-	private DefaultLockTemplate template(String client, RedisLockBackend.ReplicaAcks acks) {
+	private DefaultLockTemplate template(String client, ReplicaAcks acks) {
 		LettuceConnectionFactory factory = RedisClients.connectionFactory(primary);
 		if (client.equals("lettuce-unshared")) {
 			factory.setShareNativeConnection(false);

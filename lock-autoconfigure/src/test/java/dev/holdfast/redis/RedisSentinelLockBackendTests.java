@@ -60,7 +60,7 @@ class RedisSentinelLockBackendTests {
 	@ParameterizedTest
 	@ValueSource(strings = { "lettuce", "jedis" })
 	void lockHeldPastItsLeaseTimeIsOnTheReplicaAndKeepsOthersOut(String client) {
-		RedisLockBackend.ReplicaAcks acks = new RedisLockBackend.ReplicaAcks(1, Duration.ofSeconds(1));
+		ReplicaAcks acks = new ReplicaAcks(1, Duration.ofSeconds(1));
 		DefaultLockTemplate holder = template(client, acks);
 		DefaultLockTemplate other = template(client, acks);
 		String name = "sentinel-" + UUID.randomUUID();
@@ -78,7 +78,7 @@ class RedisSentinelLockBackendTests {
 			.satisfies(Lease::close);
 	}
 
-	private DefaultLockTemplate template(String client, RedisLockBackend.ReplicaAcks acks) {
+	private DefaultLockTemplate template(String client, ReplicaAcks acks) {
 		RedisConnectionFactory factory = client.equals("jedis") ? RedisClients.jedisSentinelConnectionFactory(sentinels)
 				: RedisClients.sentinelConnectionFactory(sentinels);
 		factories.add(factory);
