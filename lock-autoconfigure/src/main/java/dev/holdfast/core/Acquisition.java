@@ -22,7 +22,15 @@ abstract class Acquisition {
 
 	final String key;
 
-	final String owner;
+	/**
+	 * The owner token of the attempt in progress: one for all attempts of an acquisition whose
+	 * attempts record it (a reservation names it), else a new one for each attempt, so that a
+	 * backend's late clean-up of a failed attempt (Redlock's owner-checked release of the nodes
+	 * it took) can never remove what a later attempt took.
+	 */
+	volatile String owner;
+
+	private int attempts;
 
 	final Duration ttl;
 
@@ -70,6 +78,13 @@ abstract class Acquisition {
 		}
 		this.notifying = room.lines.announcing();
 		this.pause = initialPause(this.notifying);
+	}
+
+	/** Before each attempt: a new owner token, unless its attempts record it (see {@link #owner}). */
+	final void nextAttempt() {
+		if (this.attempts++ > 0 && !this.records) {
+			this.owner = this.room.owners.next();
+		}
 	}
 
 	/** Wakes this acquisition's wait (for the head of its line, or for a release). */

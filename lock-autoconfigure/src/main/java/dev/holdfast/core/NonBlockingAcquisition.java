@@ -133,6 +133,7 @@ final class NonBlockingAcquisition extends Acquisition {
 			return;
 		}
 		CompletableFuture<Void> before = this.room.leases.releaseInFlight(this.key);
+		nextAttempt();
 		long sent = System.nanoTime();
 		CompletionStage<AcquireResult> answer;
 		try {
