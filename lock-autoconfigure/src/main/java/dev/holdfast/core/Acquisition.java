@@ -22,12 +22,7 @@ abstract class Acquisition {
 
 	final String key;
 
-	/**
-	 * The owner token of the attempt in progress: one for all attempts of an acquisition whose
-	 * attempts record it (a reservation names it), else a new one for each attempt, so that a
-	 * backend's late clean-up of a failed attempt (Redlock's owner-checked release of the nodes
-	 * it took) can never remove what a later attempt took.
-	 */
+	/** The owner token of the attempt in progress (ACQ-2: one per attempt unless its attempts record it). */
 	volatile String owner;
 
 	private int attempts;
