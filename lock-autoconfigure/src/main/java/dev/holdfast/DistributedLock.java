@@ -53,6 +53,18 @@ public @interface DistributedLock {
 	String key() default "";
 
 	/**
+	 * SpEL expressions over the call, each giving one key, or a collection or array of keys (each
+	 * element one key): {@code keys = {"#from.id", "#to.id"}}. Every key is locked under the name,
+	 * all or none within the wait time, in one canonical order (the backend keys, sorted,
+	 * duplicates removed) so that two calls never deadlock, and released in reverse order; the
+	 * method reads each key's fencing token from {@link LockContext#requireLeases()}. The rules of
+	 * {@link #key()} hold for each expression and element; an empty set of keys at the call is an
+	 * {@link IllegalArgumentException}. Use either {@code key} or {@code keys}; methods returning a
+	 * reactive type or Kotlin suspend functions cannot use {@code keys} (startup fails).
+	 */
+	String[] keys() default {};
+
+	/**
 	 * How long to wait for a held lock, as a duration string ({@code 5s}, {@code PT5S},
 	 * {@code ${...}}). Empty means {@code holdfast.wait-time}; zero means one attempt.
 	 */

@@ -41,4 +41,19 @@ public final class LockContext {
 		return lease;
 	}
 
+	/**
+	 * The leases of the innermost locked method on this thread, when it locks several keys
+	 * ({@code @DistributedLock(keys = ...)}).
+	 * @throws IllegalStateException outside a locked method (as {@link #requireLease()}), or inside
+	 * one that locks a single key, naming {@link #requireLease()}
+	 */
+	public static Leases requireLeases() {
+		Lease lease = requireLease();
+		if (!(lease instanceof Leases leases)) {
+			throw new IllegalStateException("The innermost locked method on this thread holds one key, not "
+					+ "several: use LockContext.requireLease(), or declare @DistributedLock(keys = ...)");
+		}
+		return leases;
+	}
+
 }

@@ -1,8 +1,11 @@
 package dev.holdfast;
 
+import java.util.Collection;
 import java.util.Optional;
 
 import org.jspecify.annotations.Nullable;
+
+import dev.holdfast.multi.KeySetLocking;
 
 /**
  * Programmatic access to Holdfast locks, for code paths where {@link DistributedLock} does not
@@ -40,6 +43,46 @@ public interface LockTemplate {
 	 * @throws LockBackendException if the backend could not be reached
 	 */
 	Lease acquire(String name, @Nullable Object key, LockOptions options);
+
+	/**
+	 * Acquires the locks of several keys of one name, all or none, within one wait time: in one
+	 * canonical order (their backend keys, sorted, duplicates removed), so that two such calls never
+	 * deadlock; each key waits for what is left of the wait time. If one key stays held, the keys
+	 * already taken are released. Each key is reentrant as {@link #acquire} is. Close the leases to
+	 * release them, in reverse order.
+	 * @param keys the key values, each one lock ({@code null} elements are refused); a collection
+	 * passed to {@link #acquire} is one key, here each element is one
+	 * @return the leases, or empty if one key stayed held by another owner for the wait time
+	 * @throws IllegalArgumentException if {@code keys} is empty or holds {@code null}
+	 * @throws LockBackendException if the backend could not be reached; no key is left held
+	 */
+	default Optional<Leases> tryAcquireAll(String name, Collection<?> keys, LockOptions options) {
+		return Optional.ofNullable(KeySetLocking.acquire(this, name, keys, options, false));
+	}
+
+	/**
+	 * {@link #tryAcquireAll}, throwing when a key stayed held.
+	 * @throws LockNotAcquiredException naming the key that stayed held by another owner for what
+	 * was left of the wait time; no key is left held
+	 */
+	default Leases acquireAll(String name, Collection<?> keys, LockOptions options) {
+		Leases leases = KeySetLocking.acquire(this, name, keys, options, true);
+		if (leases == null) {
+			throw new IllegalStateException("acquireAll got no leases without an exception");
+		}
+		return leases;
+	}
+
+	/**
+	 * Runs {@code action} while holding the locks of all {@code keys} ({@link #acquireAll}).
+	 * @throws LockNotAcquiredException if a key stayed held by another owner for the wait time
+	 */
+	default <T extends @Nullable Object, E extends Exception> T executeLockedAll(String name, Collection<?> keys,
+			LockOptions options, LockedAction<T, E> action) throws E {
+		try (Leases leases = acquireAll(name, keys, options)) {
+			return action.run();
+		}
+	}
 
 	/**
 	 * Code to run under a lock.

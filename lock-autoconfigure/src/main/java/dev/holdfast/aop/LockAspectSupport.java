@@ -1,6 +1,10 @@
 package dev.holdfast.aop;
 
 import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -22,7 +26,9 @@ import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.core.ReactiveAdapter;
 import org.springframework.core.ReactiveAdapterRegistry;
 import org.springframework.expression.EvaluationException;
+import org.springframework.expression.Expression;
 import org.springframework.util.ClassUtils;
+import org.springframework.util.ObjectUtils;
 
 import dev.holdfast.AsyncLockTemplate;
 import dev.holdfast.Lease;
@@ -31,6 +37,7 @@ import dev.holdfast.OnLocked;
 import dev.holdfast.core.EngineLease;
 import dev.holdfast.core.IdentityStrings;
 import dev.holdfast.core.ThreadBindings;
+import dev.holdfast.multi.KeySetLocking;
 
 /**
  * Runs a method under its {@link LockOperation}: evaluates the key, acquires through the
@@ -127,7 +134,8 @@ public class LockAspectSupport {
 		if (operation == null) {
 			return invoker.proceed();
 		}
-		Object key = evaluateKey(operation, target, targetClass, method, args);
+		Object key = operation.keysExpressions().isEmpty() ? evaluateKey(operation, target, targetClass, method, args)
+				: evaluateKeys(operation, evaluationContext(operation, target, targetClass, args));
 		Class<?> returnType = operation.method().getReturnType();
 		ReactiveAdapter adapter = operation.reactiveAdapter();
 		if (this.reactive != null && adapter != null && !CompletionStage.class.isAssignableFrom(returnType)) {
@@ -143,7 +151,7 @@ public class LockAspectSupport {
 		}
 		// The method sees a view: closing it (try-with-resources) releases nothing under the method.
 		Object result;
-		try (ThreadBindings.Binding scope = ThreadBindings.bind(EngineLease.viewOf(lease));
+		try (ThreadBindings.Binding scope = ThreadBindings.bind(KeySetLocking.viewOf(lease));
 				Observation.Scope observed = EngineLease.observationOf(lease).openScope()) {
 			result = invoker.proceed();
 		}
@@ -153,7 +161,7 @@ public class LockAspectSupport {
 		}
 		// Whatever the declared type (Object, a type variable), a stage keeps the lock until it is done.
 		if (result instanceof CompletionStage<?> stage) {
-			EngineLease.detach(lease);
+			KeySetLocking.detach(lease);
 			return releaseWhenDone(stage, lease, returnType);
 		}
 		lease.close();
@@ -221,7 +229,12 @@ public class LockAspectSupport {
 
 	private @Nullable Lease acquire(LockOperation operation, @Nullable Object key) {
 		Lease lease;
-		if (operation.onLocked() == OnLocked.THROW) {
+		if (key instanceof KeySet keys) {
+			lease = (operation.onLocked() == OnLocked.THROW)
+					? this.template.acquireAll(operation.name(), keys.keys(), operation.options())
+					: this.template.tryAcquireAll(operation.name(), keys.keys(), operation.options()).orElse(null);
+		}
+		else if (operation.onLocked() == OnLocked.THROW) {
 			lease = this.template.acquire(operation.name(), key, operation.options());
 		}
 		else {
@@ -232,38 +245,88 @@ public class LockAspectSupport {
 
 	private @Nullable Object evaluateKey(LockOperation operation, @Nullable Object target,
 			@Nullable Class<?> targetClass, Method method, Object[] args) {
-		if (operation.keyExpression() == null) {
+		Expression expression = operation.keyExpression();
+		if (expression == null) {
 			return null;
 		}
+		Object key = value(operation, expression, operation.keyExpressionText(),
+				evaluationContext(operation, target, targetClass, args));
+		return checked(operation, operation.keyExpressionText(), key);
+	}
+
+	private MethodBasedEvaluationContext evaluationContext(LockOperation operation, @Nullable Object target,
+			@Nullable Class<?> targetClass, Object[] args) {
 		LockExpressionRoot root = new LockExpressionRoot(operation.method(), args, target, targetClass);
 		MethodBasedEvaluationContext context = new MethodBasedEvaluationContext(root, operation.method(), args,
 				this.parameterNames);
 		if (this.beanFactory != null) {
 			context.setBeanResolver(new BeanFactoryResolver(this.beanFactory));
 		}
+		return context;
+	}
+
+	/** The value of a key expression, {@code Optional} unwrapped, never {@code null}. */
+	private static Object value(LockOperation operation, Expression expression, String text,
+			MethodBasedEvaluationContext context) {
 		Object key;
 		try {
-			key = operation.keyExpression().getValue(context);
+			key = expression.getValue(context);
 		}
 		catch (EvaluationException ex) {
-			throw new IllegalArgumentException("Key expression \"" + operation.keyExpressionText() + "\" of @DistributedLock on "
+			throw new IllegalArgumentException("Key expression \"" + text + "\" of @DistributedLock on "
 					+ operation.describe() + " failed: " + ex.getMessage(), ex);
 		}
 		if (key == null || (key instanceof Optional<?> optional && optional.isEmpty())) {
-			throw new IllegalArgumentException("Key expression \"" + operation.keyExpressionText()
-					+ "\" of @DistributedLock on " + operation.describe()
+			throw new IllegalArgumentException("Key expression \"" + text + "\" of @DistributedLock on "
+					+ operation.describe()
 					+ " evaluated to null; a lock key must not be null (check the arguments, or use a name alone)");
 		}
-		Object value = (key instanceof Optional<?> optional) ? optional.get() : key;
+		return (key instanceof Optional<?> optional) ? optional.get() : key;
+	}
+
+	/** {@code value}, unless it renders as an identity string. */
+	private static Object checked(LockOperation operation, String text, Object value) {
 		Object identity = IdentityStrings.findIdentityValue(value);
 		if (identity != null) {
-			throw new IllegalArgumentException(identityKeyMessage(operation, value, identity));
+			throw new IllegalArgumentException(identityKeyMessage(operation, text, value, identity));
 		}
 		return value;
 	}
 
-	private static String identityKeyMessage(LockOperation operation, Object value, Object identity) {
-		String text = operation.keyExpressionText();
+	/** The keys of the {@code keys} expressions: each one value, or each element of a collection or array. */
+	private static KeySet evaluateKeys(LockOperation operation, MethodBasedEvaluationContext context) {
+		List<Object> keys = new ArrayList<>();
+		for (LockOperation.KeysExpression expression : operation.keysExpressions()) {
+			Object value = value(operation, expression.expression(), expression.text(), context);
+			Collection<?> elements = (value instanceof Collection<?> collection) ? collection
+					: value.getClass().isArray() ? Arrays.asList(ObjectUtils.toObjectArray(value)) : null;
+			if (elements == null) {
+				keys.add(checked(operation, expression.text(), value));
+				continue;
+			}
+			for (Object element : elements) {
+				if (element == null) {
+					throw new IllegalArgumentException("Key expression \"" + expression.text()
+							+ "\" of @DistributedLock on " + operation.describe() + " gave a " + value.getClass().getName()
+							+ " holding null; a lock key must not be null (check the arguments)");
+				}
+				keys.add(checked(operation, expression.text(), element));
+			}
+		}
+		if (keys.isEmpty()) {
+			throw new IllegalArgumentException("The keys expressions " + operation.keysExpressions().stream()
+				.map((expression) -> "\"" + expression.text() + "\"").toList() + " of @DistributedLock on "
+					+ operation.describe() + " gave no key (empty collections or arrays); at least one key is needed "
+					+ "(check the arguments, or skip the call when there is nothing to lock)");
+		}
+		return new KeySet(keys);
+	}
+
+	/** The keys of a call with {@code keys}: several locks, not one key rendered from a collection. */
+	private record KeySet(List<Object> keys) {
+	}
+
+	private static String identityKeyMessage(LockOperation operation, String text, Object value, Object identity) {
 		String example = text.matches("#[A-Za-z_$][\\w$]*") ? text + ".id" : "#order.id";
 		return "Key expression \"" + text + "\" of @DistributedLock on " + operation.describe() + " gave a "
 				+ ((value != identity) ? value.getClass().getName() + " holding a " : "")

@@ -1,6 +1,7 @@
 package dev.holdfast.aop;
 
 import java.lang.reflect.Method;
+import java.util.List;
 
 import org.jspecify.annotations.Nullable;
 
@@ -24,9 +25,26 @@ import dev.holdfast.OnLocked;
  * or {@code null}; looked up once here rather than on every call; for a Kotlin suspend function,
  * the adapter of the {@code Mono} (or {@code Flux}) that Spring's proxy calls it as
  * @param suspending whether the method is a Kotlin suspend function
+ * @param keysExpressions the parsed {@code keys} expressions, empty unless the method locks several
+ * keys
  */
 public record LockOperation(Method method, String name, @Nullable Expression keyExpression, String keyExpressionText,
-		LockOptions options, OnLocked onLocked, @Nullable ReactiveAdapter reactiveAdapter, boolean suspending) {
+		LockOptions options, OnLocked onLocked, @Nullable ReactiveAdapter reactiveAdapter, boolean suspending,
+		List<KeysExpression> keysExpressions) {
+
+	/** An operation of one key (or none): no {@code keys}. */
+	public LockOperation(Method method, String name, @Nullable Expression keyExpression, String keyExpressionText,
+			LockOptions options, OnLocked onLocked, @Nullable ReactiveAdapter reactiveAdapter, boolean suspending) {
+		this(method, name, keyExpression, keyExpressionText, options, onLocked, reactiveAdapter, suspending, List.of());
+	}
+
+	/**
+	 * One expression of {@code keys}.
+	 * @param expression the parsed expression
+	 * @param text the expression as written
+	 */
+	public record KeysExpression(Expression expression, String text) {
+	}
 
 	/** {@code Class.method} for messages. */
 	public String describe() {

@@ -165,17 +165,32 @@ public class LockOperationSource {
 		String keyText = annotation.key();
 		Expression expression = null;
 		if (StringUtils.hasText(keyText)) {
-			if (keyText.contains("${")) {
-				throw new LockConfigurationException(where + " has key = \"" + keyText
-						+ "\", which contains a ${...} placeholder; placeholders are not resolved in key expressions, "
-						+ "where a property's value would become SpEL code",
-						"Put the placeholder in the name (name = \"orders-${tenant}\"), or read the property as data "
-								+ "in the expression: key = \"@environment.getProperty('tenant') + ':' + #order.id\".");
-			}
 			expression = parseKey(keyText, specific, where);
 		}
-		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked(),
-				reactiveAdapter(specific, where), KotlinDetector.isSuspendingFunction(specific));
+		ReactiveAdapter adapter = reactiveAdapter(specific, where);
+		boolean suspending = KotlinDetector.isSuspendingFunction(specific);
+		List<LockOperation.KeysExpression> keys = new ArrayList<>();
+		if (annotation.keys().length > 0) {
+			if (StringUtils.hasText(keyText)) {
+				throw new LockConfigurationException(where + " has both key and keys",
+						"Use key = \"...\" for one key, or keys = {...} for several (keys = {\"" + keyText.trim()
+								+ "\", ...}).");
+			}
+			if (suspending || (adapter != null && !CompletionStage.class.isAssignableFrom(specific.getReturnType()))) {
+				throw new LockConfigurationException(where + " uses keys, which a method returning a reactive type "
+						+ "or a Kotlin suspend function cannot use yet",
+						"Lock one key, or take the keys with LockTemplate.acquireAll(...) on a thread that may block.");
+			}
+			for (String text : annotation.keys()) {
+				if (!StringUtils.hasText(text)) {
+					throw new LockConfigurationException(where + " has an empty expression in keys",
+							"Give each element of keys an expression, such as keys = {\"#from.id\", \"#to.id\"}.");
+				}
+				keys.add(new LockOperation.KeysExpression(parseKey(text, specific, where), text));
+			}
+		}
+		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked(), adapter,
+				suspending, List.copyOf(keys));
 	}
 
 	/**
@@ -299,6 +314,13 @@ public class LockOperationSource {
 	}
 
 	private Expression parseKey(String text, Method method, String where) {
+		if (text.contains("${")) {
+			throw new LockConfigurationException(where + " has key = \"" + text
+					+ "\", which contains a ${...} placeholder; placeholders are not resolved in key expressions, "
+					+ "where a property's value would become SpEL code",
+					"Put the placeholder in the name (name = \"orders-${tenant}\"), or read the property as data "
+							+ "in the expression: key = \"@environment.getProperty('tenant') + ':' + #order.id\".");
+		}
 		Expression expression;
 		try {
 			expression = this.parser.parseExpression(text);
