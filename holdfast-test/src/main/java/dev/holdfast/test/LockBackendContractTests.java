@@ -43,9 +43,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * The contract every backend passes, as a JUnit 5 class that a backend's test extends. A subclass
  * supplies independent clients of one shared backend server ({@link #newBackend()}): two
  * templates built here behave like two processes of a cluster. A backend that implements
- * {@link dev.holdfast.spi.TickClaims} also implements {@link TickClaimsContractTests}.
+ * {@link dev.holdfast.spi.TickClaims} also implements {@link TickClaimsContractTests}. The
+ * contract of several keys at once, {@link MultiKeyContractTests}, comes with it.
  */
-public abstract class LockBackendContractTests {
+public abstract class LockBackendContractTests implements MultiKeyContractTests {
 
 	private final List<DefaultLockTemplate> templates = new ArrayList<>();
 
@@ -107,6 +108,25 @@ public abstract class LockBackendContractTests {
 	 */
 	protected ExecutorService newExecutor(int threads) {
 		return Executors.newFixedThreadPool(threads);
+	}
+
+	@Override
+	public LockTemplate anotherInstance() {
+		return newTemplate();
+	}
+
+	@Override
+	public ExecutorService callers(int threads) {
+		return newExecutor(threads);
+	}
+
+	/**
+	 * The project's backend suites run the transfers for 3 s: they run some 24 times per CI run;
+	 * {@code InMemoryContractTests} runs the full {@link #TRANSFERS_RUN_FOR}.
+	 */
+	@Override
+	public Duration transfersRunFor() {
+		return Duration.ofSeconds(3);
 	}
 
 	/** An unstarted thread for a concurrent caller; see {@link #newExecutor(int)}. */

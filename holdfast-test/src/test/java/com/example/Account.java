@@ -1,0 +1,5 @@
+package com.example;
+
+/** An application's account, keyed by its id. */
+public record Account(String id) {
+}
