@@ -120,15 +120,6 @@ public abstract class LockBackendContractTests implements MultiKeyContractTests 
 		return newExecutor(threads);
 	}
 
-	/**
-	 * The project's backend suites run the transfers for 3 s: they run some 24 times per CI run;
-	 * {@code InMemoryContractTests} runs the full {@link #TRANSFERS_RUN_FOR}.
-	 */
-	@Override
-	public Duration transfersRunFor() {
-		return Duration.ofSeconds(3);
-	}
-
 	/** An unstarted thread for a concurrent caller; see {@link #newExecutor(int)}. */
 	protected Thread newThread(Runnable task) {
 		return new Thread(task);
