@@ -215,6 +215,12 @@ class KeySetLockingTests {
 		assertStartupFailure(EmptyKeysExpression.class, "an empty expression in keys", "keys = {\"#from.id\"");
 	}
 
+	@Test
+	void aKeysExpressionNamingNoParameterOrHoldingAPlaceholderFailsAtStartup() {
+		assertStartupFailure(UnknownVariableInKeys.class, "refers to #nope", "#p0");
+		assertStartupFailure(PlaceholderInKeys.class, "${...} placeholder", "name = \"orders-${tenant}\"");
+	}
+
 	private void assertStartupFailure(Class<?> bean, String problem, String fix) {
 		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
 			.withPropertyValues("holdfast.backend=memory")
@@ -319,6 +325,22 @@ class KeySetLockingTests {
 		@DistributedLock(keys = { "#from", "#to" })
 		public Mono<Void> transfer(String from, String to) {
 			return Mono.empty();
+		}
+
+	}
+
+	static class UnknownVariableInKeys {
+
+		@DistributedLock(keys = { "#from", "#nope" })
+		public void transfer(String from, String to) {
+		}
+
+	}
+
+	static class PlaceholderInKeys {
+
+		@DistributedLock(keys = { "#from", "'${tenant}' + #to" })
+		public void transfer(String from, String to) {
 		}
 
 	}
