@@ -62,8 +62,8 @@ public interface LockTemplate {
 
 	/**
 	 * {@link #tryAcquireAll}, throwing when a key stayed held.
-	 * @throws LockNotAcquiredException naming the key that stayed held by another owner for what
-	 * was left of the wait time; no key is left held
+	 * @throws LockNotAcquiredException naming the key that stayed held by another owner until the
+	 * wait time ran out; no key is left held
 	 */
 	default Leases acquireAll(String name, Collection<?> keys, LockOptions options) {
 		Leases leases = KeySetLocking.acquire(this, name, keys, options, true);

@@ -13,6 +13,7 @@ import org.jspecify.annotations.Nullable;
 import dev.holdfast.AsyncLockTemplate;
 import dev.holdfast.Lease;
 import dev.holdfast.Leases;
+import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.core.EngineLease;
@@ -43,8 +44,8 @@ public final class KeySetLocking {
 	/**
 	 * The leases of all {@code keys}, or {@code null} if one stayed held for the wait time and
 	 * {@code throwing} is off.
-	 * @param throwing whether a key that stays held throws the template's
-	 * {@link dev.holdfast.LockNotAcquiredException} (for what was left of the wait time)
+	 * @param throwing whether a key that stays held throws a {@link LockNotAcquiredException} naming
+	 * it and the call's wait time
 	 * @throws IllegalArgumentException if {@code keys} is empty or holds {@code null}, or the wait
 	 * time is unset and the template does not tell its default
 	 */
@@ -65,7 +66,8 @@ public final class KeySetLocking {
 			throw new IllegalArgumentException("No keys were given for lock '" + name
 					+ "': pass at least one key, or lock the name alone with acquire(name, null, options)");
 		}
-		long deadline = System.nanoTime() + waitTime(template, options).toNanos();
+		Duration waitTime = waitTime(template, options);
+		long deadline = System.nanoTime() + waitTime.toNanos();
 		List<Lease> taken = new ArrayList<>(ordered.size());
 		try {
 			for (Object key : ordered.values()) {
@@ -78,6 +80,14 @@ public final class KeySetLocking {
 				}
 				taken.add(lease);
 			}
+		}
+		catch (LockNotAcquiredException ex) {
+			HeldKeys.releaseInReverse(taken);
+			if (template instanceof AsyncLockTemplate async) {
+				// the call's wait time, not what was left of it for this key
+				throw new LockNotAcquiredException(ex.getLockKey(), async.shownKey(ex.getLockKey()), waitTime);
+			}
+			throw ex;
 		}
 		catch (RuntimeException | Error ex) {
 			HeldKeys.releaseInReverse(taken);
