@@ -214,7 +214,7 @@ final class Acquisitions {
 					}
 					// Wake-ups from now on end the next wait: none is lost while the attempt is in flight.
 					this.wakeups.drainPermits();
-					CompletableFuture<Void> before = Acquisitions.this.leases.releaseInFlight(this.key);
+					HeldLease before = Acquisitions.this.leases.releaseInFlight(this.key);
 					nextAttempt();
 					long sent = System.nanoTime();
 					AcquireResult result;
