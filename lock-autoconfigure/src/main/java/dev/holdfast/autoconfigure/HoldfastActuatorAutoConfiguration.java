@@ -23,6 +23,7 @@ import dev.holdfast.actuate.TickClockMetrics;
 import dev.holdfast.actuate.LockMetricsListener;
 import dev.holdfast.actuate.LockObservationListener;
 import dev.holdfast.actuate.LocksEndpoint;
+import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
 
@@ -91,7 +92,9 @@ public final class HoldfastActuatorAutoConfiguration {
 		@ConditionalOnMissingBean
 		@ConditionalOnAvailableEndpoint
 		LocksEndpoint holdfastLocksEndpoint(LockEngine engine, LocksEndpointProperties properties) {
-			return new LocksEndpoint(engine, properties.getShowValues(), properties.getRoles());
+			String instance = (engine instanceof DefaultLockTemplate template) ? template.settings().instanceName() : "";
+			return new LocksEndpoint(engine, instance, properties.getShowValues(), properties.getRoles(),
+					properties.getMaxListed());
 		}
 
 	}
