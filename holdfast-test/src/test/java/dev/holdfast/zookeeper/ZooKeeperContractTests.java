@@ -54,4 +54,9 @@ class ZooKeeperContractTests extends LockBackendContractTests
 		return trackBackend(newBackend());
 	}
 
+	@Override
+	public boolean readsTickRecords() {
+		return false;
+	}
+
 }

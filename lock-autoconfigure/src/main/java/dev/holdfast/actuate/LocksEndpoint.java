@@ -54,11 +54,13 @@ public class LocksEndpoint {
 
 	private final ClusterLocksView cluster;
 
+	private final @Nullable JobsView jobs;
+
 	/**
 	 * Lists the leases of {@code engine} with their keys masked.
 	 */
 	public LocksEndpoint(LockEngine engine) {
-		this(engine, "", Show.NEVER, Set.of(), ClusterLocksView.DEFAULT_MAX_LISTED);
+		this(engine, "", Show.NEVER, Set.of(), ClusterLocksView.DEFAULT_MAX_LISTED, null);
 	}
 
 	/**
@@ -68,14 +70,16 @@ public class LocksEndpoint {
 	 * @param roles the roles that see it with {@link Show#WHEN_AUTHORIZED}; any authenticated
 	 * user when empty
 	 * @param maxListed the most locks that {@code locks/cluster} lists
+	 * @param jobs the {@code locks/jobs} view, {@code null} without scheduled jobs
 	 */
 	public LocksEndpoint(LockEngine engine, String instance, Show showValues, Collection<String> roles,
-			int maxListed) {
+			int maxListed, @Nullable JobsView jobs) {
 		this.engine = engine;
 		this.instance = instance;
 		this.showValues = showValues;
 		this.roles = Set.copyOf(roles);
 		this.cluster = new ClusterLocksView(engine, maxListed);
+		this.jobs = jobs;
 	}
 
 	/**
@@ -95,13 +99,19 @@ public class LocksEndpoint {
 	}
 
 	/**
-	 * {@code scope} {@code cluster}: the locks held on the backend by every instance, with the
-	 * instance that holds each, bounded; keys shown as {@link #locks} shows them. {@code null}
-	 * (not found) for another scope.
+	 * {@code cluster}: the locks held on the backend by every instance, with the instance that
+	 * holds each, bounded; keys shown as {@link #locks} shows them. {@code jobs}: this instance's
+	 * scheduled jobs, with what the backend holds of them ({@link JobsView}). {@code null} (not
+	 * found) for another scope.
 	 */
 	@ReadOperation
-	public @Nullable ClusterLocksDescriptor cluster(SecurityContext securityContext, @Selector String scope) {
-		return "cluster".equals(scope) ? this.cluster.list(shown(securityContext)) : null;
+	public @Nullable OperationResponseBody scope(SecurityContext securityContext, @Selector String scope) {
+		return switch (scope) {
+			case "cluster" -> this.cluster.list(shown(securityContext));
+			case "jobs" -> (this.jobs != null) ? this.jobs.describe() : new JobsView.JobsDescriptor(
+					this.engine.backendName(), List.of());
+			default -> null;
+		};
 	}
 
 	/**

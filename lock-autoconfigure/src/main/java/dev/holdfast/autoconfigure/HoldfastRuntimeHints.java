@@ -11,6 +11,7 @@ import org.springframework.aot.hint.TypeReference;
 
 import dev.holdfast.LeaseInfo;
 import dev.holdfast.actuate.ClusterLocksView;
+import dev.holdfast.actuate.JobsView;
 import dev.holdfast.actuate.LocksEndpoint;
 import dev.holdfast.aop.LockExpressionRoot;
 
@@ -36,7 +37,8 @@ class HoldfastRuntimeHints implements RuntimeHintsRegistrar {
 			.registerType(LocksEndpoint.LeaseDescriptor.class, MemberCategory.INVOKE_PUBLIC_METHODS,
 					MemberCategory.ACCESS_DECLARED_FIELDS);
 		for (Class<?> descriptor : List.of(ClusterLocksView.ClusterLocksDescriptor.class,
-				ClusterLocksView.ClusterLockDescriptor.class, ClusterLocksView.ForcedReleaseDescriptor.class)) {
+				ClusterLocksView.ClusterLockDescriptor.class, ClusterLocksView.ForcedReleaseDescriptor.class,
+				JobsView.JobsDescriptor.class, JobsView.JobDescriptor.class)) {
 			hints.reflection()
 				.registerType(descriptor, MemberCategory.INVOKE_PUBLIC_METHODS, MemberCategory.ACCESS_DECLARED_FIELDS);
 		}

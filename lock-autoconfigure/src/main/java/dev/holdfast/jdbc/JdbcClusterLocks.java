@@ -4,6 +4,8 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -16,7 +18,7 @@ import dev.holdfast.spi.InstanceNames;
 /**
  * The locks of every instance, for operators (see {@link JdbcLockBackend#listLocks}): a query of
  * the live, owned rows under the prefix, limited; and the forced release, which expires a held
- * row in place as a release does. Both read the database clock first, one statement more.
+ * row in place as a release does; the tick in a job's record. Each reads the database clock first.
  */
 final class JdbcClusterLocks {
 
@@ -62,6 +64,20 @@ final class JdbcClusterLocks {
 				statement.setLong(4, fencingToken);
 			}
 			return statement.executeUpdate() == 1;
+		}
+	}
+
+	static @Nullable Instant lastTick(JdbcLockDialect dialect, Connection connection, String record)
+			throws SQLException {
+		long now = dialect.clock(connection);
+		String sql = "SELECT fence FROM " + dialect.table + " WHERE lock_key = ? AND owner_token = '' AND expires_at > ?";
+		try (PreparedStatement statement = connection.prepareStatement(sql)) {
+			statement.setQueryTimeout(dialect.queryTimeoutSeconds);
+			statement.setString(1, record);
+			statement.setLong(2, now);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() ? Instant.EPOCH.plus(rows.getLong(1), ChronoUnit.MICROS) : null;
+			}
 		}
 	}
 

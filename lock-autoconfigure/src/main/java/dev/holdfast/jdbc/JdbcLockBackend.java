@@ -320,19 +320,21 @@ public class JdbcLockBackend
 
 	/** Expires the held row in place whoever holds it, as a release does: the token stays. */
 	@Override
-	public boolean forceRelease(String key, @Nullable Long fencingToken) {
-		return this.connections.execute("release by force", key,
-				(dialect, c) -> JdbcClusterLocks.forceRelease(dialect, c, key, fencingToken));
+	public boolean forceRelease(String key, @Nullable Long token) {
+		return this.connections.execute("force release", key, (d, c) -> JdbcClusterLocks.forceRelease(d, c, key, token));
+	}
+
+	/** The tick in the job's live record row, by the database clock. */
+	@Override
+	public @Nullable Instant lastClaimedTick(String key) {
+		return this.connections.execute("read tick", key, (d, c) -> JdbcClusterLocks.lastTick(d, c, tickRecordKey(key)));
 	}
 
 	/**
-	 * Claims {@code tick} in the job's record row (see Tick claims above; a key too long for
-	 * {@value #TICK_SUFFIX} to follow it gives way to {@value #TICK_SUFFIX} and a digest of the key),
-	 * if it is due by the database clock within {@code tolerance}; the record then expires
-	 * {@code ttl} from now on the database clock. H2, MySQL and MariaDB read the database's time of
-	 * the answer with one more query.
-	 * @throws IllegalArgumentException if the key contains <code>{</code> or the ttl is below
-	 * one millisecond
+	 * Claims {@code tick} in the job's record row ({@link #tickRecordKey}) if it is due by the
+	 * database clock within {@code tolerance}; the record then expires {@code ttl} from now on
+	 * that clock. H2, MySQL and MariaDB read the database's time of the answer with one more query.
+	 * @throws IllegalArgumentException if the key contains <code>{</code> or the ttl is below 1 ms
 	 * @throws LockBackendException if the database cannot be reached or reports an error
 	 */
 	@Override

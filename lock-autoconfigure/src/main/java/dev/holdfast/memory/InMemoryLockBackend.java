@@ -167,6 +167,12 @@ public class InMemoryLockBackend
 	}
 
 	@Override
+	public @Nullable Instant lastClaimedTick(String key) {
+		TickRecord record = this.ticks.get(key);
+		return (record != null && !record.expired(System.nanoTime())) ? record.tick : null;
+	}
+
+	@Override
 	public CompletionStage<AcquireResult> tryAcquireAsync(String key, String owner, Duration ttl) {
 		return CompletableFuture.completedFuture(tryAcquire(key, owner, ttl));
 	}

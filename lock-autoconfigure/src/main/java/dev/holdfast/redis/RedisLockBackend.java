@@ -403,10 +403,7 @@ public class RedisLockBackend
 		return this.tickClaims.claimTick(key, tick, tolerance, ttl);
 	}
 
-	/**
-	 * {@code SCAN} of the lock keys under {@code prefix} (on Cluster, every master), stopping
-	 * after {@code max} keys or 2 s, then one script call per lock found.
-	 */
+	/** {@code SCAN} of the lock keys under the prefix (every master), then a script call per lock. */
 	@Override
 	public Listing listLocks(String prefix, int max) {
 		return this.clusterLocks.listLocks(prefix, max);
@@ -416,6 +413,12 @@ public class RedisLockBackend
 	@Override
 	public boolean forceRelease(String key, @Nullable Long fencingToken) {
 		return this.clusterLocks.forceRelease(key, fencingToken);
+	}
+
+	/** {@code GET {<key>}:tick}: the tick in its record. */
+	@Override
+	public @Nullable Instant lastClaimedTick(String key) {
+		return this.tickClaims.lastClaimedTick(key);
 	}
 
 	/**

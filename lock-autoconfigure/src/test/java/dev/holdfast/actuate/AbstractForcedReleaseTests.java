@@ -72,11 +72,11 @@ abstract class AbstractForcedReleaseTests {
 		SimpleMeterRegistry meters = new SimpleMeterRegistry();
 		DefaultLockTemplate holder = template("web-1", new LockMetricsListener(meters));
 		DefaultLockTemplate operator = template("web-2", new LockMetricsListener(new SimpleMeterRegistry()));
-		LocksEndpoint endpoint = new LocksEndpoint(operator, "web-2", Show.NEVER, Set.of(), 100);
+		LocksEndpoint endpoint = new LocksEndpoint(operator, "web-2", Show.NEVER, Set.of(), 100, null);
 		String name = "report-" + UUID.randomUUID();
 		Lease lease = holder.acquire(name, "2024-05", LockOptions.defaults().leaseTime(Duration.ofSeconds(1)));
 
-		ClusterLocksDescriptor cluster = endpoint.cluster(ALICE, "cluster");
+		ClusterLocksDescriptor cluster = (ClusterLocksDescriptor) endpoint.scope(ALICE, "cluster");
 		assertThat(cluster.supported()).isTrue();
 		ClusterLockDescriptor listed = cluster.locks()
 			.stream()
@@ -105,7 +105,7 @@ abstract class AbstractForcedReleaseTests {
 	void forcedReleaseOfALockTakenByAnotherHolderSinceItWasListedLeavesItAlone() {
 		DefaultLockTemplate holder = template("web-1", new LockMetricsListener(new SimpleMeterRegistry()));
 		DefaultLockTemplate operator = template("web-2", new LockMetricsListener(new SimpleMeterRegistry()));
-		LocksEndpoint endpoint = new LocksEndpoint(operator, "web-2", Show.ALWAYS, Set.of(), 100);
+		LocksEndpoint endpoint = new LocksEndpoint(operator, "web-2", Show.ALWAYS, Set.of(), 100, null);
 		try (Lease lease = holder.acquire("nightly-" + UUID.randomUUID(), null, LockOptions.defaults())) {
 			ForcedReleaseDescriptor answer = endpoint.release(ALICE, lease.key(), lease.fencingToken() - 1);
 			assertThat(answer.released()).isFalse();

@@ -64,12 +64,12 @@ class LocksEndpointTests {
 		};
 		try (DefaultLockTemplate template = new DefaultLockTemplate(locksOnly, LockSettings.defaults())) {
 			LocksEndpoint endpoint = new LocksEndpoint(template);
-			ClusterLocksDescriptor cluster = endpoint.cluster(SecurityContext.NONE, "cluster");
+			ClusterLocksDescriptor cluster = (ClusterLocksDescriptor) endpoint.scope(SecurityContext.NONE, "cluster");
 			assertThat(cluster.supported()).isFalse();
 			assertThat(cluster.note()).contains("locks-only backend cannot list");
 			assertThat(endpoint.release(SecurityContext.NONE, "holdfast:job", null).reason())
 				.contains("locks-only backend cannot");
-			assertThat(endpoint.cluster(SecurityContext.NONE, "other")).as("another scope: not found").isNull();
+			assertThat(endpoint.scope(SecurityContext.NONE, "other")).as("another scope: not found").isNull();
 		}
 	}
 
