@@ -28,7 +28,8 @@ import dev.holdfast.core.LockSettings;
  * of {@code @SingleInstanceScheduled} jobs while they run (the job name, its lock key, and an
  * expiry at {@code lockAtMostFor}), not a job lock kept for {@code lockAtLeastFor} after its run;
  * at {@code locks/cluster}, the locks every instance holds on the backend ({@link ClusterLocksView});
- * and, as a write operation, the release of a lock by force. Exposed like any other endpoint:
+ * at {@code locks/jobs}, this instance's scheduled jobs ({@link JobsView}); and, as a write
+ * operation, the release of a lock by force. Exposed like any other endpoint:
  * over JMX by default, over the web only when {@code management.endpoints.web.exposure.include}
  * names it. Its default access is read-only: the forced release exists only with
  * {@code management.endpoint.locks.access=unrestricted}, and is secured as Boot secures every
