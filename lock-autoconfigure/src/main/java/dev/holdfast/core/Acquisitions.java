@@ -57,7 +57,7 @@ final class Acquisitions {
 
 	final LockListener listener;
 
-	final OwnerTokens owners = new OwnerTokens();
+	final OwnerTokens owners;
 
 	final long pollNanos;
 
@@ -75,7 +75,8 @@ final class Acquisitions {
 	final AtomicInteger waiting = new AtomicInteger();
 
 	Acquisitions(LockBackend backend, Lines lines, LocalLeases leases, BackgroundCalls background, Failures failures,
-			LockListener listener, Duration pollInterval) {
+			LockListener listener, Duration pollInterval, String instanceName) {
+		this.owners = new OwnerTokens(instanceName);
 		this.backend = backend;
 		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? asyncBackend : null;
 		this.handoff = (backend instanceof WaiterHandoff waiterHandoff) ? waiterHandoff : null;

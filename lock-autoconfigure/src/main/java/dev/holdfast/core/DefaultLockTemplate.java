@@ -90,7 +90,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 				this.failures, guarded);
 		this.leases = new LocalLeases(backend, this.failures, guarded, settings.clock(), this.releases);
 		this.acquisitions = new Acquisitions(backend, this.lines, this.leases, this.background, this.failures,
-				guarded, settings.pollInterval());
+				guarded, settings.pollInterval(), settings.instanceName());
 		this.lostSubscription = (backend instanceof SessionLeases sessions) ? sessions.onLost(this.leases::lostOnBackend)
 				: null;
 	}
@@ -292,14 +292,10 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	}
 
 	/**
-	 * Ends waiting acquisitions and waits (at most 5 s in all) until they have ended, then for
-	 * releases and background calls in flight (their withdrawals among them); stops renewals and
-	 * closes the release subscription; later acquisitions fail with {@link LockBackendException}.
-	 * A lease still held at this point belongs to code that still runs (a graceful shutdown waited
-	 * for the others): it is marked lost (WARN, a lost-lease event) and left to expire on the
-	 * backend after its time to live, so that no other instance takes the lock while that code may
-	 * still write. Closing such a lease later releases it, owner-checked, if the backend is still
-	 * reachable.
+	 * Ends waiting acquisitions, waits at most 5 s for them and for releases and background calls
+	 * in flight, stops renewals and the release subscription; later acquisitions fail with
+	 * {@link LockBackendException}. A lease still held is marked lost and left to expire on the
+	 * backend (rules SHD-2, SHD-3 of docs/DESIGN.md); closing it later releases it, owner-checked.
 	 */
 	@Override
 	public void close() {
