@@ -44,8 +44,8 @@ public interface LockEngine extends HeldLeases {
 	 * Acquires a lock with the engine's owner tokens, waiting, renewal and listing, or returns
 	 * {@code null} if it stayed held for the wait time. A scheduled job takes its lock so: one
 	 * attempt, {@linkplain EngineLease#renewAtMostFor renewed up to lockAtMostFor}. The lease is an
-	 * {@link EngineLease}, so a lock that outlives the code that took it can be
-	 * {@linkplain EngineLease#forget() forgotten} instead of released, or {@linkplain EngineLease#markLost marked lost}.
+	 * {@link EngineLease}, so a lock that outlives the code that took it can be {@linkplain
+	 * EngineLease#forget() forgotten} instead of released, or {@linkplain EngineLease#markLost marked lost}.
 	 * @throws dev.holdfast.LockBackendException if the backend failed
 	 * @throws dev.holdfast.LockInterruptedException if the thread was interrupted while waiting
 	 */

@@ -29,6 +29,7 @@ import org.springframework.util.ClassUtils;
 import org.springframework.util.StringUtils;
 
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockOptions;
 import dev.holdfast.SingleInstanceScheduled;
 
 /**
@@ -167,6 +168,11 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 							+ "holdfast.scheduling.lock-at-most-for / lock-at-least-for.");
 		}
 		Duration leaseTime = duration(resolver, annotation.leaseTime(), "leaseTime", description, false);
+		if (leaseTime != null && leaseTime.compareTo(LockOptions.MIN_LEASE_TIME) < 0) {
+			throw invalid(description, "has a leaseTime of " + leaseTime
+					+ ", shorter than 1ms (backends count a lease in milliseconds)",
+					"Make leaseTime at least 1ms, such as leaseTime = \"30s\".");
+		}
 		if (leaseTime != null && leaseTime.compareTo(atMost) > 0) {
 			throw invalid(description, "has a leaseTime of " + leaseTime + ", longer than its lockAtMostFor ("
 					+ atMost + "), which ends the renewals of its lock: the lock would outlive the cap on a run",

@@ -106,12 +106,15 @@ abstract class AbstractJobLeaseTests {
 					}
 					if (lease.isValid() && runs.longRunEnded.getCount() > 0) {
 						assertThat(Duration.between(Instant.now(), lease.expiresAt()))
-							.as("the lease's expiry: one lease time ahead, renewed").isLessThanOrEqualTo(Duration.ofSeconds(1));
+							.as("the lease's expiry: one lease time ahead, renewed")
+							.isLessThanOrEqualTo(Duration.ofSeconds(1));
 					}
 					Thread.sleep(100);
 				}
 				assertThat(runs.validAtEnd).as("the lease at the end of a run of 3.5 lease times").isTrue();
-				await().atMost(Duration.ofSeconds(20)).alias("the job runs on after the long run").until(() -> runs.afterEnd.get() >= 2);
+				await().atMost(Duration.ofSeconds(20))
+					.alias("the job runs on after the long run")
+					.until(() -> runs.afterEnd.get() >= 2);
 				assertThat(runs.startsDuringLongRun).as("runs that started while the long run lasted").hasValue(0);
 			}));
 	}

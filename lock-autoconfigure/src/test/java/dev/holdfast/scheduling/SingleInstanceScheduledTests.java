@@ -264,7 +264,8 @@ class SingleInstanceScheduledTests {
 	 */
 	@Test
 	void theJobLockIsRenewedPastTheLeaseTimeAndLostAtLockAtMostFor(CapturedOutput output) {
-		this.runner.withPropertyValues("holdfast.lease-time=200ms").withUserConfiguration(SlowJob.class).run((context) -> {
+		ApplicationContextRunner runner = this.runner.withPropertyValues("holdfast.lease-time=200ms");
+		runner.withUserConfiguration(SlowJob.class).run((context) -> {
 			SlowJob job = context.getBean(SlowJob.class);
 			assertThat(job.started.await(10, TimeUnit.SECONDS)).isTrue();
 			long started = System.nanoTime();
@@ -297,7 +298,8 @@ class SingleInstanceScheduledTests {
 
 	@Test
 	void theJobLeaseTimeIsTheAnnotationsElseHoldfastLeaseTimeAndAtMostLockAtMostFor() {
-		this.runner.withPropertyValues("holdfast.lease-time=3s").withUserConfiguration(LeaseTimes.class).run((context) -> {
+		ApplicationContextRunner runner = this.runner.withPropertyValues("holdfast.lease-time=3s");
+		runner.withUserConfiguration(LeaseTimes.class).run((context) -> {
 			LeaseTimes jobs = context.getBean(LeaseTimes.class);
 			await().atMost(Duration.ofSeconds(10)).until(() -> jobs.leaseTimes.size() == 3);
 			assertThat(jobs.leaseTimes.get("annotation")).as("leaseTime = 2s").isBetween(Duration.ofMillis(1900),
@@ -313,6 +315,11 @@ class SingleInstanceScheduledTests {
 	void leaseTimeLongerThanLockAtMostForFailsAtStartup() {
 		assertStartupFailure(LeaseOverAtMost.class, "LeaseOverAtMost.job",
 				"has a leaseTime of PT2S, longer than its lockAtMostFor (PT1S)");
+	}
+
+	@Test
+	void leaseTimeShorterThanAMillisecondFailsAtStartup() {
+		assertStartupFailure(LeaseUnderAMillisecond.class, "LeaseUnderAMillisecond.job", "shorter than 1ms");
 	}
 
 	@Test
@@ -607,6 +614,14 @@ class SingleInstanceScheduledTests {
 	static class LeaseOverAtMost {
 
 		@SingleInstanceScheduled(fixedRate = "1s", leaseTime = "2s", lockAtMostFor = "1s")
+		void job() {
+		}
+
+	}
+
+	static class LeaseUnderAMillisecond {
+
+		@SingleInstanceScheduled(fixedRate = "1s", leaseTime = "500us")
 		void job() {
 		}
 
