@@ -26,7 +26,8 @@ import dev.holdfast.core.LockSettings;
 /**
  * The {@code locks} Actuator endpoint: the leases this instance holds now, including the locks
  * of {@code @SingleInstanceScheduled} jobs while they run (the job name, its lock key, and an
- * expiry at {@code lockAtMostFor}), not a job lock kept for {@code lockAtLeastFor} after its run;
+ * expiry within the lease time, renewed while the run lasts), not a job lock kept for
+ * {@code lockAtLeastFor} after its run;
  * at {@code locks/cluster}, the locks every instance holds on the backend ({@link ClusterLocksView});
  * at {@code locks/jobs}, this instance's scheduled jobs ({@link JobsView}); and, as a write
  * operation, the release of a lock by force. Exposed like any other endpoint:

@@ -43,7 +43,7 @@ public class HoldfastProperties {
 
 	/**
 	 * Time to live of a lock on the backend when the annotation or call does not say. Renewed
-	 * while the guarded method runs.
+	 * while the guarded method or the scheduled run lasts.
 	 */
 	private Duration leaseTime = LockSettings.DEFAULT_LEASE_TIME;
 
