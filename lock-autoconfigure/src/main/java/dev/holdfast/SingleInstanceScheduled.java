@@ -28,8 +28,10 @@ import org.springframework.aot.hint.annotation.Reflective;
  * <li><b>Fixed-delay jobs</b>: the next run, on any instance, starts at least {@link #fixedDelay()}
  * after the end of the previous run on any instance (the job lock is kept that long).</li>
  * <li><b>Every job</b> also holds the job's own lock (the lock named {@link #name()}) while it
- * runs, so two instances never run the job at the same time. That lock expires after
- * {@link #lockAtMostFor()} even if its holder hangs or dies, and is kept for at least
+ * runs, so two instances never run the job at the same time. That lock is a lease of
+ * {@link #leaseTime()}, renewed while the run lasts like a {@code @DistributedLock} method's: if
+ * its instance dies, another instance can run the job after the lease time. A run holds it for
+ * {@link #lockAtMostFor()} at most, even if it hangs; the lock is kept for at least
  * {@link #lockAtLeastFor()} after the start, also when the job fails.</li>
  * <li>A tick that runs elsewhere is skipped, logged at DEBUG and counted; a tick dropped on this
  * instance (job lock busy, started late, clock off, backend down) is counted with its reason and
@@ -87,11 +89,21 @@ public @interface SingleInstanceScheduled {
 	String name() default "";
 
 	/**
-	 * Longest time the job's lock can live, even if its holder hangs or dies: the lock is taken
-	 * for this long and never renewed. Set it above the longest expected run. Empty means
+	 * Longest time one run holds the job's lock, even if it hangs: its renewals end then, the
+	 * lock expires, the run's lease is lost (WARN, {@code LockContext} lease no longer valid) and
+	 * another instance may start the job. Set it above the longest expected run. Empty means
 	 * {@code holdfast.scheduling.lock-at-most-for} (10 minutes unless configured).
 	 */
 	String lockAtMostFor() default "";
+
+	/**
+	 * Time to live of the job's lock on the backend, renewed while the run lasts (up to
+	 * {@link #lockAtMostFor()}): how long the job waits for another instance when the one running
+	 * it dies. Empty means {@code holdfast.lease-time}, as for {@code @DistributedLock}; at most
+	 * {@code lockAtMostFor}. On a backend that cannot renew, the lock is taken for
+	 * {@code lockAtMostFor}.
+	 */
+	String leaseTime() default "";
 
 	/**
 	 * Shortest time the job's lock is kept after the start of a run.

@@ -40,8 +40,25 @@ public interface TickClaimsContractTests {
 	/** Another client of the backend under test, as another instance of the application would be. */
 	TickClaims newClaimsClient();
 
+	/**
+	 * Whether the backend reads its tick records back for operators
+	 * ({@link TickClaims#lastClaimedTick}); a backend that keeps the default answers {@code null}.
+	 */
+	default boolean readsTickRecords() {
+		return true;
+	}
+
 	private static String jobKey() {
 		return "holdfast:job-" + UUID.randomUUID();
+	}
+
+	@Test
+	default void theLastClaimedTickIsReadFromItsRecord() {
+		TickClaims client = newClaimsClient();
+		String key = jobKey();
+		assertThat(client.lastClaimedTick(key)).as("no record").isNull();
+		assertThat(client.claimTick(key, TICK, ANY_TIME, TTL).outcome()).isEqualTo(CLAIMED);
+		assertThat(newClaimsClient().lastClaimedTick(key)).isEqualTo(readsTickRecords() ? TICK : null);
 	}
 
 	@Test

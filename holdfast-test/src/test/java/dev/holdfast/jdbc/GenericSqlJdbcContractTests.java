@@ -9,14 +9,16 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 
+import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
+import dev.holdfast.test.ClusterLocksContractTests;
 import dev.holdfast.test.TickClaimsContractTests;
 
 /**
- * The tick-claims contract on the portable dialect, for databases without SQL of their own here,
- * run on H2 with standard SQL only.
+ * The tick-claims and cluster-locks contracts on the portable dialect, for databases without SQL
+ * of their own here, run on H2 with standard SQL only.
  */
-class GenericSqlJdbcContractTests implements TickClaimsContractTests {
+class GenericSqlJdbcContractTests implements TickClaimsContractTests, ClusterLocksContractTests {
 
 	private static final String URL = "jdbc:h2:mem:holdfast-generic-contract-" + UUID.randomUUID()
 			+ ";DB_CLOSE_DELAY=-1";
@@ -43,6 +45,15 @@ class GenericSqlJdbcContractTests implements TickClaimsContractTests {
 
 	@Override
 	public TickClaims newClaimsClient() {
+		return newClient();
+	}
+
+	@Override
+	public LockBackend newClusterClient() {
+		return newClient();
+	}
+
+	private PooledJdbcLockBackend newClient() {
 		PooledJdbcLockBackend backend = new PooledJdbcLockBackend(JdbcContractTests.h2(URL));
 		backend.connections()
 			.useDialect(new GenericSqlDialect(backend.getTableName(), backend.connections().queryTimeoutSeconds(), "h2"));

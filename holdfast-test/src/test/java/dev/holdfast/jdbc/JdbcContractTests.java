@@ -9,6 +9,7 @@ import org.springframework.jdbc.datasource.init.ResourceDatabasePopulator;
 
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
+import dev.holdfast.test.ClusterLocksContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.TickClaimsContractTests;
 
@@ -16,7 +17,8 @@ import dev.holdfast.test.TickClaimsContractTests;
  * The contracts of locks and tick claims on {@link JdbcLockBackend}; a subclass per database
  * names the shared server. Every client has a connection pool of its own, as another process.
  */
-abstract class JdbcContractTests extends LockBackendContractTests implements TickClaimsContractTests {
+abstract class JdbcContractTests extends LockBackendContractTests
+		implements TickClaimsContractTests, ClusterLocksContractTests {
 
 	/** A new, independent connection pool on the shared server, whose schema exists. */
 	protected abstract HikariDataSource newDataSource();
@@ -28,6 +30,11 @@ abstract class JdbcContractTests extends LockBackendContractTests implements Tic
 
 	@Override
 	public TickClaims newClaimsClient() {
+		return trackBackend(new PooledJdbcLockBackend(newDataSource()));
+	}
+
+	@Override
+	public LockBackend newClusterClient() {
 		return trackBackend(new PooledJdbcLockBackend(newDataSource()));
 	}
 

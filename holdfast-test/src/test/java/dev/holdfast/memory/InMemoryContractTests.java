@@ -4,6 +4,7 @@ import java.time.Duration;
 
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
+import dev.holdfast.test.ClusterLocksContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.TickClaimsContractTests;
 
@@ -11,7 +12,8 @@ import dev.holdfast.test.TickClaimsContractTests;
  * The contracts of locks and tick claims on the in-memory backend. Independent "clients" share
  * one backend instance, as the threads of one JVM do.
  */
-class InMemoryContractTests extends LockBackendContractTests implements TickClaimsContractTests {
+class InMemoryContractTests extends LockBackendContractTests
+		implements TickClaimsContractTests, ClusterLocksContractTests {
 
 	private final InMemoryLockBackend shared = new InMemoryLockBackend();
 
@@ -28,6 +30,11 @@ class InMemoryContractTests extends LockBackendContractTests implements TickClai
 
 	@Override
 	public TickClaims newClaimsClient() {
+		return this.shared;
+	}
+
+	@Override
+	public LockBackend newClusterClient() {
 		return this.shared;
 	}
 

@@ -1,6 +1,9 @@
 package dev.holdfast.actuate;
 
 import java.time.Duration;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Function;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -115,6 +118,17 @@ public class LockMetricsListener implements LockListener {
 			.tag("backend", backend)
 			.register(this.registry)
 			.increment();
+	}
+
+	/** The ticks of a job skipped on this instance, by reason, as {@value #SKIPPED} counted them. */
+	public static Function<String, Map<String, Long>> skipCounts(MeterRegistry registry) {
+		return (name) -> {
+			Map<String, Long> counts = new TreeMap<>();
+			for (Counter counter : registry.find(SKIPPED).tag("name", name).counters()) {
+				counts.merge(String.valueOf(counter.getId().getTag("reason")), (long) counter.count(), Long::sum);
+			}
+			return counts;
+		};
 	}
 
 	/**

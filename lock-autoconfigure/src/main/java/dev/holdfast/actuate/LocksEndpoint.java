@@ -6,22 +6,35 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
 
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.boot.actuate.endpoint.Access;
 import org.springframework.boot.actuate.endpoint.OperationResponseBody;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
 import org.springframework.boot.actuate.endpoint.Show;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
+import org.springframework.boot.actuate.endpoint.annotation.Selector;
+import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 
 import dev.holdfast.LeaseInfo;
+import dev.holdfast.actuate.ClusterLocksView.ClusterLocksDescriptor;
+import dev.holdfast.actuate.ClusterLocksView.ForcedReleaseDescriptor;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.core.LockSettings;
 
 /**
  * The {@code locks} Actuator endpoint: the leases this instance holds now, including the locks
  * of {@code @SingleInstanceScheduled} jobs while they run (the job name, its lock key, and an
- * expiry at {@code lockAtMostFor}). Locks held by other instances are not listed, nor a job lock
- * kept for {@code lockAtLeastFor} after its run. Exposed like any other endpoint: over JMX by
- * default, over the web only when {@code management.endpoints.web.exposure.include} names it.
+ * expiry within the lease time, renewed while the run lasts), not a job lock kept for
+ * {@code lockAtLeastFor} after its run;
+ * at {@code locks/cluster}, the locks every instance holds on the backend ({@link ClusterLocksView});
+ * at {@code locks/jobs}, this instance's scheduled jobs ({@link JobsView}); and, as a write
+ * operation, the release of a lock by force. Exposed like any other endpoint:
+ * over JMX by default, over the web only when {@code management.endpoints.web.exposure.include}
+ * names it. Its default access is read-only: the forced release exists only with
+ * {@code management.endpoint.locks.access=unrestricted}, and is secured as Boot secures every
+ * endpoint's operations.
  * <p>
  * Lock keys end with values taken from method arguments, which often are user data (account
  * ids, e-mail addresses). As Boot's {@code env} and {@code configprops} endpoints do with property
@@ -30,32 +43,45 @@ import dev.holdfast.core.LockSettings;
  * with the fingerprint that log lines and exception messages show for it
  * ({@link LockSettings#masked}).
  */
-@Endpoint(id = "locks")
+@Endpoint(id = "locks", defaultAccess = Access.READ_ONLY)
 public class LocksEndpoint {
 
 	private final LockEngine engine;
+
+	private final String instance;
 
 	private final Show showValues;
 
 	private final Set<String> roles;
 
+	private final ClusterLocksView cluster;
+
+	private final @Nullable JobsView jobs;
+
 	/**
 	 * Lists the leases of {@code engine} with their keys masked.
 	 */
 	public LocksEndpoint(LockEngine engine) {
-		this(engine, Show.NEVER, Set.of());
+		this(engine, "", Show.NEVER, Set.of(), ClusterLocksView.DEFAULT_MAX_LISTED, null);
 	}
 
 	/**
 	 * Lists the leases of {@code engine}.
+	 * @param instance the name of this instance ({@code holdfast.instance-name})
 	 * @param showValues when the key part of lock keys is shown
 	 * @param roles the roles that see it with {@link Show#WHEN_AUTHORIZED}; any authenticated
 	 * user when empty
+	 * @param maxListed the most locks that {@code locks/cluster} lists
+	 * @param jobs the {@code locks/jobs} view, {@code null} without scheduled jobs
 	 */
-	public LocksEndpoint(LockEngine engine, Show showValues, Collection<String> roles) {
+	public LocksEndpoint(LockEngine engine, String instance, Show showValues, Collection<String> roles,
+			int maxListed, @Nullable JobsView jobs) {
 		this.engine = engine;
+		this.instance = instance;
 		this.showValues = showValues;
 		this.roles = Set.copyOf(roles);
+		this.cluster = new ClusterLocksView(engine, maxListed);
+		this.jobs = jobs;
 	}
 
 	/**
@@ -64,23 +90,59 @@ public class LocksEndpoint {
 	 */
 	@ReadOperation
 	public LocksDescriptor locks(SecurityContext securityContext) {
-		boolean shown = this.showValues.isShown(securityContext, this.roles);
+		boolean shown = shown(securityContext);
 		String prefix = this.engine.keyPrefix();
 		List<LeaseDescriptor> leases = this.engine.heldLeases()
 			.stream()
 			.sorted(Comparator.comparing(LeaseInfo::key))
 			.map((info) -> new LeaseDescriptor(info, shown ? info.key() : LockSettings.masked(info.key(), prefix)))
 			.toList();
-		return new LocksDescriptor(this.engine.backendName(), leases);
+		return new LocksDescriptor(this.engine.backendName(), this.instance, leases);
+	}
+
+	/**
+	 * {@code cluster}: the locks held on the backend by every instance, with the instance that
+	 * holds each, bounded; keys shown as {@link #locks} shows them. {@code jobs}: this instance's
+	 * scheduled jobs, with what the backend holds of them ({@link JobsView}). {@code null} (not
+	 * found) for another scope.
+	 */
+	@ReadOperation
+	public @Nullable OperationResponseBody scope(SecurityContext securityContext, @Selector String scope) {
+		return switch (scope) {
+			case "cluster" -> this.cluster.list(shown(securityContext));
+			case "jobs" -> (this.jobs != null) ? this.jobs.describe() : new JobsView.JobsDescriptor(
+					this.engine.backendName(), List.of());
+			default -> null;
+		};
+	}
+
+	/**
+	 * Releases the lock at {@code key}, whoever holds it: its holder's next renewal fails, so the
+	 * holder is told it lost the lock (WARN, {@code holdfast.lock.lost}), and the next holder's
+	 * fencing token is larger. Logged at WARN with the caller's principal.
+	 * @param key the lock's backend key as {@code locks/cluster} shows it; a masked key is
+	 * accepted when exactly one listed lock has it
+	 * @param fencingToken release only if the holder's token is this one, so that a lock taken
+	 * by another holder since it was listed is left alone
+	 */
+	@WriteOperation
+	public ForcedReleaseDescriptor release(SecurityContext securityContext, String key, @Nullable Long fencingToken) {
+		return this.cluster.forceRelease(securityContext, key, fencingToken);
+	}
+
+	private boolean shown(SecurityContext securityContext) {
+		return this.showValues.isShown(securityContext, this.roles);
 	}
 
 	/**
 	 * The leases one instance holds on its backend.
 	 *
 	 * @param backend the backend name
+	 * @param instance the name of this instance ({@code holdfast.instance-name})
 	 * @param leases the leases, ordered by key
 	 */
-	public record LocksDescriptor(String backend, List<LeaseDescriptor> leases) implements OperationResponseBody {
+	public record LocksDescriptor(String backend, String instance, List<LeaseDescriptor> leases)
+			implements OperationResponseBody {
 	}
 
 	/**

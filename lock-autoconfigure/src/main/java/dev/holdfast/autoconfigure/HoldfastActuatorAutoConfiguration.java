@@ -1,9 +1,14 @@
 package dev.holdfast.autoconfigure;
 
+import java.util.Map;
+import java.util.function.Function;
+
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.observation.MeterObservationHandler;
 import io.micrometer.observation.ObservationRegistry;
+import org.jspecify.annotations.Nullable;
 
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
@@ -17,13 +22,17 @@ import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEn
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.util.ClassUtils;
 
+import dev.holdfast.actuate.JobsView;
 import dev.holdfast.actuate.LockBackendHealthIndicator;
 import dev.holdfast.actuate.TickClockMetrics;
 import dev.holdfast.actuate.LockMetricsListener;
 import dev.holdfast.actuate.LockObservationListener;
 import dev.holdfast.actuate.LocksEndpoint;
+import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockEngine;
+import dev.holdfast.scheduling.ScheduledJobs;
 import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
 
 /**
@@ -90,8 +99,26 @@ public final class HoldfastActuatorAutoConfiguration {
 		@Bean
 		@ConditionalOnMissingBean
 		@ConditionalOnAvailableEndpoint
-		LocksEndpoint holdfastLocksEndpoint(LockEngine engine, LocksEndpointProperties properties) {
-			return new LocksEndpoint(engine, properties.getShowValues(), properties.getRoles());
+		LocksEndpoint holdfastLocksEndpoint(LockEngine engine, LocksEndpointProperties properties,
+				ObjectProvider<SingleInstanceScheduledBeanPostProcessor> scheduling, ListableBeanFactory beanFactory) {
+			String instance = (engine instanceof DefaultLockTemplate template) ? template.settings().instanceName() : "";
+			SingleInstanceScheduledBeanPostProcessor jobs = scheduling.getIfUnique();
+			JobsView jobsView = (jobs != null)
+					? new JobsView(engine, new ScheduledJobs(jobs), skipCounts(beanFactory)) : null;
+			return new LocksEndpoint(engine, instance, properties.getShowValues(), properties.getRoles(),
+					properties.getMaxListed(), jobsView);
+		}
+
+		/** {@code holdfast.scheduled.skipped} by reason, when Micrometer counts them. */
+		private static Function<String, Map<String, Long>> skipCounts(ListableBeanFactory beanFactory) {
+			if (ClassUtils.isPresent("io.micrometer.core.instrument.MeterRegistry",
+					HoldfastActuatorAutoConfiguration.class.getClassLoader())) {
+				Function<String, Map<String, Long>> counts = MeterSkips.of(beanFactory);
+				if (counts != null) {
+					return counts;
+				}
+			}
+			return (name) -> Map.of();
 		}
 
 	}
@@ -108,6 +135,16 @@ public final class HoldfastActuatorAutoConfiguration {
 				ObjectProvider<SingleInstanceScheduledBeanPostProcessor> scheduling) {
 			SingleInstanceScheduledBeanPostProcessor jobs = scheduling.getIfUnique();
 			return new LockBackendHealthIndicator(engine, (jobs != null) ? jobs.tickClock() : null);
+		}
+
+	}
+
+	/** Loaded only with Micrometer on the class path. */
+	private static final class MeterSkips {
+
+		static @Nullable Function<String, Map<String, Long>> of(ListableBeanFactory beanFactory) {
+			MeterRegistry registry = beanFactory.getBeanProvider(MeterRegistry.class).getIfUnique();
+			return (registry != null) ? LockMetricsListener.skipCounts(registry) : null;
 		}
 
 	}

@@ -9,6 +9,7 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.ImportRuntimeHints;
@@ -48,12 +49,13 @@ public final class HoldfastAutoConfiguration {
 	@Bean(destroyMethod = "close")
 	@ConditionalOnMissingBean(LockTemplate.class)
 	DefaultLockTemplate holdfastLockTemplate(HoldfastProperties properties, ObjectProvider<LockBackend> backends,
-			ObjectProvider<LockListener> listeners) {
+			ObjectProvider<LockListener> listeners, ApplicationContext context, Environment environment) {
 		LockBackend backend = backends.getIfUnique();
 		if (backend == null) {
 			throw missingBackend(properties, backends.stream().toList());
 		}
-		LockSettings settings = settings(properties);
+		LockSettings settings = settings(properties)
+			.withInstanceName(InstanceNameDefault.resolve(properties, context, environment));
 		List<LockListener> all = listeners.orderedStream().toList();
 		LockListener listener = CompositeLockListener.of(all);
 		try {

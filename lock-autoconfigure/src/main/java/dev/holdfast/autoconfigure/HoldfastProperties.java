@@ -23,6 +23,14 @@ public class HoldfastProperties {
 	private @Nullable BackendType backend;
 
 	/**
+	 * Name of this instance where operators see which instance holds a lock or ran a job
+	 * (endpoints, the backend's records): 1 to 64 letters, digits or '.', '_', '-', ':', '@',
+	 * '/'. Default: '<host>:<server.port>' in a web application on a fixed port, else
+	 * '<pid>@<host>'.
+	 */
+	private @Nullable String instanceName;
+
+	/**
 	 * Prefix of every lock key on the backend.
 	 */
 	private String keyPrefix = LockSettings.DEFAULT_KEY_PREFIX;
@@ -35,7 +43,7 @@ public class HoldfastProperties {
 
 	/**
 	 * Time to live of a lock on the backend when the annotation or call does not say. Renewed
-	 * while the guarded method runs.
+	 * while the guarded method or the scheduled run lasts.
 	 */
 	private Duration leaseTime = LockSettings.DEFAULT_LEASE_TIME;
 
@@ -91,6 +99,14 @@ public class HoldfastProperties {
 
 	public void setBackend(@Nullable BackendType backend) {
 		this.backend = backend;
+	}
+
+	public @Nullable String getInstanceName() {
+		return this.instanceName;
+	}
+
+	public void setInstanceName(@Nullable String instanceName) {
+		this.instanceName = instanceName;
 	}
 
 	public String getKeyPrefix() {

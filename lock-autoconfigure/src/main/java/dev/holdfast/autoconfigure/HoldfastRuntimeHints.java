@@ -1,5 +1,7 @@
 package dev.holdfast.autoconfigure;
 
+import java.util.List;
+
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.aot.hint.MemberCategory;
@@ -8,6 +10,8 @@ import org.springframework.aot.hint.RuntimeHintsRegistrar;
 import org.springframework.aot.hint.TypeReference;
 
 import dev.holdfast.LeaseInfo;
+import dev.holdfast.actuate.ClusterLocksView;
+import dev.holdfast.actuate.JobsView;
 import dev.holdfast.actuate.LocksEndpoint;
 import dev.holdfast.aop.LockExpressionRoot;
 
@@ -32,6 +36,12 @@ class HoldfastRuntimeHints implements RuntimeHintsRegistrar {
 					MemberCategory.ACCESS_DECLARED_FIELDS)
 			.registerType(LocksEndpoint.LeaseDescriptor.class, MemberCategory.INVOKE_PUBLIC_METHODS,
 					MemberCategory.ACCESS_DECLARED_FIELDS);
+		for (Class<?> descriptor : List.of(ClusterLocksView.ClusterLocksDescriptor.class,
+				ClusterLocksView.ClusterLockDescriptor.class, ClusterLocksView.ForcedReleaseDescriptor.class,
+				JobsView.JobsDescriptor.class, JobsView.JobDescriptor.class)) {
+			hints.reflection()
+				.registerType(descriptor, MemberCategory.INVOKE_PUBLIC_METHODS, MemberCategory.ACCESS_DECLARED_FIELDS);
+		}
 		hints.reflection()
 			.registerType(TypeReference.of("org.postgresql.core.QueryExecutorBase"),
 					(type) -> type.onReachableType(TypeReference.of("org.postgresql.PGConnection")).withField("pgStream"))

@@ -18,8 +18,8 @@ public class HoldfastSchedulingProperties {
 	private boolean enabled = true;
 
 	/**
-	 * Longest time a job's lock lives when the annotation does not say, even if its holder hangs
-	 * or dies. Never renewed: set it above the longest run.
+	 * Longest time one run holds its job's lock when the annotation does not say, even if it
+	 * hangs: the lock is renewed (holdfast.lease-time) until then. Set it above the longest run.
 	 */
 	private Duration lockAtMostFor = Duration.ofMinutes(10);
 

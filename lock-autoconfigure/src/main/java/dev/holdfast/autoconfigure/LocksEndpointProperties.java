@@ -6,6 +6,8 @@ import java.util.Set;
 import org.springframework.boot.actuate.endpoint.Show;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
+import dev.holdfast.actuate.ClusterLocksView;
+
 /**
  * Configuration of the {@code locks} endpoint, shaped like Boot's {@code env} endpoint's.
  */
@@ -24,6 +26,19 @@ public class LocksEndpointProperties {
 	 * When empty, all authenticated users are authorized.
 	 */
 	private Set<String> roles = new HashSet<>();
+
+	/**
+	 * Most locks that the 'locks/cluster' operation lists, and that it reads from the backend.
+	 */
+	private int maxListed = ClusterLocksView.DEFAULT_MAX_LISTED;
+
+	public int getMaxListed() {
+		return this.maxListed;
+	}
+
+	public void setMaxListed(int maxListed) {
+		this.maxListed = maxListed;
+	}
 
 	public Show getShowValues() {
 		return this.showValues;

@@ -137,19 +137,17 @@ abstract class Acquisition {
 	}
 
 	/**
-	 * After a refusal: this template's release of the key that was in flight when the attempt
-	 * was sent ({@code before}) or is now, to wait for before attempting again; {@code null}
-	 * if none (or it was retried after the deadline already).
+	 * After a refusal: this template's release of the key in flight when the attempt was sent
+	 * ({@code before}) or now, to wait for before attempting again; {@code null} if none (or it
+	 * was retried after the deadline already).
 	 */
-	final @Nullable CompletableFuture<Void> ownRelease(@Nullable CompletableFuture<Void> before) {
-		if (this.retriedOwnRelease) {
+	final @Nullable CompletableFuture<Void> ownRelease(@Nullable HeldLease before) {
+		HeldLease own = (before != null) ? before : this.room.leases.releaseInFlight(this.key);
+		if (this.retriedOwnRelease || own == null) {
 			return null;
 		}
-		CompletableFuture<Void> own = (before != null) ? before : this.room.leases.releaseInFlight(this.key);
-		if (own != null) {
-			this.retriedOwnRelease = this.deadline - System.nanoTime() <= 0;
-		}
-		return own;
+		this.retriedOwnRelease = this.deadline - System.nanoTime() <= 0;
+		return LocalLeases.answerOrExpiry(own);
 	}
 
 	/**

@@ -57,7 +57,7 @@ final class Acquisitions {
 
 	final LockListener listener;
 
-	final OwnerTokens owners = new OwnerTokens();
+	final OwnerTokens owners;
 
 	final long pollNanos;
 
@@ -75,7 +75,8 @@ final class Acquisitions {
 	final AtomicInteger waiting = new AtomicInteger();
 
 	Acquisitions(LockBackend backend, Lines lines, LocalLeases leases, BackgroundCalls background, Failures failures,
-			LockListener listener, Duration pollInterval) {
+			LockListener listener, Duration pollInterval, String instanceName) {
+		this.owners = new OwnerTokens(instanceName);
 		this.backend = backend;
 		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? asyncBackend : null;
 		this.handoff = (backend instanceof WaiterHandoff waiterHandoff) ? waiterHandoff : null;
@@ -214,7 +215,7 @@ final class Acquisitions {
 					}
 					// Wake-ups from now on end the next wait: none is lost while the attempt is in flight.
 					this.wakeups.drainPermits();
-					CompletableFuture<Void> before = Acquisitions.this.leases.releaseInFlight(this.key);
+					HeldLease before = Acquisitions.this.leases.releaseInFlight(this.key);
 					nextAttempt();
 					long sent = System.nanoTime();
 					AcquireResult result;

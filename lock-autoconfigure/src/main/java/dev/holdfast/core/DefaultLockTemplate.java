@@ -27,19 +27,17 @@ import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.SessionLeases;
 
 /**
- * The locking engine: turns one {@link LockBackend} into a {@link dev.holdfast.LockTemplate}.
+ * The locking engine: turns one {@link LockBackend} into a {@link dev.holdfast.LockTemplate}
+ * (its rules are ENG, ACQ and REL in docs/DESIGN.md).
  * <ul>
  * <li><b>Reentrancy</b>: a thread that holds a lock and asks for it again gets a new hold on the
  * same backend lock, without a round trip; the lock is released when the last hold closes.</li>
  * <li><b>Acquisition</b> ({@link Acquisitions}): waiting acquisitions of one key queue in a local
- * line whose head alone talks to the backend; it retries after release events or jittered
- * pauses, never longer than the holder's remaining time to live nor the wait time left.
- * Interruption ends the wait at once and leaves no lease behind.</li>
+ * line whose head alone talks to the backend, woken by release events or jittered pauses.</li>
  * <li><b>Leases</b> ({@link LocalLeases}): held leases by key, their validity by the monotonic
  * clock, their loss; renewed by one scheduler thread, all due leases in one backend call.</li>
  * <li><b>Release</b> ({@link Releases}): owner-checked, in the background on a non-blocking
- * backend; failed releases, withdrawals and releases after failed acquisitions are retried in
- * the background ({@link BackgroundCalls}).</li>
+ * backend, failed ones retried in the background ({@link BackgroundCalls}).</li>
  * </ul>
  * With an {@link AsyncLockBackend} the template also acquires without blocking
  * ({@link #tryAcquireAsync}), for reactive callers; such leases are bound to no thread.
@@ -90,7 +88,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 				this.failures, guarded);
 		this.leases = new LocalLeases(backend, this.failures, guarded, settings.clock(), this.releases);
 		this.acquisitions = new Acquisitions(backend, this.lines, this.leases, this.background, this.failures,
-				guarded, settings.pollInterval());
+				guarded, settings.pollInterval(), settings.instanceName());
 		this.lostSubscription = (backend instanceof SessionLeases sessions) ? sessions.onLost(this.leases::lostOnBackend)
 				: null;
 	}
@@ -292,14 +290,10 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	}
 
 	/**
-	 * Ends waiting acquisitions and waits (at most 5 s in all) until they have ended, then for
-	 * releases and background calls in flight (their withdrawals among them); stops renewals and
-	 * closes the release subscription; later acquisitions fail with {@link LockBackendException}.
-	 * A lease still held at this point belongs to code that still runs (a graceful shutdown waited
-	 * for the others): it is marked lost (WARN, a lost-lease event) and left to expire on the
-	 * backend after its time to live, so that no other instance takes the lock while that code may
-	 * still write. Closing such a lease later releases it, owner-checked, if the backend is still
-	 * reachable.
+	 * Ends waiting acquisitions, waits at most 5 s for them and for releases and background calls
+	 * in flight, stops renewals and the release subscription; later acquisitions fail with
+	 * {@link LockBackendException}. A lease still held is marked lost and left to expire on the
+	 * backend (rules SHD-2, SHD-3 of docs/DESIGN.md); closing it later releases it, owner-checked.
 	 */
 	@Override
 	public void close() {
@@ -373,7 +367,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		return (options.getWaitTime() != null) ? options.getWaitTime() : this.settings.waitTime();
 	}
 
-	private Duration leaseTime(LockOptions options) {
+	@Override
+	public Duration leaseTime(LockOptions options) {
 		return (options.getLeaseTime() != null) ? options.getLeaseTime() : this.settings.leaseTime();
 	}
 

@@ -43,10 +43,16 @@ public interface EngineLease extends Lease {
 	void forget();
 
 	/**
+	 * Ends renewals {@code limit} after the acquisition was sent: the last one makes the lock expire
+	 * then. For a scheduled run's {@code lockAtMostFor}; call it right after the acquisition.
+	 */
+	void renewAtMostFor(Duration limit);
+
+	/**
 	 * Marks this lease lost, as a failed renewal does: {@link #isValid()} turns false, a WARN names
 	 * the lock and {@code reason}, the observation ends {@code lost}, and listeners count a lost
 	 * lease. The lease still needs closing. For a holder that learns on its own that it ran past
-	 * its lease (a scheduled run that outlived {@code lockAtMostFor}).
+	 * its lease (a scheduled run that reached {@code lockAtMostFor}).
 	 */
 	void markLost(String reason);
 

@@ -91,6 +91,9 @@ final class HeldLease {
 	/** Until when the lock is held for sure, System.nanoTime. */
 	private volatile long validUntilNanos;
 
+	/** How far after the acquisition was sent renewals reach ({@link #renewAtMostFor}). */
+	private volatile long renewForNanos = Long.MAX_VALUE;
+
 	HeldLease(LocalLeases leases, String name, String key, String owner, long fencingToken, Duration ttl,
 			boolean renew, long requestStartNanos, Instant acquiredAt, LockObservation observation) {
 		this.leases = leases;
@@ -205,11 +208,6 @@ final class HeldLease {
 		return isActive() && System.nanoTime() - this.validUntilNanos < 0 && !this.leases.suspended();
 	}
 
-	/** The nanoTime at which this lease stops counting as held for sure, whatever its state. */
-	long validUntilNanos() {
-		return this.validUntilNanos;
-	}
-
 	/** How long until this lease stops counting as held for sure, in nanoseconds, whatever its state. */
 	long untilExpiryNanos() {
 		return Math.max(0, this.validUntilNanos - System.nanoTime());
@@ -248,8 +246,20 @@ final class HeldLease {
 		return this.fencingToken;
 	}
 
+	/** Whether the renewer renews it: a renewed lease whose last confirmation ends before its limit. */
 	boolean renew() {
-		return this.renew;
+		return this.renew && this.confirmedNanos + this.ttl.toNanos() - this.acquiredNanos < this.renewForNanos;
+	}
+
+	/** Renewals end {@code limit} after the acquisition was sent: the last one sets the rest. */
+	void renewAtMostFor(Duration limit) {
+		this.renewForNanos = limit.toNanos();
+	}
+
+	/** What a renewal sent now asks for: the time to live, or what is left to the limit (ms, rounded up). */
+	Duration renewalTtl() {
+		long left = this.renewForNanos - (System.nanoTime() - this.acquiredNanos);
+		return (left >= this.ttl.toNanos()) ? this.ttl : Duration.ofMillis(Math.max(1, (left + 999_999) / 1_000_000));
 	}
 
 	Duration ttl() {

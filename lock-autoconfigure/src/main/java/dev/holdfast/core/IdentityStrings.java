@@ -35,26 +35,13 @@ import org.springframework.util.ReflectionUtils;
 
 /**
  * Renders key values, and tells which render as an identity string ({@code com.example.Order@3d4eac69}).
- * <p>
- * A key value's text is the same for equal values in every JVM: a {@link Set} lists its elements
- * sorted by their text ({@code [a, b]}) whatever its iteration order, a {@link Map} its entries
- * sorted by key text, then value text ({@code {a=1, b=2}}); lists and other collections
- * ({@code [b, a]}) and arrays ({@code {b, a}}) keep their order; a record with the compiler's
- * {@code toString()} renders its components, read through its accessors, in that form
- * ({@code Order[id=7, lines={1, 2}]}), and so does a Kotlin data class, while a record with a
- * {@code toString()} of its own renders that; all of them recursively, so arrays inside them
- * render by content too. Any other value renders its {@code toString()}. The text is not meant to
- * be injective: values of different types may render alike ({@code 42} and {@code "42"}, a set and
- * the sorted list of its elements) and then share a lock, which costs concurrency, never exclusion.
- * <p>
- * A value whose class inherits {@link Object#toString()} (lambdas among them) renders an identity
- * string, which differs per instance and per JVM, so a lock on it excludes nothing:
- * {@link LockKeys} refuses it, and the {@code @DistributedLock} interceptor refuses it first with
- * the method and expression named. The answer is cached per class ({@link ClassValue}: one entry
- * per class the application passes as a key, dropped with its class loader). Generated subclasses
- * (Spring's CGLIB proxies, Hibernate's lazy-loading proxies) render their target's string, so the
- * class they were generated from is judged, and a Spring JDK proxy is judged by its target class.
- * Other JDK proxies render what their handler returns, which cannot be known: they pass.
+ * The rules are KEY-2 to KEY-4 in docs/DESIGN.md: equal values render alike in every JVM ({@link Set}s
+ * and {@link Map}s sorted by rendered text, records and Kotlin data classes with the generated
+ * {@code toString()} component by component, arrays by content, all recursively); the text is not
+ * injective (values that render alike share a lock: concurrency lost, never exclusion). Whether a
+ * class renders an identity string is cached per class ({@link ClassValue}, dropped with its class
+ * loader). Generated subclasses (CGLIB, Hibernate proxies) and Spring JDK proxies are judged by
+ * their target class; other JDK proxies render what their handler returns, unknowable: they pass.
  */
 public final class IdentityStrings {
 

@@ -90,6 +90,11 @@ final class LeaseHandle implements EngineLease {
 	}
 
 	@Override
+	public void renewAtMostFor(Duration limit) {
+		this.lease.renewAtMostFor(limit);
+	}
+
+	@Override
 	public void markLost(String reason) {
 		this.lease.leases().lost(this.lease, reason);
 	}

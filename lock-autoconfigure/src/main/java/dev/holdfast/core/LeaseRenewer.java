@@ -156,7 +156,7 @@ final class LeaseRenewer {
 			for (HeldLease lease : due) {
 				if (lease.timeToLiveLock().tryLock()) {
 					sent.add(lease);
-					locks.add(new HeldLock(lease.key(), lease.owner(), lease.ttl()));
+					locks.add(new HeldLock(lease.key(), lease.owner(), lease.renewalTtl()));
 				}
 			}
 			long retryAt = (sent.size() < due.size()) ? System.nanoTime() + MIN_RETRY_NANOS : Long.MAX_VALUE;

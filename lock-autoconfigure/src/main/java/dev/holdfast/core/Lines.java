@@ -14,18 +14,13 @@ import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.WaiterHandoff;
 
 /**
- * The acquisitions of one template that wait, in one line per key, and what wakes them.
- * <ul>
- * <li>Acquisitions that wait for a key (blocking or not) join its line, first come first
- * served; only its head talks to the backend, so other instances see at most one waiter per key
- * per process. Leaving the line (lock taken, wait over, failure) makes the next one the head and
- * wakes it. A line exists only while an acquisition is in it: the map holds keys in use.</li>
- * <li>The head is woken by the backend's release events for its key (one subscription per
- * template, opened by the first waiter), by a reservation for its owner, by this template's own
- * release of the key where the backend announces releases and records no waiters, and by an
- * interruption of the events (it then polls).</li>
- * </ul>
- * Lines are changed inside {@link ConcurrentHashMap#compute}, never with I/O.
+ * The acquisitions of one template that wait, in one line per key (ACQ-1 in docs/DESIGN.md),
+ * and what wakes them. Leaving the line (lock taken, wait over, failure) makes the next one the
+ * head and wakes it; a line exists only while an acquisition is in it. The head is woken by the
+ * backend's release events for its key (one subscription per template, opened by the first
+ * waiter), by a reservation for its owner, by this template's own release of the key where the
+ * backend announces releases and records no waiters, and by an interruption of the events (it
+ * then polls). Lines are changed inside {@link ConcurrentHashMap#compute}, never with I/O.
  */
 final class Lines implements AutoCloseable {
 

@@ -115,24 +115,26 @@ final class LocalLeases {
 	}
 
 	/**
-	 * This template's release of {@code key} in flight, as a stage that completes when it is
-	 * answered or when the released lease would have expired on the backend anyway; {@code null}
-	 * if none is in flight. Only on a backend with a non-blocking release, where an acquisition
-	 * sent after the release is ordered behind it: elsewhere (JDBC) a waiter retried on its own
-	 * process's release would win nearly every handoff, the other instances' waiters hearing
-	 * later or polling.
+	 * The unexpired lease of {@code key} whose release this template has in flight, or {@code null};
+	 * asked before every attempt, it allocates nothing. Only on a backend with a non-blocking
+	 * release, where an acquisition sent after the release is ordered behind it: elsewhere (JDBC) a
+	 * waiter retried on its own process's release would win nearly every handoff.
 	 */
-	@Nullable CompletableFuture<Void> releaseInFlight(String key) {
+	@Nullable HeldLease releaseInFlight(String key) {
 		if (!(this.backend instanceof AsyncLockBackend)) {
 			return null;
 		}
 		HeldLease lease = this.held.get(key);
 		CompletableFuture<Void> done = (lease != null) ? lease.releasing() : null;
-		if (done == null || done.isDone()) {
-			return null;
-		}
+		return (done != null && !done.isDone() && lease.untilExpiryNanos() > 0) ? lease : null;
+	}
+
+	/** Completes when the release of {@code lease} is answered, or when it expires on the backend anyway. */
+	static CompletableFuture<Void> answerOrExpiry(HeldLease lease) {
+		CompletableFuture<Void> done = lease.releasing();
 		long left = lease.untilExpiryNanos();
-		return (left > 0) ? done.copy().completeOnTimeout(null, left, TimeUnit.NANOSECONDS) : null;
+		return (done == null || done.isDone() || left <= 0) ? CompletableFuture.completedFuture(null)
+				: done.copy().completeOnTimeout(null, left, TimeUnit.NANOSECONDS);
 	}
 
 	Releases releases() {

@@ -1,6 +1,7 @@
 package dev.holdfast.core;
 
 import java.time.Clock;
+import java.time.Duration;
 import java.util.function.Supplier;
 
 import org.jspecify.annotations.Nullable;
@@ -14,7 +15,7 @@ import dev.holdfast.spi.LockBackend;
 /**
  * Holdfast's lock engine as the scheduler and the operations support see it: its backend, its
  * key encoding and wall clock, its list of held leases, and the leases of scheduled jobs (taken
- * once, not renewed, forgotten rather than released when kept past their run).
+ * once, renewed up to a limit, forgotten rather than released when kept past their run).
  * {@link DefaultLockTemplate} implements it.
  */
 public interface LockEngine extends HeldLeases {
@@ -42,12 +43,15 @@ public interface LockEngine extends HeldLeases {
 	/**
 	 * Acquires a lock with the engine's owner tokens, waiting, renewal and listing, or returns
 	 * {@code null} if it stayed held for the wait time. A scheduled job takes its lock so: one
-	 * attempt, not renewed. The lease is an {@link EngineLease}, so a lock that outlives the code
-	 * that took it can be {@linkplain EngineLease#forget() forgotten} instead of released, or
-	 * {@linkplain EngineLease#markLost marked lost}.
+	 * attempt, {@linkplain EngineLease#renewAtMostFor renewed up to lockAtMostFor}. The lease is an
+	 * {@link EngineLease}, so a lock that outlives the code that took it can be {@linkplain
+	 * EngineLease#forget() forgotten} instead of released, or {@linkplain EngineLease#markLost marked lost}.
 	 * @throws dev.holdfast.LockBackendException if the backend failed
 	 * @throws dev.holdfast.LockInterruptedException if the thread was interrupted while waiting
 	 */
 	@Nullable Lease acquireOrNull(String name, @Nullable Object key, LockOptions options);
+
+	/** The lease time of an acquisition with {@code options}: theirs, else the engine's default. */
+	Duration leaseTime(LockOptions options);
 
 }

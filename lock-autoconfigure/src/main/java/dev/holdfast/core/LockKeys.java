@@ -8,18 +8,12 @@ import java.util.Base64;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Builds backend keys {@code <prefix><name>} and {@code <prefix><name>:<key>}.
- * <p>
- * Name and key are percent-encoded: every character outside {@code [A-Za-z0-9._~/@+=,;!$&'()*-]}
- * becomes {@code %XX} of its UTF-8 bytes. Percent-encoding with {@code %} itself encoded is
- * injective and never outputs {@code :}, so no key value can make two different (name, key)
- * pairs meet on one backend key; nor does it output braces, whitespace or control characters
- * (Redis hash tags and SQL columns stay well defined). A key longer than the limit is replaced by
- * {@code <prefix><name, truncated>#<SHA-256 of the full key>}; {@code #} never appears in an
- * encoded key, so a shortened key cannot meet an unshortened one.
- * <p>
- * The key part is the key value's text, as {@link IdentityStrings#render} renders it: the same for
- * equal values in every JVM.
+ * Builds backend keys {@code <prefix><name>} and {@code <prefix><name>:<key>}, the key part
+ * rendered by {@link IdentityStrings#render}: both percent-encoded (every character outside
+ * {@code [A-Za-z0-9._~/@+=,;!$&'()*-]} becomes {@code %XX} of its UTF-8 bytes, so {@code :} and
+ * {@code #} never appear), a key over the limit shortened to
+ * {@code <prefix><name, truncated>#<SHA-256 of the full key>}. Why no two pairs meet: KEY-1 in
+ * docs/DESIGN.md.
  */
 public final class LockKeys {
 

@@ -6,6 +6,7 @@ import java.util.HexFormat;
 import java.util.Objects;
 
 import dev.holdfast.LockOptions;
+import dev.holdfast.spi.InstanceNames;
 
 /**
  * Defaults and tuning of a {@link DefaultLockTemplate}.
@@ -17,16 +18,14 @@ import dev.holdfast.LockOptions;
  * sends release events this is only the fallback when an event is lost
  * @param maxKeyLength backend keys longer than this are shortened with a SHA-256 hash
  * @param clock wall clock for {@code acquiredAt}/{@code expiresAt}, for display only
- * @param showKeyValues whether log lines and exception messages show lock keys as they are;
- * otherwise their key part, which comes from method arguments and may hold user data, is masked
- * and the key fingerprinted ({@link #masked})
- * @param releaseInBackground whether {@code Lease.close()} sends the release and returns without
- * waiting for the backend's answer, where the backend can release without blocking (Redis on
- * Lettuce); the template still orders a later acquisition of the same key from this process
- * after that release (see {@link DefaultLockTemplate})
+ * @param showKeyValues whether log lines and exception messages show lock keys as they are, or
+ * their key part masked ({@link #masked})
+ * @param releaseInBackground whether {@code Lease.close()} returns without waiting for the
+ * release's answer where the backend can (Redis on Lettuce; rule REL-2 of docs/DESIGN.md)
+ * @param instanceName this process's name in owner tokens and operators' views ({@link InstanceNames})
  */
 public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTime, Duration pollInterval,
-		int maxKeyLength, Clock clock, boolean showKeyValues, boolean releaseInBackground) {
+		int maxKeyLength, Clock clock, boolean showKeyValues, boolean releaseInBackground, String instanceName) {
 
 	/** Default prefix of every backend key: {@code holdfast:}. */
 	public static final String DEFAULT_KEY_PREFIX = "holdfast:";
@@ -55,6 +54,7 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 		if (maxKeyLength < 64) {
 			throw new IllegalArgumentException("maxKeyLength must be at least 64, was " + maxKeyLength);
 		}
+		InstanceNames.check(instanceName);
 	}
 
 	/**
@@ -63,42 +63,47 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 	 */
 	public static LockSettings defaults() {
 		return new LockSettings(DEFAULT_KEY_PREFIX, DEFAULT_WAIT_TIME, DEFAULT_LEASE_TIME, DEFAULT_POLL_INTERVAL,
-				DEFAULT_MAX_KEY_LENGTH, Clock.systemUTC(), false, true);
+				DEFAULT_MAX_KEY_LENGTH, Clock.systemUTC(), false, true, InstanceNames.defaultName(null));
 	}
 
 	public LockSettings withKeyPrefix(String keyPrefix) {
 		return new LockSettings(keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock, this.showKeyValues, this.releaseInBackground);
+				this.clock, this.showKeyValues, this.releaseInBackground, this.instanceName);
 	}
 
 	public LockSettings withWaitTime(Duration waitTime) {
 		return new LockSettings(this.keyPrefix, waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock, this.showKeyValues, this.releaseInBackground);
+				this.clock, this.showKeyValues, this.releaseInBackground, this.instanceName);
 	}
 
 	public LockSettings withLeaseTime(Duration leaseTime) {
 		return new LockSettings(this.keyPrefix, this.waitTime, leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock, this.showKeyValues, this.releaseInBackground);
+				this.clock, this.showKeyValues, this.releaseInBackground, this.instanceName);
 	}
 
 	public LockSettings withPollInterval(Duration pollInterval) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, pollInterval, this.maxKeyLength,
-				this.clock, this.showKeyValues, this.releaseInBackground);
+				this.clock, this.showKeyValues, this.releaseInBackground, this.instanceName);
 	}
 
 	public LockSettings withMaxKeyLength(int maxKeyLength) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, maxKeyLength,
-				this.clock, this.showKeyValues, this.releaseInBackground);
+				this.clock, this.showKeyValues, this.releaseInBackground, this.instanceName);
 	}
 
 	public LockSettings withKeyValuesShown(boolean showKeyValues) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock, showKeyValues, this.releaseInBackground);
+				this.clock, showKeyValues, this.releaseInBackground, this.instanceName);
 	}
 
 	public LockSettings withReleaseInBackground(boolean releaseInBackground) {
 		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
-				this.clock, this.showKeyValues, releaseInBackground);
+				this.clock, this.showKeyValues, releaseInBackground, this.instanceName);
+	}
+
+	public LockSettings withInstanceName(String instanceName) {
+		return new LockSettings(this.keyPrefix, this.waitTime, this.leaseTime, this.pollInterval, this.maxKeyLength,
+				this.clock, this.showKeyValues, this.releaseInBackground, instanceName);
 	}
 
 	/**
@@ -111,14 +116,10 @@ public record LockSettings(String keyPrefix, Duration waitTime, Duration leaseTi
 
 	/**
 	 * {@code key} with its key part, which comes from method arguments and may hold user data,
-	 * masked ({@link LockKeys#mask}) and followed by a fingerprint of the whole key:
-	 * {@code holdfast:orders:******#3f2a}. Equal keys have the same fingerprint in every instance
-	 * and every run, and keys that differ almost always differ in it (16 bits), so two masked
-	 * keys can be told apart, and a log line matched to an entry of the {@code locks} endpoint of
-	 * any instance. The fingerprint identifies a key; it does not protect a guessable value:
-	 * hashing candidates finds a key part taken from a small set (a flag, one of a few tenants),
-	 * and narrows a guess from a larger set 65,536-fold. A key without a key part is returned as
-	 * it is.
+	 * masked ({@link LockKeys#mask}) and followed by a 16-bit fingerprint of the whole key,
+	 * {@code holdfast:orders:******#3f2a}, equal in every instance and run (rule OBS-5 of
+	 * docs/DESIGN.md: it identifies a key, it does not protect a guessable value). A key without
+	 * a key part is returned as it is.
 	 * @param key a backend key
 	 * @param prefix the prefix it was made with
 	 */

@@ -132,7 +132,7 @@ final class NonBlockingAcquisition extends Acquisition {
 			arm(heldHere);
 			return;
 		}
-		CompletableFuture<Void> before = this.room.leases.releaseInFlight(this.key);
+		HeldLease before = this.room.leases.releaseInFlight(this.key);
 		nextAttempt();
 		long sent = System.nanoTime();
 		CompletionStage<AcquireResult> answer;
@@ -148,7 +148,7 @@ final class NonBlockingAcquisition extends Acquisition {
 	}
 
 	private void answered(@Nullable AcquireResult outcome, @Nullable Throwable ex, long sent,
-			@Nullable CompletableFuture<Void> before) {
+			@Nullable HeldLease before) {
 		if (ex != null || outcome == null) {
 			fail(failed((ex != null) ? ex : new IllegalStateException("no answer")));
 			return;

@@ -5,25 +5,27 @@ import java.util.Base64;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Owner tokens: 128 bits from {@link SecureRandom} drawn once per template, followed by a counter.
- * Every token carries the 128 random bits that make it unguessable and unique to this process,
- * and the counter makes it unique to one acquisition: a token is never reused.
+ * Owner tokens {@code <128 random bits drawn once per template>.<counter>@<instance name>}: unguessable,
+ * never reused, and naming the holder's instance for operators ({@link dev.holdfast.spi.InstanceNames}).
  */
 final class OwnerTokens {
 
 	private final String instance;
 
+	private final String suffix;
+
 	private final AtomicLong counter = new AtomicLong();
 
-	OwnerTokens() {
+	OwnerTokens(String instanceName) {
 		byte[] random = new byte[16];
 		new SecureRandom().nextBytes(random);
 		this.instance = Base64.getUrlEncoder().withoutPadding().encodeToString(random);
+		this.suffix = "@" + instanceName;
 	}
 
 	String next() {
 		// One concatenation, no intermediate string for the counter.
-		return this.instance + '.' + this.counter.incrementAndGet();
+		return this.instance + '.' + this.counter.incrementAndGet() + this.suffix;
 	}
 
 }

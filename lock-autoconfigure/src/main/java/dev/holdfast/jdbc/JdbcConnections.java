@@ -1,7 +1,5 @@
 package dev.holdfast.jdbc;
 
-import java.lang.management.ManagementFactory;
-import java.net.InetAddress;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
@@ -20,6 +18,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 
 import dev.holdfast.LockBackendException;
+import dev.holdfast.spi.InstanceNames;
 
 /**
  * How {@link JdbcLockBackend} runs its statements: each on a connection of its own, borrowed from
@@ -270,25 +269,9 @@ final class JdbcConnections {
 				|| poolIsolation == Connection.TRANSACTION_SERIALIZABLE;
 	}
 
-	/** {@code pid <pid>@<host>}, or the runtime's name where the pid is not available. */
+	/** {@code pid <pid>@<host>}. */
 	private static String describeProcess() {
-		String host = System.getenv("HOSTNAME");
-		if (host == null || host.isBlank()) {
-			try {
-				host = InetAddress.getLocalHost().getHostName();
-			}
-			catch (Exception ex) {
-				host = "unknown-host";
-			}
-		}
-		long pid;
-		try {
-			pid = ProcessHandle.current().pid();
-		}
-		catch (UnsupportedOperationException ex) {
-			return ManagementFactory.getRuntimeMXBean().getName();
-		}
-		return "pid " + pid + "@" + host;
+		return "pid " + InstanceNames.defaultName(null);
 	}
 
 }

@@ -26,6 +26,7 @@ import dev.holdfast.LockConfigurationException;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AnnouncedReleases;
 import dev.holdfast.spi.BackendHealth;
+import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
@@ -100,7 +101,7 @@ import dev.holdfast.spi.TickClaims;
  * jar as {@code dev/holdfast/jdbc/schema-<platform>.sql}.
  */
 public class JdbcLockBackend
-		implements LockBackend, LeaseRenewal, AnnouncedReleases, BackendHealth, TickClaims, AutoCloseable {
+		implements LockBackend, LeaseRenewal, AnnouncedReleases, BackendHealth, TickClaims, ClusterLocks, AutoCloseable {
 
 	/** The table used unless another is configured. */
 	public static final String DEFAULT_TABLE_NAME = "holdfast_lock";
@@ -311,14 +312,29 @@ public class JdbcLockBackend
 		return released;
 	}
 
+	/** A query of the live rows under {@code prefix}, at most {@code max}, by the database clock. */
+	@Override
+	public Listing listLocks(String prefix, int max) {
+		return this.connections.execute("list locks", null, (dialect, c) -> JdbcClusterLocks.list(dialect, c, prefix, max));
+	}
+
+	/** Expires the held row in place whoever holds it, as a release does: the token stays. */
+	@Override
+	public boolean forceRelease(String key, @Nullable Long token) {
+		return this.connections.execute("force release", key, (d, c) -> JdbcClusterLocks.forceRelease(d, c, key, token));
+	}
+
+	/** The tick in the job's live record row, by the database clock. */
+	@Override
+	public @Nullable Instant lastClaimedTick(String key) {
+		return this.connections.execute("read tick", key, (d, c) -> JdbcClusterLocks.lastTick(d, c, tickRecordKey(key)));
+	}
+
 	/**
-	 * Claims {@code tick} in the job's record row (see Tick claims above; a key too long for
-	 * {@value #TICK_SUFFIX} to follow it gives way to {@value #TICK_SUFFIX} and a digest of the key),
-	 * if it is due by the database clock within {@code tolerance}; the record then expires
-	 * {@code ttl} from now on the database clock. H2, MySQL and MariaDB read the database's time of
-	 * the answer with one more query.
-	 * @throws IllegalArgumentException if the key contains <code>{</code> or the ttl is below
-	 * one millisecond
+	 * Claims {@code tick} in the job's record row ({@link #tickRecordKey}) if it is due by the
+	 * database clock within {@code tolerance}; the record then expires {@code ttl} from now on
+	 * that clock. H2, MySQL and MariaDB read the database's time of the answer with one more query.
+	 * @throws IllegalArgumentException if the key contains <code>{</code> or the ttl is below 1 ms
 	 * @throws LockBackendException if the database cannot be reached or reports an error
 	 */
 	@Override
@@ -354,10 +370,7 @@ public class JdbcLockBackend
 		}
 	}
 
-	/**
-	 * Sets each lock's expiry to its TTL from now on the database clock, where its owner still
-	 * holds it and it has not expired. A lock that expired is not revived, even if nobody took it.
-	 */
+	/** Sets each lock's expiry to its TTL from now where its owner holds it (never an expired one). */
 	@Override
 	public Set<String> renew(Collection<HeldLock> locks) {
 		if (locks.isEmpty()) {
@@ -395,9 +408,8 @@ public class JdbcLockBackend
 	 * Whether a release for which threads of this instance and of another backend instance wait
 	 * reserves the lock for one of the two, drawn (on by default, as
 	 * {@code holdfast.jdbc.fair-handoff} in the auto-configuration): see {@link #releaseWanted}.
-	 * Only on PostgreSQL with release events. Set before the backend is used. Instances with it
-	 * on and off can share a table safely, but not fairly: an instance with it off never hands a
-	 * release to another instance, while the others give away half of theirs.
+	 * Only on PostgreSQL with release events; set before use. Instances with it on and off share a
+	 * table safely, not fairly (one off never hands a release on; the others give away half).
 	 */
 	public void setFairHandoff(boolean fairHandoff) {
 		this.fairHandoff = fairHandoff;

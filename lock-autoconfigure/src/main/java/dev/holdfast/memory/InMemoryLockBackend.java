@@ -4,7 +4,9 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -15,10 +17,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.BackendHealth;
+import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.InstanceNames;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
@@ -45,7 +51,7 @@ import dev.holdfast.spi.TickClaims;
  * and claims.
  */
 public class InMemoryLockBackend
-		implements LockBackend, AsyncLockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, TickClaims {
+		implements LockBackend, AsyncLockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, TickClaims, ClusterLocks {
 
 	private static final int SWEEP_EVERY = 1024;
 
@@ -111,6 +117,35 @@ public class InMemoryLockBackend
 		return released[0];
 	}
 
+	/** The live locks under {@code prefix}, ordered by key: a pass over the map. */
+	@Override
+	public Listing listLocks(String prefix, int max) {
+		long now = System.nanoTime();
+		List<BackendLock> found = this.locks.entrySet()
+			.stream()
+			.filter((entry) -> entry.getKey().startsWith(prefix) && !entry.getValue().expired(now))
+			.map((entry) -> new BackendLock(entry.getKey(), InstanceNames.of(entry.getValue().owner),
+					entry.getValue().token, TimeUnit.NANOSECONDS.toMillis(entry.getValue().expiresAtNanos - now)))
+			.sorted(Comparator.comparing(BackendLock::key))
+			.toList();
+		return new Listing(found.subList(0, Math.min(max, found.size())), found.size() <= max);
+	}
+
+	/** Removes the lock, whoever holds it; the token counter goes on, so the next token is larger. */
+	@Override
+	public boolean forceRelease(String key, @Nullable Long fencingToken) {
+		long now = System.nanoTime();
+		boolean[] released = new boolean[1];
+		this.locks.computeIfPresent(key, (k, current) -> {
+			released[0] = !current.expired(now) && (fencingToken == null || fencingToken == current.token);
+			return released[0] ? null : current;
+		});
+		if (released[0]) {
+			this.listeners.forEach((listener) -> listener.accept(key));
+		}
+		return released[0];
+	}
+
 	/**
 	 * Claims {@code tick} if it is due by this backend's clock, within {@code tolerance}, and the
 	 * job's record is absent, expired, or holds an earlier tick, in one atomic map update; the
@@ -129,6 +164,12 @@ public class InMemoryLockBackend
 				(k, current) -> (current == null || current.expired(now) || current.tick.isBefore(tick)) ? claim
 						: current);
 		return new TickClaim((result == claim) ? TickClaim.Outcome.CLAIMED : TickClaim.Outcome.TAKEN, time);
+	}
+
+	@Override
+	public @Nullable Instant lastClaimedTick(String key) {
+		TickRecord record = this.ticks.get(key);
+		return (record != null && !record.expired(System.nanoTime())) ? record.tick : null;
 	}
 
 	@Override

@@ -25,6 +25,7 @@ import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.BackendHealth;
+import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
@@ -97,7 +98,8 @@ import static dev.holdfast.redis.RedisCalls.failure;
  * (see there); else use the Redlock backend.
  */
 public class RedisLockBackend
-		implements LockBackend, LeaseRenewal, ReleaseEvents, WaiterHandoff, BackendHealth, TickClaims, AutoCloseable {
+		implements LockBackend, LeaseRenewal, ReleaseEvents, WaiterHandoff, BackendHealth, TickClaims, ClusterLocks,
+		AutoCloseable {
 
 	/** The channel on which releases are published unless another one is configured. */
 	public static final String DEFAULT_CHANNEL = "holdfast:released";
@@ -131,6 +133,8 @@ public class RedisLockBackend
 	private final RedisRenewal renewal;
 
 	private final RedisTickClaims tickClaims;
+
+	private final RedisClusterLocks clusterLocks;
 
 	/** Where acquisitions and their WAIT run when replicas must acknowledge them on Lettuce. */
 	final @Nullable AcknowledgedAcquisitions acknowledged;
@@ -172,6 +176,7 @@ public class RedisLockBackend
 		this.subscription = new RedisReleaseSubscription(connectionFactory, channel);
 		this.renewal = new RedisRenewal(connectionFactory);
 		this.tickClaims = new RedisTickClaims(connectionFactory);
+		this.clusterLocks = new RedisClusterLocks(connectionFactory);
 		this.acks = acks;
 		this.acknowledged = (acks.replicas() > 0 && LETTUCE_PRESENT)
 				? AcknowledgedAcquisitions.of(connectionFactory, acks) : null;
@@ -396,6 +401,24 @@ public class RedisLockBackend
 	@Override
 	public TickClaim claimTick(String key, Instant tick, Duration tolerance, Duration ttl) {
 		return this.tickClaims.claimTick(key, tick, tolerance, ttl);
+	}
+
+	/** {@code SCAN} of the lock keys under the prefix (every master), then a script call per lock. */
+	@Override
+	public Listing listLocks(String prefix, int max) {
+		return this.clusterLocks.listLocks(prefix, max);
+	}
+
+	/** Deletes the lock, whoever holds it, in one script call; its fencing counter stays. */
+	@Override
+	public boolean forceRelease(String key, @Nullable Long fencingToken) {
+		return this.clusterLocks.forceRelease(key, fencingToken);
+	}
+
+	/** {@code GET {<key>}:tick}: the tick in its record. */
+	@Override
+	public @Nullable Instant lastClaimedTick(String key) {
+		return this.tickClaims.lastClaimedTick(key);
 	}
 
 	/**

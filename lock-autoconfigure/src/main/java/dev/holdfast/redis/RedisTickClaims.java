@@ -1,9 +1,12 @@
 package dev.holdfast.redis;
 
+import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
@@ -54,6 +57,23 @@ final class RedisTickClaims {
 			case 2 -> TickClaim.Outcome.NOT_DUE;
 			default -> TickClaim.Outcome.TAKEN;
 		}, Instant.ofEpochMilli(time.longValue()));
+	}
+
+	@Nullable Instant lastClaimedTick(String key) {
+		lockKey(key);
+		byte[] record;
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			record = connection.stringCommands().get(bytes("{" + key + "}:tick"));
+		}
+		catch (RuntimeException ex) {
+			throw failure("tick record", key, ex);
+		}
+		if (record == null) {
+			return null;
+		}
+		String text = new String(record, StandardCharsets.US_ASCII);
+		int space = text.indexOf(' ');
+		return Instant.ofEpochMilli(Long.parseLong((space > 0) ? text.substring(0, space) : text));
 	}
 
 }

@@ -29,6 +29,7 @@ import org.springframework.util.ClassUtils;
 import org.springframework.util.StringUtils;
 
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockOptions;
 import dev.holdfast.SingleInstanceScheduled;
 
 /**
@@ -43,12 +44,14 @@ import dev.holdfast.SingleInstanceScheduled;
  * @param fixedRate the fixed rate, or {@code null}
  * @param fixedDelay the fixed delay, or {@code null}
  * @param initialDelay delay before the first fixed-rate or fixed-delay run
- * @param lockAtMostFor time to live of the job lock, never renewed
+ * @param lockAtMostFor the longest a run holds the job lock: its renewals end then
  * @param lockAtLeastFor how long the job lock is kept at least after the start of a run
+ * @param leaseTime the time to live of the job lock, renewed while the run lasts; {@code null}:
+ * {@code holdfast.lease-time}
  */
 record JobDefinition(String name, String description, @Nullable String cron, ZoneId zone,
 		@Nullable Duration fixedRate, @Nullable Duration fixedDelay, Duration initialDelay, Duration lockAtMostFor,
-		Duration lockAtLeastFor) {
+		Duration lockAtLeastFor, @Nullable Duration leaseTime) {
 
 	/** Whether Kotlin suspend functions can be run: in its runBlocking. */
 	private static final boolean COROUTINES_PRESENT = ClassUtils.isPresent("kotlinx.coroutines.BuildersKt",
@@ -164,8 +167,19 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 					"Make lockAtLeastFor at most lockAtMostFor on @SingleInstanceScheduled, or change "
 							+ "holdfast.scheduling.lock-at-most-for / lock-at-least-for.");
 		}
+		Duration leaseTime = duration(resolver, annotation.leaseTime(), "leaseTime", description, false);
+		if (leaseTime != null && leaseTime.compareTo(LockOptions.MIN_LEASE_TIME) < 0) {
+			throw invalid(description, "has a leaseTime of " + leaseTime
+					+ ", shorter than 1ms (backends count a lease in milliseconds)",
+					"Make leaseTime at least 1ms, such as leaseTime = \"30s\".");
+		}
+		if (leaseTime != null && leaseTime.compareTo(atMost) > 0) {
+			throw invalid(description, "has a leaseTime of " + leaseTime + ", longer than its lockAtMostFor ("
+					+ atMost + "), which ends the renewals of its lock: the lock would outlive the cap on a run",
+					"Make leaseTime at most lockAtMostFor, or remove it to use holdfast.lease-time.");
+		}
 		return new JobDefinition(name, description, StringUtils.hasLength(cron) ? cron : null, zone, fixedRate,
-				fixedDelay, (initialDelay != null) ? initialDelay : Duration.ZERO, atMost, atLeast);
+				fixedDelay, (initialDelay != null) ? initialDelay : Duration.ZERO, atMost, atLeast, leaseTime);
 	}
 
 	/**

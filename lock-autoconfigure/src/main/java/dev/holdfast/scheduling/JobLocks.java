@@ -19,7 +19,7 @@ import dev.holdfast.spi.TickClaims.TickClaim;
 
 /**
  * What scheduled jobs use of the engine and the backend. A job's lock is a lease of the lock
- * template, taken in one attempt and never renewed (so that {@code lockAtMostFor} frees the lock of
+ * template, taken in one attempt and renewed until {@code lockAtMostFor} (which frees the lock of
  * a hung run), which may outlive its run: {@linkplain EngineLease#forget forgotten} with a
  * time to live of {@code lockAtLeastFor} (or {@code fixedDelay}) instead of released. Ticks are
  * claimed on the backend's {@link TickClaims} when it has them, else as leases of their own.
@@ -100,13 +100,35 @@ final class JobLocks {
 	}
 
 	/**
-	 * One attempt to take the lock {@code name} (with {@code key}) for {@code ttl}, never renewed.
+	 * One attempt to take the lock {@code name} (with {@code key}) for {@code ttl}, never renewed:
+	 * a tick's claim on a backend without tick records.
 	 * @return the lease, or {@code null} if another owner holds the lock
 	 * @throws dev.holdfast.LockBackendException if the backend failed
 	 */
 	@Nullable EngineLease tryAcquire(String name, @Nullable Object key, Duration ttl) {
 		return (EngineLease) this.template.acquireOrNull(name, key,
 				LockOptions.defaults().waitTime(Duration.ZERO).leaseTime(ttl).renew(false));
+	}
+
+	/**
+	 * One attempt to take the job lock {@code name} for a run: a lease of {@code leaseTime} (the
+	 * engine's when {@code null}, at most {@code lockAtMostFor}) renewed by the engine like any
+	 * lease, whose renewals end {@code lockAtMostFor} after the attempt was sent. On a backend that
+	 * cannot renew, the lock is taken for {@code lockAtMostFor}.
+	 * @return the lease, or {@code null} if another owner holds the lock
+	 * @throws dev.holdfast.LockBackendException if the backend failed
+	 */
+	@Nullable EngineLease acquireJobLock(String name, @Nullable Duration leaseTime, Duration lockAtMostFor) {
+		LockOptions once = LockOptions.defaults().waitTime(Duration.ZERO);
+		Duration ttl = this.template.leaseTime((leaseTime != null) ? once.leaseTime(leaseTime) : once);
+		if (!confirmsKeep() || ttl.compareTo(lockAtMostFor) > 0) {
+			ttl = lockAtMostFor;
+		}
+		EngineLease lease = (EngineLease) this.template.acquireOrNull(name, null, once.leaseTime(ttl).renew(true));
+		if (lease != null) {
+			lease.renewAtMostFor(lockAtMostFor);
+		}
+		return lease;
 	}
 
 	/**

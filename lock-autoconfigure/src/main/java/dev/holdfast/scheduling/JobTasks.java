@@ -2,8 +2,10 @@ package dev.holdfast.scheduling;
 
 import java.time.Clock;
 import java.util.Collections;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArraySet;
 import java.util.concurrent.ScheduledExecutorService;
 
@@ -34,6 +36,9 @@ final class JobTasks {
 
 	/** The tasks scheduled, in order; the registrar lists and cancels only those it scheduled itself. */
 	private final Set<ScheduledTask> tasks = new CopyOnWriteArraySet<>();
+
+	/** The job of each task in {@link #tasks}, for the operators' view ({@link ScheduledJobs}). */
+	private final Map<ScheduledTask, SingleInstanceJob> jobs = new ConcurrentHashMap<>();
 
 	/** Set by {@link #destroy()}: a job scheduled late after it is cancelled at once. */
 	private volatile boolean closed;
@@ -106,11 +111,13 @@ final class JobTasks {
 					Objects.requireNonNull(definition.fixedDelay()), definition.initialDelay()));
 		}
 		if (task != null) {
+			this.jobs.put(task, job);
 			this.tasks.add(task);
 			// Scheduled while the context closed: destroy() either saw it in the set or is seen here.
 			if (this.closed) {
 				task.cancel();
 				this.tasks.remove(task);
+				this.jobs.remove(task);
 			}
 		}
 	}
@@ -120,11 +127,17 @@ final class JobTasks {
 		return Collections.unmodifiableSet(this.tasks);
 	}
 
+	/** The job of each task scheduled. */
+	Map<ScheduledTask, SingleInstanceJob> jobs() {
+		return Collections.unmodifiableMap(this.jobs);
+	}
+
 	/** Cancels every task and shuts down the scheduler made here. */
 	void destroy() {
 		this.closed = true;
 		this.tasks.forEach(ScheduledTask::cancel);
 		this.tasks.clear();
+		this.jobs.clear();
 		ThreadPoolTaskScheduler own = this.ownScheduler;
 		if (own != null) {
 			own.destroy();

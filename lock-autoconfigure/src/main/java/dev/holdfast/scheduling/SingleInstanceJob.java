@@ -5,6 +5,8 @@ import java.lang.reflect.Method;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import io.micrometer.observation.Observation;
 import kotlin.coroutines.EmptyCoroutineContext;
@@ -31,15 +33,17 @@ import dev.holdfast.spi.TickClaims.TickClaim;
  * clock, within the tolerance, and not claimed before (one record per job that only moves
  * forward); on others the claim is a lock named after the job and the tick, which expires by
  * itself one period after the next tick;</li>
- * <li>takes the job lock, a lease of the lock template, in one attempt, for {@code lockAtMostFor}
- * without renewal;</li>
+ * <li>takes the job lock, a lease of the lock template, in one attempt: renewed while the run
+ * lasts, up to {@code lockAtMostFor} after the attempt was sent, when it is marked lost (WARN)
+ * and expires on the backend;</li>
  * <li>invokes the method with a hold of that lease bound to {@link LockContext}, logging what the
  * method throws;</li>
  * <li>releases the job lock, or keeps it on the backend until {@code lockAtLeastFor} after the
  * start (fixed-delay jobs: for {@code fixedDelay} after the end, at least), also after a run
- * that outlived the validity of its lease if the backend still holds the lock for it (an
+ * whose lease is no longer valid here if the backend still holds the lock for it (an
  * owner-checked update); a run whose lock the backend no longer held, or whose backend cannot
- * tell, marks the lease lost (WARN, lost-lease counter).</li>
+ * tell, marks the lease lost (WARN, lost-lease counter). A run that reached
+ * {@code lockAtMostFor} lost its lock then: it leaves it to expire.</li>
  * </ol>
  * A tick this instance does not run is counted with its {@link SkipReason}: DEBUG when it ran
  * elsewhere, INFO or WARN for a drop. Once {@link JobRuns} is closed (the context is stopping),
@@ -134,7 +138,7 @@ final class SingleInstanceJob implements Runnable {
 		long startNanos = System.nanoTime();
 		EngineLease lease;
 		try {
-			lease = locks.tryAcquire(name, null, this.definition.lockAtMostFor());
+			lease = locks.acquireJobLock(name, this.definition.leaseTime(), this.definition.lockAtMostFor());
 		}
 		catch (LockBackendException ex) {
 			backendFailed(locks, tick, ex, "");
@@ -148,6 +152,7 @@ final class SingleInstanceJob implements Runnable {
 			return;
 		}
 		long runNanos = System.nanoTime();
+		CompletableFuture<Void> ended = loseAtLockAtMostFor(lease, startNanos);
 		Lease view = EngineLease.viewOf(lease);
 		try (ThreadBindings.Binding scope = ThreadBindings.bind(view);
 				Observation.Scope held = lease.observation().openScope()) {
@@ -160,8 +165,27 @@ final class SingleInstanceJob implements Runnable {
 		}
 		finally {
 			view.close();
-			finish(locks, lease, startNanos, runNanos);
+			finish(locks, lease, startNanos, runNanos, !ended.complete(null));
 		}
+	}
+
+	/**
+	 * Marks the run's lease lost {@code lockAtMostFor} after its acquisition was sent, unless the
+	 * returned stage completes first (the run ended): the run sees its lease invalid, and a WARN
+	 * names the job and the cap. Timed by the JDK's delay thread, not by the job's scheduler, whose
+	 * only thread may be the one running the job; the timeout is cancelled when the run ends.
+	 */
+	private CompletableFuture<Void> loseAtLockAtMostFor(EngineLease lease, long startNanos) {
+		Duration atMost = this.definition.lockAtMostFor();
+		CompletableFuture<Void> ended = new CompletableFuture<>();
+		long left = atMost.toNanos() - (System.nanoTime() - startNanos);
+		ended.orTimeout(Math.max(0, left), TimeUnit.NANOSECONDS).exceptionally((timeout) -> {
+			lease.markLost("job '" + this.definition.name() + "' has run for its lockAtMostFor (" + atMost
+					+ "), the longest one run holds its lock: the lock is no longer renewed and expires, and another"
+					+ " instance may start the job. Raise lockAtMostFor if runs take longer");
+			return null;
+		});
+		return ended;
 	}
 
 	/**
@@ -262,18 +286,28 @@ final class SingleInstanceJob implements Runnable {
 	 * Ends the run's hold of the job lock: releases it, or keeps it for what remains of
 	 * {@code lockAtLeastFor} (fixed-delay jobs: at least {@code fixedDelay} from now). A lease no
 	 * longer valid here may still be this run's lock on the backend: its validity counts from
-	 * before the acquisition was sent (a slow acquisition on a loaded host leaves little of it) and
-	 * leaves out the backend's clock-drift allowance. Its lock is then kept in the same way by the
-	 * owner-checked update, which only the backend can decide: a release would end a lock still held
-	 * at once, and the next run would start anywhere without the delay after this one. The lease is
-	 * marked lost (WARN, lost-lease counter) unless the backend still held it for this run; also
-	 * when the backend could not be asked.
+	 * before its last acquisition or renewal was sent (a renewal late on a loaded host leaves little
+	 * of it) and leaves out the backend's clock-drift allowance. Its lock is then kept in the same
+	 * way by the owner-checked update, which only the backend can decide: a release would end a
+	 * lock still held at once, and the next run would start anywhere without the delay after this
+	 * one. The lease is marked lost (WARN, lost-lease counter) unless the backend still held it for
+	 * this run; also when the backend could not be asked. A run that reached {@code lockAtMostFor}
+	 * lost its lease then: its lock, expired on the backend or another run's by now, is forgotten,
+	 * neither kept nor released.
 	 * @param startNanos when the acquisition was sent
 	 * @param runNanos when the method started
+	 * @param capped whether the run reached {@code lockAtMostFor}
 	 */
-	private void finish(JobLocks locks, EngineLease lease, long startNanos, long runNanos) {
+	private void finish(JobLocks locks, EngineLease lease, long startNanos, long runNanos, boolean capped) {
 		long now = System.nanoTime();
 		Duration ran = Duration.ofNanos(now - startNanos);
+		if (capped) {
+			lease.forget();
+			logger.info("Holdfast job '" + this.definition.name() + "' ended " + ran.toMillis() + " ms after its lock's"
+					+ " acquisition was sent, past its lockAtMostFor (" + this.definition.lockAtMostFor()
+					+ "): its lock was lost then, and is not kept after the run");
+			return;
+		}
 		Duration keep = this.definition.lockAtLeastFor().minus(ran);
 		Duration delay = this.definition.fixedDelay();
 		if (delay != null && delay.compareTo(keep) > 0) {
@@ -291,14 +325,15 @@ final class SingleInstanceJob implements Runnable {
 		}
 		String overran = "job '" + this.definition.name() + "' ran for " + Duration.ofNanos(now - runNanos).toMillis()
 				+ " ms (" + ran.toMillis() + " ms since its lock's acquisition was sent), past the validity of its lock"
-				+ " (lockAtMostFor " + this.definition.lockAtMostFor() + ")";
-		String advice = "Raise lockAtMostFor, or call LockContext.requireLease().extend(...) in long runs";
+				+ " (not renewed in time)";
+		String advice = "See the warnings about its renewal; a longer leaseTime rides out longer backend outages and"
+				+ " pauses of this JVM";
 		if (keeps && locks.confirmsKeep()) {
 			Boolean kept = keep(locks, lease, keep, overran + ", and the " + locks.backendName()
 					+ " backend could not be asked whether it still held it: another instance may have started it"
 					+ " meanwhile. " + advice);
 			if (Boolean.TRUE.equals(kept)) {
-				// Not necessarily a slow acquisition: on ZooKeeper, a lock past its time to live that
+				// Not necessarily a late renewal: on ZooKeeper, a lock past its time to live that
 				// no other instance took is still there to renew.
 				logger.warn("Holdfast " + overran + " here, but the " + locks.backendName()
 						+ " backend still held it for this run (no other instance took it meanwhile): the lock is kept"
@@ -324,7 +359,7 @@ final class SingleInstanceJob implements Runnable {
 	/**
 	 * Keeps the lock of {@code lease} for {@code keep} ({@link JobLocks#keepFor}).
 	 * @param lostIfFailed if not {@code null}, a failed update marks the lease lost with this reason
-	 * (which the engine logs at WARN) instead of logging that the lock expires after lockAtMostFor
+	 * (which the engine logs at WARN) instead of logging that the lock expires by its time to live
 	 * @return whether the backend still held it for this run, {@code null} if the update failed
 	 * (logged; the lock expires by its time to live)
 	 */
@@ -335,7 +370,7 @@ final class SingleInstanceJob implements Runnable {
 		catch (RuntimeException ex) {
 			logger.warn("Holdfast could not keep the lock of job '" + this.definition.name() + "' for " + keep
 					+ ((lostIfFailed != null) ? "; it was past its validity here already, and expires on the backend"
-							+ " by its time to live" : "; it expires after lockAtMostFor"), ex);
+							+ " by its time to live" : "; it expires by its time to live, the lease time at most"), ex);
 			return null;
 		}
 	}

@@ -390,6 +390,11 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		return this.tasks.scheduledTasks();
 	}
 
+	/** The tasks with their jobs, for {@link ScheduledJobs}. */
+	JobTasks jobTasks() {
+		return this.tasks;
+	}
+
 	/** Lets jobs start runs again after a {@link #stop}. */
 	@Override
 	public void start() {

@@ -3,6 +3,8 @@ package dev.holdfast.spi;
 import java.time.Duration;
 import java.time.Instant;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A backend that decides which tick of a scheduled job runs, by its own clock, and records the
  * last claimed tick of the job in one entry. Optional: without it, the scheduler claims every tick
@@ -32,6 +34,16 @@ public interface TickClaims {
 	 * or may not have been recorded then
 	 */
 	TickClaim claimTick(String key, Instant tick, Duration tolerance, Duration ttl);
+
+	/**
+	 * The last tick claimed for the job whose lock is at {@code key}, as its live record holds it,
+	 * for operators; {@code null} when no record lives, or when the backend does not read it (the
+	 * default).
+	 * @throws dev.holdfast.LockBackendException when the backend cannot be reached
+	 */
+	default @Nullable Instant lastClaimedTick(String key) {
+		return null;
+	}
 
 	/**
 	 * The answer to a claim.

@@ -29,6 +29,7 @@ import dev.holdfast.LockBackendException;
 import dev.holdfast.LockInterruptedException;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.BackendHealth;
+import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
@@ -50,40 +51,30 @@ import dev.holdfast.spi.WaitQueue;
  * compares the holder's {@code mtime} plus its time to live with the time the ensemble stamped on
  * its own newest write, and deletes an expired holder's node with a version check, so that a
  * renewal that got there first wins.</li>
- * <li>Waiting ({@link WaitQueue}): a waiter keeps its node in the queue and watches only the node
- * just before it, so a release wakes one waiter. The waiter right behind the holder takes the
- * lock when the holder's node is deleted, after one read that finds its own node still there
- * and owned by the current session; it also wakes when the holder's time to live would run
- * out, to judge it.</li>
- * <li>One attempt ({@code waitTime} zero) takes a free lock in one transaction, which replaces the
- * key's parent node only while it has no child and creates the lock node in it. On a held lock
- * it reads the queue and the holder's node (the time to live and {@code mtime} that say how long
- * it holds) and writes nothing; a repeated attempt while the same node holds reads only the
- * queue. Only when the holder may have expired does it queue a node and judge by the time the
- * ensemble stamps on it.</li>
+ * <li>Waiting ({@link WaitQueue}): a waiter watches only the node before it, so a release wakes
+ * one waiter, which holds once its own node is confirmed on its session (ZK-1, ZK-5).</li>
+ * <li>One attempt ({@code waitTime} zero) takes a free lock in one transaction and writes nothing
+ * on a held lock; only when the holder may have expired does it queue a node to judge (ZK-6).</li>
  * <li>A create whose outcome is unknown after a connection loss uses Curator's protected mode:
  * the retry finds the node by its protected name, and a create that finally fails deletes it in
  * the background, so no orphan node holds the lock.</li>
  * <li>Fencing tokens are the lock node's {@code czxid}: zxids grow with every write across the
  * ensemble, leader changes included, and a later holder's node was created after every earlier
  * holder's node (it would have queued behind it otherwise), so its token is larger.</li>
- * <li>Sessions ({@link SessionLeases}): while the connection is suspended (or read-only), and
- * once the server has not answered a request of this process sent within the negotiated session
- * timeout, no lock of this process counts as valid; when the session is lost every lock is
- * reported lost; after the connection comes back with the same session, each held node is read
- * again and the locks whose nodes are still ours are valid again.</li>
- * <li>Bounded calls: every request is sent in the background and awaited no longer than the
- * call's bound, so an acquisition returns within its wait time plus the client's connection
- * timeout, and a release within one connection timeout. A request or heartbeat that the connected
- * server leaves unanswered a whole connection timeout drops the connection, and the client moves
- * to another server within its session.</li>
+ * <li>Sessions ({@link SessionLeases}): no lock counts as valid while the connection is suspended
+ * or the server silent past the session timeout; a lost session loses every lock (rules ZK-4, ZK-8
+ * of docs/DESIGN.md).</li>
+ * <li>Bounded calls: every request is sent in the background and awaited at most its bound: an
+ * acquisition returns within its wait plus the connection timeout (ZK-9).</li>
+ * <li>Operators ({@link ClusterLocks}): the holder of each key, read node by node; a forced
+ * release deletes the holder's node.</li>
  * <li>Tick claims: a persistent node per job, moved by compare-and-set ({@code setData} with the
  * version read), with expiry judged by the ensemble's clock.</li>
  * </ul>
  * Local state is bounded by the locks this process holds.
  */
 public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewal, SessionLeases, BackendHealth,
-		TickClaims, AutoCloseable {
+		TickClaims, ClusterLocks, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(ZooKeeperLockBackend.class);
 
@@ -112,6 +103,8 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	private final ZooKeeperSession session;
 
 	private final ZooKeeperHealth health;
+
+	private final ZooKeeperClusterLocks clusterLocks = new ZooKeeperClusterLocks(this);
 
 	private final AtomicLong nextSweepNanos = new AtomicLong(System.nanoTime() + SWEEP_EVERY_NANOS);
 
@@ -231,7 +224,7 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 			try {
 				this.client.setData()
 					.inBackground((client, event) -> answer.complete(event.getResultCode()))
-					.forPath(hold.path, ZooKeeperLockQueue.ttlData(lock.ttl()));
+					.forPath(hold.path, ZooKeeperLockQueue.ttlData(lock.ttl(), lock.owner()));
 			}
 			catch (Exception ex) {
 				answer.completeExceptionally(ex);
@@ -293,6 +286,16 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	/** How many locks this process holds through this backend. */
 	public int size() {
 		return this.holds.size();
+	}
+
+	@Override
+	public Listing listLocks(String prefix, int max) {
+		return this.clusterLocks.listLocks(prefix, max);
+	}
+
+	@Override
+	public boolean forceRelease(String key, @Nullable Long fencingToken) {
+		return this.clusterLocks.forceRelease(key, fencingToken);
 	}
 
 	/** Stops listening to the connection; closes the client when this backend owns it. */

@@ -20,6 +20,7 @@ import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.InstanceNames;
 import dev.holdfast.spi.WaitQueue.Outcome;
 
 /**
@@ -65,7 +66,7 @@ final class ZooKeeperLockQueue {
 		long waitEnd = attemptStart + (oneShot ? 0 : maxWait.toNanos());
 		long deadline = waitEnd + this.backend.connectionTimeoutNanos();
 		String parent = this.locksPath + "/" + ZooKeeperPaths.encode(key);
-		byte[] data = ttlData(ttl);
+		byte[] data = ttlData(ttl, owner);
 		if (oneShot) {
 			Outcome once = this.once.tryFreeOrHeld(key, owner, ttl, parent, data, deadline);
 			if (once != null) {
@@ -310,8 +311,18 @@ final class ZooKeeperLockQueue {
 				+ "' while acquiring it (session expired, or the node was deleted)", null);
 	}
 
-	static byte[] ttlData(Duration ttl) {
-		return Long.toString(Math.max(1, ttl.toMillis())).getBytes(StandardCharsets.US_ASCII);
+	/** A lock node's data: {@code <ttl millis> <instance name>}, or the time to live alone. */
+	static byte[] ttlData(Duration ttl, String owner) {
+		String instance = InstanceNames.of(owner);
+		String ttlMillis = Long.toString(Math.max(1, ttl.toMillis()));
+		return ((instance != null) ? ttlMillis + " " + instance : ttlMillis).getBytes(StandardCharsets.US_ASCII);
+	}
+
+	/** The instance name in a lock node's data, or {@code null}. */
+	static @Nullable String instance(byte @Nullable [] data) {
+		String text = (data != null) ? new String(data, StandardCharsets.US_ASCII) : "";
+		int space = text.indexOf(' ');
+		return (space > 0) ? text.substring(space + 1) : null;
 	}
 
 	/** {@code a + b}, or {@link Long#MAX_VALUE} when that overflows (a time to live that never ends). */
@@ -326,7 +337,9 @@ final class ZooKeeperLockQueue {
 			return Long.MAX_VALUE;
 		}
 		try {
-			return Long.parseLong(new String(data, StandardCharsets.US_ASCII));
+			String text = new String(data, StandardCharsets.US_ASCII);
+			int space = text.indexOf(' ');
+			return Long.parseLong((space > 0) ? text.substring(0, space) : text);
 		}
 		catch (NumberFormatException ex) {
 			return Long.MAX_VALUE;

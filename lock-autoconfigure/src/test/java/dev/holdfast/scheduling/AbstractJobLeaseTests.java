@@ -9,6 +9,7 @@ import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
@@ -82,40 +83,104 @@ abstract class AbstractJobLeaseTests {
 		}));
 	}
 
+	/**
+	 * A run longer than its lease time keeps its job lock while it lasts: the lease (holdfast.lease-time,
+	 * 1 s) is renewed, so neither another instance's runs nor another owner get the lock, and the
+	 * lease's expiry stays within one lease time of now. Before, the lock was taken for
+	 * lockAtMostFor (1 min) and never renewed.
+	 */
 	@Test
-	void leaseIsNoLongerValidOnceLockAtMostForHasPassedInALongRun(CapturedOutput output) {
+	void runLongerThanItsLeaseTimeKeepsItsLockRenewedAgainstOtherInstances() {
+		KeptRuns runs = new KeptRuns(Duration.ofMillis(3500));
+		instance("a", KeptJob.class, runs).withPropertyValues("holdfast.lease-time=1s")
+			.run((a) -> instance("b", KeptJob.class, runs).withPropertyValues("holdfast.lease-time=1s").run((b) -> {
+				assertThat(runs.longRunStarted.await(20, TimeUnit.SECONDS)).as("the long run started").isTrue();
+				LockBackend backend = a.getBean(LockBackend.class);
+				Lease lease = runs.lease;
+				while (runs.longRunEnded.getCount() > 0) {
+					if (backend.tryAcquire(lease.key(), "probe", Duration.ofMillis(200)).acquired()) {
+						// The run ends (and counts down) before its lock is released.
+						assertThat(runs.longRunEnded.getCount()).as("another owner took the lock while the run went on")
+							.isZero();
+						break;
+					}
+					if (lease.isValid() && runs.longRunEnded.getCount() > 0) {
+						assertThat(Duration.between(Instant.now(), lease.expiresAt()))
+							.as("the lease's expiry: one lease time ahead, renewed")
+							.isLessThanOrEqualTo(Duration.ofSeconds(1));
+					}
+					Thread.sleep(100);
+				}
+				assertThat(runs.validAtEnd).as("the lease at the end of a run of 3.5 lease times").isTrue();
+				await().atMost(Duration.ofSeconds(20))
+					.alias("the job runs on after the long run")
+					.until(() -> runs.afterEnd.get() >= 2);
+				assertThat(runs.startsDuringLongRun).as("runs that started while the long run lasted").hasValue(0);
+			}));
+	}
+
+	/**
+	 * A run that reaches lockAtMostFor (2.5 s) loses its lease then, while it still runs: its
+	 * renewals (holdfast.lease-time, 1 s) end, the lease turns invalid, it is counted lost with a
+	 * WARN naming the job and lockAtMostFor, and another owner may take the lock. At its end the
+	 * lock is neither kept nor released. Before, nothing was said or counted until the run ended.
+	 */
+	@Test
+	void runThatReachesLockAtMostForLosesItsLeaseThenWithAWarningAndAnotherOwnerMayTakeIt(CapturedOutput output) {
 		LongRun run = LongRun.expiring();
-		instance("a", LongJob.class, run).run((context) -> {
-			assertThat(run.expired.await(20, TimeUnit.SECONDS)).as("the lease turned invalid").isTrue();
-			Lease lease = run.lease;
-			assertThat(run.validAtStart).isTrue();
-			// acquiredAt() is when the engine registered the lease, after the acquiring round trip
-			// (slow on a loaded host); validity counts from when that request was sent.
-			assertThat(Duration.between(lease.acquiredAt(), run.invalidAt)).as("time until isValid() turned false")
-				.isBetween(Duration.ofMillis(250), Duration.ofMillis(3000));
-			assertThat(Duration.between(lease.acquiredAt(), lease.expiresAt())).as("lockAtMostFor less drift")
-				.isBetween(Duration.ofMillis(400), Duration.ofMillis(500));
-			LockBackend backend = context.getBean(LockBackend.class);
-			await().atMost(Duration.ofSeconds(5))
-				.alias("another owner takes the job lock while the run goes on")
-				.until(() -> backend.tryAcquire(lease.key(), "probe", Duration.ofMillis(200)).acquired());
-			run.finish.countDown();
-			await().atMost(Duration.ofSeconds(5))
-				.until(() -> output.toString().contains("job '" + this.jobName + "' ran for"));
-			assertThat(output).contains("past the validity of its lock (lockAtMostFor PT0.5S)")
-				.contains("backend no longer held it: another instance may have started it meanwhile")
-				.contains("Holdfast lost lock");
+		Late lost = new Late();
+		instance("a", CappedJob.class, run).withPropertyValues("holdfast.lease-time=1s")
+			.withBean(Late.class, () -> lost)
+			.run((context) -> {
+				assertThat(run.expired.await(20, TimeUnit.SECONDS)).as("the lease turned invalid").isTrue();
+				Lease lease = run.lease;
+				assertThat(run.validAtStart).isTrue();
+				// acquiredAt() is when the engine registered the lease, after the acquiring round trip;
+				// the cap counts from when that request was sent.
+				assertThat(Duration.between(lease.acquiredAt(), run.invalidAt)).as("time until isValid() turned false")
+					.isBetween(Duration.ofMillis(2000), Duration.ofMillis(4000));
+				await().atMost(Duration.ofSeconds(2)).alias("the lease counted lost while the run goes on")
+					.until(() -> lost.lost.get() == 1);
+				assertThat(output).contains("Holdfast lost lock")
+					.contains("job '" + this.jobName + "' has run for its lockAtMostFor (PT2.5S)");
+				LockBackend backend = context.getBean(LockBackend.class);
+				await().atMost(Duration.ofSeconds(5))
+					.alias("another owner takes the job lock while the run goes on")
+					.until(() -> backend.tryAcquire(lease.key(), "probe", Duration.ofMillis(200)).acquired());
+				run.finish.countDown();
+				await().atMost(Duration.ofSeconds(5))
+					.until(() -> output.toString().contains("Holdfast job '" + this.jobName + "' ended "));
+				assertThat(output).contains("past its lockAtMostFor (PT2.5S)");
+				assertThat(lost.lost).as("leases counted lost").hasValue(1);
+			});
+	}
+
+	/**
+	 * Quick runs keep their lock for lockAtLeastFor (2.5 s), longer than the lease time (1 s): the
+	 * keep is one owner-checked update of the lock's time to live after the run, not a renewal, so
+	 * the every-second cron job runs every third tick.
+	 */
+	@Test
+	void quickRunsKeepTheirLockForLockAtLeastForLongerThanTheLeaseTime() {
+		Starts starts = new Starts();
+		instance("a", AtLeastJob.class, starts).withPropertyValues("holdfast.lease-time=1s").run((context) -> {
+			await().atMost(Duration.ofSeconds(20)).until(() -> starts.all.size() >= 3);
+			List<Long> runs = List.copyOf(starts.all);
+			for (int i = 1; i < runs.size(); i++) {
+				assertThat(Duration.ofNanos(runs.get(i) - runs.get(i - 1))).as("between two runs, of %s", runs)
+					.isGreaterThanOrEqualTo(Duration.ofMillis(2400));
+			}
 		});
 	}
 
 	/**
-	 * The lease's validity counts from before its acquisition was sent: an acquisition that waits
-	 * long before it reaches the backend (as a starved client on a loaded host does; seen taking
-	 * 12 s) leaves a lease that turns invalid here while the backend still holds the lock for the
-	 * run. Here the backend is asked for 30 s more than lockAtMostFor, so that it holds the lock
-	 * well past the lease's validity however slow the machine. The run's end keeps that lock for
-	 * fixedDelay with the owner-checked update, as after any run, and the lease is not counted
-	 * lost; releasing it let the next run start on another instance at once.
+	 * The lease's validity counts from before its acquisition or last renewal was sent, less the
+	 * drift allowance: a late request (a starved client on a loaded host; an acquisition was seen
+	 * taking 12 s) leaves a lease that is invalid here while the backend still holds the lock for
+	 * the run. Here the drift allowance is the whole lease time, so that the lease is never valid
+	 * here however slow the machine. The run's end keeps that lock for fixedDelay with the
+	 * owner-checked update, as after any run, and the lease is not counted lost; releasing it let
+	 * the next run start on another instance at once.
 	 */
 	@Test
 	void runWhoseLeaseLapsedHereKeepsTheLockTheBackendStillHoldsForIt(CapturedOutput output) {
@@ -161,9 +226,9 @@ abstract class AbstractJobLeaseTests {
 			assertThat(lateBackend.lost).as("leases counted lost").hasValue(1);
 			assertThat(output).contains("Holdfast lost lock")
 				.contains("job '" + this.jobName + "' ran for")
-				.contains("past the validity of its lock (lockAtMostFor PT2S), and the " + expectedBackend()
+				.contains("past the validity of its lock (not renewed in time), and the " + expectedBackend()
 						+ " backend could not be asked whether it still held it")
-				.doesNotContain("it expires after lockAtMostFor");
+				.doesNotContain("it expires by its time to live, the lease time at most");
 			LockBackend backend = context.getBean(LockBackend.class);
 			assertThat(backend.tryAcquire(run.lease.key(), "probe", Duration.ofMillis(200)).acquired())
 				.as("the job lock, left to expire on the backend rather than released")
@@ -171,17 +236,20 @@ abstract class AbstractJobLeaseTests {
 		});
 	}
 
+	/** A run's extend sets its lock's time to live; its renewals go on with it, up to lockAtMostFor. */
 	@Test
-	void extendKeepsTheJobLockPastLockAtMostFor(CapturedOutput output) {
+	void extendSetsTheJobLocksTimeToLivePastTheLeaseTime(CapturedOutput output) {
 		LongRun run = LongRun.extending();
-		instance("a", LongJob.class, run).run((context) -> {
-			assertThat(run.expired.await(20, TimeUnit.SECONDS)).as("the run passed lockAtMostFor").isTrue();
+		instance("a", LongJob.class, run).withPropertyValues("holdfast.lease-time=1s").run((context) -> {
+			assertThat(run.expired.await(20, TimeUnit.SECONDS)).as("the run passed twice its lease time").isTrue();
 			assertThat(run.extended).isTrue();
-			assertThat(run.validLater).as("valid after lockAtMostFor, once extended").isTrue();
+			assertThat(run.validLater).as("valid after twice its lease time, extended").isTrue();
+			assertThat(Duration.between(Instant.now(), run.lease.expiresAt())).as("the extended lease's expiry")
+				.isGreaterThan(Duration.ofSeconds(5));
 			LockBackend backend = context.getBean(LockBackend.class);
 			String key = run.lease.key();
 			assertThat(backend.tryAcquire(key, "probe", Duration.ofMillis(200)).acquired())
-				.as("another owner, after lockAtMostFor, while the extended run goes on")
+				.as("another owner, while the extended run goes on")
 				.isFalse();
 			run.finish.countDown();
 			await().atMost(Duration.ofSeconds(5)).alias("the run is over").until(() -> !run.lease.isValid());
@@ -258,13 +326,13 @@ abstract class AbstractJobLeaseTests {
 			});
 		}
 
-		/** Extends the lease, then waits until twice lockAtMostFor has passed. */
+		/** Extends the lease, then waits until twice its lease time (1 s) has passed. */
 		static LongRun extending() {
 			return new LongRun((run) -> {
 				long start = System.nanoTime();
 				run.extended = run.lease.extend(Duration.ofSeconds(10));
 				await().atMost(Duration.ofSeconds(10))
-					.until(() -> System.nanoTime() - start > Duration.ofMillis(1000).toNanos());
+					.until(() -> System.nanoTime() - start > Duration.ofMillis(2000).toNanos());
 				run.validLater = run.lease.isValid();
 			});
 		}
@@ -279,7 +347,7 @@ abstract class AbstractJobLeaseTests {
 
 	}
 
-	/** {@link LongJob} with a lockAtMostFor of 2 s, on {@link LateAcquisitions}. */
+	/** {@link LongJob} with a lockAtMostFor of 1 min, on {@link LateAcquisitions}. */
 	static class LateJob {
 
 		private final LongRun run;
@@ -288,7 +356,7 @@ abstract class AbstractJobLeaseTests {
 			this.run = run;
 		}
 
-		@SingleInstanceScheduled(fixedDelay = "1h", name = "${job.name}", lockAtMostFor = "2s")
+		@SingleInstanceScheduled(fixedDelay = "1h", name = "${job.name}", lockAtMostFor = "1m")
 		void run() throws InterruptedException {
 			this.run.run(LockContext.requireLease());
 		}
@@ -296,10 +364,10 @@ abstract class AbstractJobLeaseTests {
 	}
 
 	/**
-	 * The lock engine on the backend under test, which asks the backend for 30 s more than each
-	 * acquisition's time to live: the lock outlives the lease's validity here by that much, as
-	 * when an acquisition is held up long in a starved client. {@link Late} counts lost leases and
-	 * can make renewals fail.
+	 * The lock engine on the backend under test, whose drift allowance is the whole time to live
+	 * of leases up to a minute: such a lease is never valid here while the backend holds its lock,
+	 * as when its acquisition or renewal is held up long in a starved client. A lock kept for an
+	 * hour is valid. {@link Late} counts lost leases and can make renewals fail.
 	 */
 	@Configuration(proxyBeanMethods = false)
 	static class LateAcquisitions {
@@ -339,7 +407,7 @@ abstract class AbstractJobLeaseTests {
 
 		@Override
 		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
-			return this.backend.tryAcquire(key, owner, ttl.plus(Duration.ofSeconds(30)));
+			return this.backend.tryAcquire(key, owner, ttl);
 		}
 
 		@Override
@@ -357,7 +425,7 @@ abstract class AbstractJobLeaseTests {
 
 		@Override
 		public Duration clockDriftAllowance(Duration ttl) {
-			return this.backend.clockDriftAllowance(ttl);
+			return (ttl.compareTo(Duration.ofMinutes(1)) <= 0) ? ttl : this.backend.clockDriftAllowance(ttl);
 		}
 
 	}
@@ -370,9 +438,104 @@ abstract class AbstractJobLeaseTests {
 			this.run = run;
 		}
 
-		@SingleInstanceScheduled(fixedDelay = "1h", name = "${job.name}", lockAtMostFor = "500ms")
+		@SingleInstanceScheduled(fixedDelay = "1h", name = "${job.name}", lockAtMostFor = "1m")
 		void run() throws InterruptedException {
 			this.run.run(LockContext.requireLease());
+		}
+
+	}
+
+	/** A long run with a lockAtMostFor of 2.5 s. */
+	static class CappedJob {
+
+		private final LongRun run;
+
+		CappedJob(LongRun run) {
+			this.run = run;
+		}
+
+		@SingleInstanceScheduled(fixedDelay = "1h", name = "${job.name}", lockAtMostFor = "2500ms")
+		void run() throws InterruptedException {
+			this.run.run(LockContext.requireLease());
+		}
+
+	}
+
+	/** An every-second cron job kept for lockAtLeastFor (2.5 s); records when each run starts. */
+	static class AtLeastJob {
+
+		private final Starts starts;
+
+		AtLeastJob(Starts starts) {
+			this.starts = starts;
+		}
+
+		@SingleInstanceScheduled(cron = "* * * * * *", zone = "UTC", name = "${job.name}", lockAtLeastFor = "2500ms",
+				lockAtMostFor = "1m")
+		void run() {
+			this.starts.all.add(System.nanoTime());
+		}
+
+	}
+
+	static class Starts {
+
+		final List<Long> all = new CopyOnWriteArrayList<>();
+
+	}
+
+	/** The first run lasts {@link KeptRuns#longRun}; the others record their start and return. */
+	static class KeptJob {
+
+		private final KeptRuns runs;
+
+		KeptJob(KeptRuns runs) {
+			this.runs = runs;
+		}
+
+		@SingleInstanceScheduled(fixedRate = "200ms", name = "${job.name}", lockAtMostFor = "1m")
+		void run() throws InterruptedException {
+			this.runs.run(LockContext.requireLease());
+		}
+
+	}
+
+	static class KeptRuns {
+
+		final CountDownLatch longRunStarted = new CountDownLatch(1);
+
+		final CountDownLatch longRunEnded = new CountDownLatch(1);
+
+		final AtomicInteger startsDuringLongRun = new AtomicInteger();
+
+		final AtomicInteger afterEnd = new AtomicInteger();
+
+		private final Duration longRun;
+
+		private final AtomicBoolean first = new AtomicBoolean();
+
+		volatile Lease lease;
+
+		volatile boolean validAtEnd;
+
+		KeptRuns(Duration longRun) {
+			this.longRun = longRun;
+		}
+
+		void run(Lease lease) throws InterruptedException {
+			if (this.first.compareAndSet(false, true)) {
+				this.lease = lease;
+				this.longRunStarted.countDown();
+				Thread.sleep(this.longRun.toMillis());
+				this.validAtEnd = lease.isValid();
+				this.longRunEnded.countDown();
+			}
+			else if (this.longRunEnded.getCount() > 0) {
+				this.startsDuringLongRun.incrementAndGet();
+			}
+			else {
+				this.afterEnd.incrementAndGet();
+			}
 		}
 
 	}

@@ -1,8 +1,11 @@
 package dev.holdfast.scheduling;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -31,6 +34,7 @@ import org.springframework.scheduling.annotation.EnableScheduling;
 import org.springframework.scheduling.annotation.ScheduledAnnotationBeanPostProcessor;
 import org.springframework.scheduling.annotation.Scheduled;
 
+import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockContext;
@@ -252,23 +256,70 @@ class SingleInstanceScheduledTests {
 
 	}
 
+	/**
+	 * The job lock is a lease of holdfast.lease-time (200 ms), renewed while the run lasts, up to
+	 * lockAtMostFor (1 s): then the run loses it, with a WARN naming the job and the cap, while it
+	 * still runs, and another owner may take the lock. Before, the lock was taken for lockAtMostFor
+	 * and never renewed, and nothing was said until the run ended.
+	 */
 	@Test
-	void lockAtMostForEndsTheLockOfARunThatTakesLonger() {
-		this.runner.withUserConfiguration(SlowJob.class).run((context) -> {
+	void theJobLockIsRenewedPastTheLeaseTimeAndLostAtLockAtMostFor(CapturedOutput output) {
+		ApplicationContextRunner runner = this.runner.withPropertyValues("holdfast.lease-time=200ms");
+		runner.withUserConfiguration(SlowJob.class).run((context) -> {
 			SlowJob job = context.getBean(SlowJob.class);
 			assertThat(job.started.await(10, TimeUnit.SECONDS)).isTrue();
 			long started = System.nanoTime();
 			assertThat(this.backend.tryAcquire("holdfast:slow-job", "probe", Duration.ofMillis(1)).acquired())
 				.as("while the run is young").isFalse();
-			await().atMost(Duration.ofMillis(1500))
-				.alias("after lockAtMostFor, not renewed")
+			assertThat(job.lease.expiresAt()).as("a lease of holdfast.lease-time, not of lockAtMostFor")
+				.isBefore(Instant.now().plusMillis(250));
+			Thread.sleep(600);
+			assertThat(this.backend.tryAcquire("holdfast:slow-job", "probe", Duration.ofMillis(1)).acquired())
+				.as("after three lease times, renewed").isFalse();
+			assertThat(job.lease.isValid()).as("the run's lease after three lease times").isTrue();
+			await().atMost(Duration.ofMillis(2500))
+				.alias("after lockAtMostFor, no longer renewed")
 				.until(() -> this.backend.tryAcquire("holdfast:slow-job", "probe", Duration.ofMillis(1)).acquired());
-			assertThat(Duration.ofNanos(System.nanoTime() - started)).as("held for lockAtMostFor (300ms)")
-				.isGreaterThan(Duration.ofMillis(250));
+			assertThat(Duration.ofNanos(System.nanoTime() - started)).as("held until lockAtMostFor (1s)")
+				.isGreaterThan(Duration.ofMillis(900));
+			assertThat(job.lease.isValid()).as("the run's lease after lockAtMostFor").isFalse();
 			assertThat(job.finished.getCount()).as("the run still runs").isOne();
+			await().atMost(Duration.ofSeconds(2)).until(() -> output.toString().contains("Holdfast lost lock"));
+			assertThat(output).contains("WARN")
+				.contains("job 'slow-job' has run for its lockAtMostFor (PT1S)")
+				.contains("another instance may start the job");
 			job.release.countDown();
 			assertThat(job.finished.await(10, TimeUnit.SECONDS)).isTrue();
+			await().atMost(Duration.ofSeconds(2))
+				.until(() -> output.toString().contains("Holdfast job 'slow-job' ended "));
+			assertThat(output).contains("past its lockAtMostFor (PT1S)");
 		});
+	}
+
+	@Test
+	void theJobLeaseTimeIsTheAnnotationsElseHoldfastLeaseTimeAndAtMostLockAtMostFor() {
+		ApplicationContextRunner runner = this.runner.withPropertyValues("holdfast.lease-time=3s");
+		runner.withUserConfiguration(LeaseTimes.class).run((context) -> {
+			LeaseTimes jobs = context.getBean(LeaseTimes.class);
+			await().atMost(Duration.ofSeconds(10)).until(() -> jobs.leaseTimes.size() == 3);
+			assertThat(jobs.leaseTimes.get("annotation")).as("leaseTime = 2s").isBetween(Duration.ofMillis(1900),
+					Duration.ofSeconds(2));
+			assertThat(jobs.leaseTimes.get("property")).as("holdfast.lease-time=3s").isBetween(Duration.ofMillis(2900),
+					Duration.ofSeconds(3));
+			assertThat(jobs.leaseTimes.get("capped")).as("lockAtMostFor = 500ms").isBetween(Duration.ofMillis(400),
+					Duration.ofMillis(500));
+		});
+	}
+
+	@Test
+	void leaseTimeLongerThanLockAtMostForFailsAtStartup() {
+		assertStartupFailure(LeaseOverAtMost.class, "LeaseOverAtMost.job",
+				"has a leaseTime of PT2S, longer than its lockAtMostFor (PT1S)");
+	}
+
+	@Test
+	void leaseTimeShorterThanAMillisecondFailsAtStartup() {
+		assertStartupFailure(LeaseUnderAMillisecond.class, "LeaseUnderAMillisecond.job", "shorter than 1ms");
 	}
 
 	@Test
@@ -489,8 +540,11 @@ class SingleInstanceScheduledTests {
 		/** Counted down by the test once it has seen the lock end while the run goes on. */
 		final CountDownLatch release = new CountDownLatch(1);
 
-		@SingleInstanceScheduled(fixedDelay = "1h", name = "slow-job", lockAtMostFor = "300ms")
+		volatile Lease lease;
+
+		@SingleInstanceScheduled(fixedDelay = "1h", name = "slow-job", lockAtMostFor = "1s")
 		void run() throws InterruptedException {
+			this.lease = LockContext.requireLease();
 			this.started.countDown();
 			this.release.await(10, TimeUnit.SECONDS);
 			this.finished.countDown();
@@ -527,6 +581,48 @@ class SingleInstanceScheduledTests {
 		@Override
 		public boolean release(String key, String owner) {
 			throw new LockBackendException("backend down", null);
+		}
+
+	}
+
+	static class LeaseTimes {
+
+		final Map<String, Duration> leaseTimes = new ConcurrentHashMap<>();
+
+		@SingleInstanceScheduled(fixedDelay = "1h", leaseTime = "2s")
+		void annotation() {
+			record("annotation");
+		}
+
+		@SingleInstanceScheduled(fixedDelay = "1h")
+		void property() {
+			record("property");
+		}
+
+		@SingleInstanceScheduled(fixedDelay = "1h", lockAtMostFor = "500ms")
+		void capped() {
+			record("capped");
+		}
+
+		private void record(String job) {
+			Lease lease = LockContext.requireLease();
+			this.leaseTimes.put(job, Duration.between(lease.acquiredAt(), lease.expiresAt()));
+		}
+
+	}
+
+	static class LeaseOverAtMost {
+
+		@SingleInstanceScheduled(fixedRate = "1s", leaseTime = "2s", lockAtMostFor = "1s")
+		void job() {
+		}
+
+	}
+
+	static class LeaseUnderAMillisecond {
+
+		@SingleInstanceScheduled(fixedRate = "1s", leaseTime = "500us")
+		void job() {
 		}
 
 	}

@@ -755,7 +755,7 @@ class ZooKeeperLockBackendTests {
 		backend.client()
 			.create()
 			.withMode(CreateMode.EPHEMERAL)
-			.forPath(own, ZooKeeperLockQueue.ttlData(Duration.ofSeconds(30)));
+			.forPath(own, ZooKeeperLockQueue.ttlData(Duration.ofSeconds(30), "owner"));
 		ZooKeeperTryOnce once = new ZooKeeperTryOnce(backend);
 
 		assertThatThrownBy(() -> once.notEmpty(key, "owner", Duration.ofSeconds(30), parent, name, System.nanoTime(),

@@ -1,5 +1,6 @@
 package dev.holdfast.test.server;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -9,6 +10,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A TCP proxy on a free loopback port in front of one server, for tests: while
@@ -16,15 +18,25 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * but the server's answers are thrown away, until the connections are
  * {@linkplain #cutConnections() cut}: a request whose outcome the client never learns.
  * {@link #dropAnswersFrom(String)} starts dropping at the request that carries a given text, so
- * that exactly that request and the ones after it go unanswered.
+ * that exactly that request and the ones after it go unanswered. While {@link #holdAnswers()
+ * holding answers}, the server's answers are kept and sent on later ({@link #letThroughAnswers}),
+ * those of subscription connections apart from the others: a message delivered late.
  */
 public final class BlackholeProxy implements AutoCloseable {
+
+	/** What marks a subscription connection, in its client's bytes. */
+	private static final byte[] SUBSCRIBE = "SUBSCRIBE".getBytes(StandardCharsets.US_ASCII);
 
 	private final ServerSocket listener;
 
 	private final int target;
 
 	private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+
+	private final List<Link> links = new CopyOnWriteArrayList<>();
+
+	/** Whether a connection opened now starts holding answers. */
+	private volatile boolean holding;
 
 	private volatile boolean dropping;
 
@@ -71,6 +83,33 @@ public final class BlackholeProxy implements AutoCloseable {
 		return this.dropping;
 	}
 
+	/** Keeps the server's answers on every connection (and on new ones) until let through. */
+	public void holdAnswers() {
+		this.holding = true;
+		this.links.forEach((link) -> link.hold(true));
+	}
+
+	/**
+	 * Sends on the answers kept for the subscription connections (whose client sent
+	 * {@code SUBSCRIBE}), or for the others, and stops keeping theirs; new connections stop
+	 * holding with the others.
+	 */
+	public void letThroughAnswers(boolean subscriptions) {
+		if (!subscriptions) {
+			this.holding = false;
+		}
+		for (Link link : this.links) {
+			if (link.subscription == subscriptions) {
+				link.hold(false);
+			}
+		}
+	}
+
+	/** How many open connections are subscriptions (their client sent {@code SUBSCRIBE}). */
+	public long subscriptions() {
+		return this.links.stream().filter((link) -> link.subscription).count();
+	}
+
 	/** Breaks every open connection, as a network failure does; new connections go through. */
 	public void cutConnections() {
 		this.sockets.forEach(BlackholeProxy::closeQuietly);
@@ -84,8 +123,11 @@ public final class BlackholeProxy implements AutoCloseable {
 				Socket server = new Socket(InetAddress.getLoopbackAddress(), this.target);
 				this.sockets.add(client);
 				this.sockets.add(server);
-				pump(client, server, false);
-				pump(server, client, true);
+				Link link = new Link(client.getOutputStream());
+				link.hold(this.holding);
+				this.links.add(link);
+				pump(client, server, link, false);
+				pump(server, client, link, true);
 			}
 			catch (IOException ex) {
 				// closed
@@ -93,7 +135,7 @@ public final class BlackholeProxy implements AutoCloseable {
 		}
 	}
 
-	private void pump(Socket from, Socket to, boolean answers) {
+	private void pump(Socket from, Socket to, Link link, boolean answers) {
 		Thread thread = new Thread(() -> {
 			byte[] buffer = new byte[8192];
 			try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
@@ -107,14 +149,23 @@ public final class BlackholeProxy implements AutoCloseable {
 						this.trigger = null;
 						this.dropping = true;
 					}
-					out.write(buffer, 0, read);
-					out.flush();
+					if (!answers && contains(buffer, read, SUBSCRIBE)) {
+						link.subscription = true;
+					}
+					if (answers) {
+						link.answer(buffer, read);
+					}
+					else {
+						out.write(buffer, 0, read);
+						out.flush();
+					}
 				}
 			}
 			catch (IOException ex) {
 				// one side closed
 			}
 			finally {
+				this.links.remove(link);
 				closeQuietly(from);
 				closeQuietly(to);
 			}
@@ -143,6 +194,60 @@ public final class BlackholeProxy implements AutoCloseable {
 		catch (IOException ex) {
 			// already closed
 		}
+	}
+
+	/** One client connection: its answers, kept while holding. */
+	private static final class Link {
+
+		private final OutputStream toClient;
+
+		private final ReentrantLock lock = new ReentrantLock();
+
+		private final ByteArrayOutputStream held = new ByteArrayOutputStream();
+
+		private boolean holding;
+
+		volatile boolean subscription;
+
+		Link(OutputStream toClient) {
+			this.toClient = toClient;
+		}
+
+		void answer(byte[] buffer, int length) throws IOException {
+			this.lock.lock();
+			try {
+				if (this.holding) {
+					this.held.write(buffer, 0, length);
+				}
+				else {
+					this.toClient.write(buffer, 0, length);
+					this.toClient.flush();
+				}
+			}
+			finally {
+				this.lock.unlock();
+			}
+		}
+
+		/** Starts keeping answers, or sends on the kept ones and stops. */
+		void hold(boolean hold) {
+			this.lock.lock();
+			try {
+				this.holding = hold;
+				if (!hold && this.held.size() > 0) {
+					this.toClient.write(this.held.toByteArray());
+					this.toClient.flush();
+					this.held.reset();
+				}
+			}
+			catch (IOException ex) {
+				// The connection closed.
+			}
+			finally {
+				this.lock.unlock();
+			}
+		}
+
 	}
 
 	@Override

@@ -1,0 +1,104 @@
+package dev.holdfast.actuate;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.boot.actuate.endpoint.OperationResponseBody;
+
+import dev.holdfast.LockBackendException;
+import dev.holdfast.core.LockEngine;
+import dev.holdfast.scheduling.ScheduledJobs;
+import dev.holdfast.scheduling.ScheduledJobs.Job;
+import dev.holdfast.spi.ClusterLocks;
+import dev.holdfast.spi.ClusterLocks.BackendLock;
+import dev.holdfast.spi.TickClaims;
+
+/**
+ * The {@code locks/jobs} view: each {@code @SingleInstanceScheduled} job of this instance, with
+ * what the backend holds of it for the whole cluster: the last tick claimed anywhere (its tick
+ * record) and the instance that holds its job lock (running, or keeping it for
+ * {@code lockAtLeastFor} after its run); and its ticks this instance skipped, by reason.
+ */
+public final class JobsView {
+
+	private final LockEngine engine;
+
+	private final ScheduledJobs jobs;
+
+	private final Function<String, Map<String, Long>> skipped;
+
+	/**
+	 * @param skipped the ticks of a job this instance skipped, by reason
+	 * ({@link LockMetricsListener#skipCounts})
+	 */
+	public JobsView(LockEngine engine, ScheduledJobs jobs, Function<String, Map<String, Long>> skipped) {
+		this.engine = engine;
+		this.jobs = jobs;
+		this.skipped = skipped;
+	}
+
+	JobsDescriptor describe() {
+		List<JobDescriptor> described = this.jobs.jobs().stream().map(this::describe).toList();
+		return new JobsDescriptor(this.engine.backendName(), described);
+	}
+
+	private JobDescriptor describe(Job job) {
+		String key = this.engine.keyFor(job.name(), null);
+		Instant lastTick = null;
+		BackendLock holder = null;
+		String note = null;
+		try {
+			if (job.ticks() && this.engine.backend() instanceof TickClaims claims) {
+				lastTick = claims.lastClaimedTick(key);
+			}
+			if (this.engine.backend() instanceof ClusterLocks locks) {
+				holder = locks.listLocks(key, 16).locks().stream().filter((lock) -> lock.key().equals(key)).findFirst()
+					.orElse(null);
+			}
+		}
+		catch (LockBackendException ex) {
+			note = "The backend could not be read: " + ex.getMessage();
+		}
+		return new JobDescriptor(job.name(), job.method(), job.trigger(), job.zone().getId(), job.nextTick(),
+				job.lockAtMostFor().toString(), job.lockAtLeastFor().toString(), lastTick,
+				(holder != null) ? holder.instance() : null, (holder != null) ? holder.fencingToken() : null,
+				this.skipped.apply(job.name()), note);
+	}
+
+	/**
+	 * The jobs of this instance.
+	 *
+	 * @param backend the backend name
+	 * @param jobs the jobs, by name
+	 */
+	public record JobsDescriptor(String backend, List<JobDescriptor> jobs) implements OperationResponseBody {
+	}
+
+	/**
+	 * One job.
+	 *
+	 * @param name the job name, its lock name
+	 * @param method the method it runs
+	 * @param trigger its cron expression, fixed rate or fixed delay
+	 * @param zone the zone of its cron expression
+	 * @param nextTick when this instance's scheduler fires it next
+	 * @param lockAtMostFor the cap of one run
+	 * @param lockAtLeastFor how long its lock is kept at least after a run starts
+	 * @param lastClaimedTick the last tick claimed anywhere in the cluster, from the backend's
+	 * record; {@code null} when none lives or the backend does not read it (Redlock, ZooKeeper)
+	 * @param lockHolder the instance holding the job lock now: running it, or keeping its lock
+	 * for {@code lockAtLeastFor}; {@code null} when nobody holds it
+	 * @param lockToken the fencing token of that holder's run
+	 * @param skipped ticks this instance did not run, by reason ({@code ran-elsewhere} is normal)
+	 * @param note why the backend's part is missing
+	 */
+	public record JobDescriptor(String name, String method, String trigger, String zone, @Nullable Instant nextTick,
+			String lockAtMostFor, String lockAtLeastFor, @Nullable Instant lastClaimedTick, @Nullable String lockHolder,
+			@Nullable Long lockToken, Map<String, Long> skipped, @Nullable String note) {
+	}
+
+}

@@ -1,0 +1,116 @@
+package dev.holdfast.actuate;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.actuate.endpoint.Show;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockOptions;
+import dev.holdfast.actuate.ClusterLocksView.ClusterLockDescriptor;
+import dev.holdfast.actuate.ClusterLocksView.ClusterLocksDescriptor;
+import dev.holdfast.actuate.ClusterLocksView.ForcedReleaseDescriptor;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.spi.LockBackend;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * An operator releases a lock by force through the {@code locks} endpoint of another instance:
+ * the holder's next renewal fails, so it is told and counts the lock lost, and the next holder's
+ * fencing token is larger. A subclass per backend gives independent clients of one server.
+ */
+@ExtendWith(OutputCaptureExtension.class)
+abstract class AbstractForcedReleaseTests {
+
+	private static final SecurityContext ALICE = new SecurityContext() {
+
+		@Override
+		public java.security.Principal getPrincipal() {
+			return () -> "alice";
+		}
+
+		@Override
+		public boolean isUserInRole(String role) {
+			return true;
+		}
+
+	};
+
+	private final List<DefaultLockTemplate> templates = new ArrayList<>();
+
+	/** A new client of the backend under test, as another process would have. */
+	protected abstract LockBackend newBackend();
+
+	@AfterEach
+	void closeTemplates() {
+		this.templates.forEach(DefaultLockTemplate::close);
+	}
+
+	private DefaultLockTemplate template(String instance, LockMetricsListener listener) {
+		DefaultLockTemplate template = new DefaultLockTemplate(newBackend(),
+				LockSettings.defaults().withInstanceName(instance), listener);
+		this.templates.add(template);
+		return template;
+	}
+
+	@Test
+	void forcedReleaseLosesTheHoldersLeaseAtItsNextRenewalAndTheNextHolderGetsALargerToken(CapturedOutput output) {
+		SimpleMeterRegistry meters = new SimpleMeterRegistry();
+		DefaultLockTemplate holder = template("web-1", new LockMetricsListener(meters));
+		DefaultLockTemplate operator = template("web-2", new LockMetricsListener(new SimpleMeterRegistry()));
+		LocksEndpoint endpoint = new LocksEndpoint(operator, "web-2", Show.NEVER, Set.of(), 100, null);
+		String name = "report-" + UUID.randomUUID();
+		Lease lease = holder.acquire(name, "2024-05", LockOptions.defaults().leaseTime(Duration.ofSeconds(1)));
+
+		ClusterLocksDescriptor cluster = (ClusterLocksDescriptor) endpoint.scope(ALICE, "cluster");
+		assertThat(cluster.supported()).isTrue();
+		ClusterLockDescriptor listed = cluster.locks()
+			.stream()
+			.filter((lock) -> lock.fencingToken() == lease.fencingToken())
+			.findFirst()
+			.orElseThrow();
+		assertThat(listed.instance()).isEqualTo("web-1");
+		assertThat(listed.key()).as("masked as show-values says").matches("holdfast:" + name + ":\\*{6}#[0-9a-f]{4}");
+
+		ForcedReleaseDescriptor answer = endpoint.release(ALICE, listed.key(), lease.fencingToken());
+		assertThat(answer.released()).as(String.valueOf(answer.reason())).isTrue();
+		assertThat(output).contains("released by force by alice");
+
+		await().atMost(Duration.ofSeconds(3)).until(() -> !lease.isValid());
+		assertThat(meters.counter(LockMetricsListener.LOST, "name", name, "backend", holder.backendName()).count())
+			.as("counted lost")
+			.isEqualTo(1);
+		assertThat(output).contains("lost");
+		try (Lease next = operator.acquire(name, "2024-05", LockOptions.defaults())) {
+			assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
+		}
+		lease.close();
+	}
+
+	@Test
+	void forcedReleaseOfALockTakenByAnotherHolderSinceItWasListedLeavesItAlone() {
+		DefaultLockTemplate holder = template("web-1", new LockMetricsListener(new SimpleMeterRegistry()));
+		DefaultLockTemplate operator = template("web-2", new LockMetricsListener(new SimpleMeterRegistry()));
+		LocksEndpoint endpoint = new LocksEndpoint(operator, "web-2", Show.ALWAYS, Set.of(), 100, null);
+		try (Lease lease = holder.acquire("nightly-" + UUID.randomUUID(), null, LockOptions.defaults())) {
+			ForcedReleaseDescriptor answer = endpoint.release(ALICE, lease.key(), lease.fencingToken() - 1);
+			assertThat(answer.released()).isFalse();
+			assertThat(lease.isValid()).isTrue();
+		}
+	}
+
+}

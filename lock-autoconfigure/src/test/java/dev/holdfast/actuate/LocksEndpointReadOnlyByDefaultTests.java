@@ -1,0 +1,62 @@
+package dev.holdfast.actuate;
+
+import java.util.UUID;
+
+import org.junit.jupiter.api.Test;
+
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.http.MediaType;
+import org.springframework.test.web.servlet.MockMvc;
+import org.springframework.test.web.servlet.setup.MockMvcBuilders;
+import org.springframework.web.context.WebApplicationContext;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.springframework.security.test.web.servlet.request.SecurityMockMvcRequestPostProcessors.csrf;
+import static org.springframework.security.test.web.servlet.request.SecurityMockMvcRequestPostProcessors.httpBasic;
+import static org.springframework.security.test.web.servlet.setup.SecurityMockMvcConfigurers.springSecurity;
+import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.get;
+import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
+import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.status;
+
+/**
+ * Without {@code management.endpoint.locks.access=unrestricted} the {@code locks} endpoint is
+ * read-only: even an authenticated user cannot release a lock by force, and can still read.
+ */
+@SpringBootTest(classes = LocksEndpointReadOnlyByDefaultTests.App.class,
+		properties = { "holdfast.backend=memory", "management.endpoints.web.exposure.include=locks",
+				"spring.security.user.name=ops", "spring.security.user.password=secret" })
+class LocksEndpointReadOnlyByDefaultTests {
+
+	@Autowired
+	WebApplicationContext context;
+
+	@Autowired
+	LockTemplate locks;
+
+	@Test
+	void forcedReleaseIsRefusedUnlessTheEndpointsAccessAllowsWrites() throws Exception {
+		MockMvc mvc = MockMvcBuilders.webAppContextSetup(this.context).apply(springSecurity()).build();
+		try (Lease lease = this.locks.acquire("stuck-" + UUID.randomUUID(), null, LockOptions.defaults())) {
+			mvc.perform(post("/actuator/locks").contentType(MediaType.APPLICATION_JSON)
+				.content("{\"key\": \"" + lease.key() + "\"}")
+				.with(httpBasic("ops", "secret"))
+				.with(csrf())).andExpect(status().is4xxClientError());
+			assertThat(lease.isValid()).isTrue();
+			mvc.perform(get("/actuator/locks/cluster").with(httpBasic("ops", "secret"))).andExpect(status().isOk());
+		}
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+	}
+
+}
