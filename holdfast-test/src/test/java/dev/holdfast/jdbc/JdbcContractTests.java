@@ -9,6 +9,7 @@ import org.springframework.jdbc.datasource.init.ResourceDatabasePopulator;
 
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.TickClaimsContractTests;
 
@@ -44,6 +45,11 @@ abstract class JdbcContractTests extends LockBackendContractTests implements Tic
 		dataSource.setMinimumIdle(0);
 		dataSource.setConnectionTimeout(2000);
 		return dataSource;
+	}
+
+	/** For the databases whose contract test runs {@link dev.holdfast.test.LeadershipContractTests}. */
+	public LockBackend newLeadershipClient() {
+		return trackBackend(newBackend());
 	}
 
 }

@@ -10,6 +10,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.TickClaimsContractTests;
 import dev.holdfast.test.server.RedisServer;
@@ -18,7 +19,8 @@ import dev.holdfast.test.server.RedisServer;
  * The backend contract on a real Redis. Every backend has its own Lettuce client, as another
  * process would.
  */
-class RedisContractTests extends LockBackendContractTests implements TickClaimsContractTests {
+class RedisContractTests extends LockBackendContractTests
+		implements TickClaimsContractTests, LeadershipContractTests {
 
 	private static RedisServer server;
 
@@ -48,6 +50,11 @@ class RedisContractTests extends LockBackendContractTests implements TickClaimsC
 	@Override
 	public TickClaims newClaimsClient() {
 		return (TickClaims) trackBackend(newBackend());
+	}
+
+	@Override
+	public LockBackend newLeadershipClient() {
+		return trackBackend(newBackend());
 	}
 
 }

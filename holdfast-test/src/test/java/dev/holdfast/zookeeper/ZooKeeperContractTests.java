@@ -8,6 +8,7 @@ import org.junit.jupiter.api.BeforeAll;
 
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.TickClaimsContractTests;
 import dev.holdfast.test.server.ZooKeeperServer;
@@ -16,7 +17,8 @@ import dev.holdfast.test.server.ZooKeeperServer;
  * The backend and tick-claim contracts on one ZooKeeper server. Every backend has its own
  * Curator client (its own session), as another process would.
  */
-class ZooKeeperContractTests extends LockBackendContractTests implements TickClaimsContractTests {
+class ZooKeeperContractTests extends LockBackendContractTests
+		implements TickClaimsContractTests, LeadershipContractTests {
 
 	private static ZooKeeperServer server;
 
@@ -45,6 +47,11 @@ class ZooKeeperContractTests extends LockBackendContractTests implements TickCla
 		ZooKeeperLockBackend client = ZooKeeperTestClients.backend(server);
 		claimClients.add(client);
 		return client;
+	}
+
+	@Override
+	public LockBackend newLeadershipClient() {
+		return trackBackend(newBackend());
 	}
 
 }
