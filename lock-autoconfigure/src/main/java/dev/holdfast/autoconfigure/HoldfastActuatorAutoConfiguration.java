@@ -18,12 +18,14 @@ import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
+import dev.holdfast.actuate.LeaderMetrics;
 import dev.holdfast.actuate.LockBackendHealthIndicator;
-import dev.holdfast.actuate.TickClockMetrics;
 import dev.holdfast.actuate.LockMetricsListener;
 import dev.holdfast.actuate.LockObservationListener;
 import dev.holdfast.actuate.LocksEndpoint;
+import dev.holdfast.actuate.TickClockMetrics;
 import dev.holdfast.core.LockEngine;
+import dev.holdfast.leader.DefaultLeaderElections;
 import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
 
 /**
@@ -38,7 +40,7 @@ import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
  * {@link MeterObservationHandler} bean turns them into meters (Boot's
  * {@code DefaultMeterObservationHandler}), the {@link LockMetricsListener} otherwise.
  */
-@AutoConfiguration(after = HoldfastAutoConfiguration.class,
+@AutoConfiguration(after = { HoldfastAutoConfiguration.class, HoldfastLeaderAutoConfiguration.class },
 		afterName = { "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
 				"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
 				"org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration" })
@@ -70,6 +72,14 @@ public final class HoldfastActuatorAutoConfiguration {
 			boolean timersFromObservations = observations.getIfAvailable() != null
 					&& meterObservationHandlers.stream().findAny().isPresent();
 			return new LockMetricsListener(meterRegistry, !timersFromObservations);
+		}
+
+		@Bean
+		@ConditionalOnBean(DefaultLeaderElections.class)
+		@ConditionalOnMissingBean
+		LeaderMetrics holdfastLeaderMetrics(MeterRegistry meterRegistry, DefaultLeaderElections elections,
+				LockEngine engine) {
+			return new LeaderMetrics(meterRegistry, elections, engine.backendName());
 		}
 
 		@Bean

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 
 import org.apache.commons.logging.Log;
@@ -45,6 +46,9 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 
 	private @Nullable AutoCloseable releaseSubscription;
 
+	/** Told of every group joined ({@link #onJoin}): meters. */
+	private final List<Consumer<? super Leadership>> joinListeners = new CopyOnWriteArrayList<>();
+
 	/**
 	 * @param template the engine whose leases make the terms
 	 * @param leaseTime the time to live of a term's lease: how long a killed leader keeps the
@@ -81,11 +85,25 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 			});
 			this.groups.put(group, created[0]);
 			this.byKey.put(key, created[0]);
+			this.joinListeners.forEach((listener) -> listener.accept(created[0]));
 			if (this.running) {
 				created[0].start();
 			}
 			return created[0];
 		}
+	}
+
+	/**
+	 * Calls {@code listener} with every group joined and not closed, now, and with every group
+	 * joined later, when it is joined; it must not block.
+	 */
+	public void onJoin(Consumer<? super Leadership> listener) {
+		List<ElectedLeadership> joined;
+		synchronized (this.lifecycle) {
+			this.joinListeners.add(listener);
+			joined = new ArrayList<>(this.groups.values());
+		}
+		joined.forEach(listener);
 	}
 
 	/** Starts campaigning in every group joined, and in groups joined later. */

@@ -5,6 +5,9 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.SpringApplication;
@@ -82,6 +85,26 @@ class HoldfastLeaderAutoConfigurationTests {
 		};
 		this.runner.withBean(LeaderElections.class, () -> own)
 			.run((context) -> assertThat(context.getBean(LeaderElections.class)).isSameAs(own));
+	}
+
+	@Test
+	void theIsLeaderGaugeOfAGroupIsOneWhileThisInstanceLeadsIt() {
+		this.runner.withConfiguration(AutoConfigurations.of(HoldfastActuatorAutoConfiguration.class))
+			.withBean(SimpleMeterRegistry.class)
+			.run((context) -> {
+				Leadership leadership = context.getBean(LeaderElections.class).join(this.group);
+				Gauge gauge = context.getBean(MeterRegistry.class)
+					.get("holdfast.leader.is_leader")
+					.tag("group", this.group)
+					.tag("backend", "memory")
+					.gauge();
+				assertThat(gauge.value()).isZero();
+				ready(context);
+				assertThat(leadership.awaitLeadership(Duration.ofSeconds(5))).isPresent();
+				assertThat(gauge.value()).isOne();
+				leadership.yield();
+				assertThat(gauge.value()).isZero();
+			});
 	}
 
 	private static void ready(ConfigurableApplicationContext context) {
