@@ -8,6 +8,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.server.RedisCluster;
 
@@ -16,7 +18,7 @@ import dev.holdfast.test.server.RedisCluster;
  * ({@link RedisCluster#shared()}, started once per JVM), through Lettuce cluster connection
  * factories; {@link JedisRedisClusterContractTests} runs it through Jedis.
  */
-class RedisClusterContractTests extends LockBackendContractTests {
+class RedisClusterContractTests extends LockBackendContractTests implements LeadershipContractTests {
 
 	// The suite closes backends after each test; their connection factories close with the class,
 	// after every release has gone through.
@@ -40,6 +42,11 @@ class RedisClusterContractTests extends LockBackendContractTests {
 		RedisConnectionFactory factory = createFactory(RedisCluster.shared());
 		factories.add(factory);
 		return RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
+	}
+
+	@Override
+	public LockBackend newLeadershipClient() {
+		return trackBackend(newBackend());
 	}
 
 }
