@@ -19,6 +19,7 @@ import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.leader.DefaultLeaderElections;
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.test.LockBackendContractTests.FlakyRenewals;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -111,13 +112,13 @@ public interface LeadershipContractTests {
 		Duration lease = Duration.ofSeconds(1);
 		try (Engines engines = new Engines()) {
 			String group = uniqueGroup();
-			UnreachableBackend cutOff = new UnreachableBackend(newLeadershipClient());
+			FlakyRenewals cutOff = new FlakyRenewals(newLeadershipClient());
 			Leadership first = engines.start(cutOff, lease).join(group);
 			LeaderTerm term = first.awaitLeadership(Duration.ofSeconds(5)).orElseThrow();
 			Leadership second = engines.start(newLeadershipClient(), lease).join(group);
 			Recorder events = engines.recorder(first, second);
 			long cut = System.nanoTime();
-			cutOff.down.set(true);
+			cutOff.unreachable.set(true);
 			await().atMost(Duration.ofSeconds(5)).until(() -> !events.revocations(first).isEmpty());
 			Stamped revoked = events.revocations(first).get(0);
 			assertThat(((LeadershipRevokedEvent) revoked.event()).getReason()).isEqualTo(Reason.BACKEND_UNREACHABLE);
@@ -127,7 +128,7 @@ public interface LeadershipContractTests {
 			assertThat(first.isLeader()).isFalse();
 			assertThat(second.awaitLeadership(Duration.ofSeconds(5))).as("the backend let the other engine lead")
 				.isPresent();
-			cutOff.down.set(false);
+			cutOff.unreachable.set(false);
 			second.yield();
 			assertThat(first.awaitLeadership(Duration.ofSeconds(5))).as("leads again once reachable").isPresent();
 			events.assertTermsNeverOverlapAndTokensGrow(3);
