@@ -115,9 +115,11 @@ public final class HoldfastActuatorAutoConfiguration {
 		@Bean
 		@ConditionalOnMissingBean(name = "holdfastHealthIndicator")
 		LockBackendHealthIndicator holdfastHealthIndicator(LockEngine engine,
-				ObjectProvider<SingleInstanceScheduledBeanPostProcessor> scheduling) {
+				ObjectProvider<SingleInstanceScheduledBeanPostProcessor> scheduling,
+				ObjectProvider<DefaultLeaderElections> elections) {
 			SingleInstanceScheduledBeanPostProcessor jobs = scheduling.getIfUnique();
-			return new LockBackendHealthIndicator(engine, (jobs != null) ? jobs.tickClock() : null);
+			return new LockBackendHealthIndicator(engine, (jobs != null) ? jobs.tickClock() : null,
+					elections.getIfUnique());
 		}
 
 	}

@@ -106,6 +106,11 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 		joined.forEach(listener);
 	}
 
+	/** The groups joined and not closed. */
+	public List<Leadership> leaderships() {
+		return new ArrayList<>(this.groups.values());
+	}
+
 	/** Starts campaigning in every group joined, and in groups joined later. */
 	public void start() {
 		List<ElectedLeadership> joined;
