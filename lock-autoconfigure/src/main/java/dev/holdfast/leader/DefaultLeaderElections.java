@@ -69,6 +69,11 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 		if (group.isEmpty()) {
 			throw new IllegalArgumentException("A leader group's name must not be empty");
 		}
+		ElectedLeadership joined = this.groups.get(group);
+		if (joined != null && !joined.isClosed()) {
+			// Every @LeaderOnly call comes here: no key encoding, no lock.
+			return joined;
+		}
 		String key = this.runtime.template.keyFor(LeaderRuntime.LOCK_NAME, group);
 		synchronized (this.lifecycle) {
 			if (this.closed) {
