@@ -114,13 +114,14 @@ public interface LeadershipContractTests {
 			String group = uniqueGroup();
 			FlakyRenewals cutOff = new FlakyRenewals(newLeadershipClient());
 			Leadership first = engines.start(cutOff, lease).join(group);
+			Recorder events = engines.recorder(first);
 			LeaderTerm term = first.awaitLeadership(Duration.ofSeconds(5)).orElseThrow();
 			Leadership second = engines.start(newLeadershipClient(), lease).join(group);
-			Recorder events = engines.recorder(first, second);
+			second.addListener(events::add);
 			long cut = System.nanoTime();
 			cutOff.unreachable.set(true);
-			await().atMost(Duration.ofSeconds(5)).until(() -> !events.revocations(first).isEmpty());
-			Stamped revoked = events.revocations(first).get(0);
+			await().atMost(Duration.ofSeconds(5)).until(() -> !events.revocations(first, cut).isEmpty());
+			Stamped revoked = events.revocations(first, cut).get(0);
 			assertThat(((LeadershipRevokedEvent) revoked.event()).getReason()).isEqualTo(Reason.BACKEND_UNREACHABLE);
 			assertThat(Duration.ofNanos(revoked.nanos() - cut)).as("revoked by the validity end")
 				.isLessThanOrEqualTo(lease.plusMillis(200));
@@ -175,10 +176,11 @@ public interface LeadershipContractTests {
 			return this.events.stream().map(Stamped::event).toList();
 		}
 
-		synchronized List<Stamped> revocations(Leadership leadership) {
+		/** The revocations of {@code leadership} delivered after {@code since} (System.nanoTime). */
+		synchronized List<Stamped> revocations(Leadership leadership, long since) {
 			return this.events.stream()
 				.filter((stamped) -> stamped.event() instanceof LeadershipRevokedEvent
-						&& stamped.event().getLeadership() == leadership)
+						&& stamped.event().getLeadership() == leadership && stamped.nanos() - since >= 0)
 				.toList();
 		}
 

@@ -9,13 +9,11 @@ import java.util.function.Consumer;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
-import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.LeaderElections;
 import dev.holdfast.Leadership;
 import dev.holdfast.LeadershipEvent;
 import dev.holdfast.core.DefaultLockTemplate;
-import dev.holdfast.spi.ReleaseEvents;
 
 /**
  * Leader elections on one {@link DefaultLockTemplate}: leading group G is holding the template's
@@ -44,8 +42,6 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 
 	private boolean closed;
 
-	private @Nullable AutoCloseable releaseSubscription;
-
 	/** Told of every group joined ({@link #onJoin}): meters. */
 	private final List<Consumer<? super Leadership>> joinListeners = new CopyOnWriteArrayList<>();
 
@@ -61,7 +57,7 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 		if (leaseTime.isNegative() || leaseTime.isZero()) {
 			throw new IllegalArgumentException("The lease time of leader groups must be positive, was " + leaseTime);
 		}
-		this.runtime = new LeaderRuntime(template, leaseTime, publisher);
+		this.runtime = new LeaderRuntime(template, leaseTime, publisher, this::released);
 	}
 
 	@Override
@@ -124,11 +120,7 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 				return;
 			}
 			this.running = true;
-			if (!this.runtime.template.supportsNonBlocking()
-					&& this.runtime.template.backend() instanceof ReleaseEvents events) {
-				// Followers attempting once at a time wake when the backend announces a release.
-				this.releaseSubscription = events.subscribe(this::released);
-			}
+			this.runtime.listening(true);
 			joined = new ArrayList<>(this.groups.values());
 		}
 		joined.forEach(ElectedLeadership::start);
@@ -146,7 +138,7 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 				return;
 			}
 			this.running = false;
-			closeSubscription();
+			this.runtime.listening(false);
 			joined = new ArrayList<>(this.groups.values());
 		}
 		joined.forEach(ElectedLeadership::suspend);
@@ -191,19 +183,6 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 		ElectedLeadership leadership = this.byKey.get(key);
 		if (leadership != null) {
 			leadership.wake();
-		}
-	}
-
-	private void closeSubscription() {
-		AutoCloseable subscription = this.releaseSubscription;
-		this.releaseSubscription = null;
-		if (subscription != null) {
-			try {
-				subscription.close();
-			}
-			catch (Exception ex) {
-				logger.debug("Could not close the release subscription of leader groups", ex);
-			}
 		}
 	}
 

@@ -255,7 +255,7 @@ final class ElectedLeadership implements Leadership {
 		synchronized (this.lock) {
 			this.attempting = false;
 			this.attempt = null;
-			if (lease != null && (this.closed || !this.running || this.term != null || !lease.isValid())) {
+			if (lease != null && (this.closed || !this.running || this.term != null || !fresh(lease))) {
 				giveBack = lease;
 				if (!this.closed && this.running && this.term == null) {
 					reschedule(this::campaign, 0);
@@ -280,6 +280,18 @@ final class ElectedLeadership implements Leadership {
 		if (giveBack != null) {
 			this.runtime.release(giveBack);
 		}
+		// After a first call the backend knows whether it can announce releases (PostgreSQL).
+		this.runtime.listenForReleases();
+	}
+
+	/**
+	 * Whether a lease just taken can start a term: valid with more than the revocation margin
+	 * left. An answer that came late (a first connection) may bring a lease already at its end,
+	 * which would be granted and revoked at once.
+	 */
+	private boolean fresh(Lease lease) {
+		return lease.isValid()
+				&& Duration.between(this.runtime.clock().instant(), lease.expiresAt()).toNanos() > this.runtime.revokeMarginNanos;
 	}
 
 	private void grant(Lease lease) {

@@ -22,6 +22,7 @@ import dev.holdfast.LeadershipEvent;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.EngineLease;
+import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.SessionLeases;
 
 /**
@@ -57,7 +58,18 @@ final class LeaderRuntime {
 
 	private final ThreadPoolExecutor campaignThread;
 
-	LeaderRuntime(DefaultLockTemplate template, Duration leaseTime, Consumer<? super LeadershipEvent> publisher) {
+	/** Told the key of every release the backend announces, while listening. */
+	private final Consumer<String> released;
+
+	private final Object listening = new Object();
+
+	private boolean listen;
+
+	private @Nullable AutoCloseable subscription;
+
+	LeaderRuntime(DefaultLockTemplate template, Duration leaseTime, Consumer<? super LeadershipEvent> publisher,
+			Consumer<String> released) {
+		this.released = released;
 		this.template = template;
 		this.leaseTime = leaseTime;
 		this.pollInterval = template.settings().pollInterval();
@@ -106,6 +118,46 @@ final class LeaderRuntime {
 			}
 		});
 		return result;
+	}
+
+	/**
+	 * Followers that attempt once at a time (a backend without non-blocking acquisition) wake when
+	 * the backend announces a release of their key: subscribes once the backend announces releases
+	 * (PostgreSQL only knows after its first call), while listening is on. Does not block.
+	 */
+	void listenForReleases() {
+		if (this.template.supportsNonBlocking() || !(this.template.backend() instanceof ReleaseEvents events)
+				|| !events.announcesReleases()) {
+			return;
+		}
+		synchronized (this.listening) {
+			if (this.listen && this.subscription == null) {
+				this.subscription = events.subscribe(this.released);
+			}
+		}
+	}
+
+	/** Turns listening for releases on (subscribing as soon as the backend can) or off. */
+	void listening(boolean on) {
+		AutoCloseable closing;
+		synchronized (this.listening) {
+			this.listen = on;
+			closing = on ? null : this.subscription;
+			if (!on) {
+				this.subscription = null;
+			}
+		}
+		if (on) {
+			listenForReleases();
+		}
+		else if (closing != null) {
+			try {
+				closing.close();
+			}
+			catch (Exception ex) {
+				logger.debug("Could not close the release subscription of leader groups", ex);
+			}
+		}
 	}
 
 	/** Releases an ended term's lease, on the campaign thread: after what was queued before. */
