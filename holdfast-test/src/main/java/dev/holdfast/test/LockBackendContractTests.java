@@ -592,12 +592,19 @@ public abstract class LockBackendContractTests implements MultiKeyContractTests 
 
 	}
 
-	/** A backend whose renewals fail, as if the network dropped them, while {@link #failing} is set. */
+	/**
+	 * A client of a real backend whose renewals fail, as if the network dropped them, while
+	 * {@link #failing} is set, and whose every call fails, as if its server were unreachable,
+	 * while {@link #unreachable} is set. Only the blocking calls: an engine above it acquires
+	 * without the backend's non-blocking calls.
+	 */
 	static final class FlakyRenewals implements LockBackend, LeaseRenewal {
 
 		final LockBackend delegate;
 
 		final AtomicBoolean failing = new AtomicBoolean();
+
+		final AtomicBoolean unreachable = new AtomicBoolean();
 
 		FlakyRenewals(LockBackend delegate) {
 			this.delegate = delegate;
@@ -610,20 +617,34 @@ public abstract class LockBackendContractTests implements MultiKeyContractTests 
 
 		@Override
 		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+			reach();
 			return this.delegate.tryAcquire(key, owner, ttl);
 		}
 
 		@Override
 		public boolean release(String key, String owner) {
+			reach();
 			return this.delegate.release(key, owner);
 		}
 
 		@Override
 		public Set<String> renew(Collection<HeldLock> locks) {
+			reach();
 			if (this.failing.get()) {
 				throw new LockBackendException("renewal dropped by the test", null);
 			}
 			return ((LeaseRenewal) this.delegate).renew(locks);
+		}
+
+		@Override
+		public Duration clockDriftAllowance(Duration ttl) {
+			return this.delegate.clockDriftAllowance(ttl);
+		}
+
+		private void reach() {
+			if (this.unreachable.get()) {
+				throw new LockBackendException("the test cut this client off its backend", null);
+			}
 		}
 
 	}

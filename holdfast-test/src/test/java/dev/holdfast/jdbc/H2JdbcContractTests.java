@@ -6,10 +6,12 @@ import com.zaxxer.hikari.HikariDataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
+import dev.holdfast.test.LeadershipContractTests;
+
 /**
  * The contracts on H2, every client with its own pool on one named in-memory database.
  */
-class H2JdbcContractTests extends JdbcContractTests {
+class H2JdbcContractTests extends JdbcContractTests implements LeadershipContractTests {
 
 	private static final String URL = "jdbc:h2:mem:holdfast-contract-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
 

@@ -10,6 +10,7 @@ import org.springframework.jdbc.datasource.init.ResourceDatabasePopulator;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
 import dev.holdfast.test.ClusterLocksContractTests;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.TickClaimsContractTests;
 
@@ -18,7 +19,7 @@ import dev.holdfast.test.TickClaimsContractTests;
  * names the shared server. Every client has a connection pool of its own, as another process.
  */
 abstract class JdbcContractTests extends LockBackendContractTests
-		implements TickClaimsContractTests, ClusterLocksContractTests {
+		implements TickClaimsContractTests, ClusterLocksContractTests, LeadershipContractTests {
 
 	/** A new, independent connection pool on the shared server, whose schema exists. */
 	protected abstract HikariDataSource newDataSource();
@@ -51,6 +52,11 @@ abstract class JdbcContractTests extends LockBackendContractTests
 		dataSource.setMinimumIdle(0);
 		dataSource.setConnectionTimeout(2000);
 		return dataSource;
+	}
+
+	/** For the databases whose contract test runs {@link dev.holdfast.test.LeadershipContractTests}. */
+	public LockBackend newLeadershipClient() {
+		return trackBackend(newBackend());
 	}
 
 }

@@ -3,12 +3,13 @@ package dev.holdfast.jdbc;
 import com.zaxxer.hikari.HikariDataSource;
 import org.junit.jupiter.api.BeforeAll;
 
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.server.PostgresServer;
 
 /**
  * The contracts on a real PostgreSQL server, with the backend's defaults (fair handoff on).
  */
-class PostgresJdbcContractTests extends JdbcContractTests {
+class PostgresJdbcContractTests extends JdbcContractTests implements LeadershipContractTests {
 
 	@BeforeAll
 	static void createSchema() {

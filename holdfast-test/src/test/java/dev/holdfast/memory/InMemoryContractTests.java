@@ -5,6 +5,7 @@ import java.time.Duration;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
 import dev.holdfast.test.ClusterLocksContractTests;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.TickClaimsContractTests;
 
@@ -13,7 +14,7 @@ import dev.holdfast.test.TickClaimsContractTests;
  * one backend instance, as the threads of one JVM do.
  */
 class InMemoryContractTests extends LockBackendContractTests
-		implements TickClaimsContractTests, ClusterLocksContractTests {
+		implements TickClaimsContractTests, ClusterLocksContractTests, LeadershipContractTests {
 
 	private final InMemoryLockBackend shared = new InMemoryLockBackend();
 
@@ -36,6 +37,11 @@ class InMemoryContractTests extends LockBackendContractTests
 	@Override
 	public LockBackend newClusterClient() {
 		return this.shared;
+	}
+
+	@Override
+	public LockBackend newLeadershipClient() {
+		return trackBackend(newBackend());
 	}
 
 }

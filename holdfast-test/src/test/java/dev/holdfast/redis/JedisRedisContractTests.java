@@ -9,11 +9,12 @@ import org.junit.jupiter.api.BeforeAll;
 import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
 
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.server.RedisServer;
 
 /** The backend contract on a standalone Redis through Jedis connection factories. */
-class JedisRedisContractTests extends LockBackendContractTests {
+class JedisRedisContractTests extends LockBackendContractTests implements LeadershipContractTests {
 
 	private static RedisServer server;
 
@@ -36,6 +37,11 @@ class JedisRedisContractTests extends LockBackendContractTests {
 		JedisConnectionFactory factory = RedisTestClients.jedisConnectionFactory(server);
 		factories.add(factory);
 		return RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
+	}
+
+	@Override
+	public LockBackend newLeadershipClient() {
+		return trackBackend(newBackend());
 	}
 
 }

@@ -10,6 +10,7 @@ import org.springframework.data.redis.connection.RedisConnectionFactory;
 
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.test.ClusterLocksContractTests;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.server.RedisCluster;
 
@@ -18,7 +19,8 @@ import dev.holdfast.test.server.RedisCluster;
  * ({@link RedisCluster#shared()}, started once per JVM), through Lettuce cluster connection
  * factories; {@link JedisRedisClusterContractTests} runs it through Jedis.
  */
-class RedisClusterContractTests extends LockBackendContractTests implements ClusterLocksContractTests {
+class RedisClusterContractTests extends LockBackendContractTests
+		implements ClusterLocksContractTests, LeadershipContractTests {
 
 	// The suite closes backends after each test; their connection factories close with the class,
 	// after every release has gone through.
@@ -46,6 +48,11 @@ class RedisClusterContractTests extends LockBackendContractTests implements Clus
 
 	@Override
 	public LockBackend newClusterClient() {
+		return trackBackend(newBackend());
+	}
+
+	@Override
+	public LockBackend newLeadershipClient() {
 		return trackBackend(newBackend());
 	}
 

@@ -11,6 +11,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
 import dev.holdfast.test.ClusterLocksContractTests;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.TickClaimsContractTests;
 import dev.holdfast.test.server.RedisServer;
@@ -20,7 +21,7 @@ import dev.holdfast.test.server.RedisServer;
  * process would.
  */
 class RedisContractTests extends LockBackendContractTests
-		implements TickClaimsContractTests, ClusterLocksContractTests {
+		implements TickClaimsContractTests, ClusterLocksContractTests, LeadershipContractTests {
 
 	private static RedisServer server;
 
@@ -54,6 +55,11 @@ class RedisContractTests extends LockBackendContractTests
 
 	@Override
 	public LockBackend newClusterClient() {
+		return trackBackend(newBackend());
+	}
+
+	@Override
+	public LockBackend newLeadershipClient() {
 		return trackBackend(newBackend());
 	}
 

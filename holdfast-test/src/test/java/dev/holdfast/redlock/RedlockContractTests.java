@@ -8,6 +8,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.server.RedisServer;
 
@@ -17,7 +18,7 @@ import dev.holdfast.test.server.RedisServer;
  * has a quorum, and then nobody wins the tick (the SPI promises at most one winner; that contract
  * also asks for at least one). {@code RedlockLockBackendTests} covers Redlock's tick claims.
  */
-class RedlockContractTests extends LockBackendContractTests {
+class RedlockContractTests extends LockBackendContractTests implements LeadershipContractTests {
 
 	private static final List<RedisServer> servers = new ArrayList<>();
 
@@ -38,6 +39,11 @@ class RedlockContractTests extends LockBackendContractTests {
 	protected LockBackend newBackend() {
 		return RedlockLockBackend.connect(servers.stream().map(RedisServer::uri).toList(), null, null,
 				Duration.ofSeconds(1), new RedlockSettings(Duration.ofMillis(500), 0.01, Duration.ofMillis(2)));
+	}
+
+	@Override
+	public LockBackend newLeadershipClient() {
+		return trackBackend(newBackend());
 	}
 
 }

@@ -9,6 +9,7 @@ import org.junit.jupiter.api.BeforeAll;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
 import dev.holdfast.test.ClusterLocksContractTests;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.TickClaimsContractTests;
 import dev.holdfast.test.server.ZooKeeperServer;
@@ -18,7 +19,7 @@ import dev.holdfast.test.server.ZooKeeperServer;
  * Curator client (its own session), as another process would.
  */
 class ZooKeeperContractTests extends LockBackendContractTests
-		implements TickClaimsContractTests, ClusterLocksContractTests {
+		implements TickClaimsContractTests, ClusterLocksContractTests, LeadershipContractTests {
 
 	private static ZooKeeperServer server;
 
@@ -57,6 +58,11 @@ class ZooKeeperContractTests extends LockBackendContractTests
 	@Override
 	public boolean readsTickRecords() {
 		return false;
+	}
+
+	@Override
+	public LockBackend newLeadershipClient() {
+		return trackBackend(newBackend());
 	}
 
 }

@@ -4,6 +4,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.test.LeadershipContractTests;
 import dev.holdfast.test.LockBackendContractTests;
 import dev.holdfast.test.server.ZooKeeperServer;
 
@@ -11,7 +12,7 @@ import dev.holdfast.test.server.ZooKeeperServer;
  * The backend contract on a three-server ensemble: each client connects to any of the servers,
  * so that holders and waiters talk to different servers and reads may come from followers.
  */
-class ZooKeeperEnsembleContractTests extends LockBackendContractTests {
+class ZooKeeperEnsembleContractTests extends LockBackendContractTests implements LeadershipContractTests {
 
 	private static ZooKeeperServer ensemble;
 
@@ -28,6 +29,11 @@ class ZooKeeperEnsembleContractTests extends LockBackendContractTests {
 	@Override
 	protected LockBackend newBackend() {
 		return ZooKeeperTestClients.backend(ensemble);
+	}
+
+	@Override
+	public LockBackend newLeadershipClient() {
+		return trackBackend(newBackend());
 	}
 
 }

@@ -10,6 +10,7 @@ import org.springframework.boot.health.contributor.AbstractHealthIndicator;
 import org.springframework.boot.health.contributor.Health;
 
 import dev.holdfast.core.LockEngine;
+import dev.holdfast.leader.DefaultLeaderElections;
 import dev.holdfast.scheduling.TickClock;
 import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.LockBackend;
@@ -26,11 +27,13 @@ public class LockBackendHealthIndicator extends AbstractHealthIndicator {
 
 	private final @Nullable TickClock tickClock;
 
+	private final @Nullable DefaultLeaderElections elections;
+
 	/**
 	 * Checks the backend of {@code engine}.
 	 */
 	public LockBackendHealthIndicator(LockEngine engine) {
-		this(engine, null);
+		this(engine, null, null);
 	}
 
 	/**
@@ -39,12 +42,15 @@ public class LockBackendHealthIndicator extends AbstractHealthIndicator {
 	 * counting only what lies beyond the claim's round trip, so {@code 0ms} unless the clocks are
 	 * known to differ) once a tick was claimed, and {@code jobsRefusedForClock} (job name to offset) while jobs run
 	 * no ticks here because the offset exceeds their tolerance. The status does not change:
-	 * locks still work.
+	 * locks still work. With {@code elections}, the detail {@code leaderGroups} (group to
+	 * {@code leader} or {@code follower}); being a follower changes no status either.
 	 */
-	public LockBackendHealthIndicator(LockEngine engine, @Nullable TickClock tickClock) {
+	public LockBackendHealthIndicator(LockEngine engine, @Nullable TickClock tickClock,
+			@Nullable DefaultLeaderElections elections) {
 		super("Holdfast lock backend health check failed");
 		this.engine = engine;
 		this.tickClock = tickClock;
+		this.elections = elections;
 	}
 
 	@Override
@@ -59,6 +65,12 @@ public class LockBackendHealthIndicator extends AbstractHealthIndicator {
 				refused.forEach((job, offset) -> offsets.put(job, offset.toMillis() + "ms"));
 				builder.withDetail("jobsRefusedForClock", offsets);
 			}
+		}
+		if (this.elections != null && !this.elections.leaderships().isEmpty()) {
+			Map<String, String> groups = new TreeMap<>();
+			this.elections.leaderships()
+				.forEach((leadership) -> groups.put(leadership.group(), leadership.isLeader() ? "leader" : "follower"));
+			builder.withDetail("leaderGroups", groups);
 		}
 		if (!(backend instanceof BackendHealth health)) {
 			builder.unknown();

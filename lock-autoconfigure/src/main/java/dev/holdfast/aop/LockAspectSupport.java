@@ -101,7 +101,6 @@ public class LockAspectSupport {
 
 	private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
 
-	private final ReactiveAdapterRegistry reactiveAdapters = ReactiveAdapterRegistry.getSharedInstance();
 
 	private final @Nullable ReactiveLockSupport reactive;
 
@@ -338,14 +337,14 @@ public class LockAspectSupport {
 	}
 
 	/** The value a skipped method returns: empty, not absent, wherever the type allows it. */
-	@Nullable Object emptyResult(Class<?> returnType) {
+	static @Nullable Object emptyResult(Class<?> returnType) {
 		if (returnType == Optional.class) {
 			return Optional.empty();
 		}
 		if (CompletionStage.class.isAssignableFrom(returnType) && returnType.isAssignableFrom(CompletableFuture.class)) {
 			return CompletableFuture.completedFuture(null);
 		}
-		ReactiveAdapter adapter = this.reactiveAdapters.getAdapter(returnType);
+		ReactiveAdapter adapter = ReactiveAdapterRegistry.getSharedInstance().getAdapter(returnType);
 		if (adapter != null && adapter.supportsEmpty()) {
 			return adapter.getDescriptor().getEmptyValue();
 		}

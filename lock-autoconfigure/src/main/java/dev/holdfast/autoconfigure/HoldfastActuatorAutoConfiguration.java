@@ -25,13 +25,15 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.util.ClassUtils;
 
 import dev.holdfast.actuate.JobsView;
+import dev.holdfast.actuate.LeaderMetrics;
 import dev.holdfast.actuate.LockBackendHealthIndicator;
-import dev.holdfast.actuate.TickClockMetrics;
 import dev.holdfast.actuate.LockMetricsListener;
 import dev.holdfast.actuate.LockObservationListener;
 import dev.holdfast.actuate.LocksEndpoint;
+import dev.holdfast.actuate.TickClockMetrics;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockEngine;
+import dev.holdfast.leader.DefaultLeaderElections;
 import dev.holdfast.scheduling.ScheduledJobs;
 import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
 
@@ -47,7 +49,7 @@ import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
  * {@link MeterObservationHandler} bean turns them into meters (Boot's
  * {@code DefaultMeterObservationHandler}), the {@link LockMetricsListener} otherwise.
  */
-@AutoConfiguration(after = HoldfastAutoConfiguration.class,
+@AutoConfiguration(after = { HoldfastAutoConfiguration.class, HoldfastLeaderAutoConfiguration.class },
 		afterName = { "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
 				"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
 				"org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration" })
@@ -79,6 +81,14 @@ public final class HoldfastActuatorAutoConfiguration {
 			boolean timersFromObservations = observations.getIfAvailable() != null
 					&& meterObservationHandlers.stream().findAny().isPresent();
 			return new LockMetricsListener(meterRegistry, !timersFromObservations);
+		}
+
+		@Bean
+		@ConditionalOnBean(DefaultLeaderElections.class)
+		@ConditionalOnMissingBean
+		LeaderMetrics holdfastLeaderMetrics(MeterRegistry meterRegistry, DefaultLeaderElections elections,
+				LockEngine engine) {
+			return new LeaderMetrics(meterRegistry, elections, engine.backendName());
 		}
 
 		@Bean
@@ -132,9 +142,11 @@ public final class HoldfastActuatorAutoConfiguration {
 		@Bean
 		@ConditionalOnMissingBean(name = "holdfastHealthIndicator")
 		LockBackendHealthIndicator holdfastHealthIndicator(LockEngine engine,
-				ObjectProvider<SingleInstanceScheduledBeanPostProcessor> scheduling) {
+				ObjectProvider<SingleInstanceScheduledBeanPostProcessor> scheduling,
+				ObjectProvider<DefaultLeaderElections> elections) {
 			SingleInstanceScheduledBeanPostProcessor jobs = scheduling.getIfUnique();
-			return new LockBackendHealthIndicator(engine, (jobs != null) ? jobs.tickClock() : null);
+			return new LockBackendHealthIndicator(engine, (jobs != null) ? jobs.tickClock() : null,
+					elections.getIfUnique());
 		}
 
 	}

@@ -11,6 +11,8 @@ import org.springframework.boot.health.contributor.Status;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
+import dev.holdfast.leader.DefaultLeaderElections;
+import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.LockBackend;
@@ -44,6 +46,27 @@ class LockBackendHealthIndicatorTests {
 		Health health = healthOf(new PlainBackend());
 		assertThat(health.getStatus()).isEqualTo(Status.UNKNOWN);
 		assertThat(health.getDetails()).containsEntry("backend", "plain");
+	}
+
+	@Test
+	void leaderGroupsAreListedAndBeingAFollowerIsNotDown() throws Exception {
+		InMemoryLockBackend backend = new InMemoryLockBackend();
+		try (DefaultLockTemplate first = new DefaultLockTemplate(backend, LockSettings.defaults());
+				DefaultLockTemplate second = new DefaultLockTemplate(backend, LockSettings.defaults());
+				DefaultLeaderElections leading = new DefaultLeaderElections(first, Duration.ofSeconds(30), (e) -> {
+				});
+				DefaultLeaderElections following = new DefaultLeaderElections(second, Duration.ofSeconds(30), (e) -> {
+				})) {
+			leading.start();
+			assertThat(leading.join("relay").awaitLeadership(Duration.ofSeconds(5))).isPresent();
+			following.start();
+			following.join("relay");
+			Health leader = new LockBackendHealthIndicator(first, null, leading).health(true);
+			Health follower = new LockBackendHealthIndicator(second, null, following).health(true);
+			assertThat(leader.getDetails()).containsEntry("leaderGroups", Map.of("relay", "leader"));
+			assertThat(follower.getDetails()).containsEntry("leaderGroups", Map.of("relay", "follower"));
+			assertThat(follower.getStatus()).isEqualTo(Status.UP);
+		}
 	}
 
 	private static Health healthOf(LockBackend backend) {

@@ -1,0 +1,255 @@
+package dev.holdfast.test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
+
+import dev.holdfast.LeaderTerm;
+import dev.holdfast.Leadership;
+import dev.holdfast.LeadershipEvent;
+import dev.holdfast.LeadershipGrantedEvent;
+import dev.holdfast.LeadershipRevokedEvent;
+import dev.holdfast.LeadershipRevokedEvent.Reason;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.leader.DefaultLeaderElections;
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.test.LockBackendContractTests.FlakyRenewals;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The leadership contract (DESIGN.md, Leadership: LDR-1 to LDR-5) on a backend, as a JUnit 5
+ * interface that a backend's contract test implements beside {@link LockBackendContractTests}.
+ * Each engine is a {@link DefaultLockTemplate} on a {@linkplain #newLeadershipClient() client of
+ * its own} with its {@link DefaultLeaderElections}: another process of the cluster.
+ */
+public interface LeadershipContractTests {
+
+	/**
+	 * A new client of the shared backend server, independent of every other one (as if in another
+	 * process), closed by the implementation after the test.
+	 */
+	LockBackend newLeadershipClient();
+
+	/** The lease time of the terms in these tests, but for the one that cuts a leader off. */
+	Duration TERM_LEASE = Duration.ofSeconds(10);
+
+	@Test
+	default void atMostOneLeaderAtATimeAcrossTwoEnginesAndEveryTermHasALargerToken() throws Exception {
+		try (Engines engines = new Engines()) {
+			String group = uniqueGroup();
+			Leadership first = engines.start(newLeadershipClient(), TERM_LEASE).join(group);
+			Leadership second = engines.start(newLeadershipClient(), TERM_LEASE).join(group);
+			Recorder events = engines.recorder(first, second);
+			for (int i = 0; i < 6; i++) {
+				Leadership leader = awaitOneLeader(first, second);
+				assertThat(first.isLeader() && second.isLeader()).as("both lead").isFalse();
+				leader.yield();
+			}
+			awaitOneLeader(first, second);
+			events.assertTermsNeverOverlapAndTokensGrow(7);
+		}
+	}
+
+	@Test
+	default void anotherEngineLeadsWithinOneSecondOfAYield() throws Exception {
+		try (Engines engines = new Engines()) {
+			String group = uniqueGroup();
+			Leadership first = engines.start(newLeadershipClient(), TERM_LEASE).join(group);
+			Leadership second = engines.start(newLeadershipClient(), TERM_LEASE).join(group);
+			for (int i = 0; i < 2; i++) {
+				if (i > 0) {
+					// The engine that yielded before stays out of the race for a second.
+					Thread.sleep(1_100);
+				}
+				Leadership leader = awaitOneLeader(first, second);
+				Leadership follower = (leader == first) ? second : first;
+				long start = System.nanoTime();
+				leader.yield();
+				assertThat(follower.awaitLeadership(Duration.ofSeconds(5))).isPresent();
+				Duration took = Duration.ofNanos(System.nanoTime() - start);
+				System.out.println("[leadership] " + getClass().getSimpleName() + ": takeover after a yield in "
+						+ took.toMillis() + " ms");
+				assertThat(took).as("takeover after a yield").isLessThanOrEqualTo(Duration.ofSeconds(1));
+			}
+		}
+	}
+
+	@Test
+	default void closingTheLeadershipRevokesWithShutdownAndAnotherEngineTakesOver() throws Exception {
+		try (Engines engines = new Engines()) {
+			String group = uniqueGroup();
+			Leadership first = engines.start(newLeadershipClient(), TERM_LEASE).join(group);
+			assertThat(first.awaitLeadership(Duration.ofSeconds(5))).isPresent();
+			Leadership second = engines.start(newLeadershipClient(), TERM_LEASE).join(group);
+			Recorder events = engines.recorder(first, second);
+			long start = System.nanoTime();
+			first.close();
+			assertThat(first.isLeader()).isFalse();
+			assertThat(second.awaitLeadership(Duration.ofSeconds(5))).isPresent();
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).as("takeover after a close")
+				.isLessThanOrEqualTo(Duration.ofSeconds(1));
+			await().atMost(Duration.ofSeconds(2)).until(() -> events.all().size() == 3);
+			assertThat(events.all().get(1)).isInstanceOfSatisfying(LeadershipRevokedEvent.class,
+					(revoked) -> assertThat(revoked.getReason()).isEqualTo(Reason.SHUTDOWN));
+			events.assertTermsNeverOverlapAndTokensGrow(2);
+		}
+	}
+
+	/**
+	 * A leader cut off from the backend revokes itself by its lease's validity end, before the
+	 * backend lets another engine take the group, and leads again once it reaches the backend.
+	 */
+	@Test
+	default void aLeaderWhoseBackendIsUnreachableRevokesItselfByItsValidityEnd() throws Exception {
+		Duration lease = Duration.ofSeconds(1);
+		try (Engines engines = new Engines()) {
+			String group = uniqueGroup();
+			FlakyRenewals cutOff = new FlakyRenewals(newLeadershipClient());
+			Leadership first = engines.start(cutOff, lease).join(group);
+			Recorder events = engines.recorder(first);
+			LeaderTerm term = first.awaitLeadership(Duration.ofSeconds(5)).orElseThrow();
+			Leadership second = engines.start(newLeadershipClient(), lease).join(group);
+			second.addListener(events::add);
+			long cut = System.nanoTime();
+			cutOff.unreachable.set(true);
+			await().atMost(Duration.ofSeconds(5)).until(() -> !events.revocations(first, cut).isEmpty());
+			Stamped revoked = events.revocations(first, cut).get(0);
+			assertThat(((LeadershipRevokedEvent) revoked.event()).getReason()).isEqualTo(Reason.BACKEND_UNREACHABLE);
+			assertThat(Duration.ofNanos(revoked.nanos() - cut)).as("revoked by the validity end")
+				.isLessThanOrEqualTo(lease.plusMillis(200));
+			assertThat(term.isValid()).isFalse();
+			assertThat(first.isLeader()).isFalse();
+			assertThat(second.awaitLeadership(Duration.ofSeconds(5))).as("the backend let the other engine lead")
+				.isPresent();
+			cutOff.unreachable.set(false);
+			second.yield();
+			assertThat(first.awaitLeadership(Duration.ofSeconds(5))).as("leads again once reachable").isPresent();
+			events.assertTermsNeverOverlapAndTokensGrow(3);
+		}
+	}
+
+	@Test
+	default void aListenerAddedLateIsToldTheCurrentTerm() throws Exception {
+		try (Engines engines = new Engines()) {
+			Leadership leadership = engines.start(newLeadershipClient(), TERM_LEASE).join(uniqueGroup());
+			LeaderTerm term = leadership.awaitLeadership(Duration.ofSeconds(5)).orElseThrow();
+			List<LeadershipEvent> told = new CopyOnWriteArrayList<>();
+			leadership.addListener(told::add);
+			await().atMost(Duration.ofSeconds(2)).until(() -> !told.isEmpty());
+			assertThat(told).singleElement()
+				.isInstanceOfSatisfying(LeadershipGrantedEvent.class,
+						(granted) -> assertThat(granted.getTerm().fencingToken()).isEqualTo(term.fencingToken()));
+		}
+	}
+
+	private static String uniqueGroup() {
+		return "group-" + UUID.randomUUID();
+	}
+
+	private static Leadership awaitOneLeader(Leadership first, Leadership second) {
+		await().atMost(Duration.ofSeconds(10)).until(() -> first.isLeader() || second.isLeader());
+		return first.isLeader() ? first : second;
+	}
+
+	/** An event with when it was delivered, on one clock for all engines. */
+	record Stamped(LeadershipEvent event, long nanos) {
+	}
+
+	/** Every event of some leaderships in the order of delivery, across engines. */
+	final class Recorder {
+
+		private final List<Stamped> events = new ArrayList<>();
+
+		synchronized void add(LeadershipEvent event) {
+			this.events.add(new Stamped(event, System.nanoTime()));
+		}
+
+		synchronized List<LeadershipEvent> all() {
+			return this.events.stream().map(Stamped::event).toList();
+		}
+
+		/** The revocations of {@code leadership} delivered after {@code since} (System.nanoTime). */
+		synchronized List<Stamped> revocations(Leadership leadership, long since) {
+			return this.events.stream()
+				.filter((stamped) -> stamped.event() instanceof LeadershipRevokedEvent
+						&& stamped.event().getLeadership() == leadership && stamped.nanos() - since >= 0)
+				.toList();
+		}
+
+		/**
+		 * Across the engines, a grant comes only after the previous term's revocation (LDR-1, and
+		 * LDR-4 on each engine), and each term has a larger token than the one before (LDR-2).
+		 */
+		void assertTermsNeverOverlapAndTokensGrow(int atLeastTerms) {
+			// Events are delivered on the engines' leader threads, after the grant is visible.
+			await().atMost(Duration.ofSeconds(5))
+				.until(() -> all().stream().filter(LeadershipGrantedEvent.class::isInstance).count() >= atLeastTerms);
+			assertTimeline(atLeastTerms);
+		}
+
+		private synchronized void assertTimeline(int atLeastTerms) {
+			LeadershipGrantedEvent open = null;
+			long lastToken = Long.MIN_VALUE;
+			int terms = 0;
+			for (Stamped stamped : this.events) {
+				if (stamped.event() instanceof LeadershipGrantedEvent granted) {
+					assertThat(open).as("granted while another term is not revoked: %s", this.events).isNull();
+					assertThat(granted.getTerm().fencingToken()).as("token of a new term").isGreaterThan(lastToken);
+					lastToken = granted.getTerm().fencingToken();
+					open = granted;
+					terms++;
+				}
+				else {
+					assertThat(open).as("revoked without a term: %s", this.events).isNotNull();
+					assertThat(stamped.event().getTerm()).isSameAs(open.getTerm());
+					open = null;
+				}
+			}
+			assertThat(terms).as("terms granted").isGreaterThanOrEqualTo(atLeastTerms);
+		}
+
+	}
+
+	/** The engines of one test, each an elections on a template of its own; closed after the test. */
+	final class Engines implements AutoCloseable {
+
+		private final List<DefaultLockTemplate> templates = new ArrayList<>();
+
+		private final List<DefaultLeaderElections> elections = new ArrayList<>();
+
+		DefaultLeaderElections start(LockBackend backend, Duration lease) {
+			DefaultLockTemplate template = new DefaultLockTemplate(backend,
+					LockSettings.defaults().withPollInterval(Duration.ofMillis(200)));
+			this.templates.add(template);
+			DefaultLeaderElections created = new DefaultLeaderElections(template, lease, (event) -> {
+			});
+			this.elections.add(created);
+			created.start();
+			return created;
+		}
+
+		Recorder recorder(Leadership... leaderships) {
+			Recorder recorder = new Recorder();
+			for (Leadership leadership : leaderships) {
+				leadership.addListener(recorder::add);
+			}
+			return recorder;
+		}
+
+		@Override
+		public void close() {
+			this.elections.forEach(DefaultLeaderElections::close);
+			this.templates.forEach(DefaultLockTemplate::close);
+		}
+
+	}
+
+}

@@ -1,0 +1,80 @@
+package dev.holdfast.aop;
+
+import java.lang.reflect.Method;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.UnaryOperator;
+
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.aop.support.AopUtils;
+import org.springframework.core.BridgeMethodResolver;
+import org.springframework.core.MethodClassKey;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+
+import dev.holdfast.LeaderOnly;
+import dev.holdfast.LockConfigurationException;
+
+/**
+ * The {@link LeaderOnly} annotation of a method, resolved once per method and target class, and
+ * the groups that annotated methods name (joined when the application starts).
+ */
+public class LeaderOnlyOperations {
+
+	/** A method's group and what a call does while not leading it. */
+	public record Operation(String group, LeaderOnly.OnNotLeader onNotLeader) {
+	}
+
+	private static final Object NONE = new Object();
+
+	private final ConcurrentHashMap<MethodClassKey, Object> cache = new ConcurrentHashMap<>();
+
+	private final Set<String> groups = ConcurrentHashMap.newKeySet();
+
+	private final UnaryOperator<String> placeholders;
+
+	/** @param placeholders resolves {@code ${...}} in group names */
+	public LeaderOnlyOperations(UnaryOperator<String> placeholders) {
+		this.placeholders = placeholders;
+	}
+
+	/**
+	 * The operation of {@code method} called on {@code targetClass}, or {@code null} if it is not
+	 * {@code @LeaderOnly}.
+	 * @throws LockConfigurationException for an empty group, or {@code SKIP} on a primitive result
+	 */
+	public @Nullable Operation get(Method method, @Nullable Class<?> targetClass) {
+		Object found = this.cache.computeIfAbsent(new MethodClassKey(method, targetClass),
+				(key) -> resolve(method, targetClass));
+		return (found == NONE) ? null : (Operation) found;
+	}
+
+	/** The groups of the annotated methods resolved so far, sorted. */
+	public Set<String> groups() {
+		return new TreeSet<>(this.groups);
+	}
+
+	private Object resolve(Method method, @Nullable Class<?> targetClass) {
+		Method specific = BridgeMethodResolver.findBridgedMethod(AopUtils.getMostSpecificMethod(method, targetClass));
+		LeaderOnly annotation = AnnotatedElementUtils.findMergedAnnotation(specific, LeaderOnly.class);
+		if (annotation == null) {
+			return NONE;
+		}
+		String where = specific.getDeclaringClass().getName() + "." + specific.getName();
+		String group = this.placeholders.apply(annotation.group());
+		if (group == null || group.isBlank()) {
+			throw new LockConfigurationException("@LeaderOnly on " + where + " names no group",
+					"Name the leader group: @LeaderOnly(\"group\").");
+		}
+		Class<?> result = specific.getReturnType();
+		if (annotation.onNotLeader() == LeaderOnly.OnNotLeader.SKIP && result.isPrimitive() && result != void.class) {
+			throw new LockConfigurationException("@LeaderOnly on " + where + " skips calls while not leading, but "
+					+ "returns " + result.getName() + ", which has no empty value",
+					"Return a wrapper type, Optional or void, or use onNotLeader = THROW.");
+		}
+		this.groups.add(group);
+		return new Operation(group, annotation.onNotLeader());
+	}
+
+}

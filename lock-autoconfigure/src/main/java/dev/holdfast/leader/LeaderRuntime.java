@@ -1,0 +1,236 @@
+package dev.holdfast.leader;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LeadershipEvent;
+import dev.holdfast.LockOptions;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.EngineLease;
+import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.SessionLeases;
+
+/**
+ * What every group of one {@link DefaultLeaderElections} shares: the template, the timings, the
+ * leader thread (timers and the event queue, in order) and the campaign thread (the attempts of a
+ * backend that cannot acquire without blocking, and the releases of ended terms).
+ */
+final class LeaderRuntime {
+
+	private static final Log logger = LogFactory.getLog(DefaultLeaderElections.class);
+
+	/** The lock name of every group's lease: the backend key is {@code <prefix>leader:<group>}. */
+	static final String LOCK_NAME = "leader";
+
+	final DefaultLockTemplate template;
+
+	final Duration leaseTime;
+
+	final Duration pollInterval;
+
+	/**
+	 * A term not renewed when this much of its validity is left is revoked: a tenth of the lease
+	 * time, so that the revoked event is delivered before the lease can expire on the backend.
+	 */
+	final long revokeMarginNanos;
+
+	/** How long a yielder stays out of the race, so that another instance wins it. */
+	final long yieldHoldOffNanos;
+
+	private final Consumer<? super LeadershipEvent> publisher;
+
+	private final ScheduledThreadPoolExecutor leaderThread;
+
+	private final ThreadPoolExecutor campaignThread;
+
+	/** Told the key of every release the backend announces, while listening. */
+	private final Consumer<String> released;
+
+	private final Object listening = new Object();
+
+	private boolean listen;
+
+	private @Nullable AutoCloseable subscription;
+
+	LeaderRuntime(DefaultLockTemplate template, Duration leaseTime, Consumer<? super LeadershipEvent> publisher,
+			Consumer<String> released) {
+		this.released = released;
+		this.template = template;
+		this.leaseTime = leaseTime;
+		this.pollInterval = template.settings().pollInterval();
+		this.revokeMarginNanos = leaseTime.toNanos() / 10;
+		this.yieldHoldOffNanos = Math.max(Duration.ofSeconds(1).toNanos(), 2 * this.pollInterval.toNanos());
+		this.publisher = publisher;
+		this.leaderThread = new ScheduledThreadPoolExecutor(1, daemon("holdfast-leader-" + template.backendName()));
+		this.leaderThread.setRemoveOnCancelPolicy(true);
+		this.campaignThread = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+				daemon("holdfast-leader-campaign-" + template.backendName()));
+		this.campaignThread.allowCoreThreadTimeOut(true);
+	}
+
+	Clock clock() {
+		return this.template.clock();
+	}
+
+	/**
+	 * One campaign attempt for {@code group}: on a non-blocking backend an acquisition that waits
+	 * up to the lease time (a waiter the backend can hand the lock to), else one try-once attempt
+	 * on the campaign thread. Completes with the lease, {@code null} if not acquired, or
+	 * exceptionally.
+	 */
+	CompletableFuture<@Nullable Lease> attempt(String group) {
+		LockOptions options = LockOptions.defaults().leaseTime(this.leaseTime).renew(true);
+		if (this.template.supportsNonBlocking()) {
+			return this.template.tryAcquireAsync(LOCK_NAME, group, options.waitTime(this.leaseTime));
+		}
+		CompletableFuture<@Nullable Lease> result = new CompletableFuture<>();
+		this.campaignThread.execute(() -> {
+			if (result.isDone()) {
+				return;
+			}
+			try {
+				Lease lease = this.template.tryAcquire(LOCK_NAME, group, options.waitTime(Duration.ZERO)).orElse(null);
+				if (lease != null) {
+					// The term outlives this call: the campaign thread must not reenter it.
+					EngineLease.detach(lease);
+				}
+				if (!result.complete(lease) && lease != null) {
+					lease.close();
+				}
+			}
+			catch (RuntimeException ex) {
+				result.completeExceptionally(ex);
+			}
+		});
+		return result;
+	}
+
+	/**
+	 * Followers that attempt once at a time (a backend without non-blocking acquisition) wake when
+	 * the backend announces a release of their key: subscribes once the backend announces releases
+	 * (PostgreSQL only knows after its first call), while listening is on. Does not block.
+	 */
+	void listenForReleases() {
+		if (this.template.supportsNonBlocking() || !(this.template.backend() instanceof ReleaseEvents events)
+				|| !events.announcesReleases()) {
+			return;
+		}
+		synchronized (this.listening) {
+			if (this.listen && this.subscription == null) {
+				this.subscription = events.subscribe(this.released);
+			}
+		}
+	}
+
+	/** Turns listening for releases on (subscribing as soon as the backend can) or off. */
+	void listening(boolean on) {
+		AutoCloseable closing;
+		synchronized (this.listening) {
+			this.listen = on;
+			closing = on ? null : this.subscription;
+			if (!on) {
+				this.subscription = null;
+			}
+		}
+		if (on) {
+			listenForReleases();
+		}
+		else if (closing != null) {
+			try {
+				closing.close();
+			}
+			catch (Exception ex) {
+				logger.debug("Could not close the release subscription of leader groups", ex);
+			}
+		}
+	}
+
+	/** Releases an ended term's lease, on the campaign thread: after what was queued before. */
+	void release(Lease lease) {
+		this.campaignThread.execute(lease::close);
+	}
+
+	/** Whether the backend says that no lease can be trusted now (a ZooKeeper connection suspended). */
+	boolean backendSuspended() {
+		return this.template.backend() instanceof SessionLeases sessions && sessions.suspended();
+	}
+
+	/** A poll pause: the poll interval plus up to a quarter of it, never shorter. */
+	long pollNanos() {
+		long poll = this.pollInterval.toNanos();
+		return poll + ThreadLocalRandom.current().nextLong(poll / 4 + 1);
+	}
+
+	ScheduledFuture<?> schedule(Runnable task, long delayNanos) {
+		return this.leaderThread.schedule(task, Math.max(0, delayNanos), TimeUnit.NANOSECONDS);
+	}
+
+	/** Runs {@code task} on the leader thread, after every task queued before it. */
+	void execute(Runnable task) {
+		this.leaderThread.execute(task);
+	}
+
+	/** Delivers {@code event} to {@code listeners}, then publishes it; nothing they throw stops the others. */
+	void deliver(List<Consumer<? super LeadershipEvent>> listeners, LeadershipEvent event) {
+		for (Consumer<? super LeadershipEvent> listener : listeners) {
+			try {
+				listener.accept(event);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Leadership listener " + listener + " failed on " + event, ex);
+			}
+		}
+		try {
+			this.publisher.accept(event);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("A listener of " + event + " failed", ex);
+		}
+	}
+
+	/**
+	 * Waits, at most {@code timeout}, until what the leader thread and then the campaign thread
+	 * have queued so far has run: revoked events delivered, then their leases released.
+	 */
+	boolean drain(Duration timeout) throws InterruptedException {
+		CompletableFuture<Void> done = new CompletableFuture<>();
+		try {
+			this.leaderThread.execute(() -> this.campaignThread.execute(() -> done.complete(null)));
+			done.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+			return true;
+		}
+		catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException
+				| java.util.concurrent.RejectedExecutionException ex) {
+			return false;
+		}
+	}
+
+	void shutdown() {
+		this.leaderThread.shutdownNow();
+		this.campaignThread.shutdown();
+	}
+
+	private static ThreadFactory daemon(String name) {
+		return (task) -> {
+			Thread thread = new Thread(task, name);
+			thread.setDaemon(true);
+			return thread;
+		};
+	}
+
+}
