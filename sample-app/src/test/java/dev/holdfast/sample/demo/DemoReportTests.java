@@ -61,9 +61,19 @@ class DemoReportTests {
 				"job 'sample-report' moved from demo-2 to demo-3 8.5 s after the kill (lease 3 s), later than lease + 5 s");
 	}
 
+	@Test
+	void jobRunningOnTwoInstancesBeforeTheKillFails() {
+		DemoReport.Takeover together = new DemoReport.Takeover("sample-report", "demo-2", "demo-3", Duration.ZERO,
+				Duration.ofSeconds(3), Duration.ofSeconds(5), true);
+		DemoReport report = new DemoReport(3, MEMORY, "memory", "memory", LOAD, SOLD, ticks(1, 1, 1), 0, 3, LOCKS, null)
+			.withTakeover(together);
+		assertThat(report.failures())
+			.containsExactly("job 'sample-report' ran on demo-2 and demo-3 at once, before any kill");
+	}
+
 	private static DemoReport.Takeover takeover(String to, Duration after) {
 		return new DemoReport.Takeover("sample-report", "demo-2", to, after, Duration.ofSeconds(3),
-				Duration.ofSeconds(5));
+				Duration.ofSeconds(5), false);
 	}
 
 	@Test
