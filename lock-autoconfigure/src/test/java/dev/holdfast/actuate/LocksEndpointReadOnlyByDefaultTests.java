@@ -1,7 +1,6 @@
 package dev.holdfast.actuate;
 
 import java.util.UUID;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.Test;
 
@@ -18,7 +17,7 @@ import org.springframework.web.context.WebApplicationContext;
 import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
-import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.actuate.LocksEndpointSecurityTests.NightlyJob;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.springframework.security.test.web.servlet.request.SecurityMockMvcRequestPostProcessors.csrf;
@@ -75,17 +74,6 @@ class LocksEndpointReadOnlyByDefaultTests {
 		@Bean
 		NightlyJob nightlyJob() {
 			return new NightlyJob();
-		}
-
-	}
-
-	static class NightlyJob {
-
-		final AtomicInteger runs = new AtomicInteger();
-
-		@SingleInstanceScheduled(cron = "0 0 0 1 1 *", name = "nightly")
-		void nightly() {
-			this.runs.incrementAndGet();
 		}
 
 	}
