@@ -1,18 +1,23 @@
 package dev.holdfast.actuate;
 
+import java.security.Principal;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.actuate.endpoint.OperationResponseBody;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.scheduling.ScheduledJobs;
 import dev.holdfast.scheduling.ScheduledJobs.Job;
+import dev.holdfast.scheduling.ScheduledJobs.RunNow;
 import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.ClusterLocks.BackendLock;
 import dev.holdfast.spi.TickClaims;
@@ -21,9 +26,12 @@ import dev.holdfast.spi.TickClaims;
  * The {@code locks/jobs} view: each {@code @SingleInstanceScheduled} job of this instance, with
  * what the backend holds of it for the whole cluster: the last tick claimed anywhere (its tick
  * record) and the instance that holds its job lock (running, or keeping it for
- * {@code lockAtLeastFor} after its run); and its ticks this instance skipped, by reason.
+ * {@code lockAtLeastFor} after its run); and its ticks this instance skipped, by reason. And an
+ * operator's run of a job now ({@link #runNow}).
  */
 public final class JobsView {
+
+	private static final Log logger = LogFactory.getLog(LocksEndpoint.class);
 
 	private final LockEngine engine;
 
@@ -46,6 +54,40 @@ public final class JobsView {
 		return new JobsDescriptor(this.engine.backendName(), described);
 	}
 
+	/**
+	 * Runs job {@code name} once now on this instance unless its job lock is held
+	 * ({@link ScheduledJobs#runNow}); logged at INFO with the caller's principal.
+	 * @param instance this instance's name, the holder of a run started here
+	 */
+	JobRunDescriptor runNow(SecurityContext securityContext, String name, String instance) {
+		Principal principal = securityContext.getPrincipal();
+		String caller = (principal != null) ? principal.getName() : "an unauthenticated caller";
+		RunNow outcome;
+		try {
+			outcome = this.jobs.runNow(name, caller);
+		}
+		catch (LockBackendException ex) {
+			logger.warn(caller + " asked to run job '" + name + "' now: not started, the lock backend failed: "
+					+ ex.getMessage());
+			return new JobRunDescriptor(name, "failed", null, "The lock backend failed; the job did not run: "
+					+ ex.getMessage());
+		}
+		return switch (outcome) {
+			case STARTED -> new JobRunDescriptor(name, outcome.tag(), instance, null);
+			case BUSY -> new JobRunDescriptor(name, outcome.tag(), holder(this.engine.keyFor(name, null)),
+					"Its lock is held: a run is in progress, or its lock is kept for lockAtLeastFor after one");
+			case STOPPING -> new JobRunDescriptor(name, outcome.tag(), null,
+					"This instance's scheduling is stopped (the application is shutting down)");
+			case UNKNOWN -> unknown(name, this.jobs.jobs().stream().map(Job::name).toList());
+		};
+	}
+
+	/** The answer to a run now of a job that this instance does not have. */
+	static JobRunDescriptor unknown(String name, List<String> known) {
+		return new JobRunDescriptor(name, RunNow.UNKNOWN.tag(), null, "No @SingleInstanceScheduled job '" + name
+				+ "' on this instance; its jobs: " + (known.isEmpty() ? "none" : String.join(", ", known)));
+	}
+
 	private JobDescriptor describe(Job job) {
 		String key = this.engine.keyFor(job.name(), null);
 		Instant lastTick = null;
@@ -55,10 +97,7 @@ public final class JobsView {
 			if (job.ticks() && this.engine.backend() instanceof TickClaims claims) {
 				lastTick = claims.lastClaimedTick(key);
 			}
-			if (this.engine.backend() instanceof ClusterLocks locks) {
-				holder = locks.listLocks(key, 16).locks().stream().filter((lock) -> lock.key().equals(key)).findFirst()
-					.orElse(null);
-			}
+			holder = holderLock(key);
 		}
 		catch (LockBackendException ex) {
 			note = "The backend could not be read: " + ex.getMessage();
@@ -67,6 +106,25 @@ public final class JobsView {
 				job.lockAtMostFor().toString(), job.lockAtLeastFor().toString(), lastTick,
 				(holder != null) ? holder.instance() : null, (holder != null) ? holder.fencingToken() : null,
 				this.skipped.apply(job.name()), note);
+	}
+
+	private @Nullable BackendLock holderLock(String key) {
+		if (!(this.engine.backend() instanceof ClusterLocks locks)) {
+			return null;
+		}
+		return locks.listLocks(key, 16).locks().stream().filter((lock) -> lock.key().equals(key)).findFirst()
+			.orElse(null);
+	}
+
+	/** The instance holding the lock at {@code key}, if the backend tells and can be read. */
+	private @Nullable String holder(String key) {
+		try {
+			BackendLock lock = holderLock(key);
+			return (lock != null) ? lock.instance() : null;
+		}
+		catch (LockBackendException ex) {
+			return null;
+		}
 	}
 
 	/**
@@ -99,6 +157,21 @@ public final class JobsView {
 	public record JobDescriptor(String name, String method, String trigger, String zone, @Nullable Instant nextTick,
 			String lockAtMostFor, String lockAtLeastFor, @Nullable Instant lastClaimedTick, @Nullable String lockHolder,
 			@Nullable Long lockToken, Map<String, Long> skipped, @Nullable String note) {
+	}
+
+	/**
+	 * The answer to a run of a job now.
+	 *
+	 * @param job the job name asked for
+	 * @param outcome {@code started} (on this instance), {@code busy} (its lock is held),
+	 * {@code stopping} (this instance is shutting down), {@code unknown} (no such job here) or
+	 * {@code failed} (the backend failed)
+	 * @param holder the instance that holds the job lock: this one when started, the busy job's
+	 * holder when the backend tells
+	 * @param reason why it did not start
+	 */
+	public record JobRunDescriptor(String job, String outcome, @Nullable String holder, @Nullable String reason)
+			implements OperationResponseBody {
 	}
 
 }

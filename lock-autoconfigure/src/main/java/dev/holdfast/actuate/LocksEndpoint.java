@@ -16,10 +16,12 @@ import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
 import org.springframework.boot.actuate.endpoint.annotation.Selector;
 import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
+import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
 
 import dev.holdfast.LeaseInfo;
 import dev.holdfast.actuate.ClusterLocksView.ClusterLocksDescriptor;
 import dev.holdfast.actuate.ClusterLocksView.ForcedReleaseDescriptor;
+import dev.holdfast.actuate.JobsView.JobRunDescriptor;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.core.LockSettings;
 
@@ -29,12 +31,12 @@ import dev.holdfast.core.LockSettings;
  * expiry within the lease time, renewed while the run lasts), not a job lock kept for
  * {@code lockAtLeastFor} after its run;
  * at {@code locks/cluster}, the locks every instance holds on the backend ({@link ClusterLocksView});
- * at {@code locks/jobs}, this instance's scheduled jobs ({@link JobsView}); and, as a write
- * operation, the release of a lock by force. Exposed like any other endpoint:
- * over JMX by default, over the web only when {@code management.endpoints.web.exposure.include}
- * names it. Its default access is read-only: the forced release exists only with
- * {@code management.endpoint.locks.access=unrestricted}, and is secured as Boot secures every
- * endpoint's operations.
+ * at {@code locks/jobs}, this instance's scheduled jobs ({@link JobsView}); and, as write
+ * operations, the release of a lock by force and the run of a job now. Exposed like any other
+ * endpoint: over JMX by default, over the web only when
+ * {@code management.endpoints.web.exposure.include} names it. Its default access is read-only: the
+ * write operations exist only with {@code management.endpoint.locks.access=unrestricted}, and are
+ * secured as Boot secures every endpoint's operations.
  * <p>
  * Lock keys end with values taken from method arguments, which often are user data (account
  * ids, e-mail addresses). As Boot's {@code env} and {@code configprops} endpoints do with property
@@ -128,6 +130,30 @@ public class LocksEndpoint {
 	@WriteOperation
 	public ForcedReleaseDescriptor release(SecurityContext securityContext, String key, @Nullable Long fencingToken) {
 		return this.cluster.forceRelease(securityContext, key, fencingToken);
+	}
+
+	/**
+	 * {@code jobs/<name>}: runs this instance's job {@code name} once now, unless its job lock is
+	 * held (a run anywhere, or its lock kept for {@code lockAtLeastFor}): one attempt on the job
+	 * lock, answered at once; the run goes on on the job's scheduler. HTTP status: 200 started,
+	 * 409 busy, 404 an unknown job (the answer names this instance's jobs), 503 when this instance
+	 * is stopping or the backend failed. Logged at INFO with the caller's principal.
+	 */
+	@WriteOperation
+	public WebEndpointResponse<JobRunDescriptor> runJob(SecurityContext securityContext, @Selector String scope,
+			@Selector String name) {
+		if (!"jobs".equals(scope)) {
+			return new WebEndpointResponse<>(WebEndpointResponse.STATUS_NOT_FOUND);
+		}
+		JobRunDescriptor answer = (this.jobs != null) ? this.jobs.runNow(securityContext, name, this.instance)
+				: JobsView.unknown(name, List.of());
+		int status = switch (answer.outcome()) {
+			case "started" -> WebEndpointResponse.STATUS_OK;
+			case "busy" -> 409;
+			case "unknown" -> WebEndpointResponse.STATUS_NOT_FOUND;
+			default -> WebEndpointResponse.STATUS_SERVICE_UNAVAILABLE;
+		};
+		return new WebEndpointResponse<>(answer, status);
 	}
 
 	private boolean shown(SecurityContext securityContext) {

@@ -5,8 +5,11 @@ import java.time.Instant;
 import java.time.ZoneId;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 
 import org.jspecify.annotations.Nullable;
+
+import org.springframework.scheduling.TaskScheduler;
 
 /**
  * This instance's {@code @SingleInstanceScheduled} jobs as operators see them: what the
@@ -36,6 +39,27 @@ public final class ScheduledJobs {
 			.toList();
 	}
 
+	/**
+	 * Runs job {@code name} once now, on this instance, unless its job lock is held (by a run
+	 * anywhere, or kept for {@code lockAtLeastFor} after one): one attempt on the job lock, made
+	 * on this thread; the run goes on on the job's scheduler ({@link JobRunNow}).
+	 * @param caller who asked, for the log
+	 * @return whether the run started; {@link RunNow#UNKNOWN} if no job of this instance has
+	 * that name
+	 * @throws dev.holdfast.LockBackendException if the backend failed: the job did not run
+	 */
+	public RunNow runNow(String name, String caller) {
+		JobTasks tasks = this.scheduling.jobTasks();
+		TaskScheduler scheduler = tasks.scheduler();
+		SingleInstanceJob job = tasks.jobs()
+			.values()
+			.stream()
+			.filter((candidate) -> candidate.definition().name().equals(name))
+			.findFirst()
+			.orElse(null);
+		return (job != null && scheduler != null) ? JobRunNow.run(job, scheduler, caller) : RunNow.UNKNOWN;
+	}
+
 	private static String trigger(JobDefinition definition) {
 		if (definition.cron() != null) {
 			return "cron " + definition.cron();
@@ -60,6 +84,25 @@ public final class ScheduledJobs {
 	 */
 	public record Job(String name, String method, String trigger, ZoneId zone, @Nullable Instant nextTick,
 			Duration lockAtMostFor, Duration lockAtLeastFor, boolean ticks) {
+	}
+
+	/** The outcome of {@link #runNow}. */
+	public enum RunNow {
+
+		/** The run started on this instance. */
+		STARTED,
+		/** The job's lock is held: it runs somewhere, or its lock is kept after a run. */
+		BUSY,
+		/** This instance's scheduling is stopped (the context is closing): nothing started. */
+		STOPPING,
+		/** No job of this instance has that name. */
+		UNKNOWN;
+
+		/** The outcome as operators read it: {@code started}, {@code busy}, ... */
+		public String tag() {
+			return name().toLowerCase(Locale.ROOT);
+		}
+
 	}
 
 }

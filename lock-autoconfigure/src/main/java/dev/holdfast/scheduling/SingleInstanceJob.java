@@ -95,6 +95,14 @@ final class SingleInstanceJob implements Runnable {
 		return this.trigger;
 	}
 
+	@Nullable JobLocks locks() {
+		return this.locks;
+	}
+
+	JobRuns runs() {
+		return this.runs;
+	}
+
 	@Override
 	public void run() {
 		JobLocks locks = this.locks;
@@ -151,6 +159,15 @@ final class SingleInstanceJob implements Runnable {
 					"the job's lock is held by another run (or kept for lockAtLeastFor)");
 			return;
 		}
+		runHolding(locks, lease, startNanos, tick);
+	}
+
+	/**
+	 * Runs the method under {@code lease}, the job lock taken by one attempt sent at
+	 * {@code startNanos}, and ends the hold ({@link #finish}); the job's runs and operators' runs
+	 * now ({@link JobRunNow}) alike.
+	 */
+	void runHolding(JobLocks locks, EngineLease lease, long startNanos, @Nullable Instant tick) {
 		long runNanos = System.nanoTime();
 		CompletableFuture<Void> ended = loseAtLockAtMostFor(lease, startNanos);
 		Lease view = EngineLease.viewOf(lease);

@@ -8,6 +8,7 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.context.annotation.Bean;
 import org.springframework.http.MediaType;
 import org.springframework.test.web.servlet.MockMvc;
 import org.springframework.test.web.servlet.setup.MockMvcBuilders;
@@ -16,6 +17,7 @@ import org.springframework.web.context.WebApplicationContext;
 import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
+import dev.holdfast.actuate.LocksEndpointSecurityTests.NightlyJob;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.springframework.security.test.web.servlet.request.SecurityMockMvcRequestPostProcessors.csrf;
@@ -27,7 +29,8 @@ import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.
 
 /**
  * Without {@code management.endpoint.locks.access=unrestricted} the {@code locks} endpoint is
- * read-only: even an authenticated user cannot release a lock by force, and can still read.
+ * read-only: even an authenticated user cannot release a lock by force or run a job now, and can
+ * still read.
  */
 @SpringBootTest(classes = LocksEndpointReadOnlyByDefaultTests.App.class,
 		properties = { "holdfast.backend=memory", "management.endpoints.web.exposure.include=locks",
@@ -53,9 +56,25 @@ class LocksEndpointReadOnlyByDefaultTests {
 		}
 	}
 
+	@Test
+	void runNowIsRefusedUnlessTheEndpointsAccessAllowsWrites() throws Exception {
+		MockMvc mvc = MockMvcBuilders.webAppContextSetup(this.context).apply(springSecurity()).build();
+		mvc.perform(post("/actuator/locks/jobs/nightly").contentType(MediaType.APPLICATION_JSON)
+			.with(httpBasic("ops", "secret"))
+			.with(csrf())).andExpect(status().is4xxClientError());
+		Thread.sleep(200);
+		assertThat(this.context.getBean(NightlyJob.class).runs.get()).isZero();
+		mvc.perform(get("/actuator/locks/jobs").with(httpBasic("ops", "secret"))).andExpect(status().isOk());
+	}
+
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
 	static class App {
+
+		@Bean
+		NightlyJob nightlyJob() {
+			return new NightlyJob();
+		}
 
 	}
 

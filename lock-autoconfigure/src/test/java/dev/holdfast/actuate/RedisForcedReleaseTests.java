@@ -5,6 +5,7 @@ import java.util.List;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Nested;
 
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -14,7 +15,8 @@ import dev.holdfast.spi.LockBackend;
 import dev.holdfast.test.server.RedisServer;
 
 /**
- * Forced release on a real Redis, each template with a connection factory of its own.
+ * Forced release on a real Redis, each template with a connection factory of its own; and, on the
+ * same server, a job run now ({@link JobRunNow}).
  */
 class RedisForcedReleaseTests extends AbstractForcedReleaseTests {
 
@@ -40,6 +42,17 @@ class RedisForcedReleaseTests extends AbstractForcedReleaseTests {
 		factory.start();
 		factories.add(factory);
 		return RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
+	}
+
+	/** A job run now on the same Redis, each instance with a connection factory of its own. */
+	@Nested
+	class JobRunNow extends AbstractJobRunNowTests {
+
+		@Override
+		protected LockBackend newBackend() {
+			return RedisForcedReleaseTests.this.newBackend();
+		}
+
 	}
 
 }

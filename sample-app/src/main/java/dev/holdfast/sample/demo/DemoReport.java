@@ -5,10 +5,13 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalTime;
 import java.time.ZoneId;
+import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+
+import org.springframework.scheduling.support.CronExpression;
 
 /**
  * What one demo run observed, which guarantees held, and the printed report.
@@ -24,9 +27,11 @@ import java.util.Map;
  * @param missedTicks ticks in that window on which no instance ran the job
  * @param requiredTicks how many ticks the run had to observe
  * @param locks the instances' lock counters, summed
+ * @param takeover the long job's move after a kill of the instance running it; {@code null} when
+ * not shown (fewer than 3 instances)
  */
 public record DemoReport(int instances, String setup, String expectedBackend, String backend, Load load, List<SkuStock> skus, List<Tick> ticks,
-		int missedTicks, int requiredTicks, Locks locks) {
+		int missedTicks, int requiredTicks, Locks locks, Takeover takeover) {
 
 	private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss");
 
@@ -95,6 +100,72 @@ public record DemoReport(int instances, String setup, String expectedBackend, St
 	}
 
 	/**
+	 * The long job's move to another instance after the one running it was killed.
+	 *
+	 * @param job the job
+	 * @param from the instance killed; {@code null} if no instance was seen running the job
+	 * @param to the instance seen running it next; {@code null} if none within the lease and the
+	 * allowance
+	 * @param after from the kill until the job was seen running on {@code to}
+	 * @param lease the job lock's lease time
+	 * @param allowance how much longer than the lease the move may take
+	 * @param together whether {@code to} was running the job too before the kill (the lock is not
+	 * shared: {@code --backend=memory})
+	 */
+	public record Takeover(String job, String from, String to, Duration after, Duration lease, Duration allowance,
+			boolean together) {
+
+		boolean held() {
+			return this.from != null && this.to != null && !this.together
+					&& this.after.compareTo(this.lease.plus(this.allowance)) <= 0;
+		}
+
+		String describe() {
+			if (this.from == null) {
+				return "no instance was seen running job '" + this.job + "'";
+			}
+			if (this.together) {
+				return "job '" + this.job + "' ran on " + this.from + " and " + this.to + " at once, before any kill";
+			}
+			String lease = "(lease " + this.lease.toSeconds() + " s)";
+			if (this.to == null) {
+				return "no other instance started job '" + this.job + "' within " + seconds(this.after)
+						+ " s after " + this.from + " was killed " + lease;
+			}
+			return "job '" + this.job + "' moved from " + this.from + " to " + this.to + " " + seconds(this.after)
+					+ " s after the kill " + lease + (held() ? "" : ", later than lease + "
+							+ this.allowance.toSeconds() + " s");
+		}
+
+		private static String seconds(Duration duration) {
+			return String.format(java.util.Locale.ROOT, "%.1f", duration.toMillis() / 1000.0);
+		}
+
+	}
+
+	/** The ticks of {@code cron} after {@code after} up to the last of {@code ticks} that are not among them. */
+	static int missedTicks(String cron, Instant after, List<Tick> ticks) {
+		if (ticks.isEmpty()) {
+			return 0;
+		}
+		CronExpression expression = CronExpression.parse(cron);
+		Instant last = ticks.get(ticks.size() - 1).time();
+		int expected = 0;
+		ZonedDateTime next = expression.next(after.atZone(ZoneId.systemDefault()));
+		while (next != null && !next.toInstant().isAfter(last)) {
+			expected++;
+			next = expression.next(next);
+		}
+		return Math.max(0, expected - ticks.size());
+	}
+
+	/** This report with the long job's move after a kill. */
+	DemoReport withTakeover(Takeover moved) {
+		return new DemoReport(this.instances, this.setup, this.expectedBackend, this.backend, this.load, this.skus,
+				this.ticks, this.missedTicks, this.requiredTicks, this.locks, moved);
+	}
+
+	/**
 	 * The guarantees that failed, as sentences; empty when all held.
 	 */
 	public List<String> failures() {
@@ -126,6 +197,9 @@ public record DemoReport(int instances, String setup, String expectedBackend, St
 			if (tick.runs() != 1) {
 				failures.add("tick " + time(tick.time()) + " ran " + tick.runs() + " times, on " + tick.instances());
 			}
+		}
+		if (this.takeover != null && !this.takeover.held()) {
+			failures.add(this.takeover.describe());
 		}
 		return failures;
 	}
@@ -174,6 +248,8 @@ public record DemoReport(int instances, String setup, String expectedBackend, St
 				this.locks.gaveUp());
 		out.printf("  skips          %d job runs, %d ticks skipped by instances that found the tick taken%n",
 				this.locks.jobRuns(), this.locks.skips());
+		out.printf("  takeover       %s%n", (this.takeover != null)
+				? this.takeover.describe() + mark(this.takeover.held()) : "not shown: it needs 3 instances");
 		List<String> failures = failures();
 		if (failures.isEmpty()) {
 			out.println("RESULT: every guarantee held");

@@ -31,7 +31,7 @@ class DemoReportTests {
 
 	@Test
 	void allGuaranteesHeld() {
-		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", LOAD, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", LOAD, SOLD, ticks(1, 1, 1), 0, 3, LOCKS, null);
 		assertThat(report.failures()).isEmpty();
 		assertThat(print(report))
 			.contains("Holdfast demo report: 3 instances, no profile (the embedded H2 database), lock backend jdbc   OK")
@@ -41,10 +41,46 @@ class DemoReportTests {
 	}
 
 	@Test
+	void jobMovedWithinTheLeaseAndTheAllowanceHolds() {
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", LOAD, SOLD, ticks(1, 1, 1), 0, 3, LOCKS, null)
+			.withTakeover(takeover("demo-3", Duration.ofMillis(2800)));
+		assertThat(report.failures()).isEmpty();
+		assertThat(print(report)).contains(
+				"takeover       job 'sample-report' moved from demo-2 to demo-3 2.8 s after the kill (lease 3 s)   OK");
+	}
+
+	@Test
+	void jobThatNoOtherInstanceStartedInTimeFails() {
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", LOAD, SOLD, ticks(1, 1, 1), 0, 3, LOCKS, null)
+			.withTakeover(takeover(null, Duration.ofMillis(8100)));
+		assertThat(report.failures()).containsExactly(
+				"no other instance started job 'sample-report' within 8.1 s after demo-2 was killed (lease 3 s)");
+		assertThat(print(report)).contains("RESULT: FAILED");
+		DemoReport late = report.withTakeover(takeover("demo-3", Duration.ofMillis(8500)));
+		assertThat(late.failures()).containsExactly(
+				"job 'sample-report' moved from demo-2 to demo-3 8.5 s after the kill (lease 3 s), later than lease + 5 s");
+	}
+
+	@Test
+	void jobRunningOnTwoInstancesBeforeTheKillFails() {
+		DemoReport.Takeover together = new DemoReport.Takeover("sample-report", "demo-2", "demo-3", Duration.ZERO,
+				Duration.ofSeconds(3), Duration.ofSeconds(5), true);
+		DemoReport report = new DemoReport(3, MEMORY, "memory", "memory", LOAD, SOLD, ticks(1, 1, 1), 0, 3, LOCKS, null)
+			.withTakeover(together);
+		assertThat(report.failures())
+			.containsExactly("job 'sample-report' ran on demo-2 and demo-3 at once, before any kill");
+	}
+
+	private static DemoReport.Takeover takeover(String to, Duration after) {
+		return new DemoReport.Takeover("sample-report", "demo-2", to, after, Duration.ofSeconds(3),
+				Duration.ofSeconds(5), false);
+	}
+
+	@Test
 	void backendOtherThanTheProfilesFails() {
 		// the profile was asked for, but the instances ran on the default backend
 		DemoReport report = new DemoReport(3, "profile zookeeper", "zookeeper", "jdbc", LOAD, SOLD, ticks(1, 1, 1), 0,
-				3, LOCKS);
+				3, LOCKS, null);
 		assertThat(report.failures()).containsExactly(
 				"the instances ran on lock backend jdbc, not on zookeeper that profile zookeeper asks for");
 		assertThat(print(report))
@@ -55,14 +91,14 @@ class DemoReportTests {
 	@Test
 	void instancesOnDifferentBackendsFail() {
 		DemoReport report = new DemoReport(3, "profile redis", "redis", "redis, jdbc", LOAD, SOLD, ticks(1, 1, 1), 0,
-				3, LOCKS);
+				3, LOCKS, null);
 		assertThat(report.failures()).containsExactly(
 				"the instances ran on lock backend redis, jdbc, not on redis that profile redis asks for");
 	}
 
 	@Test
 	void tickThatRanTwiceFails() {
-		DemoReport report = new DemoReport(3, MEMORY, "memory", "memory", LOAD, SOLD, ticks(1, 2, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, MEMORY, "memory", "memory", LOAD, SOLD, ticks(1, 2, 1), 0, 3, LOCKS, null);
 		assertThat(report.failures()).singleElement().asString().contains("ran 2 times");
 		assertThat(print(report)).contains("2 ticks ran 1x, 1 ticks ran 2x   FAILED").contains("RESULT: FAILED");
 	}
@@ -71,7 +107,7 @@ class DemoReportTests {
 	void lostUpdateCountsAsOversold() {
 		// 50 reservations recorded, but the stock only went down by 48
 		List<DemoReport.SkuStock> lost = List.of(new DemoReport.SkuStock("apple", 50, 2, 50));
-		DemoReport report = new DemoReport(3, MEMORY, "memory", "memory", LOAD, lost, ticks(1, 1, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, MEMORY, "memory", "memory", LOAD, lost, ticks(1, 1, 1), 0, 3, LOCKS, null);
 		assertThat(report.oversold()).isEqualTo(2);
 		assertThat(report.failures()).singleElement().asString().startsWith("oversold 2 units");
 	}
@@ -80,12 +116,12 @@ class DemoReportTests {
 	void reservationsBeyondTheStockCountAsOversold() {
 		List<DemoReport.SkuStock> beyond = List.of(new DemoReport.SkuStock("apple", 50, 0, 53));
 		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 53, 47, 0, 0, 0, 0, null);
-		assertThat(new DemoReport(3, MEMORY, "memory", "memory", load, beyond, ticks(1, 1, 1), 0, 3, LOCKS).oversold()).isEqualTo(3);
+		assertThat(new DemoReport(3, MEMORY, "memory", "memory", load, beyond, ticks(1, 1, 1), 0, 3, LOCKS, null).oversold()).isEqualTo(3);
 	}
 
 	@Test
 	void tooFewTicksFail() {
-		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", LOAD, SOLD, ticks(1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", LOAD, SOLD, ticks(1), 0, 3, LOCKS, null);
 		assertThat(report.failures()).containsExactly("observed 1 ticks of the scheduled job, expected at least 3");
 	}
 
@@ -93,21 +129,21 @@ class DemoReportTests {
 	void failedRequestsFail() {
 		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 49, 0, 0, 0, 1,
 				"demo-2: HTTP 500");
-		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS, null);
 		assertThat(report.failures()).containsExactly("1 requests failed; first: demo-2: HTTP 500");
 	}
 
 	@Test
 	void reservationsTheClientsWereNotToldOfFail() {
 		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 49, 51, 0, 0, 0, 0, null);
-		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS, null);
 		assertThat(report.failures()).containsExactly("clients were told of 49 reservations but 50 were recorded");
 	}
 
 	@Test
 	void fencedWritesWithoutLostLeasesAreFlagged() {
 		DemoReport.Load load = new DemoReport.Load(100, 4, Duration.ofSeconds(2), 50, 49, 1, 0, 0, 0, null);
-		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS);
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", load, SOLD, ticks(1, 1, 1), 0, 3, LOCKS, null);
 		assertThat(print(report)).contains("fenced         1 writes rejected for a stale fencing token (0 leases lost)")
 			.contains("WARNING: no lease was lost, so a later holder got a lower token");
 	}
