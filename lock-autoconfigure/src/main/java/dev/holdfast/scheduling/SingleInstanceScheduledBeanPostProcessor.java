@@ -53,6 +53,7 @@ import org.springframework.util.StringValueResolver;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockListener;
 import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.scan.AnnotatedMethodTypes;
 import dev.holdfast.core.CompositeLockListener;
 import dev.holdfast.core.LockEngine;
 
@@ -101,6 +102,9 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 
 	/** Classes without the annotation; bounded by the number of bean classes. */
 	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
+
+	/** Which types can declare jobs, judged once per type of their hierarchies. */
+	private final AnnotatedMethodTypes jobTypes = new AnnotatedMethodTypes(SingleInstanceScheduled.class);
 
 	/** Job name to its method and bean, to refuse a name used by two jobs. */
 	private final Map<String, JobOwner> names = new ConcurrentHashMap<>();
@@ -218,15 +222,15 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		if (this.nonAnnotatedClasses.contains(type)) {
 			return Collections.emptyMap();
 		}
-		Map<Method, SingleInstanceScheduled> methods = findJobMethods(type);
+		Map<Method, SingleInstanceScheduled> methods = findJobMethods(type, this.jobTypes);
 		if (methods.isEmpty()) {
 			this.nonAnnotatedClasses.add(type);
 		}
 		return methods;
 	}
 
-	private static Map<Method, SingleInstanceScheduled> findJobMethods(Class<?> type) {
-		if (!AnnotationUtils.isCandidateClass(type, SingleInstanceScheduled.class)) {
+	private static Map<Method, SingleInstanceScheduled> findJobMethods(Class<?> type, AnnotatedMethodTypes jobTypes) {
+		if (!AnnotationUtils.isCandidateClass(type, SingleInstanceScheduled.class) || !jobTypes.hasAnnotatedMethods(type)) {
 			return Collections.emptyMap();
 		}
 		return MethodIntrospector.selectMethods(type,
@@ -240,7 +244,8 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	 * @param type a bean type, or {@code null} when unknown
 	 */
 	public static boolean declaresJobs(@Nullable Class<?> type) {
-		return type != null && !findJobMethods(ClassUtils.getUserClass(type)).isEmpty();
+		return type != null && !findJobMethods(ClassUtils.getUserClass(type),
+				new AnnotatedMethodTypes(SingleInstanceScheduled.class)).isEmpty();
 	}
 
 	/** The bean a scoped proxy's target stands for: the proxy and its target declare the same jobs. */
