@@ -18,6 +18,7 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.redis.RedisLockBackend;
 import dev.holdfast.test.server.RedisServer;
@@ -90,6 +91,17 @@ class LockBackendStartupTests {
 	}
 
 	@Test
+	void releaseSubscriptionOpensWhileTheOtherBeansAreCreated() {
+		// Opening it only when the context starts made the start wait for Lettuce's first connections.
+		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
+			.withBean(ListeningWhenCreated.class)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(ListeningWhenCreated.class).listening).isTrue();
+			});
+	}
+
+	@Test
 	void closingTheContextClosesTheOpenedSubscriptionQuietly(CapturedOutput output) {
 		int[] logFrom = new int[1];
 		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
@@ -137,6 +149,27 @@ class LockBackendStartupTests {
 			.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s",
 					"holdfast.fail-fast=true")
 			.run((context) -> assertThat(context).hasNotFailed());
+	}
+
+	/** A bean created after the template, before the context starts: is the subscription listening by then? */
+	static class ListeningWhenCreated {
+
+		final boolean listening;
+
+		ListeningWhenCreated(DefaultLockTemplate template, RedisLockBackend backend) {
+			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+			while (!backend.isListening() && System.nanoTime() - deadline < 0) {
+				try {
+					Thread.sleep(10);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+					break;
+				}
+			}
+			this.listening = backend.isListening();
+		}
+
 	}
 
 	private static int unusedPort() {
