@@ -235,7 +235,7 @@ final class RedisReleaseSubscription implements AutoCloseable {
 
 	/**
 	 * One daemon thread at most, started on demand and ended after {@link #IDLE_THREAD_KEEP_ALIVE}
-	 * idle: an open subscription needs no thread of its own (DESIGN.md, RSU-2).
+	 * idle: an open subscription needs no thread of its own (DESIGN.md, RED-8).
 	 */
 	private static ExecutorService daemonThread(String name) {
 		ThreadPoolExecutor executor = new ThreadPoolExecutor(1, 1, IDLE_THREAD_KEEP_ALIVE.toMillis(),

@@ -26,7 +26,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The release subscription keeps no thread of its own once open (DESIGN.md, RSU-2): its opening
+ * The release subscription keeps no thread of its own once open (DESIGN.md, RED-8): its opening
  * thread ends when idle, and releases still reach waiters promptly, on Lettuce's I/O thread.
  */
 class RedisSubscriptionThreadsTests {
