@@ -107,11 +107,6 @@ public class LockOperationSource {
 	}
 
 	/**
-	 * The lock operation of {@code method} when called on {@code targetClass}, or {@code null} if
-	 * it is not annotated.
-	 * @throws LockConfigurationException if the annotation is invalid
-	 */
-	/**
 	 * Whether {@code targetClass} can have {@link DistributedLock} methods: false when neither it
 	 * nor a supertype declares one, which is judged once per type.
 	 */
@@ -119,6 +114,11 @@ public class LockOperationSource {
 		return this.lockTypes.hasAnnotatedMethods(targetClass);
 	}
 
+	/**
+	 * The lock operation of {@code method} when called on {@code targetClass}, or {@code null} if
+	 * it is not annotated.
+	 * @throws LockConfigurationException if the annotation is invalid
+	 */
 	public @Nullable LockOperation getOperation(Method method, @Nullable Class<?> targetClass) {
 		MethodClassKey cacheKey = new MethodClassKey(method, targetClass);
 		Object cached = this.cache.get(cacheKey);

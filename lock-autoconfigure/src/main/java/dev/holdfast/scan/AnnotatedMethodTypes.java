@@ -30,7 +30,7 @@ public final class AnnotatedMethodTypes {
 
 	private final Class<? extends Annotation> annotation;
 
-	/** Per type, whether it declares an annotated method itself; weak keys, one per class looked at. */
+	/** Per type, whether it declares an annotated method itself: one entry per class looked at, softly held. */
 	private final Map<Class<?>, Boolean> declaring = new ConcurrentReferenceHashMap<>(256);
 
 	public AnnotatedMethodTypes(Class<? extends Annotation> annotation) {

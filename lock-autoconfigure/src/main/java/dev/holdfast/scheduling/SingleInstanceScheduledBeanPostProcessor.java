@@ -230,7 +230,8 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	}
 
 	private static Map<Method, SingleInstanceScheduled> findJobMethods(Class<?> type, AnnotatedMethodTypes jobTypes) {
-		if (!AnnotationUtils.isCandidateClass(type, SingleInstanceScheduled.class) || !jobTypes.hasAnnotatedMethods(type)) {
+		if (!AnnotationUtils.isCandidateClass(type, SingleInstanceScheduled.class)
+				|| !jobTypes.hasAnnotatedMethods(type)) {
 			return Collections.emptyMap();
 		}
 		return MethodIntrospector.selectMethods(type,
