@@ -41,7 +41,6 @@ import org.springframework.context.event.ContextRefreshedEvent;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.AnnotatedElementUtils;
-import org.springframework.core.annotation.AnnotationUtils;
 import org.springframework.scheduling.TaskScheduler;
 import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
 import org.springframework.scheduling.config.ScheduledTask;
@@ -53,9 +52,9 @@ import org.springframework.util.StringValueResolver;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockListener;
 import dev.holdfast.SingleInstanceScheduled;
-import dev.holdfast.scan.AnnotatedMethodTypes;
 import dev.holdfast.core.CompositeLockListener;
 import dev.holdfast.core.LockEngine;
+import dev.holdfast.scan.AnnotatedMethodTypes;
 
 /**
  * Finds {@link SingleInstanceScheduled} methods on beans and schedules them, once the context is
@@ -103,7 +102,6 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	/** Classes without the annotation; bounded by the number of bean classes. */
 	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
 
-	/** Which types can declare jobs, judged once per type of their hierarchies. */
 	private final AnnotatedMethodTypes jobTypes = new AnnotatedMethodTypes(SingleInstanceScheduled.class);
 
 	/** Job name to its method and bean, to refuse a name used by two jobs. */
@@ -230,8 +228,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	}
 
 	private static Map<Method, SingleInstanceScheduled> findJobMethods(Class<?> type, AnnotatedMethodTypes jobTypes) {
-		if (!AnnotationUtils.isCandidateClass(type, SingleInstanceScheduled.class)
-				|| !jobTypes.hasAnnotatedMethods(type)) {
+		if (!jobTypes.hasAnnotatedMethods(type)) {
 			return Collections.emptyMap();
 		}
 		return MethodIntrospector.selectMethods(type,
