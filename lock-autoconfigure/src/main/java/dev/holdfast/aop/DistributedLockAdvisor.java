@@ -4,6 +4,7 @@ import java.lang.reflect.Method;
 
 import org.aopalliance.aop.Advice;
 
+import org.springframework.aop.ClassFilter;
 import org.springframework.aop.Pointcut;
 import org.springframework.aop.support.AbstractPointcutAdvisor;
 import org.springframework.aop.support.StaticMethodMatcherPointcut;
@@ -21,6 +22,12 @@ public class DistributedLockAdvisor extends AbstractPointcutAdvisor {
 	private final transient Advice advice;
 
 	private final transient Pointcut pointcut = new StaticMethodMatcherPointcut() {
+
+		/** Passes over a class without annotated methods at once, instead of method by method. */
+		@Override
+		public ClassFilter getClassFilter() {
+			return (type) -> DistributedLockAdvisor.this.operations.isCandidateClass(type);
+		}
 
 		@Override
 		public boolean matches(Method method, Class<?> targetClass) {

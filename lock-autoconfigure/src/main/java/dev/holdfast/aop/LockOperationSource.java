@@ -43,18 +43,22 @@ import dev.holdfast.LockOptions;
 import dev.holdfast.OnLocked;
 import dev.holdfast.core.IdentityStrings;
 import dev.holdfast.core.IdentityStrings.DeclaredIdentity;
+import dev.holdfast.scan.AnnotatedMethodTypes;
 
 /**
  * Finds and resolves {@link DistributedLock} on methods, once per (method, target class).
  * Placeholders are resolved in the name and the durations, never in the key expression (a
  * property's value would become code there); expressions are parsed here and never again. Every problem is a {@link LockConfigurationException} naming the method.
- * The cache holds one entry per method of the application's classes, a bounded number.
+ * The cache holds one entry per method of the classes that can have {@link DistributedLock}
+ * methods ({@link #isCandidateClass}), a bounded number.
  */
 public class LockOperationSource {
 
 	private static final Object NONE = new Object();
 
 	private final Map<MethodClassKey, Object> cache = new ConcurrentHashMap<>(256);
+
+	private final AnnotatedMethodTypes lockTypes = new AnnotatedMethodTypes(DistributedLock.class);
 
 	private final SpelExpressionParser parser = new SpelExpressionParser();
 
@@ -100,6 +104,14 @@ public class LockOperationSource {
 		this.placeholders = placeholders;
 		this.reactorPresent = reactorPresent;
 		this.coroutinesReactorPresent = reactorPresent && coroutinesReactorPresent;
+	}
+
+	/**
+	 * Whether {@code targetClass} can have {@link DistributedLock} methods: false when neither it
+	 * nor a supertype declares one, which is judged once per type.
+	 */
+	public boolean isCandidateClass(Class<?> targetClass) {
+		return this.lockTypes.hasAnnotatedMethods(targetClass);
 	}
 
 	/**

@@ -21,6 +21,7 @@ import org.springframework.util.ReflectionUtils;
 
 import dev.holdfast.DistributedLock;
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.scan.AnnotatedMethodTypes;
 
 /**
  * Checks every {@link DistributedLock} method of a bean when the bean is created, so that what
@@ -48,6 +49,9 @@ public class LockOperationValidator implements BeanPostProcessor {
 	/** Methods warned about by {@link #warnIfScheduled}: one entry per annotated method at most. */
 	private final Set<Method> warnedScheduled = ConcurrentHashMap.newKeySet();
 
+	/** Which types can have {@link DistributedLock} methods, judged once per type of their hierarchies. */
+	private final AnnotatedMethodTypes lockTypes = new AnnotatedMethodTypes(DistributedLock.class);
+
 	public LockOperationValidator(ObjectProvider<LockOperationSource> operations) {
 		this.operations = operations;
 	}
@@ -55,7 +59,8 @@ public class LockOperationValidator implements BeanPostProcessor {
 	@Override
 	public Object postProcessAfterInitialization(Object bean, String beanName) {
 		Class<?> targetClass = ClassUtils.getUserClass(AopUtils.getTargetClass(bean));
-		if (!AnnotationUtils.isCandidateClass(targetClass, DistributedLock.class)) {
+		if (!AnnotationUtils.isCandidateClass(targetClass, DistributedLock.class)
+				|| !this.lockTypes.hasAnnotatedMethods(targetClass)) {
 			return bean;
 		}
 		ReflectionUtils.doWithMethods(targetClass, (method) -> {

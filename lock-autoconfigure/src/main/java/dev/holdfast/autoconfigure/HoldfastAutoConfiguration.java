@@ -58,13 +58,18 @@ public final class HoldfastAutoConfiguration {
 			.withInstanceName(InstanceNameDefault.resolve(properties, context, environment));
 		List<LockListener> all = listeners.orderedStream().toList();
 		LockListener listener = CompositeLockListener.of(all);
+		DefaultLockTemplate template;
 		try {
-			return new DefaultLockTemplate(backend, settings, listener);
+			template = new DefaultLockTemplate(backend, settings, listener);
 		}
 		catch (IllegalArgumentException ex) {
 			throw new LockConfigurationException("Invalid Holdfast settings: " + ex.getMessage(),
 					"Correct holdfast.key-prefix or holdfast.max-key-length.");
 		}
+		// Starts opening the release subscription in the background now, so that it overlaps the
+		// creation of the other beans; LockBackendStartup awaits it before the context has started.
+		template.prepare();
+		return template;
 	}
 
 	@Bean

@@ -20,7 +20,8 @@ import dev.holdfast.spi.LockBackend;
  * acquisition does not pay for opening connections and the release subscription:
  * <ul>
  * <li>logs one INFO line naming the backend and why it was chosen;</li>
- * <li>opens the template's release subscription (in the background, as the backend does it);</li>
+ * <li>opens the template's release subscription, if the template has not started opening it
+ * already when it was created (in the background, as the backend does it);</li>
  * <li>probes the backend once ({@link BackendHealth#checkHealth()}, bounded by the backend's
  * own timeout), which also opens its connections; when it does not answer, logs a WARN naming
  * the settings to check, or, with {@code holdfast.fail-fast=true}, fails the context.</li>

@@ -5,7 +5,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
@@ -36,6 +38,9 @@ final class RedisReleaseSubscription implements AutoCloseable {
 	/** How long a subscription attempt may take, and the pause between two after Redis failed. */
 	private static final Duration SUBSCRIPTION_RECOVERY = Duration.ofSeconds(1);
 
+	/** How long the subscription's threads live idle. */
+	static final Duration IDLE_THREAD_KEEP_ALIVE = Duration.ofSeconds(1);
+
 	private final RedisConnectionFactory connectionFactory;
 
 	private final String channel;
@@ -44,13 +49,13 @@ final class RedisReleaseSubscription implements AutoCloseable {
 
 	private final ReentrantLock lifecycleLock = new ReentrantLock();
 
-	/** One daemon thread, started on first subscription, that (re)subscribes for the container. */
+	/** A daemon thread, started when needed, that (re)subscribes for the container. */
 	private final ExecutorService subscriptionExecutor = daemonThread("holdfast-redis-subscription");
 
 	/**
-	 * One daemon thread that opens the subscription the first time, retrying until Redis answers:
+	 * A daemon thread that opens the subscription the first time, retrying until Redis answers:
 	 * opening it can wait for a connection timeout (a silent network drops the handshake), and
-	 * no caller may wait for that.
+	 * no caller may wait for that. Messages arrive on the client's I/O thread, not on this one.
 	 */
 	private final ExecutorService openingExecutor = daemonThread("holdfast-redis-subscribe");
 
@@ -228,12 +233,19 @@ final class RedisReleaseSubscription implements AutoCloseable {
 		this.subscriptionExecutor.shutdownNow();
 	}
 
+	/**
+	 * One daemon thread at most, started on demand and ended after {@link #IDLE_THREAD_KEEP_ALIVE}
+	 * idle: an open subscription needs no thread of its own (DESIGN.md, RED-8).
+	 */
 	private static ExecutorService daemonThread(String name) {
-		return Executors.newSingleThreadExecutor((task) -> {
-			Thread thread = new Thread(task, name);
-			thread.setDaemon(true);
-			return thread;
-		});
+		ThreadPoolExecutor executor = new ThreadPoolExecutor(1, 1, IDLE_THREAD_KEEP_ALIVE.toMillis(),
+				TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), (task) -> {
+					Thread thread = new Thread(task, name);
+					thread.setDaemon(true);
+					return thread;
+				});
+		executor.allowCoreThreadTimeOut(true);
+		return executor;
 	}
 
 	private static void destroy(RedisMessageListenerContainer listenerContainer) {

@@ -41,7 +41,6 @@ import org.springframework.context.event.ContextRefreshedEvent;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.AnnotatedElementUtils;
-import org.springframework.core.annotation.AnnotationUtils;
 import org.springframework.scheduling.TaskScheduler;
 import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
 import org.springframework.scheduling.config.ScheduledTask;
@@ -55,6 +54,7 @@ import dev.holdfast.LockListener;
 import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.core.CompositeLockListener;
 import dev.holdfast.core.LockEngine;
+import dev.holdfast.scan.AnnotatedMethodTypes;
 
 /**
  * Finds {@link SingleInstanceScheduled} methods on beans and schedules them, once the context is
@@ -101,6 +101,8 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 
 	/** Classes without the annotation; bounded by the number of bean classes. */
 	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
+
+	private final AnnotatedMethodTypes jobTypes = new AnnotatedMethodTypes(SingleInstanceScheduled.class);
 
 	/** Job name to its method and bean, to refuse a name used by two jobs. */
 	private final Map<String, JobOwner> names = new ConcurrentHashMap<>();
@@ -218,15 +220,15 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		if (this.nonAnnotatedClasses.contains(type)) {
 			return Collections.emptyMap();
 		}
-		Map<Method, SingleInstanceScheduled> methods = findJobMethods(type);
+		Map<Method, SingleInstanceScheduled> methods = findJobMethods(type, this.jobTypes);
 		if (methods.isEmpty()) {
 			this.nonAnnotatedClasses.add(type);
 		}
 		return methods;
 	}
 
-	private static Map<Method, SingleInstanceScheduled> findJobMethods(Class<?> type) {
-		if (!AnnotationUtils.isCandidateClass(type, SingleInstanceScheduled.class)) {
+	private static Map<Method, SingleInstanceScheduled> findJobMethods(Class<?> type, AnnotatedMethodTypes jobTypes) {
+		if (!jobTypes.hasAnnotatedMethods(type)) {
 			return Collections.emptyMap();
 		}
 		return MethodIntrospector.selectMethods(type,
@@ -240,7 +242,8 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	 * @param type a bean type, or {@code null} when unknown
 	 */
 	public static boolean declaresJobs(@Nullable Class<?> type) {
-		return type != null && !findJobMethods(ClassUtils.getUserClass(type)).isEmpty();
+		return type != null && !findJobMethods(ClassUtils.getUserClass(type),
+				new AnnotatedMethodTypes(SingleInstanceScheduled.class)).isEmpty();
 	}
 
 	/** The bean a scoped proxy's target stands for: the proxy and its target declare the same jobs. */

@@ -3,6 +3,9 @@ package dev.holdfast.autoconfigure;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -16,8 +19,15 @@ import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
+import dev.holdfast.Lease;
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockSettings;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.redis.RedisLockBackend;
 import dev.holdfast.test.server.RedisServer;
@@ -90,6 +100,61 @@ class LockBackendStartupTests {
 	}
 
 	@Test
+	void releaseSubscriptionOpensWhileTheOtherBeansAreCreated() {
+		// Opening it only when the context starts made the start wait for Lettuce's first connections.
+		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
+			.withBean(ListeningWhenCreated.class)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(ListeningWhenCreated.class).listening).isTrue();
+			});
+	}
+
+	@Test
+	void theFirstContendedAcquisitionAfterTheStartIsWokenByTheRelease() {
+		// Polling every minute: only the release's announcement wakes the waiter within the bound.
+		this.runner
+			.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s",
+					"holdfast.poll-interval=1m", "holdfast.lease-time=1m")
+			.run((context) -> {
+				RedisLockBackend backend = context.getBean(RedisLockBackend.class);
+				LettuceConnectionFactory otherFactory = new LettuceConnectionFactory(
+						new RedisStandaloneConfiguration("127.0.0.1", server.port()));
+				otherFactory.afterPropertiesSet();
+				otherFactory.start();
+				RedisLockBackend otherBackend = RedisLockBackend.of(otherFactory, backend.channel());
+				try (DefaultLockTemplate otherInstance = new DefaultLockTemplate(otherBackend,
+						LockSettings.defaults().withLeaseTime(Duration.ofMinutes(1)))) {
+					String name = "first-" + UUID.randomUUID();
+					Lease held = otherInstance.acquire(name, null, LockOptions.defaults().waitTime(Duration.ZERO));
+					CompletableFuture<Long> acquiredAt = new CompletableFuture<>();
+					Thread waiter = new Thread(() -> {
+						try (Lease lease = context.getBean(LockTemplate.class)
+							.acquire(name, null, LockOptions.defaults().waitTime(Duration.ofMinutes(1)))) {
+							acquiredAt.complete(System.nanoTime());
+						}
+						catch (RuntimeException ex) {
+							acquiredAt.completeExceptionally(ex);
+						}
+					});
+					waiter.start();
+					await().during(Duration.ofMillis(100))
+						.atMost(Duration.ofSeconds(5))
+						.until(() -> waiter.getState() == Thread.State.TIMED_WAITING);
+					long releasedAt = System.nanoTime();
+					held.close();
+					Duration wake = Duration.ofNanos(acquiredAt.get(30, TimeUnit.SECONDS) - releasedAt);
+					assertThat(wake).as("the first handoff after the start, polling every minute")
+						.isLessThan(Duration.ofSeconds(5));
+				}
+				finally {
+					otherBackend.close();
+					otherFactory.destroy();
+				}
+			});
+	}
+
+	@Test
 	void closingTheContextClosesTheOpenedSubscriptionQuietly(CapturedOutput output) {
 		int[] logFrom = new int[1];
 		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
@@ -137,6 +202,27 @@ class LockBackendStartupTests {
 			.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s",
 					"holdfast.fail-fast=true")
 			.run((context) -> assertThat(context).hasNotFailed());
+	}
+
+	/** A bean created after the template, before the context starts: is the subscription listening by then? */
+	static class ListeningWhenCreated {
+
+		final boolean listening;
+
+		ListeningWhenCreated(DefaultLockTemplate template, RedisLockBackend backend) {
+			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+			while (!backend.isListening() && System.nanoTime() - deadline < 0) {
+				try {
+					Thread.sleep(10);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+					break;
+				}
+			}
+			this.listening = backend.isListening();
+		}
+
 	}
 
 	private static int unusedPort() {
