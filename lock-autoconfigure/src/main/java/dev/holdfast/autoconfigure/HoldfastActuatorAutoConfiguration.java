@@ -19,6 +19,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 import dev.holdfast.actuate.LeaderMetrics;
+import dev.holdfast.actuate.LeadersEndpoint;
 import dev.holdfast.actuate.LockBackendHealthIndicator;
 import dev.holdfast.actuate.LockMetricsListener;
 import dev.holdfast.actuate.LockObservationListener;
@@ -32,8 +33,8 @@ import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
  * Operations support for Holdfast, each part active when its library is present: Micrometer
  * observations of acquisitions and holds (with an {@link ObservationRegistry} bean, as Boot's
  * spring-boot-micrometer-observation defines it), Micrometer meters (with a
- * {@link MeterRegistry} bean), the {@code locks} endpoint (Actuator, exposed by Boot's rules)
- * and the {@code holdfast} health indicator (spring-boot-health,
+ * {@link MeterRegistry} bean), the {@code locks} and {@code leaders} endpoints (Actuator,
+ * exposed by Boot's rules) and the {@code holdfast} health indicator (spring-boot-health,
  * {@code management.health.holdfast.enabled}).
  * <p>
  * The acquire and held timers have one source: the observations when a
@@ -102,6 +103,14 @@ public final class HoldfastActuatorAutoConfiguration {
 		@ConditionalOnAvailableEndpoint
 		LocksEndpoint holdfastLocksEndpoint(LockEngine engine, LocksEndpointProperties properties) {
 			return new LocksEndpoint(engine, properties.getShowValues(), properties.getRoles());
+		}
+
+		@Bean
+		@ConditionalOnBean(DefaultLeaderElections.class)
+		@ConditionalOnMissingBean
+		@ConditionalOnAvailableEndpoint
+		LeadersEndpoint holdfastLeadersEndpoint(DefaultLeaderElections elections, LockEngine engine) {
+			return new LeadersEndpoint(elections, engine);
 		}
 
 	}

@@ -21,6 +21,9 @@ import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.annotation.Bean;
+import org.springframework.security.config.annotation.web.builders.HttpSecurity;
+import org.springframework.security.web.SecurityFilterChain;
 
 import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
@@ -114,6 +117,12 @@ class HoldfastActuatorHttpTests {
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
 	static class App {
+
+		/** Open to all: the endpoints' security is {@link LocksEndpointSecurityTests}' concern. */
+		@Bean
+		SecurityFilterChain openToAll(HttpSecurity http) throws Exception {
+			return http.authorizeHttpRequests((requests) -> requests.anyRequest().permitAll()).build();
+		}
 
 	}
 
