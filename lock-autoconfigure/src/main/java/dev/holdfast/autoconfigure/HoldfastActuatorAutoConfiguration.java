@@ -19,6 +19,8 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 import dev.holdfast.actuate.LeaderMetrics;
+import dev.holdfast.actuate.LeaderTermMetrics;
+import dev.holdfast.actuate.LeaderTermObservations;
 import dev.holdfast.actuate.LeadersEndpoint;
 import dev.holdfast.actuate.LockBackendHealthIndicator;
 import dev.holdfast.actuate.LockMetricsListener;
@@ -58,6 +60,14 @@ public final class HoldfastActuatorAutoConfiguration {
 			return new LockObservationListener(observationRegistry);
 		}
 
+		@Bean
+		@ConditionalOnBean(DefaultLeaderElections.class)
+		@ConditionalOnMissingBean
+		LeaderTermObservations holdfastLeaderTermObservations(ObservationRegistry observationRegistry,
+				LockEngine engine) {
+			return new LeaderTermObservations(observationRegistry, engine.backendName());
+		}
+
 	}
 
 	@Configuration(proxyBeanMethods = false)
@@ -81,6 +91,13 @@ public final class HoldfastActuatorAutoConfiguration {
 		LeaderMetrics holdfastLeaderMetrics(MeterRegistry meterRegistry, DefaultLeaderElections elections,
 				LockEngine engine) {
 			return new LeaderMetrics(meterRegistry, elections, engine.backendName());
+		}
+
+		@Bean
+		@ConditionalOnBean(DefaultLeaderElections.class)
+		@ConditionalOnMissingBean
+		LeaderTermMetrics holdfastLeaderTermMetrics(MeterRegistry meterRegistry, LockEngine engine) {
+			return new LeaderTermMetrics(meterRegistry, engine.backendName());
 		}
 
 		@Bean
