@@ -1,6 +1,6 @@
 /**
  * Operations support for Holdfast: Micrometer meters and observations (spans), the
- * {@code locks} Actuator endpoint and the backend health indicator.
+ * {@code locks} and {@code leaders} Actuator endpoints and the backend health indicator.
  */
 @NullMarked
 package dev.holdfast.actuate;

@@ -26,6 +26,9 @@ import org.springframework.util.ClassUtils;
 
 import dev.holdfast.actuate.JobsView;
 import dev.holdfast.actuate.LeaderMetrics;
+import dev.holdfast.actuate.LeaderTermMetrics;
+import dev.holdfast.actuate.LeaderTermObservations;
+import dev.holdfast.actuate.LeadersEndpoint;
 import dev.holdfast.actuate.LockBackendHealthIndicator;
 import dev.holdfast.actuate.LockMetricsListener;
 import dev.holdfast.actuate.LockObservationListener;
@@ -41,8 +44,8 @@ import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
  * Operations support for Holdfast, each part active when its library is present: Micrometer
  * observations of acquisitions and holds (with an {@link ObservationRegistry} bean, as Boot's
  * spring-boot-micrometer-observation defines it), Micrometer meters (with a
- * {@link MeterRegistry} bean), the {@code locks} endpoint (Actuator, exposed by Boot's rules)
- * and the {@code holdfast} health indicator (spring-boot-health,
+ * {@link MeterRegistry} bean), the {@code locks} and {@code leaders} endpoints (Actuator,
+ * exposed by Boot's rules) and the {@code holdfast} health indicator (spring-boot-health,
  * {@code management.health.holdfast.enabled}).
  * <p>
  * The acquire and held timers have one source: the observations when a
@@ -64,6 +67,14 @@ public final class HoldfastActuatorAutoConfiguration {
 		@ConditionalOnMissingBean
 		LockObservationListener holdfastLockObservationListener(ObservationRegistry observationRegistry) {
 			return new LockObservationListener(observationRegistry);
+		}
+
+		@Bean
+		@ConditionalOnBean(DefaultLeaderElections.class)
+		@ConditionalOnMissingBean
+		LeaderTermObservations holdfastLeaderTermObservations(ObservationRegistry observationRegistry,
+				LockEngine engine) {
+			return new LeaderTermObservations(observationRegistry, engine.backendName());
 		}
 
 	}
@@ -89,6 +100,13 @@ public final class HoldfastActuatorAutoConfiguration {
 		LeaderMetrics holdfastLeaderMetrics(MeterRegistry meterRegistry, DefaultLeaderElections elections,
 				LockEngine engine) {
 			return new LeaderMetrics(meterRegistry, elections, engine.backendName());
+		}
+
+		@Bean
+		@ConditionalOnBean(DefaultLeaderElections.class)
+		@ConditionalOnMissingBean
+		LeaderTermMetrics holdfastLeaderTermMetrics(MeterRegistry meterRegistry, LockEngine engine) {
+			return new LeaderTermMetrics(meterRegistry, engine.backendName());
 		}
 
 		@Bean
@@ -129,6 +147,14 @@ public final class HoldfastActuatorAutoConfiguration {
 				}
 			}
 			return (name) -> Map.of();
+		}
+
+		@Bean
+		@ConditionalOnBean(DefaultLeaderElections.class)
+		@ConditionalOnMissingBean
+		@ConditionalOnAvailableEndpoint
+		LeadersEndpoint holdfastLeadersEndpoint(DefaultLeaderElections elections, LockEngine engine) {
+			return new LeadersEndpoint(elections, engine);
 		}
 
 	}

@@ -1,0 +1,153 @@
+package dev.holdfast.actuate;
+
+import java.security.Principal;
+import java.time.Instant;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.boot.actuate.endpoint.Access;
+import org.springframework.boot.actuate.endpoint.OperationResponseBody;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
+import org.springframework.boot.actuate.endpoint.annotation.Selector;
+import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
+
+import dev.holdfast.LeaderTerm;
+import dev.holdfast.Leadership;
+import dev.holdfast.LeaseInfo;
+import dev.holdfast.core.LockEngine;
+import dev.holdfast.leader.DefaultLeaderElections;
+
+/**
+ * The {@code leaders} Actuator endpoint: each leader group this instance joined, whether it leads
+ * it, and the current term (its fencing token, since when, and when its lease expires unless
+ * renewed: that instant moves forward at every renewal; the lease does not record the renewal
+ * itself). {@code POST /actuator/leaders/{group}} yields the group's leadership, so that another
+ * instance leads, for example before a deploy. Its default access is read-only: the yield exists
+ * only with {@code management.endpoint.leaders.access=unrestricted}, and is secured as Boot
+ * secures every write operation. A yield is logged at WARN with the caller's principal.
+ */
+@Endpoint(id = "leaders", defaultAccess = Access.READ_ONLY)
+public class LeadersEndpoint {
+
+	private static final Log logger = LogFactory.getLog(LeadersEndpoint.class);
+
+	/** The lock name of the groups' leases: {@code <prefix>leader:<group>} (DESIGN.md "Leadership"). */
+	private static final String LEADER_LOCK = "leader";
+
+	private final DefaultLeaderElections elections;
+
+	private final LockEngine engine;
+
+	public LeadersEndpoint(DefaultLeaderElections elections, LockEngine engine) {
+		this.elections = elections;
+		this.engine = engine;
+	}
+
+	/** The groups this instance joined, ordered by name. */
+	@ReadOperation
+	public LeadersDescriptor leaders() {
+		List<LeaseInfo> held = this.engine.heldLeases();
+		List<GroupDescriptor> groups = this.elections.leaderships()
+			.stream()
+			.sorted(Comparator.comparing(Leadership::group))
+			.map((leadership) -> describe(leadership, held))
+			.toList();
+		return new LeadersDescriptor(this.engine.backendName(), groups);
+	}
+
+	/** One group, or nothing (404) when this instance did not join it. */
+	@ReadOperation
+	public @Nullable GroupDescriptor group(@Selector String group) {
+		return find(group).map((leadership) -> describe(leadership, this.engine.heldLeases())).orElse(null);
+	}
+
+	/**
+	 * Yields the leadership of {@code group} when this instance leads it: the term is revoked
+	 * (reason {@code YIELDED}), its lease released, and this instance does not campaign again for
+	 * a second, so that another instance leads. Nothing happens when it does not lead.
+	 * @return what was done, or nothing (404) when this instance did not join the group
+	 */
+	@WriteOperation
+	public @Nullable YieldDescriptor yield(SecurityContext securityContext, @Selector String group) {
+		Optional<Leadership> found = find(group);
+		if (found.isEmpty()) {
+			return null;
+		}
+		Leadership leadership = found.get();
+		Optional<LeaderTerm> term = leadership.term();
+		String caller = caller(securityContext);
+		if (term.isEmpty()) {
+			logger.info("Leader group '" + group + "': yield asked by " + caller + ", but this instance does not lead it");
+			return new YieldDescriptor(group, false, null);
+		}
+		logger.warn("Leader group '" + group + "': term " + term.get().fencingToken() + " yielded by " + caller
+				+ " through the leaders endpoint");
+		leadership.yield();
+		return new YieldDescriptor(group, true, term.get().fencingToken());
+	}
+
+	private Optional<Leadership> find(String group) {
+		return this.elections.leaderships().stream().filter((joined) -> joined.group().equals(group)).findFirst();
+	}
+
+	private static String caller(SecurityContext securityContext) {
+		Principal principal = securityContext.getPrincipal();
+		return (principal != null) ? principal.getName() : "an unauthenticated caller";
+	}
+
+	private static GroupDescriptor describe(Leadership leadership, List<LeaseInfo> held) {
+		Optional<LeaderTerm> term = leadership.term();
+		if (term.isEmpty()) {
+			return new GroupDescriptor(leadership.group(), false, null, null, null);
+		}
+		long token = term.get().fencingToken();
+		Instant expires = held.stream()
+			.filter((lease) -> LEADER_LOCK.equals(lease.name()) && lease.fencingToken() == token)
+			.map(LeaseInfo::expiresAt)
+			.findFirst()
+			.orElse(null);
+		return new GroupDescriptor(leadership.group(), true, token, term.get().since(), expires);
+	}
+
+	/**
+	 * The leader groups one instance joined.
+	 *
+	 * @param backend the backend name
+	 * @param groups the groups, ordered by name
+	 */
+	public record LeadersDescriptor(String backend, List<GroupDescriptor> groups) implements OperationResponseBody {
+	}
+
+	/**
+	 * One group joined.
+	 *
+	 * @param group the group name
+	 * @param leader whether this instance leads it now
+	 * @param fencingToken the current term's fencing token, while leading
+	 * @param since when the current term was granted, while leading
+	 * @param expires when the term's lease expires unless renewed (moves forward at each renewal),
+	 * while leading
+	 */
+	public record GroupDescriptor(String group, boolean leader, @Nullable Long fencingToken, @Nullable Instant since,
+			@Nullable Instant expires) implements OperationResponseBody {
+	}
+
+	/**
+	 * The outcome of a yield.
+	 *
+	 * @param group the group name
+	 * @param yielded whether a term was yielded (false: this instance did not lead the group)
+	 * @param fencingToken the yielded term's fencing token
+	 */
+	public record YieldDescriptor(String group, boolean yielded, @Nullable Long fencingToken)
+			implements OperationResponseBody {
+	}
+
+}
