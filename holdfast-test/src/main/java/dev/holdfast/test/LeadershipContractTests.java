@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.Test;
 
@@ -15,6 +16,7 @@ import dev.holdfast.LeadershipEvent;
 import dev.holdfast.LeadershipGrantedEvent;
 import dev.holdfast.LeadershipRevokedEvent;
 import dev.holdfast.LeadershipRevokedEvent.Reason;
+import dev.holdfast.LockListener;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.leader.DefaultLeaderElections;
@@ -136,6 +138,35 @@ public interface LeadershipContractTests {
 		}
 	}
 
+	/**
+	 * A leader whose renewal the backend refuses (its lease lost before its end) is revoked at
+	 * once, not at the next check of its term: the engine's lost signal runs the check (LDR-3).
+	 */
+	@Test
+	default void aLeaderWhoseRenewalIsRefusedIsRevokedAtOnce() throws Exception {
+		// Checks every 5 s, renewals every 4 s: without the lost signal the revocation comes about 1 s late.
+		Duration lease = Duration.ofSeconds(12);
+		try (Engines engines = new Engines()) {
+			FlakyRenewals refusing = new FlakyRenewals(newLeadershipClient());
+			Leadership leader = engines.start(refusing, lease, Duration.ofSeconds(5)).join(uniqueGroup());
+			Recorder events = engines.recorder(leader);
+			LeaderTerm term = leader.awaitLeadership(Duration.ofSeconds(10)).orElseThrow();
+			long since = System.nanoTime();
+			refusing.refusing.set(true);
+			long deadline = since + Duration.ofSeconds(10).toNanos();
+			while (term.isValid() && System.nanoTime() - deadline < 0) {
+				Thread.sleep(1);
+			}
+			long invalid = System.nanoTime();
+			assertThat(term.isValid()).as("lost at the next renewal").isFalse();
+			await().atMost(Duration.ofSeconds(5)).until(() -> !events.revocations(leader, since).isEmpty());
+			Stamped revoked = events.revocations(leader, since).get(0);
+			assertThat(((LeadershipRevokedEvent) revoked.event()).getReason()).isEqualTo(Reason.LOST);
+			assertThat(Duration.ofNanos(revoked.nanos() - invalid)).as("revoked once the lease is lost")
+				.isLessThan(Duration.ofMillis(500));
+		}
+	}
+
 	@Test
 	default void aListenerAddedLateIsToldTheCurrentTerm() throws Exception {
 		try (Engines engines = new Engines()) {
@@ -226,11 +257,26 @@ public interface LeadershipContractTests {
 		private final List<DefaultLeaderElections> elections = new ArrayList<>();
 
 		DefaultLeaderElections start(LockBackend backend, Duration lease) {
+			return start(backend, lease, Duration.ofMillis(200));
+		}
+
+		/** With the engine's lost signal wired to the elections, as the auto-configuration does. */
+		DefaultLeaderElections start(LockBackend backend, Duration lease, Duration pollInterval) {
+			AtomicReference<DefaultLeaderElections> lost = new AtomicReference<>();
 			DefaultLockTemplate template = new DefaultLockTemplate(backend,
-					LockSettings.defaults().withPollInterval(Duration.ofMillis(200)));
+					LockSettings.defaults().withPollInterval(pollInterval), new LockListener() {
+						@Override
+						public void leaseLost(String name, String backendName) {
+							DefaultLeaderElections told = lost.get();
+							if (told != null) {
+								told.leaseLost(name);
+							}
+						}
+					});
 			this.templates.add(template);
 			DefaultLeaderElections created = new DefaultLeaderElections(template, lease, (event) -> {
 			});
+			lost.set(created);
 			this.elections.add(created);
 			created.start();
 			return created;

@@ -595,6 +595,9 @@ public abstract class LockBackendContractTests {
 
 		final AtomicBoolean unreachable = new AtomicBoolean();
 
+		/** While set, the backend answers every renewal "not held": the engine finds its leases lost. */
+		final AtomicBoolean refusing = new AtomicBoolean();
+
 		FlakyRenewals(LockBackend delegate) {
 			this.delegate = delegate;
 		}
@@ -621,6 +624,9 @@ public abstract class LockBackendContractTests {
 			reach();
 			if (this.failing.get()) {
 				throw new LockBackendException("renewal dropped by the test", null);
+			}
+			if (this.refusing.get()) {
+				return Set.of();
 			}
 			return ((LeaseRenewal) this.delegate).renew(locks);
 		}

@@ -200,6 +200,11 @@ final class ElectedLeadership implements Leadership {
 		this.runtime.execute(this::campaign);
 	}
 
+	/** The term's lease may have turned invalid before its end (lost, a session suspended): check now. */
+	void checkNow() {
+		this.runtime.schedule(this::check, 0);
+	}
+
 	boolean isClosed() {
 		synchronized (this.lock) {
 			return this.closed;
@@ -318,7 +323,7 @@ final class ElectedLeadership implements Leadership {
 			if (current == null) {
 				return;
 			}
-			long left = current.untilValidityEnd(this.runtime.clock()).toNanos();
+			long left = Math.min(current.untilValidityEnd(this.runtime.clock()).toNanos(), this.runtime.vouchedNanos());
 			long margin = this.runtime.revokeMarginNanos;
 			boolean valid = current.lease().isValid();
 			if (valid && left > margin) {

@@ -170,6 +170,11 @@ final class LeaderRuntime {
 		return this.template.backend() instanceof SessionLeases sessions && sessions.suspended();
 	}
 
+	/** How long the backend still vouches for this process's leases whatever their expiresAt (ZK-8). */
+	long vouchedNanos() {
+		return (this.template.backend() instanceof SessionLeases sessions) ? sessions.vouchedNanos() : Long.MAX_VALUE;
+	}
+
 	/** A poll pause: the poll interval plus up to a quarter of it, never shorter. */
 	long pollNanos() {
 		long poll = this.pollInterval.toNanos();

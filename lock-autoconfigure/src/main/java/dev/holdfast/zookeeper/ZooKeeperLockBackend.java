@@ -67,18 +67,8 @@ import dev.holdfast.spi.WaitQueue;
  * <li>Fencing tokens are the lock node's {@code czxid}: zxids grow with every write across the
  * ensemble, leader changes included, and a later holder's node was created after every earlier
  * holder's node (it would have queued behind it otherwise), so its token is larger.</li>
- * <li>Sessions ({@link SessionLeases}): while the connection is suspended (or read-only), and
- * once the server has not answered a request of this process sent within the negotiated session
- * timeout, no lock of this process counts as valid; when the session is lost every lock is
- * reported lost; after the connection comes back with the same session, each held node is read
- * again and the locks whose nodes are still ours are valid again.</li>
- * <li>Bounded calls: every request is sent in the background and awaited no longer than the
- * call's bound, so an acquisition returns within its wait time plus the client's connection
- * timeout, and a release within one connection timeout. A request or heartbeat that the connected
- * server leaves unanswered a whole connection timeout drops the connection, and the client moves
- * to another server within its session.</li>
- * <li>Tick claims: a persistent node per job, moved by compare-and-set ({@code setData} with the
- * version read), with expiry judged by the ensemble's clock.</li>
+ * <li>Sessions ({@link SessionLeases}, ZK-8): no lock counts as valid while suspended or past the
+ * session's bound; a lost session loses every lock. Bounded calls (ZK-9) and tick claims: DESIGN.md.</li>
  * </ul>
  * Local state is bounded by the locks this process holds.
  */
@@ -274,6 +264,16 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	@Override
 	public AutoCloseable onLost(LostListener listener) {
 		return this.session.onLost(listener);
+	}
+
+	@Override
+	public long vouchedNanos() {
+		return this.session.vouchedNanos();
+	}
+
+	@Override
+	public AutoCloseable onSuspended(Runnable listener) {
+		return this.session.onSuspended(listener);
 	}
 
 	/**
