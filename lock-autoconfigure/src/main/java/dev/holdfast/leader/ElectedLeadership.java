@@ -337,7 +337,10 @@ final class ElectedLeadership implements Leadership {
 		}
 	}
 
-	/** Ends the current term: revoked now, its event queued, its lease released after the event. */
+	/**
+	 * Ends the current term: revoked now, its event queued, its lease released after the event, or
+	 * left to expire if a listener of it failed (LDR-8).
+	 */
 	private void endTerm(Reason reason) {
 		Term ended = this.term;
 		if (ended == null) {
@@ -350,8 +353,12 @@ final class ElectedLeadership implements Leadership {
 		LeadershipEvent event = new LeadershipRevokedEvent(this, ended, reason);
 		List<Consumer<? super LeadershipEvent>> told = List.copyOf(this.listeners);
 		this.runtime.execute(() -> {
-			this.runtime.deliver(told, event);
-			this.runtime.release(ended.lease());
+			if (this.runtime.deliver(told, event)) {
+				this.runtime.release(ended.lease());
+			}
+			else {
+				this.runtime.leaveToExpire(ended);
+			}
 		});
 		if (reason == Reason.YIELDED) {
 			reschedule(this::campaign, this.runtime.yieldHoldOffNanos);

@@ -190,13 +190,19 @@ final class LeaderRuntime {
 		this.leaderThread.execute(task);
 	}
 
-	/** Delivers {@code event} to {@code listeners}, then publishes it; nothing they throw stops the others. */
-	void deliver(List<Consumer<? super LeadershipEvent>> listeners, LeadershipEvent event) {
+	/**
+	 * Delivers {@code event} to {@code listeners}, then publishes it; nothing they throw stops the
+	 * others.
+	 * @return whether none of them threw
+	 */
+	boolean deliver(List<Consumer<? super LeadershipEvent>> listeners, LeadershipEvent event) {
+		boolean delivered = true;
 		for (Consumer<? super LeadershipEvent> listener : listeners) {
 			try {
 				listener.accept(event);
 			}
 			catch (RuntimeException ex) {
+				delivered = false;
 				logger.warn("Leadership listener " + listener + " failed on " + event, ex);
 			}
 		}
@@ -204,7 +210,25 @@ final class LeaderRuntime {
 			this.publisher.accept(event);
 		}
 		catch (RuntimeException ex) {
+			delivered = false;
 			logger.warn("A listener of " + event + " failed", ex);
+		}
+		return delivered;
+	}
+
+	/**
+	 * Ends a revoked term whose listeners failed (work that may still run as leader): its lease is
+	 * not released but left to expire on the backend, so that no other instance leads meanwhile
+	 * (LDR-8).
+	 */
+	void leaveToExpire(Term ended) {
+		logger.warn("A listener of the revocation of " + ended + " failed: its lease is not released but left to expire"
+				+ " on the backend by " + ended.lease().expiresAt() + ", so that no other instance leads meanwhile");
+		if (ended.lease() instanceof EngineLease engineLease) {
+			engineLease.forget();
+		}
+		else {
+			release(ended.lease());
 		}
 	}
 
