@@ -139,6 +139,31 @@ public interface LeadershipContractTests {
 	}
 
 	/**
+	 * A follower that yields, with its campaign attempt out (a waiting acquisition on a
+	 * non-blocking backend), stays out for the hold-off: the lease the attempt brings when the
+	 * leader yields too is given back.
+	 */
+	@Test
+	default void aFollowerThatYieldedStaysOutForTheHoldOff() throws Exception {
+		try (Engines engines = new Engines()) {
+			String group = uniqueGroup();
+			Leadership first = engines.start(newLeadershipClient(), TERM_LEASE).join(group);
+			first.awaitLeadership(Duration.ofSeconds(5)).orElseThrow();
+			Leadership second = engines.start(newLeadershipClient(), TERM_LEASE).join(group);
+			Thread.sleep(300);
+			long yielded = System.nanoTime();
+			second.yield();
+			first.yield();
+			// Both stay out for at least 1 s: sample the follower often for most of it.
+			while (System.nanoTime() - yielded < Duration.ofMillis(700).toNanos()) {
+				assertThat(second.isLeader()).as("the follower that yielded leads within its hold-off").isFalse();
+				Thread.sleep(5);
+			}
+			awaitOneLeader(first, second);
+		}
+	}
+
+	/**
 	 * A leader whose renewal the backend refuses (its lease lost before its end) is revoked at
 	 * once, not at the next check of its term: the engine's lost signal runs the check (LDR-3).
 	 */

@@ -48,7 +48,8 @@ final class ElectedLeadership implements Leadership {
 	/** Whether the elections run: a follower campaigns only then. */
 	private boolean running;
 
-	private @Nullable Term term;
+	/** Read without the lock by isLeader() and term(). */
+	private volatile @Nullable Term term;
 
 	/** An attempt is out; a wake-up meanwhile makes the next one start at once. */
 	private boolean attempting;
@@ -131,10 +132,9 @@ final class ElectedLeadership implements Leadership {
 	@Override
 	public void yield() {
 		synchronized (this.lock) {
-			if (this.term != null) {
-				this.holdOffUntilNanos = System.nanoTime() + this.runtime.yieldHoldOffNanos;
-				endTerm(Reason.YIELDED);
-			}
+			// Also a follower (an attempt may be out): a lease it brings within the hold-off is given back.
+			this.holdOffUntilNanos = System.nanoTime() + this.runtime.yieldHoldOffNanos;
+			endTerm(Reason.YIELDED);
 		}
 	}
 
@@ -247,43 +247,48 @@ final class ElectedLeadership implements Leadership {
 		catch (RuntimeException ex) {
 			out = CompletableFuture.failedFuture(ex);
 		}
+		boolean stopped;
 		synchronized (this.lock) {
-			if (this.attempting && !out.isDone()) {
+			// Closed or suspended meanwhile (stop() found no attempt to cancel): cancel it here.
+			stopped = this.closed || !this.running;
+			if (!stopped && this.attempting && !out.isDone()) {
 				this.attempt = out;
 			}
+		}
+		if (stopped) {
+			out.cancel(false);
 		}
 		out.whenComplete(this::attempted);
 	}
 
 	private void attempted(@Nullable Lease lease, @Nullable Throwable failure) {
-		Lease giveBack = null;
-		synchronized (this.lock) {
-			this.attempting = false;
-			this.attempt = null;
-			if (lease != null && (this.closed || !this.running || this.term != null || !fresh(lease))) {
-				giveBack = lease;
-				if (!this.closed && this.running && this.term == null) {
-					reschedule(this::campaign, 0);
+		Lease giveBack = lease;
+		try {
+			synchronized (this.lock) {
+				this.attempting = false;
+				this.attempt = null;
+				boolean heldOff = this.holdOffUntilNanos - System.nanoTime() > 0;
+				if (lease != null && !this.closed && this.running && this.term == null && !heldOff && fresh(lease)) {
+					grant(lease);
+					giveBack = null;
 				}
-			}
-			else if (lease != null) {
-				grant(lease);
-			}
-			else if (!this.closed && this.running) {
-				if (failure != null && !(failure instanceof java.util.concurrent.CancellationException)) {
-					failed(failure);
-					reschedule(this::campaign, this.runtime.pollNanos());
-				}
-				else {
+				else if (!this.closed && this.running && this.term == null) {
+					if (failure != null && !(failure instanceof java.util.concurrent.CancellationException)) {
+						failed(failure);
+					}
 					// A waiting acquisition ran its whole wait, or a release was announced meanwhile:
-					// again at once; a refused try-once attempt: after a poll pause.
-					boolean now = this.wokenWhileAttempting || this.runtime.template.supportsNonBlocking();
+					// again at once (after a hold-off); a refused try-once attempt, a failure or a
+					// lease given back (too late, held off): after a poll pause, never in a tight loop.
+					boolean now = lease == null && failure == null
+							&& (this.wokenWhileAttempting || this.runtime.template.supportsNonBlocking());
 					reschedule(this::campaign, now ? 0 : this.runtime.pollNanos());
 				}
 			}
 		}
-		if (giveBack != null) {
-			this.runtime.release(giveBack);
+		finally {
+			if (giveBack != null) {
+				this.runtime.release(giveBack);
+			}
 		}
 		// After a first call the backend knows whether it can announce releases (PostgreSQL).
 		this.runtime.listenForReleases();

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
@@ -160,9 +161,22 @@ final class LeaderRuntime {
 		}
 	}
 
-	/** Releases an ended term's lease, on the campaign thread: after what was queued before. */
+	/**
+	 * Releases an ended term's lease, on the campaign thread: after what was queued before; after
+	 * {@link #shutdown()} on the calling thread.
+	 */
 	void release(Lease lease) {
-		this.campaignThread.execute(lease::close);
+		try {
+			this.campaignThread.execute(lease::close);
+		}
+		catch (RejectedExecutionException ex) {
+			try {
+				lease.close();
+			}
+			catch (RuntimeException failure) {
+				logger.warn("Could not release the lease of a leader group after the elections closed", failure);
+			}
+		}
 	}
 
 	/** Whether the backend says that no lease can be trusted now (a ZooKeeper connection suspended). */
@@ -249,9 +263,26 @@ final class LeaderRuntime {
 		}
 	}
 
+	/**
+	 * Ends the threads once what they have queued ran (revoked events, then releases), each
+	 * waited for at most 5 s; timers not due yet are dropped.
+	 */
 	void shutdown() {
-		this.leaderThread.shutdownNow();
-		this.campaignThread.shutdown();
+		this.leaderThread.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+		this.leaderThread.shutdown();
+		try {
+			if (!this.leaderThread.awaitTermination(5, TimeUnit.SECONDS)) {
+				logger.warn("Leader events still being delivered 5 s after the elections closed; not waiting longer");
+			}
+			this.campaignThread.shutdown();
+			if (!this.campaignThread.awaitTermination(5, TimeUnit.SECONDS)) {
+				logger.warn("Leader leases still being released 5 s after the elections closed; not waiting longer");
+			}
+		}
+		catch (InterruptedException ex) {
+			this.campaignThread.shutdown();
+			Thread.currentThread().interrupt();
+		}
 	}
 
 	private static ThreadFactory daemon(String name) {
