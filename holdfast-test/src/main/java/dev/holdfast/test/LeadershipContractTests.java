@@ -5,6 +5,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -135,6 +137,39 @@ public interface LeadershipContractTests {
 			second.yield();
 			assertThat(first.awaitLeadership(Duration.ofSeconds(5))).as("leads again once reachable").isPresent();
 			events.assertTermsNeverOverlapAndTokensGrow(3);
+		}
+	}
+
+	/**
+	 * A listener that blocks on its grant delays no other group's campaign (nor any check): they
+	 * run on the leader thread, the events on a thread of their own.
+	 */
+	@Test
+	default void aSlowListenerDelaysNoOtherGroup() throws Exception {
+		try (Engines engines = new Engines()) {
+			DefaultLeaderElections elections = engines.start(newLeadershipClient(), TERM_LEASE);
+			CountDownLatch blocking = new CountDownLatch(1);
+			CountDownLatch unblock = new CountDownLatch(1);
+			Leadership slow = elections.join(uniqueGroup());
+			slow.addListener((event) -> {
+				if (event instanceof LeadershipGrantedEvent) {
+					blocking.countDown();
+					try {
+						unblock.await(10, TimeUnit.SECONDS);
+					}
+					catch (InterruptedException ex) {
+						Thread.currentThread().interrupt();
+					}
+				}
+			});
+			try {
+				assertThat(blocking.await(10, TimeUnit.SECONDS)).as("the slow listener was told").isTrue();
+				Leadership other = elections.join(uniqueGroup());
+				assertThat(other.awaitLeadership(Duration.ofSeconds(5))).as("another group leads meanwhile").isPresent();
+			}
+			finally {
+				unblock.countDown();
+			}
 		}
 	}
 

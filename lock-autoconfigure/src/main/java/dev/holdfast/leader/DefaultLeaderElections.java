@@ -21,9 +21,9 @@ import dev.holdfast.spi.SessionLeases;
  * lease of lock {@code leader} with key G ({@code <prefix>leader:<G>}), renewed with the
  * template's other leases. Groups campaign once {@link #start() started}; {@link #stop()} revokes
  * every term (SHUTDOWN), releases their leases and pauses the campaigns until started again.
- * Two threads for all groups: the leader thread (timers, events in order) and the campaign thread
- * (attempts of a backend that cannot acquire without blocking, releases). See DESIGN.md,
- * Leadership.
+ * Three threads for all groups: the leader thread (timers, campaigns, checks), the delivery
+ * thread (events in order) and the campaign thread (attempts of a backend that cannot acquire
+ * without blocking, releases). See DESIGN.md, Leadership.
  */
 public final class DefaultLeaderElections implements LeaderElections, AutoCloseable {
 

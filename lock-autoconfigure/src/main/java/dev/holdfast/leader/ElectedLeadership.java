@@ -26,8 +26,9 @@ import dev.holdfast.Lease;
 /**
  * One group's leadership on one instance (DESIGN.md, Leadership): FOLLOWER (campaigning while
  * the elections run), LEADER while a term's lease is valid, CLOSED. Every transition happens
- * under {@link #lock}, which guards no I/O; the events it causes are queued on the leader thread
- * there, so that they are delivered in the order of the transitions (LDR-4).
+ * under {@link #lock}, which guards no I/O; the events it causes are queued on the delivery thread
+ * there, so that they are delivered in the order of the transitions (LDR-4); the decisions
+ * (campaigns, checks) run on the leader thread, which no listener delays.
  */
 final class ElectedLeadership implements Leadership {
 
@@ -146,7 +147,7 @@ final class ElectedLeadership implements Leadership {
 			if (current != null) {
 				// Queued behind the events before it and before this term's revocation.
 				LeadershipEvent granted = new LeadershipGrantedEvent(this, current);
-				this.runtime.execute(() -> {
+				this.runtime.enqueue(() -> {
 					if (this.listeners.contains(listener)) {
 						this.runtime.deliver(List.of(listener), granted);
 					}
@@ -314,7 +315,7 @@ final class ElectedLeadership implements Leadership {
 		this.nextGrant.complete(granted);
 		LeadershipEvent event = new LeadershipGrantedEvent(this, granted);
 		List<Consumer<? super LeadershipEvent>> told = List.copyOf(this.listeners);
-		this.runtime.execute(() -> this.runtime.deliver(told, event));
+		this.runtime.enqueue(() -> this.runtime.deliver(told, event));
 		reschedule(this::check, 0);
 	}
 
@@ -357,7 +358,7 @@ final class ElectedLeadership implements Leadership {
 		this.nextGrant = new CompletableFuture<>();
 		LeadershipEvent event = new LeadershipRevokedEvent(this, ended, reason);
 		List<Consumer<? super LeadershipEvent>> told = List.copyOf(this.listeners);
-		this.runtime.execute(() -> {
+		this.runtime.enqueue(() -> {
 			if (this.runtime.deliver(told, event)) {
 				this.runtime.release(ended.lease());
 			}

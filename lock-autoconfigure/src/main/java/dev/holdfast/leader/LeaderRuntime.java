@@ -28,8 +28,9 @@ import dev.holdfast.spi.SessionLeases;
 
 /**
  * What every group of one {@link DefaultLeaderElections} shares: the template, the timings, the
- * leader thread (timers and the event queue, in order) and the campaign thread (the attempts of a
- * backend that cannot acquire without blocking, and the releases of ended terms).
+ * leader thread (timers, campaigns and checks: no listener runs there), the delivery thread (the
+ * event queue of every group, in order) and the campaign thread (the attempts of a backend that
+ * cannot acquire without blocking, and the releases of ended terms).
  */
 final class LeaderRuntime {
 
@@ -59,6 +60,9 @@ final class LeaderRuntime {
 
 	private final ThreadPoolExecutor campaignThread;
 
+	/** Delivers every group's events in one queue, so that no listener delays a decision (LDR-4). */
+	private final ThreadPoolExecutor deliveryThread;
+
 	/** Told the key of every release the backend announces, while listening. */
 	private final Consumer<String> released;
 
@@ -82,6 +86,9 @@ final class LeaderRuntime {
 		this.campaignThread = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
 				daemon("holdfast-leader-campaign-" + template.backendName()));
 		this.campaignThread.allowCoreThreadTimeOut(true);
+		this.deliveryThread = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+				daemon("holdfast-leader-events-" + template.backendName()));
+		this.deliveryThread.allowCoreThreadTimeOut(true);
 	}
 
 	Clock clock() {
@@ -205,6 +212,38 @@ final class LeaderRuntime {
 	}
 
 	/**
+	 * Runs {@code delivery} on the delivery thread, after every delivery queued before it; WARNs
+	 * when it still runs after the revocation margin (a listener blocks: events of every group,
+	 * role beans' stops among them, wait behind it).
+	 */
+	void enqueue(Runnable delivery) {
+		this.deliveryThread.execute(() -> {
+			Thread delivering = Thread.currentThread();
+			ScheduledFuture<?> watch = null;
+			try {
+				watch = this.leaderThread.schedule(() -> logger.warn("A leadership listener still runs after "
+						+ TimeUnit.NANOSECONDS.toMillis(this.revokeMarginNanos) + " ms; later events of every group wait"
+						+ " behind it: " + describe(delivering.getStackTrace())), this.revokeMarginNanos, TimeUnit.NANOSECONDS);
+			}
+			catch (RejectedExecutionException ex) {
+				// Closing: nothing to watch with.
+			}
+			try {
+				delivery.run();
+			}
+			finally {
+				if (watch != null) {
+					watch.cancel(false);
+				}
+			}
+		});
+	}
+
+	private static String describe(StackTraceElement[] stack) {
+		return (stack.length > 0) ? "at " + stack[0] + ((stack.length > 1) ? ", " + stack[1] : "") : "(no stack)";
+	}
+
+	/**
 	 * Delivers {@code event} to {@code listeners}, then publishes it; nothing they throw stops the
 	 * others.
 	 * @return whether none of them threw
@@ -253,7 +292,8 @@ final class LeaderRuntime {
 	boolean drain(Duration timeout) throws InterruptedException {
 		CompletableFuture<Void> done = new CompletableFuture<>();
 		try {
-			this.leaderThread.execute(() -> this.campaignThread.execute(() -> done.complete(null)));
+			this.leaderThread.execute(() -> this.deliveryThread
+				.execute(() -> this.campaignThread.execute(() -> done.complete(null))));
 			done.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
 			return true;
 		}
@@ -272,6 +312,10 @@ final class LeaderRuntime {
 		this.leaderThread.shutdown();
 		try {
 			if (!this.leaderThread.awaitTermination(5, TimeUnit.SECONDS)) {
+				logger.warn("Leader timers still running 5 s after the elections closed; not waiting longer");
+			}
+			this.deliveryThread.shutdown();
+			if (!this.deliveryThread.awaitTermination(5, TimeUnit.SECONDS)) {
 				logger.warn("Leader events still being delivered 5 s after the elections closed; not waiting longer");
 			}
 			this.campaignThread.shutdown();
@@ -280,6 +324,7 @@ final class LeaderRuntime {
 			}
 		}
 		catch (InterruptedException ex) {
+			this.deliveryThread.shutdown();
 			this.campaignThread.shutdown();
 			Thread.currentThread().interrupt();
 		}
