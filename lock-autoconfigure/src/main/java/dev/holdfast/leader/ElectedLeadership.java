@@ -329,11 +329,15 @@ final class ElectedLeadership implements Leadership {
 			if (current == null) {
 				return;
 			}
-			long left = Math.min(current.untilValidityEnd(this.runtime.clock()).toNanos(), this.runtime.vouchedNanos());
+			long left = current.untilValidityEnd(this.runtime.clock()).toNanos();
 			long margin = this.runtime.revokeMarginNanos;
+			// The session's bound (ZK-8) moves with every heartbeat and may be shorter than the
+			// margin: the check comes when it runs out, not a margin before, or terms would flap.
+			long vouched = this.runtime.vouchedNanos();
 			boolean valid = current.lease().isValid();
-			if (valid && left > margin) {
-				reschedule(this::check, Math.max(1_000_000, Math.min(this.runtime.pollInterval.toNanos(), left - margin)));
+			if (valid && left > margin && vouched > 0) {
+				long next = Math.min(this.runtime.pollInterval.toNanos(), Math.min(left - margin, vouched));
+				reschedule(this::check, Math.max(1_000_000, next));
 				return;
 			}
 			// Unrenewed into the last tenth of its validity: the backend does not answer. Not valid
