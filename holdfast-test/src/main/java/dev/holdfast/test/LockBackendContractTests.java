@@ -606,6 +606,9 @@ public abstract class LockBackendContractTests implements MultiKeyContractTests 
 
 		final AtomicBoolean unreachable = new AtomicBoolean();
 
+		/** While set, the backend answers every renewal "not held": the engine finds its leases lost. */
+		final AtomicBoolean refusing = new AtomicBoolean();
+
 		FlakyRenewals(LockBackend delegate) {
 			this.delegate = delegate;
 		}
@@ -632,6 +635,9 @@ public abstract class LockBackendContractTests implements MultiKeyContractTests 
 			reach();
 			if (this.failing.get()) {
 				throw new LockBackendException("renewal dropped by the test", null);
+			}
+			if (this.refusing.get()) {
+				return Set.of();
 			}
 			return ((LeaseRenewal) this.delegate).renew(locks);
 		}

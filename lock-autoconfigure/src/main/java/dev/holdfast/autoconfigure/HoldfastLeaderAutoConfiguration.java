@@ -1,5 +1,6 @@
 package dev.holdfast.autoconfigure;
 
+import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.ConfigurableBeanFactory;
@@ -12,6 +13,7 @@ import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
 
 import dev.holdfast.LeaderElections;
+import dev.holdfast.LockListener;
 import dev.holdfast.aop.LeaderOnlyAdvisor;
 import dev.holdfast.aop.LeaderOnlyInterceptor;
 import dev.holdfast.aop.LeaderOnlyOperations;
@@ -33,6 +35,22 @@ public final class HoldfastLeaderAutoConfiguration {
 	DefaultLeaderElections holdfastLeaderElections(DefaultLockTemplate holdfastLockTemplate,
 			HoldfastProperties properties, ApplicationEventPublisher publisher) {
 		return new DefaultLeaderElections(holdfastLockTemplate, properties.getLeaseTime(), publisher::publishEvent);
+	}
+
+	/** A term whose lease the engine finds lost is revoked at once, not at its next check (LDR-3). */
+	@Bean
+	static LockListener holdfastLeaderLossListener(ObjectProvider<DefaultLeaderElections> elections) {
+		return new LockListener() {
+			@Override
+			public void leaseLost(String name, String backend) {
+				try {
+					elections.ifAvailable((available) -> available.leaseLost(name));
+				}
+				catch (BeansException ex) {
+					// The context is closing: the elections' own check revokes the term.
+				}
+			}
+		};
 	}
 
 	@Bean

@@ -2,6 +2,7 @@ package dev.holdfast.autoconfigure;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.aopalliance.intercept.MethodInterceptor;
 import org.apache.commons.logging.Log;
@@ -15,19 +16,22 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 
 import dev.holdfast.LeaderElections;
 import dev.holdfast.LeaderOnly;
+import dev.holdfast.Leadership;
 import dev.holdfast.LeadershipGrantedEvent;
 import dev.holdfast.LockConfigurationException;
 
 /**
  * {@link LeaderOnly} on a {@link SmartLifecycle} bean: the context does not start it (its proxy
- * answers {@code isAutoStartup()} with false); it is started when this instance is granted the
- * group and stopped when the term is revoked, before the term's lease is released.
+ * answers {@code isAutoStartup()} with false, and passes a {@code start()} on only while this
+ * instance leads); it is started when this instance is granted the group and stopped when the
+ * term is revoked, before the term's lease is released, or, if it does not stop, instead of
+ * releasing it (DESIGN.md LDR-8).
  */
 final class LeaderRoleBeans {
 
 	private static final Log logger = LogFactory.getLog(LeaderRoleBeans.class);
 
-	private record Role(String group, String beanName, Lifecycle bean) {
+	private record Role(String group, String beanName, Lifecycle bean, AtomicReference<Leadership> leadership) {
 	}
 
 	private final List<Role> roles = new ArrayList<>();
@@ -50,13 +54,31 @@ final class LeaderRoleBeans {
 					+ "') needs a SmartLifecycle bean and a group",
 					"Put @LeaderOnly(\"group\") on a SmartLifecycle bean, to start it on the leader only, or on methods.");
 		}
+		Role role = new Role(group, beanName, lifecycle, new AtomicReference<>());
 		synchronized (this.roles) {
-			this.roles.add(new Role(group, beanName, lifecycle));
+			this.roles.add(role);
 		}
 		ProxyFactory proxy = new ProxyFactory(bean);
 		proxy.setProxyTargetClass(true);
-		proxy.addAdvice((MethodInterceptor) (invocation) -> "isAutoStartup".equals(invocation.getMethod().getName())
-				&& invocation.getMethod().getParameterCount() == 0 ? Boolean.FALSE : invocation.proceed());
+		proxy.addAdvice((MethodInterceptor) (invocation) -> {
+			if (invocation.getMethod().getParameterCount() != 0) {
+				return invocation.proceed();
+			}
+			String method = invocation.getMethod().getName();
+			if ("isAutoStartup".equals(method)) {
+				return Boolean.FALSE;
+			}
+			if ("start".equals(method)) {
+				// The context's start (context.start() after a stop): only on the leader (LDR-8).
+				Leadership leadership = role.leadership().get();
+				if (leadership == null || !leadership.isLeader()) {
+					logger.debug("Bean '" + beanName + "' not started: this instance does not lead group '" + group
+							+ "'");
+					return null;
+				}
+			}
+			return invocation.proceed();
+		});
 		return proxy.getProxy(targetClass.getClassLoader());
 	}
 
@@ -67,19 +89,28 @@ final class LeaderRoleBeans {
 			all = new ArrayList<>(this.roles);
 		}
 		for (Role role : all) {
-			elections.join(role.group()).addListener((event) -> {
-				boolean granted = event instanceof LeadershipGrantedEvent;
-				try {
-					if (granted && !role.bean().isRunning()) {
-						role.bean().start();
+			Leadership leadership = elections.join(role.group());
+			role.leadership().set(leadership);
+			leadership.addListener((event) -> {
+				if (event instanceof LeadershipGrantedEvent) {
+					// A grant delivered after its term ended starts nothing (LDR-8).
+					if (event.getTerm().isValid() && !role.bean().isRunning()) {
+						try {
+							role.bean().start();
+						}
+						catch (RuntimeException ex) {
+							logger.error("Could not start bean '" + role.beanName() + "' for leader group '"
+									+ role.group() + "'", ex);
+						}
 					}
-					else if (!granted && role.bean().isRunning()) {
-						role.bean().stop();
-					}
+					return;
 				}
-				catch (RuntimeException ex) {
-					logger.error("Could not " + (granted ? "start" : "stop") + " bean '" + role.beanName()
-							+ "' for leader group '" + role.group() + "'", ex);
+				if (role.bean().isRunning()) {
+					role.bean().stop();
+					if (role.bean().isRunning()) {
+						// Thrown to the revocation: the lease is left to expire, not released (LDR-8).
+						throw new IllegalStateException("Bean '" + role.beanName() + "' still runs after stop()");
+					}
 				}
 			});
 		}

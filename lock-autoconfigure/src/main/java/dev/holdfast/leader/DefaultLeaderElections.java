@@ -14,15 +14,16 @@ import dev.holdfast.LeaderElections;
 import dev.holdfast.Leadership;
 import dev.holdfast.LeadershipEvent;
 import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.spi.SessionLeases;
 
 /**
  * Leader elections on one {@link DefaultLockTemplate}: leading group G is holding the template's
  * lease of lock {@code leader} with key G ({@code <prefix>leader:<G>}), renewed with the
  * template's other leases. Groups campaign once {@link #start() started}; {@link #stop()} revokes
  * every term (SHUTDOWN), releases their leases and pauses the campaigns until started again.
- * Two threads for all groups: the leader thread (timers, events in order) and the campaign thread
- * (attempts of a backend that cannot acquire without blocking, releases). See DESIGN.md,
- * Leadership.
+ * Three threads for all groups: the leader thread (timers, campaigns, checks), the delivery
+ * thread (events in order) and the campaign thread (attempts of a backend that cannot acquire
+ * without blocking, releases). See DESIGN.md, Leadership.
  */
 public final class DefaultLeaderElections implements LeaderElections, AutoCloseable {
 
@@ -37,6 +38,9 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 	private final ConcurrentHashMap<String, ElectedLeadership> byKey = new ConcurrentHashMap<>();
 
 	private final Object lifecycle = new Object();
+
+	/** The backend's lost and suspended signals (ZooKeeper), closed with the elections. */
+	private final List<AutoCloseable> sessionSignals;
 
 	private boolean running;
 
@@ -58,6 +62,24 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 			throw new IllegalArgumentException("The lease time of leader groups must be positive, was " + leaseTime);
 		}
 		this.runtime = new LeaderRuntime(template, leaseTime, publisher, this::released);
+		if (template.backend() instanceof SessionLeases sessions) {
+			this.sessionSignals = List.of(sessions.onLost((key, owner, reason) -> leaseLost(LeaderRuntime.LOCK_NAME)),
+					sessions.onSuspended(() -> leaseLost(LeaderRuntime.LOCK_NAME)));
+		}
+		else {
+			this.sessionSignals = List.of();
+		}
+	}
+
+	/**
+	 * A lease of lock {@code name} was lost ({@link dev.holdfast.LockListener#leaseLost}): when it
+	 * is {@code leader}, every group checks its term at once instead of at its next check (LDR-3).
+	 * Does not block.
+	 */
+	public void leaseLost(String name) {
+		if (LeaderRuntime.LOCK_NAME.equals(name)) {
+			this.groups.values().forEach(ElectedLeadership::checkNow);
+		}
 	}
 
 	@Override
@@ -175,6 +197,14 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
+		}
+		for (AutoCloseable signal : this.sessionSignals) {
+			try {
+				signal.close();
+			}
+			catch (Exception ex) {
+				logger.debug("Could not stop listening to the backend's session", ex);
+			}
 		}
 		this.runtime.shutdown();
 	}

@@ -26,8 +26,9 @@ import dev.holdfast.Lease;
 /**
  * One group's leadership on one instance (DESIGN.md, Leadership): FOLLOWER (campaigning while
  * the elections run), LEADER while a term's lease is valid, CLOSED. Every transition happens
- * under {@link #lock}, which guards no I/O; the events it causes are queued on the leader thread
- * there, so that they are delivered in the order of the transitions (LDR-4).
+ * under {@link #lock}, which guards no I/O; the events it causes are queued on the delivery thread
+ * there, so that they are delivered in the order of the transitions (LDR-4); the decisions
+ * (campaigns, checks) run on the leader thread, which no listener delays.
  */
 final class ElectedLeadership implements Leadership {
 
@@ -48,7 +49,8 @@ final class ElectedLeadership implements Leadership {
 	/** Whether the elections run: a follower campaigns only then. */
 	private boolean running;
 
-	private @Nullable Term term;
+	/** Read without the lock by isLeader() and term(). */
+	private volatile @Nullable Term term;
 
 	/** An attempt is out; a wake-up meanwhile makes the next one start at once. */
 	private boolean attempting;
@@ -131,10 +133,9 @@ final class ElectedLeadership implements Leadership {
 	@Override
 	public void yield() {
 		synchronized (this.lock) {
-			if (this.term != null) {
-				this.holdOffUntilNanos = System.nanoTime() + this.runtime.yieldHoldOffNanos;
-				endTerm(Reason.YIELDED);
-			}
+			// Also a follower (an attempt may be out): a lease it brings within the hold-off is given back.
+			this.holdOffUntilNanos = System.nanoTime() + this.runtime.yieldHoldOffNanos;
+			endTerm(Reason.YIELDED);
 		}
 	}
 
@@ -146,7 +147,7 @@ final class ElectedLeadership implements Leadership {
 			if (current != null) {
 				// Queued behind the events before it and before this term's revocation.
 				LeadershipEvent granted = new LeadershipGrantedEvent(this, current);
-				this.runtime.execute(() -> {
+				this.runtime.enqueue(() -> {
 					if (this.listeners.contains(listener)) {
 						this.runtime.deliver(List.of(listener), granted);
 					}
@@ -200,6 +201,11 @@ final class ElectedLeadership implements Leadership {
 		this.runtime.execute(this::campaign);
 	}
 
+	/** The term's lease may have turned invalid before its end (lost, a session suspended): check now. */
+	void checkNow() {
+		this.runtime.schedule(this::check, 0);
+	}
+
 	boolean isClosed() {
 		synchronized (this.lock) {
 			return this.closed;
@@ -242,43 +248,48 @@ final class ElectedLeadership implements Leadership {
 		catch (RuntimeException ex) {
 			out = CompletableFuture.failedFuture(ex);
 		}
+		boolean stopped;
 		synchronized (this.lock) {
-			if (this.attempting && !out.isDone()) {
+			// Closed or suspended meanwhile (stop() found no attempt to cancel): cancel it here.
+			stopped = this.closed || !this.running;
+			if (!stopped && this.attempting && !out.isDone()) {
 				this.attempt = out;
 			}
+		}
+		if (stopped) {
+			out.cancel(false);
 		}
 		out.whenComplete(this::attempted);
 	}
 
 	private void attempted(@Nullable Lease lease, @Nullable Throwable failure) {
-		Lease giveBack = null;
-		synchronized (this.lock) {
-			this.attempting = false;
-			this.attempt = null;
-			if (lease != null && (this.closed || !this.running || this.term != null || !fresh(lease))) {
-				giveBack = lease;
-				if (!this.closed && this.running && this.term == null) {
-					reschedule(this::campaign, 0);
+		Lease giveBack = lease;
+		try {
+			synchronized (this.lock) {
+				this.attempting = false;
+				this.attempt = null;
+				boolean heldOff = this.holdOffUntilNanos - System.nanoTime() > 0;
+				if (lease != null && !this.closed && this.running && this.term == null && !heldOff && fresh(lease)) {
+					grant(lease);
+					giveBack = null;
 				}
-			}
-			else if (lease != null) {
-				grant(lease);
-			}
-			else if (!this.closed && this.running) {
-				if (failure != null && !(failure instanceof java.util.concurrent.CancellationException)) {
-					failed(failure);
-					reschedule(this::campaign, this.runtime.pollNanos());
-				}
-				else {
+				else if (!this.closed && this.running && this.term == null) {
+					if (failure != null && !(failure instanceof java.util.concurrent.CancellationException)) {
+						failed(failure);
+					}
 					// A waiting acquisition ran its whole wait, or a release was announced meanwhile:
-					// again at once; a refused try-once attempt: after a poll pause.
-					boolean now = this.wokenWhileAttempting || this.runtime.template.supportsNonBlocking();
+					// again at once (after a hold-off); a refused try-once attempt, a failure or a
+					// lease given back (too late, held off): after a poll pause, never in a tight loop.
+					boolean now = lease == null && failure == null
+							&& (this.wokenWhileAttempting || this.runtime.template.supportsNonBlocking());
 					reschedule(this::campaign, now ? 0 : this.runtime.pollNanos());
 				}
 			}
 		}
-		if (giveBack != null) {
-			this.runtime.release(giveBack);
+		finally {
+			if (giveBack != null) {
+				this.runtime.release(giveBack);
+			}
 		}
 		// After a first call the backend knows whether it can announce releases (PostgreSQL).
 		this.runtime.listenForReleases();
@@ -304,7 +315,7 @@ final class ElectedLeadership implements Leadership {
 		this.nextGrant.complete(granted);
 		LeadershipEvent event = new LeadershipGrantedEvent(this, granted);
 		List<Consumer<? super LeadershipEvent>> told = List.copyOf(this.listeners);
-		this.runtime.execute(() -> this.runtime.deliver(told, event));
+		this.runtime.enqueue(() -> this.runtime.deliver(told, event));
 		reschedule(this::check, 0);
 	}
 
@@ -320,9 +331,13 @@ final class ElectedLeadership implements Leadership {
 			}
 			long left = current.untilValidityEnd(this.runtime.clock()).toNanos();
 			long margin = this.runtime.revokeMarginNanos;
+			// The session's bound (ZK-8) moves with every heartbeat and may be shorter than the
+			// margin: the check comes when it runs out, not a margin before, or terms would flap.
+			long vouched = this.runtime.vouchedNanos();
 			boolean valid = current.lease().isValid();
-			if (valid && left > margin) {
-				reschedule(this::check, Math.max(1_000_000, Math.min(this.runtime.pollInterval.toNanos(), left - margin)));
+			if (valid && left > margin && vouched > 0) {
+				long next = Math.min(this.runtime.pollInterval.toNanos(), Math.min(left - margin, vouched));
+				reschedule(this::check, Math.max(1_000_000, next));
 				return;
 			}
 			// Unrenewed into the last tenth of its validity: the backend does not answer. Not valid
@@ -332,7 +347,10 @@ final class ElectedLeadership implements Leadership {
 		}
 	}
 
-	/** Ends the current term: revoked now, its event queued, its lease released after the event. */
+	/**
+	 * Ends the current term: revoked now, its event queued, its lease released after the event, or
+	 * left to expire if a listener of it failed (LDR-8).
+	 */
 	private void endTerm(Reason reason) {
 		Term ended = this.term;
 		if (ended == null) {
@@ -344,9 +362,13 @@ final class ElectedLeadership implements Leadership {
 		this.nextGrant = new CompletableFuture<>();
 		LeadershipEvent event = new LeadershipRevokedEvent(this, ended, reason);
 		List<Consumer<? super LeadershipEvent>> told = List.copyOf(this.listeners);
-		this.runtime.execute(() -> {
-			this.runtime.deliver(told, event);
-			this.runtime.release(ended.lease());
+		this.runtime.enqueue(() -> {
+			if (this.runtime.deliver(told, event)) {
+				this.runtime.release(ended.lease());
+			}
+			else {
+				this.runtime.leaveToExpire(ended);
+			}
 		});
 		if (reason == Reason.YIELDED) {
 			reschedule(this::campaign, this.runtime.yieldHoldOffNanos);

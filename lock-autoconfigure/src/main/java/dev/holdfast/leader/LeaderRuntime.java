@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
@@ -27,8 +28,9 @@ import dev.holdfast.spi.SessionLeases;
 
 /**
  * What every group of one {@link DefaultLeaderElections} shares: the template, the timings, the
- * leader thread (timers and the event queue, in order) and the campaign thread (the attempts of a
- * backend that cannot acquire without blocking, and the releases of ended terms).
+ * leader thread (timers, campaigns and checks: no listener runs there), the delivery thread (the
+ * event queue of every group, in order) and the campaign thread (the attempts of a backend that
+ * cannot acquire without blocking, and the releases of ended terms).
  */
 final class LeaderRuntime {
 
@@ -58,6 +60,9 @@ final class LeaderRuntime {
 
 	private final ThreadPoolExecutor campaignThread;
 
+	/** Delivers every group's events in one queue, so that no listener delays a decision (LDR-4). */
+	private final ThreadPoolExecutor deliveryThread;
+
 	/** Told the key of every release the backend announces, while listening. */
 	private final Consumer<String> released;
 
@@ -81,6 +86,9 @@ final class LeaderRuntime {
 		this.campaignThread = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
 				daemon("holdfast-leader-campaign-" + template.backendName()));
 		this.campaignThread.allowCoreThreadTimeOut(true);
+		this.deliveryThread = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+				daemon("holdfast-leader-events-" + template.backendName()));
+		this.deliveryThread.allowCoreThreadTimeOut(true);
 	}
 
 	Clock clock() {
@@ -160,14 +168,32 @@ final class LeaderRuntime {
 		}
 	}
 
-	/** Releases an ended term's lease, on the campaign thread: after what was queued before. */
+	/**
+	 * Releases an ended term's lease, on the campaign thread: after what was queued before; after
+	 * {@link #shutdown()} on the calling thread.
+	 */
 	void release(Lease lease) {
-		this.campaignThread.execute(lease::close);
+		try {
+			this.campaignThread.execute(lease::close);
+		}
+		catch (RejectedExecutionException ex) {
+			try {
+				lease.close();
+			}
+			catch (RuntimeException failure) {
+				logger.warn("Could not release the lease of a leader group after the elections closed", failure);
+			}
+		}
 	}
 
 	/** Whether the backend says that no lease can be trusted now (a ZooKeeper connection suspended). */
 	boolean backendSuspended() {
 		return this.template.backend() instanceof SessionLeases sessions && sessions.suspended();
+	}
+
+	/** How long the backend still vouches for this process's leases whatever their expiresAt (ZK-8). */
+	long vouchedNanos() {
+		return (this.template.backend() instanceof SessionLeases sessions) ? sessions.vouchedNanos() : Long.MAX_VALUE;
 	}
 
 	/** A poll pause: the poll interval plus up to a quarter of it, never shorter. */
@@ -185,13 +211,51 @@ final class LeaderRuntime {
 		this.leaderThread.execute(task);
 	}
 
-	/** Delivers {@code event} to {@code listeners}, then publishes it; nothing they throw stops the others. */
-	void deliver(List<Consumer<? super LeadershipEvent>> listeners, LeadershipEvent event) {
+	/**
+	 * Runs {@code delivery} on the delivery thread, after every delivery queued before it; WARNs
+	 * when it still runs after the revocation margin (a listener blocks: events of every group,
+	 * role beans' stops among them, wait behind it).
+	 */
+	void enqueue(Runnable delivery) {
+		this.deliveryThread.execute(() -> {
+			Thread delivering = Thread.currentThread();
+			ScheduledFuture<?> watch = null;
+			try {
+				watch = this.leaderThread.schedule(() -> logger.warn("A leadership listener still runs after "
+						+ TimeUnit.NANOSECONDS.toMillis(this.revokeMarginNanos) + " ms; later events of every group wait"
+						+ " behind it: " + describe(delivering.getStackTrace())), this.revokeMarginNanos, TimeUnit.NANOSECONDS);
+			}
+			catch (RejectedExecutionException ex) {
+				// Closing: nothing to watch with.
+			}
+			try {
+				delivery.run();
+			}
+			finally {
+				if (watch != null) {
+					watch.cancel(false);
+				}
+			}
+		});
+	}
+
+	private static String describe(StackTraceElement[] stack) {
+		return (stack.length > 0) ? "at " + stack[0] + ((stack.length > 1) ? ", " + stack[1] : "") : "(no stack)";
+	}
+
+	/**
+	 * Delivers {@code event} to {@code listeners}, then publishes it; nothing they throw stops the
+	 * others.
+	 * @return whether none of them threw
+	 */
+	boolean deliver(List<Consumer<? super LeadershipEvent>> listeners, LeadershipEvent event) {
+		boolean delivered = true;
 		for (Consumer<? super LeadershipEvent> listener : listeners) {
 			try {
 				listener.accept(event);
 			}
 			catch (RuntimeException ex) {
+				delivered = false;
 				logger.warn("Leadership listener " + listener + " failed on " + event, ex);
 			}
 		}
@@ -199,7 +263,25 @@ final class LeaderRuntime {
 			this.publisher.accept(event);
 		}
 		catch (RuntimeException ex) {
+			delivered = false;
 			logger.warn("A listener of " + event + " failed", ex);
+		}
+		return delivered;
+	}
+
+	/**
+	 * Ends a revoked term whose listeners failed (work that may still run as leader): its lease is
+	 * not released but left to expire on the backend, so that no other instance leads meanwhile
+	 * (LDR-8).
+	 */
+	void leaveToExpire(Term ended) {
+		logger.warn("A listener of the revocation of " + ended + " failed: its lease is not released but left to expire"
+				+ " on the backend by " + ended.lease().expiresAt() + ", so that no other instance leads meanwhile");
+		if (ended.lease() instanceof EngineLease engineLease) {
+			engineLease.forget();
+		}
+		else {
+			release(ended.lease());
 		}
 	}
 
@@ -210,7 +292,8 @@ final class LeaderRuntime {
 	boolean drain(Duration timeout) throws InterruptedException {
 		CompletableFuture<Void> done = new CompletableFuture<>();
 		try {
-			this.leaderThread.execute(() -> this.campaignThread.execute(() -> done.complete(null)));
+			this.leaderThread.execute(() -> this.deliveryThread
+				.execute(() -> this.campaignThread.execute(() -> done.complete(null))));
 			done.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
 			return true;
 		}
@@ -220,9 +303,31 @@ final class LeaderRuntime {
 		}
 	}
 
+	/**
+	 * Ends the threads once what they have queued ran (revoked events, then releases), each
+	 * waited for at most 5 s; timers not due yet are dropped.
+	 */
 	void shutdown() {
-		this.leaderThread.shutdownNow();
-		this.campaignThread.shutdown();
+		this.leaderThread.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+		this.leaderThread.shutdown();
+		try {
+			if (!this.leaderThread.awaitTermination(5, TimeUnit.SECONDS)) {
+				logger.warn("Leader timers still running 5 s after the elections closed; not waiting longer");
+			}
+			this.deliveryThread.shutdown();
+			if (!this.deliveryThread.awaitTermination(5, TimeUnit.SECONDS)) {
+				logger.warn("Leader events still being delivered 5 s after the elections closed; not waiting longer");
+			}
+			this.campaignThread.shutdown();
+			if (!this.campaignThread.awaitTermination(5, TimeUnit.SECONDS)) {
+				logger.warn("Leader leases still being released 5 s after the elections closed; not waiting longer");
+			}
+		}
+		catch (InterruptedException ex) {
+			this.deliveryThread.shutdown();
+			this.campaignThread.shutdown();
+			Thread.currentThread().interrupt();
+		}
 	}
 
 	private static ThreadFactory daemon(String name) {

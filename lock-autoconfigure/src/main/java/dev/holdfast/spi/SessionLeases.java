@@ -22,6 +22,25 @@ public interface SessionLeases {
 	 */
 	AutoCloseable onLost(LostListener listener);
 
+	/**
+	 * How long from now, at most, the backend still vouches for the locks of this process
+	 * whatever their time to live (a session's bound): 0 while {@link #suspended()}. Answered from
+	 * local state.
+	 */
+	default long vouchedNanos() {
+		return suspended() ? 0 : Long.MAX_VALUE;
+	}
+
+	/**
+	 * Calls {@code listener} each time the backend stops vouching for the locks of this process
+	 * (a connection suspended or lost). The listener must not block.
+	 * @return a handle that stops the calls when closed
+	 */
+	default AutoCloseable onSuspended(Runnable listener) {
+		return () -> {
+		};
+	}
+
 	/** Told of a lock that is lost. */
 	@FunctionalInterface
 	interface LostListener {

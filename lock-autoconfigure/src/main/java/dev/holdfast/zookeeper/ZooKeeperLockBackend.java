@@ -44,13 +44,10 @@ import dev.holdfast.spi.WaitQueue;
  * <ul>
  * <li>Not reentrant (the engine above is), and bound to no thread: any thread may release or
  * renew a lock by its owner token.</li>
- * <li>Lifetime: a lock lives while the session that created its node lives (the server deletes
- * ephemeral nodes when a session ends) <em>and</em> until its time to live, kept in the node's
- * data, runs out past the node's last modification ({@code Stat.mtime}). Renewal rewrites the
- * data, which moves {@code mtime}. Expiry is judged only by the ensemble's clock: a contender
- * compares the holder's {@code mtime} plus its time to live with the time the ensemble stamped on
- * its own newest write, and deletes an expired holder's node with a version check, so that a
- * renewal that got there first wins.</li>
+ * <li>Lifetime: a lock lives while the session that created its node lives <em>and</em> until its
+ * time to live (the node's data) runs out past the node's {@code mtime}, which renewal moves;
+ * expiry is judged by the ensemble's clock only, and an expired holder's node is deleted with a
+ * version check, so that a renewal that got there first wins (ZK-2, ZK-3).</li>
  * <li>Waiting ({@link WaitQueue}): a waiter watches only the node before it, so a release wakes
  * one waiter, which holds once its own node is confirmed on its session (ZK-1, ZK-5).</li>
  * <li>One attempt ({@code waitTime} zero) takes a free lock in one transaction and writes nothing
@@ -59,19 +56,12 @@ import dev.holdfast.spi.WaitQueue;
  * the retry finds the node by its protected name, and a create that finally fails deletes it in
  * the background, so no orphan node holds the lock.</li>
  * <li>Fencing tokens are the lock node's {@code czxid}: zxids grow with every write across the
- * ensemble, leader changes included, and a later holder's node was created after every earlier
- * holder's node (it would have queued behind it otherwise), so its token is larger.</li>
- * <li>Sessions ({@link SessionLeases}): no lock counts as valid while the connection is suspended
- * or the server silent past the session timeout; a lost session loses every lock (rules ZK-4, ZK-8
- * of docs/DESIGN.md).</li>
- * <li>Bounded calls: every request is sent in the background and awaited at most its bound: an
- * acquisition returns within its wait plus the connection timeout (ZK-9).</li>
- * <li>Operators ({@link ClusterLocks}): the holder of each key, read node by node; a forced
- * release deletes the holder's node.</li>
- * <li>Tick claims: a persistent node per job, moved by compare-and-set ({@code setData} with the
- * version read), with expiry judged by the ensemble's clock.</li>
- * </ul>
- * Local state is bounded by the locks this process holds.
+ * ensemble, and a later holder's node was created after every earlier holder's.</li>
+ * <li>Sessions ({@link SessionLeases}, ZK-8): no lock counts as valid while suspended or past the
+ * session's bound; a lost session loses every lock. Bounded calls (ZK-9) and tick claims: DESIGN.md.</li>
+ * <li>Operators ({@link ClusterLocks}): the holder of each key, node by node; a forced release
+ * deletes the holder's node.</li>
+ * </ul> Local state is bounded by the locks this process holds.
  */
 public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewal, SessionLeases, BackendHealth,
 		TickClaims, ClusterLocks, AutoCloseable {
@@ -267,6 +257,16 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	@Override
 	public AutoCloseable onLost(LostListener listener) {
 		return this.session.onLost(listener);
+	}
+
+	@Override
+	public long vouchedNanos() {
+		return this.session.vouchedNanos();
+	}
+
+	@Override
+	public AutoCloseable onSuspended(Runnable listener) {
+		return this.session.onSuspended(listener);
 	}
 
 	/**

@@ -53,6 +53,8 @@ final class ZooKeeperSession {
 
 	private final CopyOnWriteArrayList<LostListener> lostListeners = new CopyOnWriteArrayList<>();
 
+	private final CopyOnWriteArrayList<Runnable> suspendListeners = new CopyOnWriteArrayList<>();
+
 	private final ConnectionStateListener stateListener = this::stateChanged;
 
 	/** Heartbeats and checks of held nodes after a reconnection: one thread, ended when idle. */
@@ -109,6 +111,17 @@ final class ZooKeeperSession {
 	 */
 	boolean suspended() {
 		return this.suspended || System.nanoTime() - this.confirmedNanos.get() - this.sessionTimeoutNanos >= 0;
+	}
+
+	/** How long the session still vouches for the locks: 0 while suspended, else until ZK-8's bound. */
+	long vouchedNanos() {
+		return this.suspended ? 0
+				: Math.max(0, this.confirmedNanos.get() + this.sessionTimeoutNanos - System.nanoTime());
+	}
+
+	AutoCloseable onSuspended(Runnable listener) {
+		this.suspendListeners.add(listener);
+		return () -> this.suspendListeners.remove(listener);
 	}
 
 	/** The server answered a request of this process sent at {@code sentNanos}. */
@@ -235,9 +248,13 @@ final class ZooKeeperSession {
 		long current = this.epoch.incrementAndGet();
 		this.state = newState.name();
 		switch (newState) {
-			case SUSPENDED, READ_ONLY -> this.suspended = true;
+			case SUSPENDED, READ_ONLY -> {
+				this.suspended = true;
+				this.suspendListeners.forEach(Runnable::run);
+			}
 			case LOST -> {
 				this.suspended = true;
+				this.suspendListeners.forEach(Runnable::run);
 				loseAll("its ZooKeeper session was lost");
 			}
 			case CONNECTED, RECONNECTED -> {

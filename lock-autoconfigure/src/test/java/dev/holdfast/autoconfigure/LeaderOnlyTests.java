@@ -16,6 +16,8 @@ import org.springframework.context.SmartLifecycle;
 import dev.holdfast.LeaderContext;
 import dev.holdfast.LeaderElections;
 import dev.holdfast.LeaderOnly;
+import dev.holdfast.Leadership;
+import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
 import dev.holdfast.NotLeaderException;
 import dev.holdfast.core.DefaultLockTemplate;
@@ -88,7 +90,47 @@ class LeaderOnlyTests {
 			await().atMost(Duration.ofSeconds(1)).until(() -> !relay.isRunning());
 			await("granted again").atMost(Duration.ofSeconds(5)).until(relay::isRunning);
 			context.stop();
-			assertThat(relay.isRunning()).as("after the context stopped").isFalse();
+			try (DefaultLockTemplate other = new DefaultLockTemplate(this.backend, LockSettings.defaults())) {
+				assertThat(other.tryAcquire("leader", "relay", LockOptions.defaults()))
+					.as("the term's lease released by the context's stop, after the bean stopped")
+					.hasValueSatisfying(Lease::close);
+			}
+		});
+	}
+
+	@Test
+	void aContextStartDoesNotStartALeaderOnlyBeanOnAFollower() {
+		this.runner.withBean(Relay.class).run((context) -> {
+			try (DefaultLockTemplate other = new DefaultLockTemplate(this.backend, LockSettings.defaults());
+					Lease held = other.tryAcquire("leader", "relay", LockOptions.defaults()).orElseThrow()) {
+				Relay relay = context.getBean(Relay.class);
+				ready(context);
+				context.stop();
+				context.start();
+				assertThat(relay.isRunning()).as("started by the context on a follower").isFalse();
+			}
+		});
+	}
+
+	@Test
+	void aRoleBeanThatDoesNotStopKeepsTheLeaseUntilItExpires() {
+		this.runner.withBean(StuckRelay.class).run((context) -> {
+			StuckRelay relay = context.getBean(StuckRelay.class);
+			ready(context);
+			await().atMost(Duration.ofSeconds(5)).until(relay::isRunning);
+			Leadership leadership = context.getBean(LeaderElections.class).join("stuck");
+			leadership.yield();
+			assertThat(leadership.isLeader()).isFalse();
+			try (DefaultLockTemplate other = new DefaultLockTemplate(this.backend, LockSettings.defaults())) {
+				long end = System.nanoTime() + Duration.ofMillis(500).toNanos();
+				while (System.nanoTime() - end < 0) {
+					Optional<Lease> taken = other.tryAcquire("leader", "stuck", LockOptions.defaults());
+					taken.ifPresent(Lease::close);
+					assertThat(taken).as("the lease of a term whose bean did not stop was released").isEmpty();
+					Thread.sleep(20);
+				}
+			}
+			assertThat(relay.isRunning()).as("the bean that did not stop").isTrue();
 		});
 	}
 
@@ -137,6 +179,29 @@ class LeaderOnlyTests {
 		@Override
 		public void stop() {
 			this.running = false;
+		}
+
+		@Override
+		public boolean isRunning() {
+			return this.running;
+		}
+
+	}
+
+	/** A bean whose stop() fails: it keeps running. */
+	@LeaderOnly("stuck")
+	static class StuckRelay implements SmartLifecycle {
+
+		private volatile boolean running;
+
+		@Override
+		public void start() {
+			this.running = true;
+		}
+
+		@Override
+		public void stop() {
+			throw new IllegalStateException("cannot stop");
 		}
 
 		@Override
