@@ -19,10 +19,10 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 
 /**
- * Renews every renewable lease of one template from one scheduler thread. A lease is due a
- * third of its time to live after its last confirmation; each tick renews every lease that is at
- * least half-way to due, in one {@link LeaseRenewal#renew} call, so that leases fall into step and
- * all leases of a process cost one round trip per tick.
+ * Renews every renewable lease of one template from one scheduler thread, which ends after 1 s
+ * with no renewal scheduled (REN-1). A lease is due a third of its time to live after its last
+ * confirmation; each tick renews every lease at least half-way to due, in one
+ * {@link LeaseRenewal#renew} call: all leases of a process cost one round trip per tick.
  */
 final class LeaseRenewer {
 
@@ -55,15 +55,16 @@ final class LeaseRenewer {
 	LeaseRenewer(LocalLeases local, LeaseRenewal renewal, Failures failures, Collection<HeldLease> leases) {
 		this.local = local;
 		this.failures = failures;
-		String backendName = failures.backendName();
 		this.leases = leases;
 		this.renewal = renewal;
 		this.scheduler = new ScheduledThreadPoolExecutor(1, (runnable) -> {
-			Thread thread = new Thread(runnable, "holdfast-renewal-" + backendName);
+			Thread thread = new Thread(runnable, "holdfast-renewal-" + failures.backendName());
 			thread.setDaemon(true);
 			return thread;
 		});
 		this.scheduler.setRemoveOnCancelPolicy(true);
+		this.scheduler.setKeepAliveTime(1, TimeUnit.SECONDS);
+		this.scheduler.allowCoreThreadTimeOut(true);
 	}
 
 	/** A renewable lease was registered in the template's held leases. */

@@ -6,7 +6,10 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import io.micrometer.observation.Observation;
 import kotlin.coroutines.EmptyCoroutineContext;
@@ -55,6 +58,19 @@ final class SingleInstanceJob implements Runnable {
 
 	/** Below this, lockAtLeastFor is already over: release rather than keep. */
 	private static final Duration MIN_KEEP = Duration.ofMillis(10);
+
+	/** Times the lockAtMostFor of running jobs: one daemon thread, ended after 1 s with none running. */
+	private static final ScheduledThreadPoolExecutor CAPS = new ScheduledThreadPoolExecutor(1, (task) -> {
+		Thread thread = new Thread(task, "holdfast-job-caps");
+		thread.setDaemon(true);
+		return thread;
+	});
+
+	static {
+		CAPS.setRemoveOnCancelPolicy(true);
+		CAPS.setKeepAliveTime(1, TimeUnit.SECONDS);
+		CAPS.allowCoreThreadTimeOut(true);
+	}
 
 	private final JobDefinition definition;
 
@@ -189,19 +205,21 @@ final class SingleInstanceJob implements Runnable {
 	/**
 	 * Marks the run's lease lost {@code lockAtMostFor} after its acquisition was sent, unless the
 	 * returned stage completes first (the run ended): the run sees its lease invalid, and a WARN
-	 * names the job and the cap. Timed by the JDK's delay thread, not by the job's scheduler, whose
-	 * only thread may be the one running the job; the timeout is cancelled when the run ends.
+	 * names the job and the cap. Timed by {@link #CAPS}, not by the job's scheduler, whose only
+	 * thread may be the one running the job; the timer is cancelled when the run ends.
 	 */
 	private CompletableFuture<Void> loseAtLockAtMostFor(EngineLease lease, long startNanos) {
 		Duration atMost = this.definition.lockAtMostFor();
 		CompletableFuture<Void> ended = new CompletableFuture<>();
 		long left = atMost.toNanos() - (System.nanoTime() - startNanos);
-		ended.orTimeout(Math.max(0, left), TimeUnit.NANOSECONDS).exceptionally((timeout) -> {
-			lease.markLost("job '" + this.definition.name() + "' has run for its lockAtMostFor (" + atMost
-					+ "), the longest one run holds its lock: the lock is no longer renewed and expires, and another"
-					+ " instance may start the job. Raise lockAtMostFor if runs take longer");
-			return null;
-		});
+		ScheduledFuture<?> cap = CAPS.schedule(() -> {
+			if (ended.completeExceptionally(new TimeoutException())) {
+				lease.markLost("job '" + this.definition.name() + "' has run for its lockAtMostFor (" + atMost
+						+ "), the longest one run holds its lock: the lock is no longer renewed and expires, and"
+						+ " another instance may start the job. Raise lockAtMostFor if runs take longer");
+			}
+		}, Math.max(0, left), TimeUnit.NANOSECONDS);
+		ended.thenRun(() -> cap.cancel(false));
 		return ended;
 	}
 
