@@ -1,5 +1,6 @@
 package dev.holdfast.actuate;
 
+import java.time.Duration;
 import java.util.UUID;
 
 import org.junit.jupiter.api.Test;
@@ -20,6 +21,7 @@ import dev.holdfast.LockTemplate;
 import dev.holdfast.actuate.LocksEndpointSecurityTests.NightlyJob;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.springframework.security.test.web.servlet.request.SecurityMockMvcRequestPostProcessors.csrf;
 import static org.springframework.security.test.web.servlet.request.SecurityMockMvcRequestPostProcessors.httpBasic;
 import static org.springframework.security.test.web.servlet.setup.SecurityMockMvcConfigurers.springSecurity;
@@ -62,8 +64,8 @@ class LocksEndpointReadOnlyByDefaultTests {
 		mvc.perform(post("/actuator/locks/jobs/nightly").contentType(MediaType.APPLICATION_JSON)
 			.with(httpBasic("ops", "secret"))
 			.with(csrf())).andExpect(status().is4xxClientError());
-		Thread.sleep(200);
-		assertThat(this.context.getBean(NightlyJob.class).runs.get()).isZero();
+		NightlyJob job = this.context.getBean(NightlyJob.class);
+		await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(2)).until(() -> job.runs.get() == 0);
 		mvc.perform(get("/actuator/locks/jobs").with(httpBasic("ops", "secret"))).andExpect(status().isOk());
 	}
 

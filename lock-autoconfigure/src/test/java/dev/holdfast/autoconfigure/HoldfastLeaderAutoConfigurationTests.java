@@ -80,8 +80,9 @@ class HoldfastLeaderAutoConfigurationTests {
 
 	@Test
 	void anApplicationsLeaderElectionsBeanWins() {
+		// The application's own bean: only its identity is compared, it is never joined.
 		LeaderElections own = (group) -> {
-			throw new UnsupportedOperationException();
+			throw new UnsupportedOperationException("joined " + group + ": the test only compares the bean");
 		};
 		this.runner.withBean(LeaderElections.class, () -> own)
 			.run((context) -> assertThat(context.getBean(LeaderElections.class)).isSameAs(own));

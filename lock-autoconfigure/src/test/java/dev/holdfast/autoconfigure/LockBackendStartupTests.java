@@ -7,6 +7,7 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -210,15 +211,11 @@ class LockBackendStartupTests {
 		final boolean listening;
 
 		ListeningWhenCreated(DefaultLockTemplate template, RedisLockBackend backend) {
-			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-			while (!backend.isListening() && System.nanoTime() - deadline < 0) {
-				try {
-					Thread.sleep(10);
-				}
-				catch (InterruptedException ex) {
-					Thread.currentThread().interrupt();
-					break;
-				}
+			try {
+				await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10)).until(backend::isListening);
+			}
+			catch (ConditionTimeoutException ex) {
+				// asserted by the test, through the field
 			}
 			this.listening = backend.isListening();
 		}
