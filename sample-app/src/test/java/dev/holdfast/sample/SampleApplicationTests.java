@@ -4,6 +4,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -17,6 +18,9 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.jdbc.core.JdbcTemplate;
+
+import dev.holdfast.LeaderElections;
+import dev.holdfast.Leadership;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -35,6 +39,12 @@ class SampleApplicationTests {
 
 	@Autowired
 	private JdbcTemplate jdbc;
+
+	@Autowired
+	private RelayPoller relay;
+
+	@Autowired
+	private LeaderElections elections;
 
 	@LocalServerPort
 	private int port;
@@ -65,6 +75,17 @@ class SampleApplicationTests {
 		finally {
 			pool.shutdownNow();
 		}
+	}
+
+	@Test
+	void theRelayRunsWhileThisInstanceLeadsItsGroupAndStopsWhenItYields() throws InterruptedException {
+		Leadership leadership = this.elections.join(RelayPoller.GROUP);
+		assertThat(leadership.awaitLeadership(Duration.ofSeconds(10))).isPresent();
+		await().atMost(Duration.ofSeconds(5)).until(() -> this.relay.isRunning() && this.relay.passes() > 0);
+		leadership.yield();
+		await().atMost(Duration.ofSeconds(5)).until(() -> !this.relay.isRunning());
+		// alone in its group, the instance leads again after the yield's hold-off, and the relay restarts
+		await().atMost(Duration.ofSeconds(10)).until(this.relay::isRunning);
 	}
 
 	@Test

@@ -34,8 +34,9 @@ import dev.holdfast.sample.TickJob;
 /**
  * The one-command demo: starts several instances of the sample application as separate JVMs
  * that share one database, sends concurrent reservations to all of them while printing
- * progress, watches the single-instance job for a few ticks, kills the instance running a long job
- * to time its move to another, prints a report and exits
+ * progress, watches the single-instance job for a few ticks, hands the leader group of the relay to
+ * the instance running a long job by a yield, kills that instance to time the job's and the group's
+ * moves to others, prints a report and exits
  * {@code 0} when every guarantee held, {@code 1} when one failed and {@code 2} on bad options
  * or an instance that did not start. Every JVM it started is stopped before it returns, also
  * on failure and on Ctrl-C.
@@ -136,8 +137,12 @@ public final class Demo {
 		DemoReport.Load load = sendLoad(skus);
 		List<DemoReport.Tick> ticks = awaitTicks(allUp);
 		DemoReport report = report(load, skus, ticks, allUp); // read before the takeover kills an instance
-		return (this.instances.size() < 3) ? report : report.withTakeover(
-				JobTakeover.run(this.instances.subList(1, this.instances.size()), (line) -> say("%s", line)));
+		if (this.instances.size() < 3) {
+			return report;
+		}
+		JobTakeover.Moves moves = JobTakeover.run(this.instances.subList(1, this.instances.size()),
+				(line) -> say("%s", line));
+		return report.withMoves(moves.job(), moves.yield(), moves.kill());
 	}
 
 	private List<String> skus() {
@@ -200,8 +205,13 @@ public final class Demo {
 			List<String> args = new ArrayList<>(appArgs);
 			args.add("--sample.instance-id=" + id);
 			if (i > 1) {
-				// the long job for the takeover: not on the first, which serves H2 to the others
+				// the long job and the leader group for the takeover: not on the first, which serves H2
+				// to the others
 				args.addAll(JobTakeover.appArgs());
+				args.addAll(LeaderTakeover.appArgs());
+			}
+			else {
+				args.addAll(LeaderTakeover.nonCandidateArgs());
 			}
 			Instance instance = Instance.start(id, workDir.resolve(id + ".log"), JVM_ARGS, classpath,
 					SampleApplication.class.getName(), args, this.http);

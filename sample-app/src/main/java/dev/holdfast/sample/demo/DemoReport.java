@@ -11,6 +11,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import org.jspecify.annotations.Nullable;
+
 import org.springframework.scheduling.support.CronExpression;
 
 /**
@@ -29,11 +31,22 @@ import org.springframework.scheduling.support.CronExpression;
  * @param locks the instances' lock counters, summed
  * @param takeover the long job's move after a kill of the instance running it; {@code null} when
  * not shown (fewer than 3 instances)
+ * @param handover the relay's leader group handed by a yield to the instance then killed;
+ * {@code null} when not shown (it led already, or fewer than 3 instances)
+ * @param leaderTakeover the group's move after that kill; {@code null} when not shown
  */
 public record DemoReport(int instances, String setup, String expectedBackend, String backend, Load load, List<SkuStock> skus, List<Tick> ticks,
-		int missedTicks, int requiredTicks, Locks locks, Takeover takeover) {
+		int missedTicks, int requiredTicks, Locks locks, Takeover takeover, @Nullable LeaderMove handover,
+		@Nullable LeaderMove leaderTakeover) {
 
 	private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss");
+
+	/** A report without the leader group's moves. */
+	public DemoReport(int instances, String setup, String expectedBackend, String backend, Load load,
+			List<SkuStock> skus, List<Tick> ticks, int missedTicks, int requiredTicks, Locks locks, Takeover takeover) {
+		this(instances, setup, expectedBackend, backend, load, skus, ticks, missedTicks, requiredTicks, locks, takeover,
+				null, null);
+	}
 
 	/**
 	 * What the clients saw.
@@ -137,8 +150,48 @@ public record DemoReport(int instances, String setup, String expectedBackend, St
 							+ this.allowance.toSeconds() + " s");
 		}
 
-		private static String seconds(Duration duration) {
+		static String seconds(Duration duration) {
 			return String.format(java.util.Locale.ROOT, "%.1f", duration.toMillis() / 1000.0);
+		}
+
+	}
+
+	/**
+	 * A leader group's move from one instance to another.
+	 *
+	 * @param group the group
+	 * @param cause {@code yield} (an operator's yield through the endpoint) or {@code kill}
+	 * @param from the instance that led; {@code null} if none was seen leading
+	 * @param to the instance seen leading next with a larger token; {@code null} if none in time
+	 * @param after from the yield or kill until {@code to} was seen leading
+	 * @param fromToken the fencing token of {@code from}'s term
+	 * @param toToken the fencing token of {@code to}'s term
+	 * @param bound how long the move may take
+	 * @param allowance how much longer than the bound it may take on a loaded host
+	 */
+	public record LeaderMove(String group, String cause, @Nullable String from, @Nullable String to, Duration after,
+			long fromToken, long toToken, Duration bound, Duration allowance) {
+
+		boolean held() {
+			return this.from != null && this.to != null && this.toToken > this.fromToken
+					&& this.after.compareTo(this.bound.plus(this.allowance)) <= 0;
+		}
+
+		String describe() {
+			if (this.from == null) {
+				return "no instance was seen leading group '" + this.group + "'";
+			}
+			String bound = "(bound " + Takeover.seconds(this.bound) + " s)";
+			if (this.to == null) {
+				return "no other instance led group '" + this.group + "' within " + Takeover.seconds(this.after)
+						+ " s after the " + this.cause + " of " + this.from + " " + bound;
+			}
+			return "group '" + this.group + "' moved from " + this.from + " to " + this.to + " "
+					+ Takeover.seconds(this.after) + " s after the " + this.cause + " " + bound + ", term "
+					+ this.fromToken + " -> " + this.toToken + ((this.toToken > this.fromToken) ? ""
+							: ": the new term's token is not larger")
+					+ ((this.after.compareTo(this.bound.plus(this.allowance)) <= 0) ? ""
+							: ", later than the bound + " + Takeover.seconds(this.allowance) + " s");
 		}
 
 	}
@@ -161,8 +214,13 @@ public record DemoReport(int instances, String setup, String expectedBackend, St
 
 	/** This report with the long job's move after a kill. */
 	DemoReport withTakeover(Takeover moved) {
+		return withMoves(moved, null, null);
+	}
+
+	/** This report with the long job's move after a kill, and the leader group's moves. */
+	DemoReport withMoves(Takeover moved, @Nullable LeaderMove handedOver, @Nullable LeaderMove takenOver) {
 		return new DemoReport(this.instances, this.setup, this.expectedBackend, this.backend, this.load, this.skus,
-				this.ticks, this.missedTicks, this.requiredTicks, this.locks, moved);
+				this.ticks, this.missedTicks, this.requiredTicks, this.locks, moved, handedOver, takenOver);
 	}
 
 	/**
@@ -201,7 +259,23 @@ public record DemoReport(int instances, String setup, String expectedBackend, St
 		if (this.takeover != null && !this.takeover.held()) {
 			failures.add(this.takeover.describe());
 		}
+		for (LeaderMove move : leaderMoves()) {
+			if (!move.held()) {
+				failures.add(move.describe());
+			}
+		}
 		return failures;
+	}
+
+	private List<LeaderMove> leaderMoves() {
+		List<LeaderMove> moves = new ArrayList<>();
+		if (this.handover != null) {
+			moves.add(this.handover);
+		}
+		if (this.leaderTakeover != null) {
+			moves.add(this.leaderTakeover);
+		}
+		return moves;
 	}
 
 	long oversold() {
@@ -250,6 +324,9 @@ public record DemoReport(int instances, String setup, String expectedBackend, St
 				this.locks.jobRuns(), this.locks.skips());
 		out.printf("  takeover       %s%n", (this.takeover != null)
 				? this.takeover.describe() + mark(this.takeover.held()) : "not shown: it needs 3 instances");
+		for (LeaderMove move : leaderMoves()) {
+			out.printf("  leader %-7s %s%n", move.cause(), move.describe() + mark(move.held()));
+		}
 		List<String> failures = failures();
 		if (failures.isEmpty()) {
 			out.println("RESULT: every guarantee held");

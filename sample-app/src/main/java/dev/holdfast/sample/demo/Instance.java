@@ -159,6 +159,24 @@ final class Instance {
 		return json.readTree(response.body());
 	}
 
+	/**
+	 * {@code POST path} with no body, as JSON.
+	 * @throws IllegalStateException if the answer is not {@code 200}
+	 */
+	JsonNode post(String path) throws IOException, InterruptedException {
+		HttpResponse<String> response = send(HttpRequest.newBuilder(uri(path))
+			.timeout(Duration.ofSeconds(30))
+			.header("Content-Type", "application/json")
+			.POST(HttpRequest.BodyPublishers.noBody())
+			.build());
+		if (response.statusCode() != 200) {
+			throw new IllegalStateException(
+					"POST " + path + " on instance " + this.id + " answered " + response.statusCode() + ": "
+							+ response.body());
+		}
+		return json.readTree(response.body());
+	}
+
 	static JsonNode parse(String body) {
 		return json.readTree(body);
 	}

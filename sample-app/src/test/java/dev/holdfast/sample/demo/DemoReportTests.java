@@ -71,6 +71,34 @@ class DemoReportTests {
 			.containsExactly("job 'sample-report' ran on demo-2 and demo-3 at once, before any kill");
 	}
 
+	@Test
+	void leaderGroupMovesHoldWithinTheirBoundWithALargerToken() {
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", LOAD, SOLD, ticks(1, 1, 1), 0, 3, LOCKS, null)
+			.withMoves(takeover("demo-3", Duration.ofMillis(2800)), leaderMove("yield", "demo-2", 400, 7, 9),
+					leaderMove("kill", "demo-2", 900, 9, 12));
+		assertThat(report.failures()).isEmpty();
+		assertThat(print(report)).contains(
+				"leader yield   group 'sample-relay' moved from demo-3 to demo-2 0.4 s after the yield (bound 1.0 s), term 7 -> 9   OK",
+				"leader kill    group 'sample-relay' moved from demo-3 to demo-2 0.9 s after the kill (bound 1.0 s), "
+						+ "term 9 -> 12   OK");
+	}
+
+	@Test
+	void leaderGroupMoveThatIsLateHasNoLeaderOrASmallerTokenFails() {
+		DemoReport report = new DemoReport(3, DEFAULT, "jdbc", "jdbc", LOAD, SOLD, ticks(1, 1, 1), 0, 3, LOCKS, null)
+			.withMoves(takeover("demo-3", Duration.ofMillis(2800)), leaderMove("yield", null, 3100, 7, 0),
+					leaderMove("kill", "demo-2", 900, 9, 8));
+		assertThat(report.failures()).containsExactly(
+				"no other instance led group 'sample-relay' within 3.1 s after the yield of demo-3 (bound 1.0 s)",
+				"group 'sample-relay' moved from demo-3 to demo-2 0.9 s after the kill (bound 1.0 s), term 9 -> 8: "
+						+ "the new term's token is not larger");
+	}
+
+	private static DemoReport.LeaderMove leaderMove(String cause, String to, long millis, long from, long next) {
+		return new DemoReport.LeaderMove("sample-relay", cause, "demo-3", to, Duration.ofMillis(millis), from, next,
+				Duration.ofSeconds(1), Duration.ofSeconds(2));
+	}
+
 	private static DemoReport.Takeover takeover(String to, Duration after) {
 		return new DemoReport.Takeover("sample-report", "demo-2", to, after, Duration.ofSeconds(3),
 				Duration.ofSeconds(5), false);
