@@ -22,7 +22,13 @@ public class LockNotAcquiredException extends LockException {
 	 * @param waitTime how long the caller waited
 	 */
 	public LockNotAcquiredException(String lockKey, String shownKey, Duration waitTime) {
-		super("Lock '" + shownKey + "' is held by another owner and was not released within " + waitTime, null);
+		this(lockKey, waitTime, "Lock '" + shownKey + "' is held by another owner and was not released within "
+				+ waitTime);
+	}
+
+	/** For a subclass with a message of its own. */
+	protected LockNotAcquiredException(String lockKey, Duration waitTime, String message) {
+		super(message, null);
 		this.lockKey = lockKey;
 		this.waitTime = waitTime;
 	}

@@ -6,6 +6,7 @@ import java.util.Optional;
 import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.multi.KeySetLocking;
+import dev.holdfast.semaphore.PermitSlots;
 
 /**
  * Programmatic access to Holdfast locks, for code paths where {@link DistributedLock} does not
@@ -80,6 +81,48 @@ public interface LockTemplate {
 	default <T extends @Nullable Object, E extends Exception> T executeLockedAll(String name, Collection<?> keys,
 			LockOptions options, LockedAction<T, E> action) throws E {
 		try (Leases leases = acquireAll(name, keys, options)) {
+			return action.run();
+		}
+	}
+
+	/**
+	 * Takes a permit of the semaphore of (name, key), waiting up to the wait time: at most
+	 * {@code permits} holders at once, across every instance. The permit is a lease of its own
+	 * (owner-checked release, expiry by the backend's clock, renewal, loss, a fencing token of its
+	 * permit slot): a crashed holder's permit comes back within one lease time. Permits are not
+	 * reentrant: each call takes a permit of its own, as {@link java.util.concurrent.Semaphore}
+	 * does. Close the lease to give the permit back.
+	 * @param permits how many permits the semaphore has, 1 to 64; every instance must give one
+	 * semaphore the same number
+	 * @return the permit, or empty if every permit stayed held by other owners for the wait time
+	 * @throws IllegalArgumentException if {@code permits} is out of range
+	 * @throws IllegalStateException if another instance uses the semaphore with more permits (found
+	 * when this call finds every permit held)
+	 * @throws LockBackendException if the backend could not be reached
+	 */
+	default Optional<Lease> tryAcquirePermit(String name, @Nullable Object key, int permits, LockOptions options) {
+		return Optional.ofNullable(PermitSlots.acquire(this, name, key, permits, options, false));
+	}
+
+	/**
+	 * {@link #tryAcquirePermit}, throwing when every permit stayed held.
+	 * @throws PermitNotAcquiredException if every permit stayed held by other owners for the wait time
+	 */
+	default Lease acquirePermit(String name, @Nullable Object key, int permits, LockOptions options) {
+		Lease permit = PermitSlots.acquire(this, name, key, permits, options, true);
+		if (permit == null) {
+			throw new IllegalStateException("acquirePermit got no permit without an exception");
+		}
+		return permit;
+	}
+
+	/**
+	 * Runs {@code action} while holding a permit of the semaphore ({@link #acquirePermit}).
+	 * @throws PermitNotAcquiredException if every permit stayed held by other owners for the wait time
+	 */
+	default <T extends @Nullable Object, E extends Exception> T executeWithPermit(String name, @Nullable Object key,
+			int permits, LockOptions options, LockedAction<T, E> action) throws E {
+		try (Lease permit = acquirePermit(name, key, permits, options)) {
 			return action.run();
 		}
 	}

@@ -228,7 +228,13 @@ public class LockAspectSupport {
 
 	private @Nullable Lease acquire(LockOperation operation, @Nullable Object key) {
 		Lease lease;
-		if (key instanceof KeySet keys) {
+		if (operation.permits() > 0) {
+			lease = (operation.onLocked() == OnLocked.THROW)
+					? this.template.acquirePermit(operation.name(), key, operation.permits(), operation.options())
+					: this.template.tryAcquirePermit(operation.name(), key, operation.permits(), operation.options())
+						.orElse(null);
+		}
+		else if (key instanceof KeySet keys) {
 			lease = (operation.onLocked() == OnLocked.THROW)
 					? this.template.acquireAll(operation.name(), keys.keys(), operation.options())
 					: this.template.tryAcquireAll(operation.name(), keys.keys(), operation.options()).orElse(null);

@@ -27,15 +27,17 @@ import dev.holdfast.OnLocked;
  * @param suspending whether the method is a Kotlin suspend function
  * @param keysExpressions the parsed {@code keys} expressions, empty unless the method locks several
  * keys
+ * @param permits the permits of a {@link dev.holdfast.DistributedSemaphore}, 0 for a lock
  */
 public record LockOperation(Method method, String name, @Nullable Expression keyExpression, String keyExpressionText,
 		LockOptions options, OnLocked onLocked, @Nullable ReactiveAdapter reactiveAdapter, boolean suspending,
-		List<KeysExpression> keysExpressions) {
+		List<KeysExpression> keysExpressions, int permits) {
 
 	/** An operation of one key (or none): no {@code keys}. */
 	public LockOperation(Method method, String name, @Nullable Expression keyExpression, String keyExpressionText,
 			LockOptions options, OnLocked onLocked, @Nullable ReactiveAdapter reactiveAdapter, boolean suspending) {
-		this(method, name, keyExpression, keyExpressionText, options, onLocked, reactiveAdapter, suspending, List.of());
+		this(method, name, keyExpression, keyExpressionText, options, onLocked, reactiveAdapter, suspending, List.of(),
+				0);
 	}
 
 	/**

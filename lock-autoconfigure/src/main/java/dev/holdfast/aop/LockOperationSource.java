@@ -38,6 +38,7 @@ import org.springframework.util.StringUtils;
 import org.springframework.util.StringValueResolver;
 
 import dev.holdfast.DistributedLock;
+import dev.holdfast.DistributedSemaphore;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.OnLocked;
@@ -58,7 +59,11 @@ public class LockOperationSource {
 
 	private final Map<MethodClassKey, Object> cache = new ConcurrentHashMap<>(256);
 
-	private final AnnotatedMethodTypes lockTypes = new AnnotatedMethodTypes(DistributedLock.class);
+	private final AnnotatedMethodTypes lockTypes = new AnnotatedMethodTypes(DistributedLock.class,
+			DistributedSemaphore.class);
+
+	/** Per semaphore name, its permits and where they were given: one entry per annotated method at most. */
+	private final Map<String, LockAnnotation> semaphores = new ConcurrentHashMap<>();
 
 	private final SpelExpressionParser parser = new SpelExpressionParser();
 
@@ -132,18 +137,18 @@ public class LockOperationSource {
 
 	private @Nullable LockOperation resolve(Method method, @Nullable Class<?> targetClass) {
 		Method specific = BridgeMethodResolver.findBridgedMethod(AopUtils.getMostSpecificMethod(method, targetClass));
-		DistributedLock annotation = AnnotatedElementUtils.findMergedAnnotation(specific, DistributedLock.class);
-		if (annotation == null) {
-			annotation = AnnotatedElementUtils.findMergedAnnotation(method, DistributedLock.class);
-		}
+		Class<?> userClass = ClassUtils.getUserClass((targetClass != null) ? targetClass : method.getDeclaringClass());
+		LockAnnotation annotation = LockAnnotation.find(specific, method, userClass);
 		if (annotation == null) {
 			return null;
 		}
-		Class<?> userClass = ClassUtils.getUserClass((targetClass != null) ? targetClass : method.getDeclaringClass());
-		String where = "@DistributedLock on " + userClass.getName() + "." + specific.getName();
+		String where = annotation.where();
 		String name = resolvePlaceholders(annotation.name());
 		if (!StringUtils.hasText(name)) {
 			name = userClass.getSimpleName() + "." + specific.getName();
+		}
+		if (annotation.permits() > 0) {
+			checkSamePermits(name, annotation);
 		}
 		LockOptions options = LockOptions.defaults();
 		Duration waitTime = parseDuration(annotation.waitTime(), "waitTime", where);
@@ -181,6 +186,12 @@ public class LockOperationSource {
 		}
 		ReactiveAdapter adapter = reactiveAdapter(specific, where);
 		boolean suspending = KotlinDetector.isSuspendingFunction(specific);
+		if (annotation.permits() > 0 && (suspending
+				|| (adapter != null && !CompletionStage.class.isAssignableFrom(specific.getReturnType())))) {
+			throw new LockConfigurationException(where + ": a method returning a reactive type or a Kotlin suspend "
+					+ "function cannot take a permit yet", "Take the permit with LockTemplate.acquirePermit(...) on a "
+							+ "thread that may block, or return a CompletableFuture.");
+		}
 		List<LockOperation.KeysExpression> keys = new ArrayList<>();
 		if (annotation.keys().length > 0) {
 			if (StringUtils.hasText(keyText)) {
@@ -202,7 +213,18 @@ public class LockOperationSource {
 			}
 		}
 		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked(), adapter,
-				suspending, List.copyOf(keys));
+				suspending, List.copyOf(keys), annotation.permits());
+	}
+
+	/** SEM-5 at startup: the methods of one application agree on the permits of each semaphore name. */
+	private void checkSamePermits(String name, LockAnnotation annotation) {
+		LockAnnotation first = this.semaphores.putIfAbsent(name, annotation);
+		if (first != null && first.permits() != annotation.permits()) {
+			throw new LockConfigurationException(annotation.where() + " gives semaphore '" + name + "' "
+					+ annotation.permits() + " permits, but " + first.where() + " gives it " + first.permits()
+					+ ": one semaphore has one number of permits",
+					"Give both the same permits (one constant), or name them apart if they are two semaphores.");
+		}
 	}
 
 	/**

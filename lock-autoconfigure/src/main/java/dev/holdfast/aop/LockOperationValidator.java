@@ -20,6 +20,7 @@ import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 
 import dev.holdfast.DistributedLock;
+import dev.holdfast.DistributedSemaphore;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.scan.AnnotatedMethodTypes;
 
@@ -50,7 +51,8 @@ public class LockOperationValidator implements BeanPostProcessor {
 	private final Set<Method> warnedScheduled = ConcurrentHashMap.newKeySet();
 
 	/** Which types can have {@link DistributedLock} methods, judged once per type of their hierarchies. */
-	private final AnnotatedMethodTypes lockTypes = new AnnotatedMethodTypes(DistributedLock.class);
+	private final AnnotatedMethodTypes lockTypes = new AnnotatedMethodTypes(DistributedLock.class,
+			DistributedSemaphore.class);
 
 	public LockOperationValidator(ObjectProvider<LockOperationSource> operations) {
 		this.operations = operations;
@@ -59,7 +61,7 @@ public class LockOperationValidator implements BeanPostProcessor {
 	@Override
 	public Object postProcessAfterInitialization(Object bean, String beanName) {
 		Class<?> targetClass = ClassUtils.getUserClass(AopUtils.getTargetClass(bean));
-		if (!AnnotationUtils.isCandidateClass(targetClass, DistributedLock.class)
+		if (!AnnotationUtils.isCandidateClass(targetClass, LockAnnotation.TYPES)
 				|| !this.lockTypes.hasAnnotatedMethods(targetClass)) {
 			return bean;
 		}
@@ -76,8 +78,7 @@ public class LockOperationValidator implements BeanPostProcessor {
 			}
 			// Synthetic methods are the compiler's, never called through the proxy: Kotlin copies the
 			// annotations of an open suspend function to its static slow$suspendImpl.
-		}, (method) -> !method.isBridge() && !method.isSynthetic()
-				&& AnnotatedElementUtils.hasAnnotation(method, DistributedLock.class));
+		}, (method) -> !method.isBridge() && !method.isSynthetic() && LockAnnotation.isOn(method));
 		return bean;
 	}
 

@@ -8,12 +8,11 @@ import java.util.Base64;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Builds backend keys {@code <prefix><name>} and {@code <prefix><name>:<key>}, the key part
- * rendered by {@link IdentityStrings#render}: both percent-encoded (every character outside
- * {@code [A-Za-z0-9._~/@+=,;!$&'()*-]} becomes {@code %XX} of its UTF-8 bytes, so {@code :} and
- * {@code #} never appear), a key over the limit shortened to
- * {@code <prefix><name, truncated>#<SHA-256 of the full key>}. Why no two pairs meet: KEY-1 in
- * docs/DESIGN.md.
+ * Builds backend keys {@code <prefix><name>} and {@code <prefix><name>:<key>}, the key part rendered by
+ * {@link IdentityStrings#render}: both percent-encoded (every character outside {@code [A-Za-z0-9._~/@+=,;!$&'()*-]}
+ * becomes {@code %XX} of its UTF-8 bytes, so {@code :} and {@code #} never appear), a key over the limit shortened to
+ * {@code <prefix><name, truncated>#<SHA-256 of the full key>}; a {@link Slot} appends {@code #<index>} before that
+ * limit. Why no two pairs meet: KEY-1 and SEM-2 in docs/DESIGN.md.
  */
 public final class LockKeys {
 
@@ -25,13 +24,14 @@ public final class LockKeys {
 
 	private final int maxLength;
 
+	/** Permit slot {@code index} of the semaphore of a key or none (SEM-2): encoded as the key, then {@code #<index>}. */
+	public record Slot(@Nullable Object key, int index) {
+	}
+
 	public LockKeys(String prefix, int maxLength) {
-		for (int i = 0; i < prefix.length(); i++) {
-			char c = prefix.charAt(i);
-			if (!isPlain(c) && c != ':') {
-				throw new IllegalArgumentException("Key prefix '" + prefix + "' contains '" + c
-						+ "': use letters, digits, ':' and ._~/@+=,;!$&'()*-");
-			}
+		if (!isPlain(prefix.replace(":", ""))) {
+			throw new IllegalArgumentException("Key prefix '" + prefix + "' contains a character other than letters, "
+					+ "digits, ':' and ._~/@+=,;!$&'()*-: use only those");
 		}
 		if (prefix.length() + HASH_LENGTH + 8 > maxLength) {
 			throw new IllegalArgumentException("Key prefix '" + prefix + "' is too long for keys of at most "
@@ -45,8 +45,7 @@ public final class LockKeys {
 	 * The backend key of a lock.
 	 * @param name the lock name, not empty
 	 * @param key the key value, or {@code null} for one lock per name
-	 * @throws IllegalArgumentException if the key renders as an identity string (see
-	 * {@link IdentityStrings})
+	 * @throws IllegalArgumentException if the key renders as an identity string (see {@link IdentityStrings})
 	 */
 	public String encode(String name, @Nullable Object key) {
 		if (name.isEmpty()) {
@@ -66,10 +65,11 @@ public final class LockKeys {
 		StringBuilder out = new StringBuilder(this.prefix.length() + name.length() + 16).append(this.prefix);
 		escape(name, out);
 		int nameEnd = out.length();
-		if (key != null) {
+		Object value = (key instanceof Slot slot) ? slot.key() : key;
+		if (value != null) {
 			String text;
 			try {
-				text = IdentityStrings.render(key);
+				text = IdentityStrings.render(value);
 			}
 			catch (IdentityStrings.IdentityValue found) {
 				Class<?> type = found.value.getClass();
@@ -81,6 +81,7 @@ public final class LockKeys {
 			}
 			escape(text, out.append(':'));
 		}
+		out.append((key instanceof Slot slot) ? "#" + slot.index() : "");
 		if (out.length() <= this.maxLength) {
 			return out.toString();
 		}
@@ -95,10 +96,9 @@ public final class LockKeys {
 	}
 
 	/**
-	 * {@code key} with its key part, which comes from method arguments and may hold user data,
-	 * replaced by {@code ******} as Boot's sanitizer shows a hidden value:
-	 * {@code <prefix><name>:******}, or {@code <prefix><name>#******} for a shortened key. A key
-	 * without a key part is returned as it is.
+	 * {@code key} with its key part, which comes from method arguments and may hold user data, replaced by
+	 * {@code ******} as Boot's sanitizer shows a hidden value: {@code <prefix><name>:******}, or
+	 * {@code <prefix><name>#******} for a shortened key or a permit slot. A key without a key part is returned as it is.
 	 * @param key a backend key made by {@link #encode}
 	 * @param prefix the prefix it was made with
 	 */

@@ -66,7 +66,7 @@ public final class KeySetLocking {
 			throw new IllegalArgumentException("No keys were given for lock '" + name
 					+ "': pass at least one key, or lock the name alone with acquire(name, null, options)");
 		}
-		Duration waitTime = waitTime(template, options);
+		Duration waitTime = waitTime(template, options, "Locking several keys");
 		long deadline = System.nanoTime() + waitTime.toNanos();
 		List<Lease> taken = new ArrayList<>(ordered.size());
 		try {
@@ -128,16 +128,20 @@ public final class KeySetLocking {
 		return (key) -> UNPREFIXED.encode(name, key);
 	}
 
-	private static Duration waitTime(LockTemplate template, LockOptions options) {
+	/**
+	 * The wait time of {@code options}, else the template's default.
+	 * @param what what needs it, for the message
+	 * @throws IllegalArgumentException if it is unset and the template does not tell its default
+	 */
+	public static Duration waitTime(LockTemplate template, LockOptions options, String what) {
 		if (options.getWaitTime() != null) {
 			return options.getWaitTime();
 		}
 		if (template instanceof AsyncLockTemplate async) {
 			return async.waitTime(options);
 		}
-		throw new IllegalArgumentException("Locking several keys needs the wait time, and "
-				+ template.getClass().getName() + " does not tell its default: set LockOptions.waitTime(...), "
-				+ "or waitTime on the annotation");
+		throw new IllegalArgumentException(what + " needs the wait time, and " + template.getClass().getName()
+				+ " does not tell its default: set LockOptions.waitTime(...), or waitTime on the annotation");
 	}
 
 }

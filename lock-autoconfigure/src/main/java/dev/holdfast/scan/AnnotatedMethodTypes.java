@@ -6,6 +6,7 @@ import java.util.ArrayDeque;
 import java.util.Collections;
 import java.util.Deque;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -28,14 +29,16 @@ import org.springframework.util.ReflectionUtils;
  */
 public final class AnnotatedMethodTypes {
 
-	private final Class<? extends Annotation> annotation;
+	private final List<Class<? extends Annotation>> annotations;
 
 	/** Per type, whether it declares an annotated method itself: one entry per class looked at, softly held. */
 	private final Map<Class<?>, Boolean> declaring = new ConcurrentReferenceHashMap<>(256);
 
-	public AnnotatedMethodTypes(Class<? extends Annotation> annotation) {
-		Assert.notNull(annotation, "'annotation' must not be null");
-		this.annotation = annotation;
+	/** For methods that carry any of {@code annotations}. */
+	@SafeVarargs
+	public AnnotatedMethodTypes(Class<? extends Annotation>... annotations) {
+		Assert.notEmpty(annotations, "'annotations' must not be empty");
+		this.annotations = List.of(annotations);
 	}
 
 	/**
@@ -78,8 +81,8 @@ public final class AnnotatedMethodTypes {
 			return false;
 		}
 		for (Method method : ReflectionUtils.getDeclaredMethods(type)) {
-			if (MergedAnnotations.from(method, SearchStrategy.DIRECT, RepeatableContainers.none())
-				.isPresent(this.annotation)) {
+			MergedAnnotations found = MergedAnnotations.from(method, SearchStrategy.DIRECT, RepeatableContainers.none());
+			if (this.annotations.stream().anyMatch(found::isPresent)) {
 				return true;
 			}
 		}

@@ -1,0 +1,170 @@
+package dev.holdfast.semaphore;
+
+import java.time.Duration;
+import java.util.concurrent.ThreadLocalRandom;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.holdfast.AsyncLockTemplate;
+import dev.holdfast.Lease;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
+import dev.holdfast.PermitNotAcquiredException;
+import dev.holdfast.core.EngineLease;
+import dev.holdfast.core.LockKeys.Slot;
+import dev.holdfast.multi.KeySetLocking;
+
+/**
+ * Takes a permit of a semaphore through a {@link LockTemplate}'s single-key acquisitions: a
+ * semaphore (name, key) of N permits is N locks, its permit slots {@code <key>#0} to
+ * {@code <key>#N-1} (a form no (name, key) pair of a lock takes), and a permit is the lease of one
+ * of them, with every rule of a lease (owner token, expiry by the backend's clock, renewal, loss,
+ * the slot's fencing token). Rules SEM-1 to SEM-6 of docs/DESIGN.md:
+ * <ul>
+ * <li>each attempt tries every slot once, starting at a random one; the first free slot is the
+ * permit (one backend round trip when it is the first tried);</li>
+ * <li>when every slot is held, the call waits on one slot at a time for at most {@link #SLICE}
+ * (woken by that slot's release events, or polling as the engine does), then tries every slot
+ * again, until its wait time runs out;</li>
+ * <li>permits are not reentrant: each acquisition takes a permit of its own, on any thread, as
+ * {@link java.util.concurrent.Semaphore} does;</li>
+ * <li>the first time a call finds every slot held, it checks that slot N is free: a holder there
+ * uses the semaphore with more permits, and the call fails naming the fix.</li>
+ * </ul>
+ */
+public final class PermitSlots {
+
+	/** The most permits of one semaphore: a call that finds them all held tries each one. */
+	public static final int MAX_PERMITS = 64;
+
+	/** How long a waiting call waits on one slot before it tries every slot again (jittered ±50%). */
+	static final Duration SLICE = Duration.ofMillis(100);
+
+	/** The slot that serializes the checks of slot N, so that one check never sees another's. */
+	static final int CHECK_SLOT = -1;
+
+	private PermitSlots() {
+	}
+
+	/**
+	 * A permit of the semaphore of {@code permits} permits of (name, key), or {@code null} if none
+	 * was free within the wait time and {@code throwing} is off.
+	 * @param throwing whether a semaphore whose permits stay held throws a
+	 * {@link PermitNotAcquiredException}
+	 * @throws IllegalArgumentException if {@code permits} is not 1 to {@value #MAX_PERMITS}, or the
+	 * wait time is unset and the template does not tell its default
+	 * @throws IllegalStateException if another instance uses the semaphore with more permits
+	 */
+	public static @Nullable Lease acquire(LockTemplate template, String name, @Nullable Object key, int permits,
+			LockOptions options, boolean throwing) {
+		requirePermits(permits, name);
+		Duration waitTime = KeySetLocking.waitTime(template, options, "Taking a permit");
+		long deadline = System.nanoTime() + waitTime.toNanos();
+		LockOptions once = options.waitTime(Duration.ZERO);
+		ThreadLocalRandom random = ThreadLocalRandom.current();
+		int start = random.nextInt(permits);
+		boolean checked = false;
+		for (int round = 0;; round++) {
+			for (int i = 0; i < permits; i++) {
+				Lease lease = take(template, name, new Slot(key, (start + i) % permits), once);
+				if (lease != null) {
+					return lease;
+				}
+			}
+			if (!checked) {
+				checked = true;
+				checkNoSlotBeyond(template, name, key, permits, once);
+			}
+			long left = deadline - System.nanoTime();
+			if (left <= 0) {
+				break;
+			}
+			long slice = Math.min(left, SLICE.toNanos() / 2 + random.nextLong(SLICE.toNanos()));
+			Lease lease = take(template, name, new Slot(key, (start + round) % permits),
+					options.waitTime(Duration.ofNanos(slice)));
+			if (lease != null) {
+				return lease;
+			}
+		}
+		if (throwing) {
+			String semaphoreKey = keyOf(template, name, key);
+			throw new PermitNotAcquiredException(semaphoreKey, shown(template, semaphoreKey), permits, waitTime);
+		}
+		return null;
+	}
+
+	/**
+	 * Checks that {@code permits} is 1 to {@value #MAX_PERMITS}.
+	 * @throws IllegalArgumentException naming the semaphore and the fix otherwise
+	 */
+	public static int requirePermits(int permits, String name) {
+		if (permits < 1 || permits > MAX_PERMITS) {
+			throw new IllegalArgumentException("Semaphore '" + name + "' asks for " + permits + " permits: give it 1 to "
+					+ MAX_PERMITS + " permits (each permit is a lease, and a waiting call tries each one)");
+		}
+		return permits;
+	}
+
+	/** The lease of {@code slot}, not bound to the thread (SEM-3), or {@code null} if it stayed held. */
+	private static @Nullable Lease take(LockTemplate template, String name, Slot slot, LockOptions options) {
+		Lease lease = template.tryAcquire(name, slot, options).orElse(null);
+		if (lease != null) {
+			EngineLease.detach(lease);
+		}
+		return lease;
+	}
+
+	/**
+	 * SEM-5: slot {@code permits} is held only by an instance that gives the semaphore more
+	 * permits, or by another call's check, which the check slot keeps out: a check takes the check
+	 * slot (or leaves checking to the call that holds it), then slot {@code permits}, which it
+	 * gives back, answered, before it gives back the check slot.
+	 */
+	private static void checkNoSlotBeyond(LockTemplate template, String name, @Nullable Object key, int permits,
+			LockOptions once) {
+		Lease check = template.tryAcquire(name, new Slot(key, CHECK_SLOT), once).orElse(null);
+		if (check == null) {
+			return;
+		}
+		try {
+			Lease beyond = template.tryAcquire(name, new Slot(key, permits), once).orElse(null);
+			if (beyond == null) {
+				throw new IllegalStateException("Semaphore '" + shown(template, keyOf(template, name, key))
+						+ "' has its permit slot #" + permits + " held, beyond the " + permits + " permits this call "
+						+ "gives it: another instance uses it with more permits, so together they let more than " + permits
+						+ " holders in. Give every instance the same permits for one semaphore (one property, one constant)");
+			}
+			releaseAnswered(template, beyond);
+		}
+		finally {
+			check.close();
+		}
+	}
+
+	private static void releaseAnswered(LockTemplate template, Lease lease) {
+		if (template instanceof AsyncLockTemplate async) {
+			// never completes exceptionally; bounded by the backend's network timeout
+			async.releaseAsync(lease).toCompletableFuture().join();
+		}
+		else {
+			lease.close();
+		}
+	}
+
+	private static String keyOf(LockTemplate template, String name, @Nullable Object key) {
+		if (template instanceof AsyncLockTemplate async) {
+			try {
+				return async.keyFor(name, key);
+			}
+			catch (UnsupportedOperationException ex) {
+				// a template that does not tell its keys
+			}
+		}
+		return (key != null) ? name + ":" + key : name;
+	}
+
+	private static String shown(LockTemplate template, String key) {
+		return (template instanceof AsyncLockTemplate async) ? async.shownKey(key) : key;
+	}
+
+}
