@@ -44,9 +44,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * supplies independent clients of one shared backend server ({@link #newBackend()}): two
  * templates built here behave like two processes of a cluster. A backend that implements
  * {@link dev.holdfast.spi.TickClaims} also implements {@link TickClaimsContractTests}. The
- * contract of several keys at once, {@link MultiKeyContractTests}, comes with it.
+ * contracts of several keys at once, {@link MultiKeyContractTests}, and of semaphores,
+ * {@link SemaphoreContractTests}, come with it.
  */
-public abstract class LockBackendContractTests implements MultiKeyContractTests {
+public abstract class LockBackendContractTests implements MultiKeyContractTests, SemaphoreContractTests {
 
 	private final List<DefaultLockTemplate> templates = new ArrayList<>();
 
@@ -118,6 +119,20 @@ public abstract class LockBackendContractTests implements MultiKeyContractTests 
 	@Override
 	public ExecutorService callers(int threads) {
 		return newExecutor(threads);
+	}
+
+	/**
+	 * Closes the engine, which releases nothing and leaves what it holds to expire on the backend
+	 * (SHD-2), and its client of the backend, unless clients share one backend (memory).
+	 */
+	@Override
+	public void crash(LockTemplate instance) throws Exception {
+		DefaultLockTemplate engine = (DefaultLockTemplate) instance;
+		this.templates.remove(engine);
+		engine.close();
+		if (this.backends.remove(engine.backend()) && engine.backend() instanceof AutoCloseable closeable) {
+			closeable.close();
+		}
 	}
 
 	/** An unstarted thread for a concurrent caller; see {@link #newExecutor(int)}. */

@@ -72,8 +72,7 @@ public final class PermitSlots {
 				}
 			}
 			if (!checked) {
-				checked = true;
-				checkNoSlotBeyond(template, name, key, permits, once);
+				checked = checkNoSlotBeyond(template, name, key, permits, once);
 			}
 			long left = deadline - System.nanoTime();
 			if (left <= 0) {
@@ -117,17 +116,20 @@ public final class PermitSlots {
 	/**
 	 * SEM-5: slot {@code permits} is held only by an instance that gives the semaphore more
 	 * permits, or by another call's check, which the check slot keeps out: a check takes the check
-	 * slot (or leaves checking to the call that holds it), then slot {@code permits}, which it
-	 * gives back, answered, before it gives back the check slot.
+	 * slot (else it is left for the next round), then slot {@code permits}, waiting up to
+	 * {@link #SLICE} for it (an attempt that missed a free slot, as a Redlock attempt without its
+	 * quorum does, is retried in that time), and gives it back, answered, before the check slot.
+	 * @return whether the check was made
+	 * @throws IllegalStateException if slot {@code permits} stayed held
 	 */
-	private static void checkNoSlotBeyond(LockTemplate template, String name, @Nullable Object key, int permits,
+	private static boolean checkNoSlotBeyond(LockTemplate template, String name, @Nullable Object key, int permits,
 			LockOptions once) {
 		Lease check = template.tryAcquire(name, new Slot(key, CHECK_SLOT), once).orElse(null);
 		if (check == null) {
-			return;
+			return false;
 		}
 		try {
-			Lease beyond = template.tryAcquire(name, new Slot(key, permits), once).orElse(null);
+			Lease beyond = template.tryAcquire(name, new Slot(key, permits), once.waitTime(SLICE)).orElse(null);
 			if (beyond == null) {
 				throw new IllegalStateException("Semaphore '" + shown(template, keyOf(template, name, key))
 						+ "' has its permit slot #" + permits + " held, beyond the " + permits + " permits this call "
@@ -135,6 +137,7 @@ public final class PermitSlots {
 						+ " holders in. Give every instance the same permits for one semaphore (one property, one constant)");
 			}
 			releaseAnswered(template, beyond);
+			return true;
 		}
 		finally {
 			check.close();
