@@ -1,0 +1,192 @@
+package dev.holdfast.semaphore;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockNotAcquiredException;
+import dev.holdfast.LockOptions;
+import dev.holdfast.PermitNotAcquiredException;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockKeys;
+import dev.holdfast.core.LockKeys.Slot;
+import dev.holdfast.core.LockSettings;
+import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.spi.AcquireResult;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * {@link PermitSlots} on the memory backend's engine: a semaphore of N permits is N slot leases;
+ * at most N are held, each permit is its own lease, a freed slot is found, disagreeing permits
+ * fail the call.
+ */
+class PermitSlotsTests {
+
+	private static final LockOptions NOW = LockOptions.defaults().waitTime(Duration.ZERO);
+
+	private final RecordingBackend backend = new RecordingBackend();
+
+	private final List<DefaultLockTemplate> templates = new ArrayList<>();
+
+	private final DefaultLockTemplate template = instance();
+
+	@AfterEach
+	void close() {
+		this.templates.forEach(DefaultLockTemplate::close);
+	}
+
+	@Test
+	void atMostPermitsAreHeldAndAFreedOneIsTakenAgain() {
+		List<Lease> held = new ArrayList<>();
+		for (int i = 0; i < 3; i++) {
+			held.add(this.template.acquirePermit("exports", null, 3, NOW));
+		}
+		assertThat(held).extracting(Lease::key)
+			.containsExactlyInAnyOrder("exports#0", "exports#1", "exports#2");
+		assertThat(instance().tryAcquirePermit("exports", null, 3, NOW)).as("a fourth permit of 3").isEmpty();
+		held.get(1).close();
+		try (Lease again = instance().acquirePermit("exports", null, 3, NOW)) {
+			assertThat(again.key()).isEqualTo(held.get(1).key());
+		}
+		held.forEach(Lease::close);
+	}
+
+	@Test
+	void permitsAreNotReentrantEachCallTakesItsOwn() {
+		try (Lease first = this.template.acquirePermit("exports", "t1", 2, NOW);
+				Lease second = this.template.acquirePermit("exports", "t1", 2, NOW)) {
+			assertThat(first.key()).isNotEqualTo(second.key());
+			assertThat(first.fencingToken()).isPositive();
+			assertThat(second.fencingToken()).isPositive();
+			assertThat(this.template.tryAcquirePermit("exports", "t1", 2, NOW)).as("a third permit of 2, same thread")
+				.isEmpty();
+		}
+	}
+
+	@Test
+	void aFreeSemaphoreGivesAPermitInOneBackendCall() {
+		try (Lease permit = this.template.acquirePermit("exports", "t1", 5, NOW)) {
+			assertThat(this.backend.acquisitions).containsExactly(permit.key());
+		}
+	}
+
+	@Test
+	void aWaitingCallTakesThePermitOfWhicheverSlotIsReleased() throws Exception {
+		List<Lease> held = new ArrayList<>();
+		for (int i = 0; i < 3; i++) {
+			held.add(this.template.acquirePermit("exports", null, 3, NOW));
+		}
+		DefaultLockTemplate other = instance();
+		for (Lease released : held) {
+			CompletableFuture<Lease> waiting = CompletableFuture.supplyAsync(
+					() -> other.acquirePermit("exports", null, 3, LockOptions.defaults().waitTime(Duration.ofSeconds(10))));
+			Thread.sleep(150);
+			assertThat(waiting).as("waiting while every permit is held").isNotDone();
+			long releasedAt = System.nanoTime();
+			released.close();
+			Lease taken = waiting.get(5, TimeUnit.SECONDS);
+			assertThat(taken.key()).isEqualTo(released.key());
+			assertThat(Duration.ofNanos(System.nanoTime() - releasedAt)).as("time to find the released slot")
+				.isLessThan(Duration.ofSeconds(2));
+			held.set(held.indexOf(released), taken);
+		}
+		held.forEach(Lease::close);
+	}
+
+	@Test
+	void noPermitWithinTheWaitTimeThrowsNamingTheSemaphoreAndItsPermits() {
+		try (Lease held = this.template.acquirePermit("exports", "t1", 1, NOW)) {
+			assertThatThrownBy(() -> instance().acquirePermit("exports", "t1", 1,
+					LockOptions.defaults().waitTime(Duration.ofMillis(300))))
+				.isInstanceOf(PermitNotAcquiredException.class)
+				.isInstanceOf(LockNotAcquiredException.class)
+				.hasMessageContaining("Semaphore 'exports:")
+				.hasMessageContaining("all its 1 permits held")
+				.hasMessageContaining("PT0.3S");
+			Optional<String> ran = instance().tryExecuteLocked("exports", "t1", NOW, () -> "a lock of the same name");
+			assertThat(ran).as("a lock of the semaphore's name and key is another lock").isPresent();
+		}
+	}
+
+	@Test
+	void aPermitBeyondThisCallsNumberHeldFailsTheCallNamingTheFix() {
+		List<Lease> held = new ArrayList<>();
+		for (int i = 0; i < 3; i++) {
+			held.add(instance().acquirePermit("exports", null, 3, NOW));
+		}
+		assertThatIllegalStateException().isThrownBy(() -> this.template.tryAcquirePermit("exports", null, 2, NOW))
+			.withMessageContaining("slot #2 held, beyond the 2 permits")
+			.withMessageContaining("Give every instance the same permits");
+		held.forEach(Lease::close);
+	}
+
+	@Test
+	void callsThatAgreeNeverSeeADisagreementWhileTheyCheck() throws Exception {
+		List<Lease> held = new ArrayList<>();
+		held.add(this.template.acquirePermit("exports", null, 1, NOW));
+		List<CompletableFuture<Optional<Lease>>> calls = new ArrayList<>();
+		for (int i = 0; i < 6; i++) {
+			DefaultLockTemplate other = instance();
+			calls.add(CompletableFuture.supplyAsync(() -> other.tryAcquirePermit("exports", null, 1,
+					LockOptions.defaults().waitTime(Duration.ofMillis(400)))));
+		}
+		for (CompletableFuture<Optional<Lease>> call : calls) {
+			assertThat(call.get(5, TimeUnit.SECONDS)).isEmpty();
+		}
+		held.forEach(Lease::close);
+	}
+
+	@Test
+	void permitsOutOfRangeAreRefusedNamingTheRange() {
+		assertThatIllegalArgumentException().isThrownBy(() -> this.template.acquirePermit("exports", null, 0, NOW))
+			.withMessageContaining("give it 1 to 64 permits");
+		assertThatIllegalArgumentException().isThrownBy(() -> this.template.tryAcquirePermit("exports", null, 65, NOW))
+			.withMessageContaining("asks for 65 permits");
+	}
+
+	@Test
+	void slotKeysCannotMeetTheKeyOfALock() {
+		LockKeys keys = new LockKeys("app:", 80);
+		assertThat(keys.encode("exports", new Slot(null, 0))).isEqualTo("app:exports#0");
+		assertThat(keys.encode("exports#0", null)).isEqualTo("app:exports%230");
+		assertThat(keys.encode("exports", new Slot("t1", 2))).isEqualTo("app:exports:t1#2");
+		assertThat(keys.encode("exports", "t1#2")).isEqualTo("app:exports:t1%232");
+		String longKey = "x".repeat(100);
+		assertThat(keys.encode("exports", new Slot(longKey, 1))).isNotEqualTo(keys.encode("exports", new Slot(longKey, 2)))
+			.isNotEqualTo(keys.encode("exports", longKey + "#1"))
+			.hasSizeLessThanOrEqualTo(80);
+	}
+
+	private DefaultLockTemplate instance() {
+		DefaultLockTemplate instance = new DefaultLockTemplate(this.backend,
+				LockSettings.defaults().withKeyPrefix("").withPollInterval(Duration.ofMillis(100)));
+		this.templates.add(instance);
+		return instance;
+	}
+
+	/** The memory backend, recording the keys it was asked to take. */
+	static class RecordingBackend extends InMemoryLockBackend {
+
+		final List<String> acquisitions = new CopyOnWriteArrayList<>();
+
+		@Override
+		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+			this.acquisitions.add(key);
+			return super.tryAcquire(key, owner, ttl);
+		}
+
+	}
+
+}
