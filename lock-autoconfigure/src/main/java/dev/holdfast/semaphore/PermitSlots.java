@@ -28,8 +28,8 @@ import dev.holdfast.multi.KeySetLocking;
  * again, until its wait time runs out;</li>
  * <li>permits are not reentrant: each acquisition takes a permit of its own, on any thread, as
  * {@link java.util.concurrent.Semaphore} does;</li>
- * <li>the first time a call finds every slot held, it checks that slot N is free: a holder there
- * uses the semaphore with more permits, and the call fails naming the fix.</li>
+ * <li>a call that finds every slot held checks once that slot N is free: a holder there uses the
+ * semaphore with more permits, and the call fails naming the fix.</li>
  * </ul>
  */
 public final class PermitSlots {
