@@ -19,7 +19,6 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import dev.holdfast.DistributedLock;
 import dev.holdfast.DistributedSemaphore;
 import dev.holdfast.Lease;
-import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockContext;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
@@ -27,6 +26,7 @@ import dev.holdfast.OnLocked;
 import dev.holdfast.PermitNotAcquiredException;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
 
+import static dev.holdfast.aop.AnnotationStartupFailures.assertStartupFailure;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -116,23 +116,6 @@ class DistributedSemaphoreTests {
 	@Test
 	void aLockAndASemaphoreOnOneMethodFailAtStartup() {
 		assertStartupFailure(LockAndSemaphore.class, "are both on", "Keep one");
-	}
-
-	private void assertStartupFailure(Class<?> bean, String problem, String fix) {
-		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
-			.withPropertyValues("holdfast.backend=memory")
-			.withBean(bean)
-			.run((context) -> {
-				assertThat(context).hasFailed();
-				Throwable cause = context.getStartupFailure();
-				while (cause != null && !(cause instanceof LockConfigurationException)) {
-					cause = cause.getCause();
-				}
-				assertThat(cause).isInstanceOf(LockConfigurationException.class)
-					.hasMessageContaining(bean.getName())
-					.hasMessageContaining(problem);
-				assertThat(((LockConfigurationException) cause).getAction()).contains(fix);
-			});
 	}
 
 	static class Exports {

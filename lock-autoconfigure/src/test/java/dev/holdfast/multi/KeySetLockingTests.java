@@ -21,7 +21,6 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import dev.holdfast.DistributedLock;
 import dev.holdfast.Lease;
 import dev.holdfast.Leases;
-import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockContext;
 import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
@@ -33,6 +32,7 @@ import dev.holdfast.core.LockSettings;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.spi.AcquireResult;
 
+import static dev.holdfast.aop.AnnotationStartupFailures.assertStartupFailure;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -220,23 +220,6 @@ class KeySetLockingTests {
 	void aKeysExpressionNamingNoParameterOrHoldingAPlaceholderFailsAtStartup() {
 		assertStartupFailure(UnknownVariableInKeys.class, "refers to #nope", "#p0");
 		assertStartupFailure(PlaceholderInKeys.class, "${...} placeholder", "name = \"orders-${tenant}\"");
-	}
-
-	private void assertStartupFailure(Class<?> bean, String problem, String fix) {
-		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class))
-			.withPropertyValues("holdfast.backend=memory")
-			.withBean(bean)
-			.run((context) -> {
-				assertThat(context).hasFailed();
-				Throwable cause = context.getStartupFailure();
-				while (cause != null && !(cause instanceof LockConfigurationException)) {
-					cause = cause.getCause();
-				}
-				assertThat(cause).isInstanceOf(LockConfigurationException.class)
-					.hasMessageContaining(bean.getName())
-					.hasMessageContaining(problem);
-				assertThat(((LockConfigurationException) cause).getAction()).contains(fix);
-			});
 	}
 
 	/** Another instance of the application on the same backend. */
