@@ -40,7 +40,8 @@ record LockAnnotation(String where, String name, String key, String[] keys, Stri
 		DistributedSemaphore semaphore = merged(specific, method, DistributedSemaphore.class);
 		if (lock != null && semaphore != null) {
 			throw new LockConfigurationException("@DistributedLock and @DistributedSemaphore are both" + on,
-					"Keep one: @DistributedLock lets one call in at a time, @DistributedSemaphore(permits = n) n calls.");
+					"Keep one: @DistributedLock lets one call in at a time, @DistributedSemaphore(permits = n) "
+							+ "n calls.");
 		}
 		if (lock != null) {
 			return new LockAnnotation("@DistributedLock" + on, lock.name(), lock.key(), lock.keys(), lock.waitTime(),
@@ -66,6 +67,17 @@ record LockAnnotation(String where, String name, String key, String[] keys, Stri
 	private static <A extends Annotation> @Nullable A merged(Method specific, Method method, Class<A> type) {
 		A annotation = AnnotatedElementUtils.findMergedAnnotation(specific, type);
 		return (annotation != null) ? annotation : AnnotatedElementUtils.findMergedAnnotation(method, type);
+	}
+
+	/** The attribute that says what to do without the lock or a permit, for messages. */
+	String onLockedAttribute() {
+		return (this.permits > 0) ? "onLimited" : "onLocked";
+	}
+
+	/** {@code @DistributedSemaphore} if {@code method} carries it, else {@code @DistributedLock}, for messages. */
+	static String nameOn(Method method) {
+		return AnnotatedElementUtils.hasAnnotation(method, DistributedSemaphore.class) ? "@DistributedSemaphore"
+				: "@DistributedLock";
 	}
 
 	/** Whether {@code method} carries one of the {@link #TYPES}. */

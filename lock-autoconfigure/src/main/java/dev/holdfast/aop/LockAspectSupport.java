@@ -182,7 +182,8 @@ public class LockAspectSupport {
 			return;
 		}
 		if (this.warned.add(operation.method()) && logger.isWarnEnabled()) {
-			logger.warn("@DistributedLock on " + operation.describe() + " returned a " + result.getClass().getName()
+			logger.warn(operation.annotation() + " on " + operation.describe() + " returned a "
+					+ result.getClass().getName()
 					+ ", whose work runs or is read after the method returned and the lock was released, unlocked: "
 					+ fix + " (logged once per method)");
 		}
@@ -278,11 +279,11 @@ public class LockAspectSupport {
 			key = expression.getValue(context);
 		}
 		catch (EvaluationException ex) {
-			throw new IllegalArgumentException("Key expression \"" + text + "\" of @DistributedLock on "
+			throw new IllegalArgumentException("Key expression \"" + text + "\" of " + operation.annotation() + " on "
 					+ operation.describe() + " failed: " + ex.getMessage(), ex);
 		}
 		if (key == null || (key instanceof Optional<?> optional && optional.isEmpty())) {
-			throw new IllegalArgumentException("Key expression \"" + text + "\" of @DistributedLock on "
+			throw new IllegalArgumentException("Key expression \"" + text + "\" of " + operation.annotation() + " on "
 					+ operation.describe()
 					+ " evaluated to null; a lock key must not be null (check the arguments, or use a name alone)");
 		}
@@ -312,7 +313,8 @@ public class LockAspectSupport {
 			for (Object element : elements) {
 				if (element == null) {
 					throw new IllegalArgumentException("Key expression \"" + expression.text()
-							+ "\" of @DistributedLock on " + operation.describe() + " gave a " + value.getClass().getName()
+							+ "\" of " + operation.annotation() + " on " + operation.describe() + " gave a "
+							+ value.getClass().getName()
 							+ " holding null; a lock key must not be null (check the arguments)");
 				}
 				keys.add(checked(operation, expression.text(), element));
@@ -320,7 +322,7 @@ public class LockAspectSupport {
 		}
 		if (keys.isEmpty()) {
 			throw new IllegalArgumentException("The keys expressions " + operation.keysExpressions().stream()
-				.map((expression) -> "\"" + expression.text() + "\"").toList() + " of @DistributedLock on "
+				.map((expression) -> "\"" + expression.text() + "\"").toList() + " of " + operation.annotation() + " on "
 					+ operation.describe() + " gave no key (empty collections or arrays); at least one key is needed "
 					+ "(check the arguments, or skip the call when there is nothing to lock)");
 		}
@@ -333,7 +335,8 @@ public class LockAspectSupport {
 
 	private static String identityKeyMessage(LockOperation operation, String text, Object value, Object identity) {
 		String example = text.matches("#[A-Za-z_$][\\w$]*") ? text + ".id" : "#order.id";
-		return "Key expression \"" + text + "\" of @DistributedLock on " + operation.describe() + " gave a "
+		return "Key expression \"" + text + "\" of " + operation.annotation() + " on " + operation.describe()
+				+ " gave a "
 				+ ((value != identity) ? value.getClass().getName() + " holding a " : "")
 				+ identity.getClass().getName() + ", whose toString() is Object's identity string (class name and "
 				+ "hash code): the key would differ per call and per JVM, and the lock would exclude nothing. "

@@ -48,6 +48,11 @@ public record LockOperation(Method method, String name, @Nullable Expression key
 	public record KeysExpression(Expression expression, String text) {
 	}
 
+	/** {@code @DistributedLock}, or {@code @DistributedSemaphore} for an operation with permits, for messages. */
+	public String annotation() {
+		return (this.permits > 0) ? "@DistributedSemaphore" : "@DistributedLock";
+	}
+
 	/** {@code Class.method} for messages. */
 	public String describe() {
 		return this.method.getDeclaringClass().getName() + "." + this.method.getName();

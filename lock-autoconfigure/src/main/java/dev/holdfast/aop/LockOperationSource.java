@@ -171,13 +171,14 @@ public class LockOperationSource {
 		if (annotation.onLocked() == OnLocked.SKIP && specific.getReturnType().isPrimitive()
 				&& specific.getReturnType() != void.class) {
 			throw new LockConfigurationException(
-					where + " uses onLocked = SKIP but returns " + specific.getReturnType().getName()
+					where + " uses " + annotation.onLockedAttribute() + " = SKIP but returns "
+							+ specific.getReturnType().getName()
 							+ ", which has no empty value",
-					"Return a wrapper type, Optional or void, or use onLocked = THROW.");
+					"Return a wrapper type, Optional or void, or use " + annotation.onLockedAttribute() + " = THROW.");
 		}
 		checkReturnType(specific, where);
 		if (annotation.onLocked() == OnLocked.SKIP) {
-			checkKotlinResultIsNullable(specific, where);
+			checkKotlinResultIsNullable(specific, where, annotation.onLockedAttribute());
 		}
 		String keyText = annotation.key();
 		Expression expression = null;
@@ -307,7 +308,7 @@ public class LockOperationSource {
 	 * {@code void}, {@code String?} is optional. Results with an empty value of their own
 	 * ({@code Optional}, a future, a publisher or a {@code Flow}) are not {@code null} when skipped.
 	 */
-	private static void checkKotlinResultIsNullable(Method method, String where) {
+	private static void checkKotlinResultIsNullable(Method method, String where, String onLocked) {
 		if (!KotlinDetector.isKotlinReflectPresent() || !KotlinDetector.isKotlinType(method.getDeclaringClass())) {
 			return;
 		}
@@ -317,9 +318,10 @@ public class LockOperationSource {
 				|| ReactiveAdapterRegistry.getSharedInstance().getAdapter(type) != null || result.isOptional()) {
 			return;
 		}
-		throw new LockConfigurationException(where + " uses onLocked = SKIP, which makes it return null, but its "
+		throw new LockConfigurationException(where + " uses " + onLocked + " = SKIP, which makes it return null, but "
+				+ "its "
 				+ "Kotlin result type " + type.getName() + " is not nullable",
-				"Declare the result nullable (" + type.getSimpleName() + "?), or use onLocked = THROW.");
+				"Declare the result nullable (" + type.getSimpleName() + "?), or use " + onLocked + " = THROW.");
 	}
 
 	private String resolvePlaceholders(String value) {

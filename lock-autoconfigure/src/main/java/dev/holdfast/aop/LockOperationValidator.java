@@ -70,7 +70,7 @@ public class LockOperationValidator implements BeanPostProcessor {
 			warnIfScheduled(method);
 			String problem = interceptionProblem(bean, targetClass, method);
 			if (problem != null) {
-				throw new LockConfigurationException("@DistributedLock on " + targetClass.getName() + "."
+				throw new LockConfigurationException(LockAnnotation.nameOn(method) + " on " + targetClass.getName() + "."
 						+ method.getName() + " (bean '" + beanName + "') " + problem
 						+ ": Spring's proxy cannot intercept calls to it, so it would run without the lock",
 						"Make the method public and non-final, and call it through the bean (from another bean), "
@@ -89,7 +89,8 @@ public class LockOperationValidator implements BeanPostProcessor {
 	private void warnIfScheduled(Method method) {
 		if (!AnnotatedElementUtils.findMergedRepeatableAnnotations(method, Scheduled.class).isEmpty()
 				&& this.warnedScheduled.add(method) && logger.isWarnEnabled()) {
-			logger.warn("@DistributedLock on " + method.getDeclaringClass().getName() + "." + method.getName()
+			logger.warn(LockAnnotation.nameOn(method) + " on " + method.getDeclaringClass().getName() + "."
+					+ method.getName()
 					+ " is also @Scheduled: every instance of the application still runs each tick, and the lock "
 					+ "only keeps the runs from overlapping; it does not make a tick run once. To run each tick on one "
 					+ "instance, replace @Scheduled and @DistributedLock with @SingleInstanceScheduled.");

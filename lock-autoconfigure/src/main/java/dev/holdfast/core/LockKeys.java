@@ -24,7 +24,7 @@ public final class LockKeys {
 
 	private final int maxLength;
 
-	/** Permit slot {@code index} of the semaphore of a key or none (SEM-2): encoded as the key, then {@code #<index>}. */
+	/** Permit slot {@code index} of the semaphore of a key or none (SEM-2): the key, then {@code #<index>}. */
 	public record Slot(@Nullable Object key, int index) {
 	}
 

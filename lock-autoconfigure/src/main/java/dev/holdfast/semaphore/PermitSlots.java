@@ -133,8 +133,9 @@ public final class PermitSlots {
 			if (beyond == null) {
 				throw new IllegalStateException("Semaphore '" + shown(template, keyOf(template, name, key))
 						+ "' has its permit slot #" + permits + " held, beyond the " + permits + " permits this call "
-						+ "gives it: another instance uses it with more permits, so together they let more than " + permits
-						+ " holders in. Give every instance the same permits for one semaphore (one property, one constant)");
+						+ "gives it: another instance uses it with more permits, so together they let more than "
+						+ permits + " holders in. Give every instance the same permits for one semaphore (one "
+						+ "property, one constant)");
 			}
 			releaseAnswered(template, beyond);
 			return true;

@@ -69,7 +69,8 @@ class DistributedSemaphoreTests {
 			LockTemplate template = context.getBean(LockTemplate.class);
 			String key = context.getBean(Exports.class).permitKey();
 			assertThat(key).matches("holdfast:Exports.permitKey#[01]");
-			assertThat(template.tryAcquirePermit("Exports.permitKey", null, 2, LockOptions.defaults())).as("released after")
+			assertThat(template.tryAcquirePermit("Exports.permitKey", null, 2, LockOptions.defaults()))
+				.as("released after")
 				.isPresent()
 				.get()
 				.satisfies(Lease::close);

@@ -90,8 +90,8 @@ class PermitSlotsTests {
 		}
 		DefaultLockTemplate other = instance();
 		for (Lease released : held) {
-			CompletableFuture<Lease> waiting = CompletableFuture.supplyAsync(
-					() -> other.acquirePermit("exports", null, 3, LockOptions.defaults().waitTime(Duration.ofSeconds(10))));
+			CompletableFuture<Lease> waiting = CompletableFuture.supplyAsync(() -> other.acquirePermit("exports", null,
+					3, LockOptions.defaults().waitTime(Duration.ofSeconds(10))));
 			Thread.sleep(150);
 			assertThat(waiting).as("waiting while every permit is held").isNotDone();
 			long releasedAt = System.nanoTime();
@@ -164,7 +164,8 @@ class PermitSlotsTests {
 		assertThat(keys.encode("exports", new Slot("t1", 2))).isEqualTo("app:exports:t1#2");
 		assertThat(keys.encode("exports", "t1#2")).isEqualTo("app:exports:t1%232");
 		String longKey = "x".repeat(100);
-		assertThat(keys.encode("exports", new Slot(longKey, 1))).isNotEqualTo(keys.encode("exports", new Slot(longKey, 2)))
+		assertThat(keys.encode("exports", new Slot(longKey, 1)))
+			.isNotEqualTo(keys.encode("exports", new Slot(longKey, 2)))
 			.isNotEqualTo(keys.encode("exports", longKey + "#1"))
 			.hasSizeLessThanOrEqualTo(80);
 	}
