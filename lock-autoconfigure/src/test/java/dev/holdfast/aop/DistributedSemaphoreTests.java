@@ -95,6 +95,22 @@ class DistributedSemaphoreTests {
 	}
 
 	@Test
+	void aFutureHoldsItsPermitUntilItCompletes() {
+		this.runner.run((context) -> {
+			LockTemplate template = context.getBean(LockTemplate.class);
+			CompletableFuture<String> work = new CompletableFuture<>();
+			CompletableFuture<String> result = context.getBean(Exports.class).later(work);
+			LockOptions now = LockOptions.defaults().waitTime(Duration.ZERO);
+			assertThat(template.tryAcquirePermit("later", null, 1, now)).as("while the future runs").isEmpty();
+			work.complete("done");
+			assertThat(result.get(5, TimeUnit.SECONDS)).isEqualTo("done");
+			try (Lease permit = template.acquirePermit("later", null, 1, now)) {
+				assertThat(permit.key()).isEqualTo("holdfast:later#0");
+			}
+		});
+	}
+
+	@Test
 	void permitsBelowOneFailAtStartup() {
 		assertStartupFailure(NoPermits.class, "has permits = 0", "permits = 3");
 	}
@@ -148,6 +164,11 @@ class DistributedSemaphoreTests {
 			assertThat(lease.fencingToken()).isPositive();
 			assertThat(lease.isValid()).isTrue();
 			return lease.key();
+		}
+
+		@DistributedSemaphore(name = "later", permits = 1)
+		public CompletableFuture<String> later(CompletableFuture<String> work) {
+			return work;
 		}
 
 		@DistributedSemaphore(name = "single", permits = 1, waitTime = "100ms", onLimited = OnLocked.SKIP)

@@ -36,6 +36,9 @@ class PermitSlotsTests {
 
 	private static final LockOptions NOW = LockOptions.defaults().waitTime(Duration.ZERO);
 
+	/** For a permit just given back: its release may still be in flight. */
+	private static final LockOptions SOON = LockOptions.defaults().waitTime(Duration.ofSeconds(2));
+
 	private final RecordingBackend backend = new RecordingBackend();
 
 	private final List<DefaultLockTemplate> templates = new ArrayList<>();
@@ -57,7 +60,7 @@ class PermitSlotsTests {
 			.containsExactlyInAnyOrder("exports#0", "exports#1", "exports#2");
 		assertThat(instance().tryAcquirePermit("exports", null, 3, NOW)).as("a fourth permit of 3").isEmpty();
 		held.get(1).close();
-		try (Lease again = instance().acquirePermit("exports", null, 3, NOW)) {
+		try (Lease again = instance().acquirePermit("exports", null, 3, SOON)) {
 			assertThat(again.key()).isEqualTo(held.get(1).key());
 		}
 		held.forEach(Lease::close);
@@ -73,6 +76,17 @@ class PermitSlotsTests {
 			assertThat(this.template.tryAcquirePermit("exports", "t1", 2, NOW)).as("a third permit of 2, same thread")
 				.isEmpty();
 		}
+	}
+
+	@Test
+	void executeWithPermitRunsTheActionUnderAPermitAndGivesItBack() {
+		String ran = this.template.executeWithPermit("exports", "t1", 1, NOW, () -> {
+			assertThat(instance().tryAcquirePermit("exports", "t1", 1, NOW)).as("while the action runs").isEmpty();
+			return "ran";
+		});
+		assertThat(ran).isEqualTo("ran");
+		assertThat(instance().tryAcquirePermit("exports", "t1", 1, SOON)).as("after").isPresent().get()
+			.satisfies(Lease::close);
 	}
 
 	@Test
