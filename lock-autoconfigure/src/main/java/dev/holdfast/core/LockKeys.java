@@ -29,13 +29,13 @@ public final class LockKeys {
 	}
 
 	public LockKeys(String prefix, int maxLength) {
-		if (!isPlain(prefix.replace(":", ""))) {
-			throw new IllegalArgumentException("Key prefix '" + prefix + "' contains a character other than letters, "
-					+ "digits, ':' and ._~/@+=,;!$&'()*-: use only those");
+		String other = prefix.replaceAll("[A-Za-z0-9._~/@+=,;!$&'()*:-]", "");
+		if (!other.isEmpty()) {
+			throw new IllegalArgumentException("Key prefix '" + prefix + "' contains '" + other.charAt(0)
+					+ "': use letters, digits, ':' and ._~/@+=,;!$&'()*-");
 		}
 		if (prefix.length() + HASH_LENGTH + 8 > maxLength) {
-			throw new IllegalArgumentException("Key prefix '" + prefix + "' is too long for keys of at most "
-					+ maxLength + " characters");
+			throw new IllegalArgumentException("Key prefix '" + prefix + "' is too long for keys of at most " + maxLength);
 		}
 		this.prefix = prefix;
 		this.maxLength = maxLength;

@@ -12,8 +12,9 @@ import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.tomcat.autoconfigure.servlet.TomcatServletWebServerAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.ConfigurableApplicationContext;
 
@@ -101,8 +102,9 @@ class InstanceNameTests {
 
 	}
 
+	/** A servlet web server and Holdfast only: the rest of the test class path's auto-configuration costs seconds. */
 	@SpringBootConfiguration
-	@EnableAutoConfiguration
+	@ImportAutoConfiguration({ TomcatServletWebServerAutoConfiguration.class, HoldfastAutoConfiguration.class })
 	static class WebApp {
 
 	}

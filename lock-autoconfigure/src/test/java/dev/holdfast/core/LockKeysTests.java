@@ -19,6 +19,13 @@ class LockKeysTests {
 	private final LockKeys keys = new LockKeys("holdfast:", 200);
 
 	@Test
+	void aPrefixWithAnotherCharacterFailsNamingIt() {
+		assertThatIllegalArgumentException().isThrownBy(() -> new LockKeys("orders:%7B", 200))
+			.withMessage("Key prefix 'orders:%7B' contains '%': use letters, digits, ':' and ._~/@+=,;!$&'()*-");
+		assertThat(new LockKeys("orders:eu-1:", 200).encode("n", null)).isEqualTo("orders:eu-1:n");
+	}
+
+	@Test
 	void nameAloneAndNameWithKey() {
 		assertThat(this.keys.encode("orders", null)).isEqualTo("holdfast:orders");
 		assertThat(this.keys.encode("orders", 42)).isEqualTo("holdfast:orders:42");
