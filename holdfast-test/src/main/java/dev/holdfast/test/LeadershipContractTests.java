@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 import dev.holdfast.LeaderTerm;
@@ -103,6 +104,46 @@ public interface LeadershipContractTests {
 				// LDR-5's 1 s, with a margin for a loaded 2-core CI machine.
 				assertThat(took).as("takeover after a yield").isLessThanOrEqualTo(Duration.ofSeconds(2));
 			}
+		}
+	}
+
+	/**
+	 * Whether a release wakes a follower at once rather than at its next poll: {@code false} for a
+	 * backend that announces no release to a try-once attempt (MariaDB, H2, Redis through Jedis or
+	 * Cluster), whose followers poll.
+	 */
+	default boolean followersWakeOnReleases() {
+		return true;
+	}
+
+	/**
+	 * With a 10 s poll interval another engine leads within 2 s of a yield and of a close: the
+	 * release wakes it, not its poll (LDR-5; ZooKeeper: ZK-10).
+	 */
+	@Test
+	default void aFollowerWakesOnTheReleaseLongBeforeItsPoll() throws Exception {
+		Assumptions.assumeTrue(followersWakeOnReleases(), "this backend's followers poll");
+		Duration poll = Duration.ofSeconds(10);
+		try (Engines engines = new Engines()) {
+			String group = uniqueGroup();
+			Leadership first = engines.start(newLeadershipClient(), TERM_LEASE, poll).join(group);
+			first.awaitLeadership(Duration.ofSeconds(5)).orElseThrow();
+			Leadership second = engines.start(newLeadershipClient(), TERM_LEASE, poll).join(group);
+			Leadership third = engines.start(newLeadershipClient(), TERM_LEASE, poll).join(group);
+			// The followers' first attempts are refused, and their subscriptions open meanwhile.
+			Thread.sleep(1_000);
+			long start = System.nanoTime();
+			first.yield();
+			Leadership next = awaitOneLeader(second, third);
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).as("takeover after a yield, polling every 10 s")
+				.isLessThanOrEqualTo(Duration.ofSeconds(2));
+			Leadership last = (next == second) ? third : second;
+			start = System.nanoTime();
+			next.close();
+			assertThat(last.awaitLeadership(Duration.ofSeconds(10))).isPresent();
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).as("takeover after a close, polling every 10 s")
+				.isLessThanOrEqualTo(Duration.ofSeconds(2));
+			assertThat(first.isLeader()).as("the engine that yielded, within its hold-off").isFalse();
 		}
 	}
 

@@ -33,4 +33,9 @@ class H2JdbcContractTests extends JdbcContractTests implements LeadershipContrac
 		return h2(URL);
 	}
 
+	@Override
+	public boolean followersWakeOnReleases() {
+		return false;
+	}
+
 }

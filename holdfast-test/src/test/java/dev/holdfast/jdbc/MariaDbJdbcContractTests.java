@@ -23,4 +23,9 @@ class MariaDbJdbcContractTests extends JdbcContractTests implements LeadershipCo
 		return MariaDbServer.shared().newDataSource();
 	}
 
+	@Override
+	public boolean followersWakeOnReleases() {
+		return false;
+	}
+
 }

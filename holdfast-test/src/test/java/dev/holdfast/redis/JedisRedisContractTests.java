@@ -44,4 +44,9 @@ class JedisRedisContractTests extends LockBackendContractTests implements Leader
 		return trackBackend(newBackend());
 	}
 
+	@Override
+	public boolean followersWakeOnReleases() {
+		return false;
+	}
+
 }

@@ -56,4 +56,9 @@ class RedisClusterContractTests extends LockBackendContractTests
 		return trackBackend(newBackend());
 	}
 
+	@Override
+	public boolean followersWakeOnReleases() {
+		return false;
+	}
+
 }

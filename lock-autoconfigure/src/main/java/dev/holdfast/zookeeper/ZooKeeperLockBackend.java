@@ -13,6 +13,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -33,6 +34,7 @@ import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.SessionLeases;
 import dev.holdfast.spi.TickClaims;
 import dev.holdfast.spi.WaitQueue;
@@ -52,19 +54,19 @@ import dev.holdfast.spi.WaitQueue;
  * one waiter, which holds once its own node is confirmed on its session (ZK-1, ZK-5).</li>
  * <li>One attempt ({@code waitTime} zero) takes a free lock in one transaction and writes nothing
  * on a held lock; only when the holder may have expired does it queue a node to judge (ZK-6).</li>
- * <li>A create whose outcome is unknown after a connection loss uses Curator's protected mode:
- * the retry finds the node by its protected name, and a create that finally fails deletes it in
- * the background, so no orphan node holds the lock.</li>
+ * <li>A create whose outcome is unknown after a connection loss uses Curator's protected mode, and
+ * one that finally fails deletes its node in the background: no orphan node holds the lock.</li>
  * <li>Fencing tokens are the lock node's {@code czxid}: zxids grow with every write across the
  * ensemble, and a later holder's node was created after every earlier holder's.</li>
  * <li>Sessions ({@link SessionLeases}, ZK-8): no lock counts as valid while suspended or past the
  * session's bound; a lost session loses every lock. Bounded calls (ZK-9) and tick claims: DESIGN.md.</li>
  * <li>Operators ({@link ClusterLocks}): the holder of each key, node by node; a forced release
  * deletes the holder's node.</li>
+ * <li>Releases ({@link ReleaseEvents}, ZK-10): of keys this process was refused, by one-shot watches.</li>
  * </ul> Local state is bounded by the locks this process holds.
  */
-public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewal, SessionLeases, BackendHealth,
-		TickClaims, ClusterLocks, AutoCloseable {
+public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewal, SessionLeases, ReleaseEvents,
+		BackendHealth, TickClaims, ClusterLocks, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(ZooKeeperLockBackend.class);
 
@@ -201,7 +203,14 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	 */
 	@Override
 	public Set<String> renew(Collection<HeldLock> locks) {
-		awaitConnectedUninterruptibly("renew", locks.isEmpty() ? "" : locks.iterator().next().key());
+		String first = locks.isEmpty() ? "" : locks.iterator().next().key();
+		try {
+			awaitConnected("renew", first);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(first, ex);
+		}
 		long start = System.nanoTime();
 		Map<HeldLock, CompletableFuture<Integer>> answers = new LinkedHashMap<>();
 		for (HeldLock lock : locks) {
@@ -252,6 +261,12 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	@Override
 	public boolean suspended() {
 		return this.session.suspended();
+	}
+
+	/** Keys whose queue changed after an attempt of this process was refused (ZK-10), on Curator's thread. */
+	@Override
+	public AutoCloseable subscribe(Consumer<String> listener) {
+		return this.once.releases.subscribe(listener);
 	}
 
 	@Override
@@ -311,10 +326,7 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 		return this.client;
 	}
 
-	/**
-	 * Records the lock node of {@code owner}, held since a request sent at {@code confirmedNanos}
-	 * that the server answered.
-	 */
+	/** Records the lock node of {@code owner}, held since an answered request sent at {@code confirmedNanos}. */
 	void hold(String owner, String key, String path, long confirmedNanos, Duration ttl) {
 		this.holds.put(owner, new ZooKeeperHold(key, path, confirmedNanos, ttl.toNanos()));
 		this.session.confirmed(confirmedNanos);
@@ -325,10 +337,7 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 		return this.basePath + "/" + child;
 	}
 
-	/**
-	 * Deletes the nodes of locks this process took and forgot (a scheduled job's lock kept for
-	 * {@code lockAtLeastFor}), well after their time to live ran out.
-	 */
+	/** Deletes the nodes of locks this process forgot ({@code lockAtLeastFor}) well after their time ran out. */
 	private void sweepForgottenHolds(long now) {
 		long next = this.nextSweepNanos.get();
 		if (now - next < 0 || !this.nextSweepNanos.compareAndSet(next, now + SWEEP_EVERY_NANOS)) {
@@ -360,16 +369,6 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 			throw new LockBackendException("The zookeeper backend could not " + operation + " lock '" + key
 					+ "': not connected to " + this.client.getZookeeperClient().getCurrentConnectionString()
 					+ " within " + this.connectionTimeoutMillis + " ms (" + this.session.state() + ")", null);
-		}
-	}
-
-	void awaitConnectedUninterruptibly(String operation, String key) {
-		try {
-			awaitConnected(operation, key);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new LockInterruptedException(key, ex);
 		}
 	}
 

@@ -119,7 +119,7 @@ final class ZooKeeperLockQueue {
 		boolean waited = false;
 		while (true) {
 			// The parent goes only once it is empty: this node is gone too then.
-			List<String> children = this.once.children(key, parent, deadline);
+			List<String> children = this.once.children(key, parent, oneShot, deadline);
 			if (children == null) {
 				throw lostNode(key);
 			}

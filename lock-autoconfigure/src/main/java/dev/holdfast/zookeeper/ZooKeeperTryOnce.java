@@ -11,6 +11,7 @@ import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.data.Stat;
 import org.jspecify.annotations.Nullable;
 
@@ -55,9 +56,13 @@ final class ZooKeeperTryOnce {
 	 */
 	private volatile @Nullable SeenHolder seen;
 
+	/** The watch that a read of a held lock's queue leaves while anyone subscribes (ZK-10). */
+	final ZooKeeperReleaseWatch releases;
+
 	ZooKeeperTryOnce(ZooKeeperLockBackend backend) {
 		this.backend = backend;
 		this.client = backend.client();
+		this.releases = new ZooKeeperReleaseWatch(backend.path("locks"));
 	}
 
 	/**
@@ -72,7 +77,7 @@ final class ZooKeeperTryOnce {
 		boolean readFirst = seen != null && seen.parent().equals(parent);
 		for (int round = 0; round < 3; round++) {
 			if (readFirst) {
-				List<String> children = children(key, parent, deadline);
+				List<String> children = children(key, parent, true, deadline);
 				if (children == null) {
 					return null;
 				}
@@ -149,7 +154,7 @@ final class ZooKeeperTryOnce {
 			long deadline) throws InterruptedException {
 		boolean done = false;
 		try {
-			List<String> children = children(key, parent, deadline);
+			List<String> children = children(key, parent, true, deadline);
 			Outcome outcome = (children == null) ? null
 					: (children.isEmpty()) ? RELEASED
 							: heldOrNull(key, owner, ttl, parent, children, name + FIRST_SEQUENCE, sent, deadline);
@@ -172,10 +177,16 @@ final class ZooKeeperTryOnce {
 		return (created != null) ? created : path;
 	}
 
-	/** The children of {@code parent}, or {@code null} when it does not exist. */
-	@Nullable List<String> children(String key, String parent, long deadline) throws InterruptedException {
-		CuratorEvent event = this.backend.request("acquire", key, deadline,
-				(callback) -> this.client.getChildren().inBackground(callback).forPath(parent));
+	/**
+	 * The children of {@code parent}, or {@code null} when it does not exist; read by an attempt
+	 * that may be refused ({@code refusable}), it leaves the release watch while anyone subscribes.
+	 */
+	@Nullable List<String> children(String key, String parent, boolean refusable, long deadline)
+			throws InterruptedException {
+		Watcher watcher = refusable ? this.releases.watcher() : null;
+		CuratorEvent event = this.backend.request("acquire", key, deadline, (callback) -> (watcher != null)
+				? this.client.getChildren().usingWatcher(watcher).inBackground(callback).forPath(parent)
+				: this.client.getChildren().inBackground(callback).forPath(parent));
 		Code code = Code.get(event.getResultCode());
 		if (code == Code.NONODE) {
 			return null;
