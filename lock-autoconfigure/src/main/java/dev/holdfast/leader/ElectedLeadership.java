@@ -118,8 +118,8 @@ final class ElectedLeadership implements Leadership {
 				if (granted.isValid()) {
 					return Optional.of(granted);
 				}
-				// Granted and already past: its revocation replaces the future soon.
-				Thread.sleep(Math.min(10, Math.max(1, TimeUnit.NANOSECONDS.toMillis(left))));
+				// Granted and already past: its revocation (which replaces the future) comes by its check.
+				granted.revocation().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
 			}
 			catch (TimeoutException ex) {
 				return Optional.empty();
@@ -134,7 +134,7 @@ final class ElectedLeadership implements Leadership {
 	public void yield() {
 		synchronized (this.lock) {
 			// Also a follower (an attempt may be out): a lease it brings within the hold-off is given back.
-			this.holdOffUntilNanos = System.nanoTime() + this.runtime.yieldHoldOffNanos;
+			this.holdOffUntilNanos = System.nanoTime() + this.runtime.yieldHoldOffNanos();
 			endTerm(Reason.YIELDED);
 		}
 	}
@@ -371,7 +371,7 @@ final class ElectedLeadership implements Leadership {
 			}
 		});
 		if (reason == Reason.YIELDED) {
-			reschedule(this::campaign, this.runtime.yieldHoldOffNanos);
+			reschedule(this::campaign, this.holdOffUntilNanos - System.nanoTime());
 		}
 		if (reason != Reason.SHUTDOWN) {
 			logger.info("Holdfast no longer leads group '" + this.group + "' (term " + ended.fencingToken() + "): "

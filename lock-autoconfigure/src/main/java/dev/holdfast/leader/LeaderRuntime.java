@@ -25,6 +25,7 @@ import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.EngineLease;
 import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.SessionLeases;
+import dev.holdfast.spi.WaiterHandoff;
 
 /**
  * What every group of one {@link DefaultLeaderElections} shares: the template, the timings, the
@@ -51,9 +52,6 @@ final class LeaderRuntime {
 	 */
 	final long revokeMarginNanos;
 
-	/** How long a yielder stays out of the race, so that another instance wins it. */
-	final long yieldHoldOffNanos;
-
 	private final Consumer<? super LeadershipEvent> publisher;
 
 	private final ScheduledThreadPoolExecutor leaderThread;
@@ -79,7 +77,6 @@ final class LeaderRuntime {
 		this.leaseTime = leaseTime;
 		this.pollInterval = template.settings().pollInterval();
 		this.revokeMarginNanos = leaseTime.toNanos() / 10;
-		this.yieldHoldOffNanos = Math.max(Duration.ofSeconds(1).toNanos(), 2 * this.pollInterval.toNanos());
 		this.publisher = publisher;
 		this.leaderThread = new ScheduledThreadPoolExecutor(1, daemon("holdfast-leader-" + template.backendName()));
 		this.leaderThread.setRemoveOnCancelPolicy(true);
@@ -134,15 +131,33 @@ final class LeaderRuntime {
 	 * (PostgreSQL only knows after its first call), while listening is on. Does not block.
 	 */
 	void listenForReleases() {
-		if (this.template.supportsNonBlocking() || !(this.template.backend() instanceof ReleaseEvents events)
-				|| !events.announcesReleases()) {
+		if (this.template.supportsNonBlocking() || !wokenByReleases()) {
 			return;
 		}
 		synchronized (this.listening) {
 			if (this.listen && this.subscription == null) {
-				this.subscription = events.subscribe(this.released);
+				this.subscription = ((ReleaseEvents) this.template.backend()).subscribe(this.released);
 			}
 		}
+	}
+
+	/**
+	 * Whether a release wakes followers now: their attempt is a waiting acquisition (a
+	 * non-blocking backend), or the backend announces releases to try-once attempts (not Redis's
+	 * reservations, which only a recorded waiter gets: RHO-1).
+	 */
+	boolean wokenByReleases() {
+		return this.template.supportsNonBlocking() || (this.template.backend() instanceof ReleaseEvents events
+				&& !(events instanceof WaiterHandoff) && events.announcesReleases());
+	}
+
+	/**
+	 * How long a yielder stays out of the race, so that another instance wins it: 1 s where
+	 * followers wake on releases, else two poll intervals (a poller's turn), and never less.
+	 */
+	long yieldHoldOffNanos() {
+		long second = Duration.ofSeconds(1).toNanos();
+		return wokenByReleases() ? second : Math.max(second, 2 * this.pollInterval.toNanos());
 	}
 
 	/** Turns listening for releases on (subscribing as soon as the backend can) or off. */

@@ -3,6 +3,9 @@ package dev.holdfast.leader;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.concurrent.CompletableFuture;
+
+import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.LeaderTerm;
 import dev.holdfast.Lease;
@@ -18,7 +21,8 @@ final class Term implements LeaderTerm {
 
 	private final Instant since;
 
-	private volatile boolean revoked;
+	/** Completed when the term is revoked. */
+	private final CompletableFuture<@Nullable Void> revocation = new CompletableFuture<>();
 
 	Term(String group, Lease lease, Instant since) {
 		this.group = group;
@@ -43,7 +47,7 @@ final class Term implements LeaderTerm {
 
 	@Override
 	public boolean isValid() {
-		return !this.revoked && this.lease.isValid();
+		return !this.revocation.isDone() && this.lease.isValid();
 	}
 
 	Lease lease() {
@@ -51,7 +55,12 @@ final class Term implements LeaderTerm {
 	}
 
 	void revoke() {
-		this.revoked = true;
+		this.revocation.complete(null);
+	}
+
+	/** Completes when the term is revoked: what waits for the state after a term already past. */
+	CompletableFuture<@Nullable Void> revocation() {
+		return this.revocation;
 	}
 
 	/**
