@@ -3,7 +3,9 @@ package dev.holdfast.actuate;
 import java.security.Principal;
 import java.time.Instant;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 import org.apache.commons.logging.Log;
@@ -23,12 +25,15 @@ import dev.holdfast.Leadership;
 import dev.holdfast.LeaseInfo;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.leader.DefaultLeaderElections;
+import dev.holdfast.spi.ClusterLocks;
+import dev.holdfast.spi.ClusterLocks.BackendLock;
 
 /**
  * The {@code leaders} Actuator endpoint: each leader group this instance joined, whether it leads
- * it, and the current term (its fencing token, since when, and when its lease expires unless
+ * it, the current term (its fencing token, since when, and when its lease expires unless
  * renewed: that instant moves forward at every renewal; the lease does not record the renewal
- * itself). {@code POST /actuator/leaders/{group}} yields the group's leadership, so that another
+ * itself), and the instance that leads it where the backend can tell ({@link ClusterLocks}: one
+ * bounded listing of the leader leases per read). {@code POST /actuator/leaders/{group}} yields the group's leadership, so that another
  * instance leads, for example before a deploy. Its default access is read-only: the yield exists
  * only with {@code management.endpoint.leaders.access=unrestricted}, and is secured as Boot
  * secures every write operation. A yield is logged at WARN with the caller's principal.
@@ -53,11 +58,12 @@ public class LeadersEndpoint {
 	/** The groups this instance joined, ordered by name. */
 	@ReadOperation
 	public LeadersDescriptor leaders() {
+		List<Leadership> joined = this.elections.leaderships();
 		List<LeaseInfo> held = this.engine.heldLeases();
-		List<GroupDescriptor> groups = this.elections.leaderships()
-			.stream()
+		Map<String, String> instances = joined.isEmpty() ? Map.of() : leaderInstances();
+		List<GroupDescriptor> groups = joined.stream()
 			.sorted(Comparator.comparing(Leadership::group))
-			.map((leadership) -> describe(leadership, held))
+			.map((leadership) -> describe(leadership, held, instances))
 			.toList();
 		return new LeadersDescriptor(this.engine.backendName(), groups);
 	}
@@ -65,7 +71,33 @@ public class LeadersEndpoint {
 	/** One group, or nothing (404) when this instance did not join it. */
 	@ReadOperation
 	public @Nullable GroupDescriptor group(@Selector String group) {
-		return find(group).map((leadership) -> describe(leadership, this.engine.heldLeases())).orElse(null);
+		Optional<Leadership> found = find(group);
+		return found.isEmpty() ? null : describe(found.get(), this.engine.heldLeases(), leaderInstances());
+	}
+
+	/**
+	 * The instance holding each leader lease, by backend key, as the backend lists them (every
+	 * application's group under the key prefix, {@value ClusterLocksView#DEFAULT_MAX_LISTED} at
+	 * most); empty where it cannot tell or cannot be reached now.
+	 */
+	private Map<String, String> leaderInstances() {
+		if (!(this.engine.backend() instanceof ClusterLocks locks)) {
+			return Map.of();
+		}
+		try {
+			Map<String, String> instances = new HashMap<>();
+			for (BackendLock lock : locks.listLocks(this.engine.keyPrefix() + LEADER_LOCK + ":",
+					ClusterLocksView.DEFAULT_MAX_LISTED).locks()) {
+				if (lock.instance() != null) {
+					instances.put(lock.key(), lock.instance());
+				}
+			}
+			return instances;
+		}
+		catch (RuntimeException ex) {
+			logger.debug("The leaders endpoint could not list the leader leases; their instances are not shown", ex);
+			return Map.of();
+		}
 	}
 
 	/**
@@ -102,10 +134,12 @@ public class LeadersEndpoint {
 		return (principal != null) ? principal.getName() : "an unauthenticated caller";
 	}
 
-	private static GroupDescriptor describe(Leadership leadership, List<LeaseInfo> held) {
+	private GroupDescriptor describe(Leadership leadership, List<LeaseInfo> held, Map<String, String> instances) {
+		String instance = instances.isEmpty() ? null
+				: instances.get(this.engine.keyFor(LEADER_LOCK, leadership.group()));
 		Optional<LeaderTerm> term = leadership.term();
 		if (term.isEmpty()) {
-			return new GroupDescriptor(leadership.group(), false, null, null, null);
+			return new GroupDescriptor(leadership.group(), false, null, null, null, instance);
 		}
 		long token = term.get().fencingToken();
 		Instant expires = held.stream()
@@ -113,7 +147,7 @@ public class LeadersEndpoint {
 			.map(LeaseInfo::expiresAt)
 			.findFirst()
 			.orElse(null);
-		return new GroupDescriptor(leadership.group(), true, token, term.get().since(), expires);
+		return new GroupDescriptor(leadership.group(), true, token, term.get().since(), expires, instance);
 	}
 
 	/**
@@ -134,9 +168,11 @@ public class LeadersEndpoint {
 	 * @param since when the current term was granted, while leading
 	 * @param expires when the term's lease expires unless renewed (moves forward at each renewal),
 	 * while leading
+	 * @param leaderInstance the name of the instance that leads the group ({@code holdfast.instance-name}),
+	 * where the backend can tell; {@code null} when no instance leads it or the backend cannot tell
 	 */
 	public record GroupDescriptor(String group, boolean leader, @Nullable Long fencingToken, @Nullable Instant since,
-			@Nullable Instant expires) implements OperationResponseBody {
+			@Nullable Instant expires, @Nullable String leaderInstance) implements OperationResponseBody {
 	}
 
 	/**

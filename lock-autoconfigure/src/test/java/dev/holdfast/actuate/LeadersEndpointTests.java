@@ -43,7 +43,8 @@ class LeadersEndpointTests {
 
 	@Test
 	void listsTheGroupsAndAYieldThroughTheEndpointMovesLeadershipToTheOtherInstance() {
-		this.runner.run((first) -> this.runner.run((second) -> {
+		this.runner.withPropertyValues("holdfast.instance-name=first")
+			.run((first) -> this.runner.withPropertyValues("holdfast.instance-name=second").run((second) -> {
 			Leadership one = joinAndStart(first);
 			long firstToken = one.awaitLeadership(Duration.ofSeconds(5)).orElseThrow().fencingToken();
 			Leadership two = joinAndStart(second);
@@ -55,8 +56,9 @@ class LeadersEndpointTests {
 			assertThat(leading.fencingToken()).isEqualTo(firstToken);
 			assertThat(leading.since()).isNotNull();
 			assertThat(leading.expires()).as("the lease's expiry").isAfter(leading.since());
+			assertThat(leading.leaderInstance()).isEqualTo("first");
 			assertThat(second.getBean(LeadersEndpoint.class).group(this.group))
-				.isEqualTo(new GroupDescriptor(this.group, false, null, null, null));
+				.isEqualTo(new GroupDescriptor(this.group, false, null, null, null, "first"));
 			assertThat(endpoint.group("not-joined")).isNull();
 
 			long start = System.nanoTime();
@@ -67,6 +69,8 @@ class LeadersEndpointTests {
 			assertThat(takeover).isLessThan(Duration.ofMillis(1500));
 			assertThat(one.isLeader()).isFalse();
 			assertThat(two.term().orElseThrow().fencingToken()).isGreaterThan(firstToken);
+			assertThat(endpoint.group(this.group).leaderInstance()).as("seen from the instance that yielded")
+				.isEqualTo("second");
 			assertThat(endpoint.yield(SecurityContext.NONE, this.group).yielded()).as("not leading any more")
 				.isFalse();
 			assertThat(endpoint.yield(SecurityContext.NONE, "not-joined")).isNull();
