@@ -26,7 +26,6 @@ import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.leader.DefaultLeaderElections;
 import dev.holdfast.spi.LockBackend;
-import dev.holdfast.test.LockBackendContractTests.FlakyRenewals;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -206,7 +205,7 @@ public interface LeadershipContractTests {
 		try (Engines engines = new Engines()) {
 			String group = uniqueGroup();
 			FlakyRenewals cutOff = new FlakyRenewals(newLeadershipClient());
-			Leadership first = engines.start(cutOff, lease).join(group);
+			Leadership first = engines.start(cutOff.backend(), lease).join(group);
 			Recorder events = engines.recorder(first);
 			LeaderTerm term = first.awaitLeadership(Duration.ofSeconds(5)).orElseThrow();
 			Leadership second = engines.start(newLeadershipClient(), lease).join(group);
@@ -303,7 +302,7 @@ public interface LeadershipContractTests {
 		Duration lease = Duration.ofSeconds(12);
 		try (Engines engines = new Engines()) {
 			FlakyRenewals refusing = new FlakyRenewals(newLeadershipClient());
-			Leadership leader = engines.start(refusing, lease, Duration.ofSeconds(5)).join(uniqueGroup());
+			Leadership leader = engines.start(refusing.backend(), lease, Duration.ofSeconds(5)).join(uniqueGroup());
 			Recorder events = engines.recorder(leader);
 			LeaderTerm term = leader.awaitLeadership(Duration.ofSeconds(10)).orElseThrow();
 			long since = System.nanoTime();

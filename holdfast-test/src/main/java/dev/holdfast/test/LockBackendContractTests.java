@@ -2,10 +2,8 @@ package dev.holdfast.test;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -22,7 +20,6 @@ import org.junit.jupiter.api.Test;
 
 import dev.holdfast.Lease;
 import dev.holdfast.LeaseInfo;
-import dev.holdfast.LockBackendException;
 import dev.holdfast.LockInterruptedException;
 import dev.holdfast.LockListener;
 import dev.holdfast.LockOptions;
@@ -331,7 +328,7 @@ public abstract class LockBackendContractTests implements MultiKeyContractTests,
 		FlakyRenewals flaky = new FlakyRenewals(newBackend());
 		trackBackend(flaky.delegate);
 		LostLeases losses = new LostLeases();
-		DefaultLockTemplate first = newEngine(flaky, settings(), losses);
+		DefaultLockTemplate first = newEngine(flaky.backend(), settings(), losses);
 		LockTemplate second = newTemplate();
 		String name = uniqueName();
 		Lease lease = first.acquire(name, null,
@@ -603,69 +600,6 @@ public abstract class LockBackendContractTests implements MultiKeyContractTests,
 		/** How often {@code leaseLost} and an observation's {@code lost} were called, in that order. */
 		List<Integer> reported() {
 			return List.of(this.leaseLost.get(), this.observedLost.get());
-		}
-
-	}
-
-	/**
-	 * A client of a real backend whose renewals fail, as if the network dropped them, while
-	 * {@link #failing} is set, and whose every call fails, as if its server were unreachable,
-	 * while {@link #unreachable} is set. Only the blocking calls: an engine above it acquires
-	 * without the backend's non-blocking calls.
-	 */
-	static final class FlakyRenewals implements LockBackend, LeaseRenewal {
-
-		final LockBackend delegate;
-
-		final AtomicBoolean failing = new AtomicBoolean();
-
-		final AtomicBoolean unreachable = new AtomicBoolean();
-
-		/** While set, the backend answers every renewal "not held": the engine finds its leases lost. */
-		final AtomicBoolean refusing = new AtomicBoolean();
-
-		FlakyRenewals(LockBackend delegate) {
-			this.delegate = delegate;
-		}
-
-		@Override
-		public String name() {
-			return this.delegate.name();
-		}
-
-		@Override
-		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
-			reach();
-			return this.delegate.tryAcquire(key, owner, ttl);
-		}
-
-		@Override
-		public boolean release(String key, String owner) {
-			reach();
-			return this.delegate.release(key, owner);
-		}
-
-		@Override
-		public Set<String> renew(Collection<HeldLock> locks) {
-			reach();
-			if (this.failing.get()) {
-				throw new LockBackendException("renewal dropped by the test", null);
-			}
-			if (this.refusing.get()) {
-				return Set.of();
-			}
-			return ((LeaseRenewal) this.delegate).renew(locks);
-		}
-
-		@Override
-		public Duration clockDriftAllowance(Duration ttl) {
-			return this.delegate.clockDriftAllowance(ttl);
-		}
-
-		private void reach() {
-			if (this.unreachable.get()) {
-				throw new LockBackendException("the test cut this client off its backend", null);
-			}
 		}
 
 	}
