@@ -79,4 +79,11 @@ public @interface DistributedLock {
 	/** What to do when the lock cannot be acquired within the wait time. */
 	OnLocked onLocked() default OnLocked.THROW;
 
+	/**
+	 * The backend that keeps the lock: the name of one of {@code holdfast.backends.<name>}, or
+	 * empty for the default backend ({@code holdfast.backend}). An unknown name fails at startup.
+	 * A lock lives in one backend: the same name on two backends is two locks.
+	 */
+	String backend() default "";
+
 }

@@ -75,4 +75,11 @@ public @interface DistributedSemaphore {
 	 */
 	OnLocked onLimited() default OnLocked.THROW;
 
+	/**
+	 * The backend that keeps the permits: the name of one of {@code holdfast.backends.<name>}, or
+	 * empty for the default backend. An unknown name fails at startup. The same name on two
+	 * backends is two semaphores.
+	 */
+	String backend() default "";
+
 }

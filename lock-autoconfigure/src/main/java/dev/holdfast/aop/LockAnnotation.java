@@ -21,9 +21,10 @@ import dev.holdfast.semaphore.PermitSlots;
  * @param where {@code @Annotation on Class.method}, for messages
  * @param permits the semaphore's permits (checked: 1 to {@value PermitSlots#MAX_PERMITS}), 0
  * for a lock
+ * @param backend the backend that keeps it, {@code ""} for the default one
  */
 record LockAnnotation(String where, String name, String key, String[] keys, String waitTime, String leaseTime,
-		OnLocked onLocked, int permits) {
+		OnLocked onLocked, int permits, String backend) {
 
 	/** The annotations that lock a method. */
 	static final List<Class<? extends Annotation>> TYPES = List.of(DistributedLock.class, DistributedSemaphore.class);
@@ -45,7 +46,7 @@ record LockAnnotation(String where, String name, String key, String[] keys, Stri
 		}
 		if (lock != null) {
 			return new LockAnnotation("@DistributedLock" + on, lock.name(), lock.key(), lock.keys(), lock.waitTime(),
-					lock.leaseTime(), lock.onLocked(), 0);
+					lock.leaseTime(), lock.onLocked(), 0, lock.backend());
 		}
 		if (semaphore == null) {
 			return null;
@@ -61,7 +62,7 @@ record LockAnnotation(String where, String name, String key, String[] keys, Stri
 							+ "), such as permits = 3.");
 		}
 		return new LockAnnotation(where, semaphore.name(), semaphore.key(), new String[0], semaphore.waitTime(),
-				semaphore.leaseTime(), semaphore.onLimited(), semaphore.permits());
+				semaphore.leaseTime(), semaphore.onLimited(), semaphore.permits(), semaphore.backend());
 	}
 
 	private static <A extends Annotation> @Nullable A merged(Method specific, Method method, Class<A> type) {

@@ -38,6 +38,7 @@ import dev.holdfast.core.EngineLease;
 import dev.holdfast.core.IdentityStrings;
 import dev.holdfast.core.ThreadBindings;
 import dev.holdfast.multi.KeySetLocking;
+import dev.holdfast.scan.BackendChoice;
 
 /**
  * Runs a method under its {@link LockOperation}: evaluates the key, acquires through the
@@ -95,23 +96,31 @@ public class LockAspectSupport {
 
 	private final LockOperationSource operations;
 
-	private final LockTemplate template;
+	private final BackendChoice<LockTemplate> templates;
 
 	private final @Nullable BeanFactory beanFactory;
 
 	private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
 
 
-	private final @Nullable ReactiveLockSupport reactive;
+	private final @Nullable BackendChoice<ReactiveLockSupport> reactive;
 
 	/** The methods warned about by {@link #warnIfWorkOutlivesTheLock}: at most one per annotated method. */
 	private final Set<Method> warned = ConcurrentHashMap.newKeySet();
 
 	public LockAspectSupport(LockOperationSource operations, LockTemplate template, @Nullable BeanFactory beanFactory) {
+		this(operations, BackendChoice.only(template), beanFactory);
+	}
+
+	/**
+	 * @param templates the template of each backend an operation can name
+	 */
+	public LockAspectSupport(LockOperationSource operations, BackendChoice<LockTemplate> templates,
+			@Nullable BeanFactory beanFactory) {
 		this.operations = operations;
-		this.template = template;
+		this.templates = templates;
 		this.beanFactory = beanFactory;
-		this.reactive = REACTOR_PRESENT ? new ReactiveLockSupport(template) : null;
+		this.reactive = REACTOR_PRESENT ? templates.map(ReactiveLockSupport::new) : null;
 	}
 
 	/** The method's invocation, as the caller can continue it. */
@@ -140,11 +149,12 @@ public class LockAspectSupport {
 		if (this.reactive != null && adapter != null && !CompletionStage.class.isAssignableFrom(returnType)) {
 			Object result = invoker.proceed();
 			return (result != null)
-					? this.reactive.lock(result, adapter, operation.suspending(), operation.name(), key,
+					? this.reactive.get(operation.backend()).lock(result, adapter, operation.suspending(), operation.name(), key,
 							operation.options(), operation.onLocked())
 					: null;
 		}
-		Lease lease = acquire(operation, key);
+		LockTemplate template = this.templates.get(operation.backend());
+		Lease lease = acquire(template, operation, key);
 		if (lease == null) {
 			return emptyResult(returnType);
 		}
@@ -161,7 +171,7 @@ public class LockAspectSupport {
 		// Whatever the declared type (Object, a type variable), a stage keeps the lock until it is done.
 		if (result instanceof CompletionStage<?> stage) {
 			KeySetLocking.detach(lease);
-			return releaseWhenDone(stage, lease, returnType);
+			return releaseWhenDone(template, stage, lease, returnType);
 		}
 		lease.close();
 		if (result != null && !Future.class.isAssignableFrom(returnType)) {
@@ -195,15 +205,15 @@ public class LockAspectSupport {
 	 * {@code Object} returned a stage of another class (a caller may cast to it), {@code stage}
 	 * itself is returned and the release happens when it completes.
 	 */
-	private Object releaseWhenDone(CompletionStage<?> stage, Lease lease, Class<?> returnType) {
+	private Object releaseWhenDone(LockTemplate template, CompletionStage<?> stage, Lease lease, Class<?> returnType) {
 		boolean replaceable = returnType.isAssignableFrom(CompletableFuture.class)
 				&& (CompletionStage.class.isAssignableFrom(returnType) || stage.getClass() == CompletableFuture.class);
 		if (!replaceable) {
-			stage.whenComplete((value, ex) -> release(lease));
+			stage.whenComplete((value, ex) -> release(template, lease));
 			return stage;
 		}
 		CompletableFuture<@Nullable Object> result = new CompletableFuture<>();
-		stage.whenComplete((value, ex) -> release(lease).whenComplete((released, never) -> {
+		stage.whenComplete((value, ex) -> release(template, lease).whenComplete((released, never) -> {
 			if (ex != null) {
 				result.completeExceptionally(ex);
 			}
@@ -219,32 +229,32 @@ public class LockAspectSupport {
 		return result;
 	}
 
-	private CompletionStage<Void> release(Lease lease) {
-		if (this.template instanceof AsyncLockTemplate async) {
+	private static CompletionStage<Void> release(LockTemplate template, Lease lease) {
+		if (template instanceof AsyncLockTemplate async) {
 			return async.releaseAsync(lease);
 		}
 		lease.close();
 		return CompletableFuture.completedFuture(null);
 	}
 
-	private @Nullable Lease acquire(LockOperation operation, @Nullable Object key) {
+	private static @Nullable Lease acquire(LockTemplate template, LockOperation operation, @Nullable Object key) {
 		Lease lease;
 		if (operation.permits() > 0) {
 			lease = (operation.onLocked() == OnLocked.THROW)
-					? this.template.acquirePermit(operation.name(), key, operation.permits(), operation.options())
-					: this.template.tryAcquirePermit(operation.name(), key, operation.permits(), operation.options())
+					? template.acquirePermit(operation.name(), key, operation.permits(), operation.options())
+					: template.tryAcquirePermit(operation.name(), key, operation.permits(), operation.options())
 						.orElse(null);
 		}
 		else if (key instanceof KeySet keys) {
 			lease = (operation.onLocked() == OnLocked.THROW)
-					? this.template.acquireAll(operation.name(), keys.keys(), operation.options())
-					: this.template.tryAcquireAll(operation.name(), keys.keys(), operation.options()).orElse(null);
+					? template.acquireAll(operation.name(), keys.keys(), operation.options())
+					: template.tryAcquireAll(operation.name(), keys.keys(), operation.options()).orElse(null);
 		}
 		else if (operation.onLocked() == OnLocked.THROW) {
-			lease = this.template.acquire(operation.name(), key, operation.options());
+			lease = template.acquire(operation.name(), key, operation.options());
 		}
 		else {
-			lease = this.template.tryAcquire(operation.name(), key, operation.options()).orElse(null);
+			lease = template.tryAcquire(operation.name(), key, operation.options()).orElse(null);
 		}
 		return lease;
 	}

@@ -28,16 +28,17 @@ import dev.holdfast.OnLocked;
  * @param keysExpressions the parsed {@code keys} expressions, empty unless the method locks several
  * keys
  * @param permits the permits of a {@link dev.holdfast.DistributedSemaphore}, 0 for a lock
+ * @param backend the backend that keeps the lock, {@code ""} for the default one
  */
 public record LockOperation(Method method, String name, @Nullable Expression keyExpression, String keyExpressionText,
 		LockOptions options, OnLocked onLocked, @Nullable ReactiveAdapter reactiveAdapter, boolean suspending,
-		List<KeysExpression> keysExpressions, int permits) {
+		List<KeysExpression> keysExpressions, int permits, String backend) {
 
 	/** An operation of one key (or none): no {@code keys}. */
 	public LockOperation(Method method, String name, @Nullable Expression keyExpression, String keyExpressionText,
 			LockOptions options, OnLocked onLocked, @Nullable ReactiveAdapter reactiveAdapter, boolean suspending) {
 		this(method, name, keyExpression, keyExpressionText, options, onLocked, reactiveAdapter, suspending, List.of(),
-				0);
+				0, "");
 	}
 
 	/**

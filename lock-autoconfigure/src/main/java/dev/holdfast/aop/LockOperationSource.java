@@ -45,6 +45,7 @@ import dev.holdfast.OnLocked;
 import dev.holdfast.core.IdentityStrings;
 import dev.holdfast.core.IdentityStrings.DeclaredIdentity;
 import dev.holdfast.scan.AnnotatedMethodTypes;
+import dev.holdfast.scan.BackendChoice;
 
 /**
  * Finds and resolves {@link DistributedLock} on methods, once per (method, target class).
@@ -91,12 +92,23 @@ public class LockOperationSource {
 
 	private final boolean coroutinesReactorPresent;
 
+	private final BackendChoice<?> backends;
+
 	/**
 	 * @param placeholders resolves {@code ${...}} in annotation attributes; {@code null} leaves
 	 * them as they are
 	 */
 	public LockOperationSource(@Nullable StringValueResolver placeholders) {
-		this(placeholders, LockAspectSupport.REACTOR_PRESENT, COROUTINES_REACTOR_PRESENT);
+		this(placeholders, BackendChoice.only(true));
+	}
+
+	/**
+	 * @param placeholders resolves {@code ${...}} in annotation attributes; {@code null} leaves
+	 * them as they are
+	 * @param backends the backends an annotation's {@code backend} can name
+	 */
+	public LockOperationSource(@Nullable StringValueResolver placeholders, BackendChoice<?> backends) {
+		this(placeholders, LockAspectSupport.REACTOR_PRESENT, COROUTINES_REACTOR_PRESENT, backends);
 	}
 
 	/**
@@ -106,6 +118,12 @@ public class LockOperationSource {
 	 */
 	LockOperationSource(@Nullable StringValueResolver placeholders, boolean reactorPresent,
 			boolean coroutinesReactorPresent) {
+		this(placeholders, reactorPresent, coroutinesReactorPresent, BackendChoice.only(true));
+	}
+
+	private LockOperationSource(@Nullable StringValueResolver placeholders, boolean reactorPresent,
+			boolean coroutinesReactorPresent, BackendChoice<?> backends) {
+		this.backends = backends;
 		this.placeholders = placeholders;
 		this.reactorPresent = reactorPresent;
 		this.coroutinesReactorPresent = reactorPresent && coroutinesReactorPresent;
@@ -213,13 +231,15 @@ public class LockOperationSource {
 				keys.add(new LockOperation.KeysExpression(parseKey(text, specific, where), text));
 			}
 		}
+		this.backends.check(annotation.backend(), where);
 		return new LockOperation(specific, name, expression, keyText, options, annotation.onLocked(), adapter,
-				suspending, List.copyOf(keys), annotation.permits());
+				suspending, List.copyOf(keys), annotation.permits(), annotation.backend());
 	}
 
 	/** SEM-5 at startup: the methods of one application agree on the permits of each semaphore name. */
 	private void checkSamePermits(String name, LockAnnotation annotation) {
-		LockAnnotation first = this.semaphores.putIfAbsent(name, annotation);
+		// A name on two backends is two semaphores (NBK-6); backend names have no ':'.
+		LockAnnotation first = this.semaphores.putIfAbsent(annotation.backend() + ":" + name, annotation);
 		if (first != null && first.permits() != annotation.permits()) {
 			throw new LockConfigurationException(annotation.where() + " gives semaphore '" + name + "' "
 					+ annotation.permits() + " permits, but " + first.where() + " gives it " + first.permits()

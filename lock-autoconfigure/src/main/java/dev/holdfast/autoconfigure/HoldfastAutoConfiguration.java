@@ -56,8 +56,14 @@ public final class HoldfastAutoConfiguration {
 		}
 		LockSettings settings = settings(properties)
 			.withInstanceName(InstanceNameDefault.resolve(properties, context, environment));
-		List<LockListener> all = listeners.orderedStream().toList();
-		LockListener listener = CompositeLockListener.of(all);
+		return template(backend, settings, CompositeLockListener.of(listeners.orderedStream().toList()));
+	}
+
+	/**
+	 * The engine over {@code backend}, the default backend's and each named one's
+	 * ({@link NamedBackendsRegistrar}).
+	 */
+	static DefaultLockTemplate template(LockBackend backend, LockSettings settings, LockListener listener) {
 		DefaultLockTemplate template;
 		try {
 			template = new DefaultLockTemplate(backend, settings, listener);
@@ -70,6 +76,11 @@ public final class HoldfastAutoConfiguration {
 		// creation of the other beans; LockBackendStartup awaits it before the context has started.
 		template.prepare();
 		return template;
+	}
+
+	@Bean
+	static NamedBackendsRegistrar holdfastNamedBackendsRegistrar(Environment environment) {
+		return new NamedBackendsRegistrar(environment);
 	}
 
 	@Bean
@@ -86,7 +97,7 @@ public final class HoldfastAutoConfiguration {
 		return new GracefulLockShutdown(holdfastLockTemplate);
 	}
 
-	private static LockSettings settings(HoldfastProperties properties) {
+	static LockSettings settings(HoldfastProperties properties) {
 		try {
 			return LockSettings.defaults()
 				.withKeyPrefix(properties.getKeyPrefix())

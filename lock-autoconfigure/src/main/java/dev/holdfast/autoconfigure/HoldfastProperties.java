@@ -1,6 +1,8 @@
 package dev.holdfast.autoconfigure;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 import org.jspecify.annotations.Nullable;
 
@@ -90,6 +92,13 @@ public class HoldfastProperties {
 	 * at WARN.
 	 */
 	private boolean failOnUnknownProperties = true;
+
+	/**
+	 * Further backends, by name (letters, digits and '-'), besides the default one above; an
+	 * annotation's or a qualifier's backend name chooses one. Each has a type, and that type's
+	 * settings under holdfast.backends.<name>.<type>.* (as under holdfast.<type>.*).
+	 */
+	private final Map<String, Backend> backends = new LinkedHashMap<>();
 
 	private final Aop aop = new Aop();
 
@@ -183,6 +192,60 @@ public class HoldfastProperties {
 
 	public Aop getAop() {
 		return this.aop;
+	}
+
+	public Map<String, Backend> getBackends() {
+		return this.backends;
+	}
+
+	/**
+	 * A named backend ({@code holdfast.backends.<name>}).
+	 */
+	public static class Backend {
+
+		/**
+		 * Backend that keeps this backend's locks.
+		 */
+		private @Nullable BackendType type;
+
+		/**
+		 * Name of the client bean it uses: a RedisConnectionFactory (redis), a DataSource (jdbc)
+		 * or a CuratorFramework (zookeeper). Default: the application's only (or primary) one; for
+		 * zookeeper, a client of its own when holdfast.backends.<name>.zookeeper.connect-string
+		 * is set.
+		 */
+		private @Nullable String client;
+
+		/**
+		 * Prefix of this backend's lock keys. Default: holdfast.key-prefix followed by
+		 * '<name>::', so that a lock name on two backends sharing one server is two locks.
+		 */
+		private @Nullable String keyPrefix;
+
+		public @Nullable BackendType getType() {
+			return this.type;
+		}
+
+		public void setType(@Nullable BackendType type) {
+			this.type = type;
+		}
+
+		public @Nullable String getClient() {
+			return this.client;
+		}
+
+		public void setClient(@Nullable String client) {
+			this.client = client;
+		}
+
+		public @Nullable String getKeyPrefix() {
+			return this.keyPrefix;
+		}
+
+		public void setKeyPrefix(@Nullable String keyPrefix) {
+			this.keyPrefix = keyPrefix;
+		}
+
 	}
 
 	/**

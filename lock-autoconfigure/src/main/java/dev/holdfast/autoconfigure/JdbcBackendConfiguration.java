@@ -53,12 +53,6 @@ class JdbcBackendConfiguration {
 	JdbcLockBackend holdfastLockBackend(@HoldfastDataSource ObjectProvider<DataSource> holdfastDataSource,
 			ObjectProvider<DataSource> dataSource, HoldfastJdbcProperties properties,
 			HoldfastProperties holdfastProperties, Environment environment) {
-		Duration queryTimeout = properties.getQueryTimeout();
-		if (queryTimeout == null || queryTimeout.isNegative() || queryTimeout.isZero()) {
-			throw new LockConfigurationException(
-					"holdfast.jdbc.query-timeout is " + queryTimeout + ": lock statements need a positive timeout.",
-					"Set holdfast.jdbc.query-timeout to a positive duration such as 5s, or remove it.");
-		}
 		DataSource locks = lockDataSource(holdfastDataSource, dataSource);
 		if (!environment.containsProperty(OnBackendCondition.PROPERTY) && EmbeddedDatabaseConnection.isEmbedded(locks)) {
 			// Chosen because a DataSource exists, and that DataSource is an in-memory database that
@@ -67,6 +61,33 @@ class JdbcBackendConfiguration {
 					+ "local to this JVM and do not exclude other instances. Configure a shared database "
 					+ "(spring.datasource.url) or another backend, or set holdfast.backend=jdbc (or memory) to "
 					+ "silence this warning.");
+		}
+		return backend(locks, properties, holdfastProperties);
+	}
+
+	/**
+	 * The jdbc backend of {@code holdfast.backends.<name>}, built as the default one; its lock
+	 * table is created first as its {@code initialize-schema} says.
+	 */
+	static JdbcLockBackend named(NamedBackend named) {
+		DataSource locks = named.client(DataSource.class);
+		HoldfastJdbcProperties properties = named.settings(HoldfastJdbcProperties.class);
+		try {
+			new HoldfastJdbcDataSourceScriptDatabaseInitializer(locks, properties).initializeDatabase();
+		}
+		catch (RuntimeException ex) {
+			unreachable(ex, named.holdfast().isFailFast());
+		}
+		return backend(locks, properties, named.holdfast());
+	}
+
+	private static JdbcLockBackend backend(DataSource locks, HoldfastJdbcProperties properties,
+			HoldfastProperties holdfastProperties) {
+		Duration queryTimeout = properties.getQueryTimeout();
+		if (queryTimeout == null || queryTimeout.isNegative() || queryTimeout.isZero()) {
+			throw new LockConfigurationException(
+					"holdfast.jdbc.query-timeout is " + queryTimeout + ": lock statements need a positive timeout.",
+					"Set holdfast.jdbc.query-timeout to a positive duration such as 5s, or remove it.");
 		}
 		JdbcLockBackend backend = new JdbcLockBackend(locks, properties.getTableName(), queryTimeout,
 				properties.getSweepAfter());

@@ -34,8 +34,10 @@ class LockAopConfiguration {
 
 	@Bean
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
-	static LockOperationSource holdfastLockOperationSource(ConfigurableBeanFactory beanFactory) {
-		return new LockOperationSource(beanFactory::resolveEmbeddedValue);
+	static LockOperationSource holdfastLockOperationSource(ConfigurableBeanFactory beanFactory,
+			Environment environment) {
+		return new LockOperationSource(beanFactory::resolveEmbeddedValue,
+				NamedBackendsRegistrar.choice(environment, beanFactory, LockTemplate.class, null));
 	}
 
 	@Bean
@@ -50,7 +52,9 @@ class LockAopConfiguration {
 			ObjectProvider<LockTemplate> template, BeanFactory beanFactory, Environment environment) {
 		int order = environment.getProperty("holdfast.aop.order", Integer.class,
 				new HoldfastProperties().getAop().getOrder());
-		LockAspectSupport support = new LockAspectSupport(operations, new LazyLockTemplate(template), beanFactory);
+		LockAspectSupport support = new LockAspectSupport(operations,
+				NamedBackendsRegistrar.choice(environment, beanFactory, LockTemplate.class, new LazyLockTemplate(template)),
+				beanFactory);
 		return new DistributedLockAdvisor(operations, new DistributedLockInterceptor(support), order);
 	}
 

@@ -28,6 +28,11 @@ class MemoryBackendConfiguration {
 					+ "keeps locks in memory: they are local to this JVM and do not exclude other instances. Set holdfast.backend=memory to "
 					+ "silence this warning, or configure a shared backend.");
 		}
+		return named();
+	}
+
+	/** A memory backend, the default one or one of {@code holdfast.backends.<name>}. */
+	static InMemoryLockBackend named() {
 		return new InMemoryLockBackend();
 	}
 

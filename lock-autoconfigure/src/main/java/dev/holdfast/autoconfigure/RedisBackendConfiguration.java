@@ -54,14 +54,25 @@ class RedisBackendConfiguration {
 		if (connectionFactory == null) {
 			throw missingConnectionFactory(connectionFactories.stream().toList());
 		}
+		return backend(connectionFactory, properties, holdfast.getKeyPrefix());
+	}
+
+	/** The redis backend of {@code holdfast.backends.<name>}, built as the default one. */
+	static RedisLockBackend named(NamedBackend named) {
+		return backend(named.client(RedisConnectionFactory.class), named.settings(HoldfastRedisProperties.class),
+				named.keyPrefix());
+	}
+
+	private static RedisLockBackend backend(RedisConnectionFactory connectionFactory,
+			HoldfastRedisProperties properties, String keyPrefix) {
 		String channel = properties.getChannel();
 		if (channel == null) {
-			channel = channel(holdfast.getKeyPrefix());
+			channel = channel(keyPrefix);
 		}
 		else if (channel.isBlank()) {
 			throw new LockConfigurationException("holdfast.redis.channel is empty",
 					"Set holdfast.redis.channel to a channel name, or remove it to use the default '"
-							+ channel(holdfast.getKeyPrefix()) + "' (the key prefix followed by 'released').");
+							+ channel(keyPrefix) + "' (the key prefix followed by 'released').");
 		}
 		return RedisLockBackend.of(connectionFactory, channel, replicaAcks(properties, connectionFactory));
 	}

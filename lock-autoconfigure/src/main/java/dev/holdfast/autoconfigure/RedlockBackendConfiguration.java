@@ -29,8 +29,16 @@ class RedlockBackendConfiguration {
 
 		@Bean(destroyMethod = "close")
 		RedlockLockBackend redlockLockBackend(HoldfastRedlockProperties properties, HoldfastProperties holdfast) {
+			return backend(properties, holdfast.getKeyPrefix());
+		}
+
+		/** The redlock backend of {@code holdfast.backends.<name>}, built as the default one. */
+		static RedlockLockBackend named(NamedBackend named) {
+			return backend(named.settings(HoldfastRedlockProperties.class), named.keyPrefix());
+		}
+
+		private static RedlockLockBackend backend(HoldfastRedlockProperties properties, String prefix) {
 			RedlockSettings settings = settings(properties);
-			String prefix = holdfast.getKeyPrefix();
 			if (!prefix.isEmpty()) {
 				// Applications with different key prefixes share no locks: they need not hear each
 				// other's releases.

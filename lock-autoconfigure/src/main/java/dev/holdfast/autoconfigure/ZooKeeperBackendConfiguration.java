@@ -60,6 +60,23 @@ class ZooKeeperBackendConfiguration {
 			return onOwnClient(properties, basePath, failFast);
 		}
 
+		/**
+		 * The zookeeper backend of {@code holdfast.backends.<name>}, built as the default one: on
+		 * the client bean it names, else on a client of its own when its connect string is set,
+		 * else on the application's only (or primary) client.
+		 */
+		static ZooKeeperLockBackend named(NamedBackend named) {
+			HoldfastZooKeeperProperties properties = named.settings(HoldfastZooKeeperProperties.class);
+			String basePath = basePath(properties);
+			boolean failFast = named.holdfast().isFailFast();
+			if (named.clientName() == null && properties.getConnectString() != null) {
+				return onOwnClient(properties, basePath, failFast);
+			}
+			CuratorFramework client = named.clientIfAny(CuratorFramework.class);
+			return (client != null) ? onApplicationClient(client, basePath, failFast)
+					: onOwnClient(properties, basePath, failFast);
+		}
+
 		private static ZooKeeperLockBackend onApplicationClient(CuratorFramework client, String basePath,
 				boolean failFast) {
 			if (client.getState() != CuratorFrameworkState.STARTED) {

@@ -1,0 +1,211 @@
+package dev.holdfast.autoconfigure;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Supplier;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.annotation.BeanFactoryAnnotationUtils;
+import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
+import org.springframework.beans.factory.support.AbstractBeanDefinition;
+import org.springframework.beans.factory.support.AutowireCandidateQualifier;
+import org.springframework.beans.factory.support.BeanDefinitionRegistry;
+import org.springframework.beans.factory.support.BeanDefinitionRegistryPostProcessor;
+import org.springframework.beans.factory.support.RootBeanDefinition;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationContextAware;
+import org.springframework.core.env.Environment;
+import org.springframework.util.ClassUtils;
+
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockListener;
+import dev.holdfast.core.CompositeLockListener;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.scan.BackendChoice;
+import dev.holdfast.spi.LockBackend;
+
+/**
+ * Registers, for each backend of {@code holdfast.backends.<name>}, what the default backend has
+ * (NBK in docs/DESIGN.md): its {@link LockBackend}, built by its type's configuration as the
+ * default one is; its engine, a {@link DefaultLockTemplate} injectable with
+ * {@code @Qualifier("<name>")}; its startup ({@link LockBackendStartup}) and graceful shutdown
+ * ({@link GracefulLockShutdown}). Its beans are no default candidates: an injection point without
+ * the qualifier gets the default backend's, as in an application without named backends.
+ */
+final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcessor, ApplicationContextAware {
+
+	private static final Log logger = LogFactory.getLog(NamedBackendsRegistrar.class);
+
+	/** The bean name of the {@code LockBackend} of the backend named {@code <suffix>}. */
+	static final String BACKEND_BEAN = "holdfastLockBackend.";
+
+	/** The bean name of the {@code DefaultLockTemplate} of the backend named {@code <suffix>}. */
+	static final String TEMPLATE_BEAN = "holdfastLockTemplate.";
+
+	private final Environment environment;
+
+	private ApplicationContext context;
+
+	NamedBackendsRegistrar(Environment environment) {
+		this.environment = environment;
+	}
+
+	@Override
+	public void setApplicationContext(ApplicationContext context) {
+		this.context = context;
+	}
+
+	/**
+	 * The choice among the default backend, whose {@code T} is {@code defaultOne}, and the named
+	 * ones, whose {@code T} is their bean of that type with the qualifier of their name.
+	 */
+	static <T> BackendChoice<T> choice(Environment environment, BeanFactory beanFactory, Class<T> type,
+			@Nullable T defaultOne) {
+		return new BackendChoice<>(NamedBackend.configured(environment).keySet(),
+				(name) -> name.equals(BackendChoice.DEFAULT) ? Objects.requireNonNull(defaultOne)
+						: BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, type, name));
+	}
+
+	@Override
+	public void postProcessBeanDefinitionRegistry(BeanDefinitionRegistry registry) {
+		Map<String, HoldfastProperties.Backend> backends = NamedBackend.configured(this.environment);
+		if (backends.isEmpty()) {
+			return;
+		}
+		if (!(registry instanceof ConfigurableListableBeanFactory beanFactory)) {
+			throw new IllegalStateException("Named backends need a ConfigurableListableBeanFactory, not " + registry);
+		}
+		backends.forEach((name, spec) -> register(registry, beanFactory, name, spec));
+		logSharedClients(backends);
+	}
+
+	private void register(BeanDefinitionRegistry registry, ConfigurableListableBeanFactory beanFactory, String name,
+			HoldfastProperties.Backend spec) {
+		String backendBean = BACKEND_BEAN + name;
+		RootBeanDefinition backend = new RootBeanDefinition(LockBackend.class, () -> backend(beanFactory, name, spec));
+		backend.setDestroyMethodName(AbstractBeanDefinition.INFER_METHOD);
+		backend.setDefaultCandidate(false);
+		registry.registerBeanDefinition(backendBean, backend);
+
+		String templateBean = TEMPLATE_BEAN + name;
+		RootBeanDefinition template = new RootBeanDefinition(DefaultLockTemplate.class,
+				() -> template(beanFactory, name, spec, beanFactory.getBean(backendBean, LockBackend.class)));
+		template.setDependsOn(backendBean);
+		template.setDestroyMethodName("close");
+		template.setDefaultCandidate(false);
+		template.addQualifier(new AutowireCandidateQualifier(Qualifier.class, name));
+		registry.registerBeanDefinition(templateBean, template);
+
+		String choice = "backend '" + name + "': " + NamedBackend.PREFIX + "." + name + ".type="
+				+ NamedBackend.typeName(spec);
+		registerLifecycle(registry, "holdfastBackendStartup." + name, templateBean, LockBackendStartup.class,
+				() -> new LockBackendStartup(beanFactory.getBean(templateBean, DefaultLockTemplate.class), choice,
+						beanFactory.getBean(HoldfastProperties.class).isFailFast()));
+		registerLifecycle(registry, "holdfastGracefulShutdown." + name, templateBean, GracefulLockShutdown.class,
+				() -> new GracefulLockShutdown(beanFactory.getBean(templateBean, DefaultLockTemplate.class)));
+	}
+
+	private static <T> void registerLifecycle(BeanDefinitionRegistry registry, String beanName, String templateBean,
+			Class<T> type, Supplier<T> supplier) {
+		RootBeanDefinition lifecycle = new RootBeanDefinition(type, supplier);
+		lifecycle.setDependsOn(templateBean);
+		lifecycle.setDefaultCandidate(false);
+		registry.registerBeanDefinition(beanName, lifecycle);
+	}
+
+	private LockBackend backend(ConfigurableListableBeanFactory beanFactory, String name,
+			HoldfastProperties.Backend spec) {
+		NamedBackend named = new NamedBackend(name, spec.getType(), spec,
+				beanFactory.getBean(HoldfastProperties.class), beanFactory, Binder.get(this.environment));
+		try {
+			return switch (named.type()) {
+				case REDIS -> {
+					requireClass(named, "org.springframework.data.redis.connection.RedisConnectionFactory",
+							"spring-boot-starter-data-redis");
+					yield RedisBackendConfiguration.named(named);
+				}
+				case JDBC -> {
+					requireClass(named, "org.springframework.boot.jdbc.init.DatabaseInitializationProperties",
+							"spring-boot-starter-jdbc and your database's driver");
+					yield JdbcBackendConfiguration.named(named);
+				}
+				case ZOOKEEPER -> {
+					requireClass(named, "org.apache.curator.framework.CuratorFramework",
+							"org.apache.curator:curator-framework");
+					yield ZooKeeperBackendConfiguration.CuratorAvailable.named(named);
+				}
+				case REDLOCK -> {
+					requireClass(named, "org.redisson.api.RedissonClient", "org.redisson:redisson");
+					yield RedlockBackendConfiguration.RedissonAvailable.named(named);
+				}
+				case MEMORY -> MemoryBackendConfiguration.named();
+			};
+		}
+		catch (LockConfigurationException ex) {
+			throw named.named(ex);
+		}
+	}
+
+	private DefaultLockTemplate template(ConfigurableListableBeanFactory beanFactory, String name,
+			HoldfastProperties.Backend spec, LockBackend backend) {
+		HoldfastProperties properties = beanFactory.getBean(HoldfastProperties.class);
+		NamedBackend named = new NamedBackend(name, spec.getType(), spec, properties, beanFactory,
+				Binder.get(this.environment));
+		LockListener listeners = CompositeLockListener
+			.of(beanFactory.getBeanProvider(LockListener.class).orderedStream().toList());
+		return HoldfastAutoConfiguration.template(backend,
+				HoldfastAutoConfiguration.settings(properties)
+					.withKeyPrefix(named.keyPrefix())
+					.withInstanceName(InstanceNameDefault.resolve(properties, this.context, this.environment)),
+				new NamedBackendListener(name, listeners));
+	}
+
+	private static void requireClass(NamedBackend named, String className, String library) {
+		if (!ClassUtils.isPresent(className, NamedBackendsRegistrar.class.getClassLoader())) {
+			throw new LockConfigurationException(named.prefix() + ".type=" + named.typeName()
+					+ " is set, but its client library is not on the classpath",
+					"Add " + library + " to the application's dependencies, or choose another " + named.prefix()
+							+ ".type.");
+		}
+	}
+
+	/**
+	 * Says at INFO which backends of one type share a client bean (NBK-7): allowed, and their
+	 * locks stay apart by their key prefixes.
+	 */
+	private void logSharedClients(Map<String, HoldfastProperties.Backend> backends) {
+		Map<String, List<String>> byClient = new LinkedHashMap<>();
+		backends.forEach((name, spec) -> {
+			if (spec.getType() != BackendType.MEMORY && spec.getType() != BackendType.REDLOCK) {
+				String client = (spec.getClient() != null) ? "'" + spec.getClient() + "'" : "(the application's)";
+				byClient.computeIfAbsent(NamedBackend.typeName(spec) + " client " + client, (key) -> new ArrayList<>())
+					.add(name);
+			}
+		});
+		BackendType defaultType = Binder.get(this.environment).bind(OnBackendCondition.PROPERTY, BackendType.class)
+			.orElse(null);
+		List<String> sharingTheDefault = byClient.get(String.valueOf(defaultType).toLowerCase(Locale.ROOT)
+				+ " client (the application's)");
+		if (sharingTheDefault != null) {
+			sharingTheDefault.add(0, "default");
+		}
+		byClient.forEach((client, names) -> {
+			if (names.size() > 1) {
+				logger.info("Holdfast backends " + names + " share the " + client + ": allowed; each keeps its "
+						+ "locks under its own key prefix, so a lock name on two of them is two locks");
+			}
+		});
+	}
+
+}

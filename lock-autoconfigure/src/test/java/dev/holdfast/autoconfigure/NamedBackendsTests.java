@@ -1,0 +1,259 @@
+package dev.holdfast.autoconfigure;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+
+import javax.sql.DataSource;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import dev.holdfast.DistributedLock;
+import dev.holdfast.Lease;
+import dev.holdfast.LockBackendException;
+import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockContext;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
+import dev.holdfast.core.LockEngine;
+import dev.holdfast.test.server.PostgresServer;
+import dev.holdfast.test.server.RedisServer;
+import dev.holdfast.test.server.ZooKeeperServer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+
+/**
+ * Several backends in one context (NBK in docs/DESIGN.md): the default one on a real Redis, a
+ * named {@code jobs} on a real PostgreSQL and a named {@code zk} on a real ZooKeeper.
+ */
+@ExtendWith(OutputCaptureExtension.class)
+class NamedBackendsTests {
+
+	private static RedisServer redis;
+
+	private static PostgresServer postgres;
+
+	private static ZooKeeperServer zooKeeper;
+
+	@BeforeAll
+	static void startServers() {
+		redis = RedisServer.start();
+		postgres = PostgresServer.shared();
+		zooKeeper = ZooKeeperServer.start();
+	}
+
+	@AfterAll
+	static void stopServers() {
+		redis.close();
+		zooKeeper.close();
+	}
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, DataSourceAutoConfiguration.class,
+				HoldfastAutoConfiguration.class, HoldfastActuatorAutoConfiguration.class))
+		.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+		.withPropertyValues("spring.data.redis.port=" + redis.port(), "spring.datasource.url=" + postgres.jdbcUrl(),
+				"spring.datasource.username=postgres", "spring.datasource.password=postgres", "holdfast.backend=redis",
+				"holdfast.backends.jobs.type=jdbc", "holdfast.backends.jobs.jdbc.initialize-schema=always",
+				"holdfast.backends.zk.type=zookeeper",
+				"holdfast.backends.zk.zookeeper.connect-string=" + zooKeeper.connectString());
+
+	@Test
+	void aMethodLockedOnEachBackendHoldsItsLockThereAndTheMetersAreTaggedWithTheBackendsName() {
+		this.runner.withUserConfiguration(LockedConfiguration.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			Locked locked = context.getBean(Locked.class);
+			LockEngine jobs = context.getBean("holdfastLockTemplate.jobs", LockEngine.class);
+			LockEngine zk = context.getBean("holdfastLockTemplate.zk", LockEngine.class);
+			LockEngine main = context.getBean(LockEngine.class);
+			assertThat(locked.onDefault(main, jobs, zk)).isEqualTo("holdfast:report");
+			assertThat(locked.onJobs(main, jobs, zk)).isEqualTo("holdfast:jobs::report");
+			assertThat(locked.onZooKeeper(main, jobs, zk)).isEqualTo("holdfast:zk::report");
+			MeterRegistry meters = context.getBean(MeterRegistry.class);
+			for (String backend : List.of("redis", "jobs", "zk")) {
+				assertThat(meters.find("holdfast.lock.acquire").tag("backend", backend).tag("name", "report").timer())
+					.as(backend)
+					.isNotNull();
+			}
+		});
+	}
+
+	@Test
+	void aNamedTemplateIsInjectedByItsQualifierAndTheSameNameOnTwoBackendsIsTwoLocks() {
+		this.runner.withUserConfiguration(QualifiedConfiguration.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			Qualified qualified = context.getBean(Qualified.class);
+			assertThat(qualified.jobs).isSameAs(context.getBean("holdfastLockTemplate.jobs"));
+			assertThat(qualified.main).isSameAs(context.getBean("holdfastLockTemplate"));
+			try (Lease onJobs = qualified.jobs.acquire("same", null, LockOptions.defaults());
+					Lease onZk = qualified.zk.acquire("same", null, LockOptions.defaults());
+					Lease onDefault = qualified.main.acquire("same", null, LockOptions.defaults())) {
+				assertThat(List.of(onJobs, onZk, onDefault)).allMatch(Lease::isValid);
+			}
+		});
+	}
+
+	@Test
+	void twoBackendsOnOneDataSourceAreSaidAtInfoAndKeepTwoLocksOfOneName(CapturedOutput output) {
+		this.runner.withPropertyValues("holdfast.backends.reports.type=jdbc").run((context) -> {
+			assertThat(context).hasNotFailed();
+			LockTemplate jobs = context.getBean("holdfastLockTemplate.jobs", LockTemplate.class);
+			LockTemplate reports = context.getBean("holdfastLockTemplate.reports", LockTemplate.class);
+			try (Lease one = jobs.acquire("same", null, LockOptions.defaults())) {
+				Optional<Lease> other = reports.tryAcquire("same", null, LockOptions.defaults().waitTime(Duration.ZERO));
+				assertThat(other).isPresent();
+				other.get().close();
+			}
+			assertThat(output).contains("Holdfast backends [jobs, reports] share the jdbc client (the application's)");
+		});
+	}
+
+	@Test
+	void whileOneBackendIsStoppedTheOthersKeepWorking() {
+		RedisServer ownRedis = RedisServer.start();
+		try {
+			this.runner.withUserConfiguration(LockedConfiguration.class)
+				.withPropertyValues("spring.data.redis.port=" + ownRedis.port(), "spring.data.redis.timeout=500ms")
+				.run((context) -> {
+					assertThat(context).hasNotFailed();
+					Locked locked = context.getBean(Locked.class);
+					LockEngine jobs = context.getBean("holdfastLockTemplate.jobs", LockEngine.class);
+					LockEngine zk = context.getBean("holdfastLockTemplate.zk", LockEngine.class);
+					LockEngine main = context.getBean(LockEngine.class);
+					ownRedis.kill();
+					assertThatExceptionOfType(LockBackendException.class)
+						.isThrownBy(() -> locked.onDefault(main, jobs, zk));
+					assertThat(locked.onJobs(main, jobs, zk)).isEqualTo("holdfast:jobs::report");
+					assertThat(locked.onZooKeeper(main, jobs, zk)).isEqualTo("holdfast:zk::report");
+				});
+		}
+		finally {
+			ownRedis.close();
+		}
+	}
+
+	@Test
+	void anUnknownBackendOnAnAnnotationFailsAtStartupNamingTheKnownOnes() {
+		this.runner.withUserConfiguration(UnknownBackendConfiguration.class).run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).rootCause()
+				.isInstanceOf(LockConfigurationException.class)
+				.hasMessageContaining("names the backend 'job', which is not configured")
+				.hasMessageContaining("\"\" (the default), jobs, zk");
+		});
+	}
+
+	@Test
+	void aNamedBackendWithoutATypeFailsAtStartupNamingTheProperty() {
+		this.runner.withPropertyValues("holdfast.backends.orders.client=dataSource").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+				.hasMessageContaining("holdfast.backends.orders.type is not set");
+		});
+	}
+
+	@Test
+	void aNamedBackendsSettingsAreCheckedAsTheDefaultOnesAndNamedByItsOwnProperty() {
+		this.runner.withPropertyValues("holdfast.backends.jobs.jdbc.query-timeout=0s").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).rootCause()
+				.hasMessageContaining("Backend 'jobs': holdfast.backends.jobs.jdbc.query-timeout is PT0S");
+		});
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class LockedConfiguration {
+
+		@Bean
+		Locked locked(DataSource dataSource) {
+			return new Locked(new JdbcTemplate(dataSource));
+		}
+
+	}
+
+	static class Locked {
+
+		private final JdbcTemplate jdbc;
+
+		Locked(JdbcTemplate jdbc) {
+			this.jdbc = jdbc;
+		}
+
+		@DistributedLock(name = "report")
+		public String onDefault(LockEngine main, LockEngine jobs, LockEngine zk) {
+			return heldOnlyBy(main, jobs, zk);
+		}
+
+		@DistributedLock(name = "report", backend = "jobs")
+		public String onJobs(LockEngine main, LockEngine jobs, LockEngine zk) {
+			String key = heldOnlyBy(jobs, main, zk);
+			assertThat(this.jdbc.queryForList("select lock_key from holdfast_lock", String.class)).contains(key);
+			return key;
+		}
+
+		@DistributedLock(name = "report", backend = "zk")
+		public String onZooKeeper(LockEngine main, LockEngine jobs, LockEngine zk) {
+			return heldOnlyBy(zk, main, jobs);
+		}
+
+		/** The key of this method's lease, which {@code holder} holds and the others do not. */
+		private static String heldOnlyBy(LockEngine holder, LockEngine other, LockEngine third) {
+			String key = LockContext.requireLease().key();
+			assertThat(holder.heldLeases()).anyMatch((lease) -> lease.key().equals(key));
+			assertThat(other.heldLeases()).isEmpty();
+			assertThat(third.heldLeases()).isEmpty();
+			return key;
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class QualifiedConfiguration {
+
+		@Bean
+		Qualified qualified(LockTemplate main, @Qualifier("jobs") LockTemplate jobs,
+				@Qualifier("zk") LockTemplate zk) {
+			return new Qualified(main, jobs, zk);
+		}
+
+	}
+
+	record Qualified(LockTemplate main, LockTemplate jobs, LockTemplate zk) {
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UnknownBackendConfiguration {
+
+		@Bean
+		Misnamed misnamed() {
+			return new Misnamed();
+		}
+
+	}
+
+	static class Misnamed {
+
+		@DistributedLock(backend = "job")
+		public void run() {
+		}
+
+	}
+
+}
