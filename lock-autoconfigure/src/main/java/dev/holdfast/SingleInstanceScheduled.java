@@ -89,6 +89,13 @@ public @interface SingleInstanceScheduled {
 	String name() default "";
 
 	/**
+	 * The backend that keeps the job's lock and claims its ticks: the name of one of
+	 * {@code holdfast.backends.<name>}, or empty for the default backend. An unknown name fails at
+	 * startup.
+	 */
+	String backend() default "";
+
+	/**
 	 * Longest time one run holds the job's lock, even if it hangs: its renewals end then, the
 	 * lock expires, the run's lease is lost (WARN, {@code LockContext} lease no longer valid) and
 	 * another instance may start the job. Set it above the longest expected run. Empty means

@@ -37,7 +37,7 @@ class LockAopConfiguration {
 	static LockOperationSource holdfastLockOperationSource(ConfigurableBeanFactory beanFactory,
 			Environment environment) {
 		return new LockOperationSource(beanFactory::resolveEmbeddedValue,
-				NamedBackendsRegistrar.choice(environment, beanFactory, LockTemplate.class, null));
+				NamedBackendsRegistrar.choice(environment, beanFactory, LockTemplate.class, () -> null));
 	}
 
 	@Bean
@@ -52,8 +52,9 @@ class LockAopConfiguration {
 			ObjectProvider<LockTemplate> template, BeanFactory beanFactory, Environment environment) {
 		int order = environment.getProperty("holdfast.aop.order", Integer.class,
 				new HoldfastProperties().getAop().getOrder());
+		LockTemplate defaultTemplate = new LazyLockTemplate(template);
 		LockAspectSupport support = new LockAspectSupport(operations,
-				NamedBackendsRegistrar.choice(environment, beanFactory, LockTemplate.class, new LazyLockTemplate(template)),
+				NamedBackendsRegistrar.choice(environment, beanFactory, LockTemplate.class, () -> defaultTemplate),
 				beanFactory);
 		return new DistributedLockAdvisor(operations, new DistributedLockInterceptor(support), order);
 	}

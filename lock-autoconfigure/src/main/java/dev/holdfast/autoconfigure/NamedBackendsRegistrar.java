@@ -5,7 +5,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Objects;
 import java.util.function.Supplier;
 
 import org.apache.commons.logging.Log;
@@ -67,13 +66,13 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 	}
 
 	/**
-	 * The choice among the default backend, whose {@code T} is {@code defaultOne}, and the named
+	 * The choice among the default backend, whose {@code T} {@code defaultOne} gives, and the named
 	 * ones, whose {@code T} is their bean of that type with the qualifier of their name.
 	 */
-	static <T> BackendChoice<T> choice(Environment environment, BeanFactory beanFactory, Class<T> type,
-			@Nullable T defaultOne) {
+	static <T extends @Nullable Object> BackendChoice<T> choice(Environment environment, BeanFactory beanFactory,
+			Class<T> type, Supplier<T> defaultOne) {
 		return new BackendChoice<>(NamedBackend.configured(environment).keySet(),
-				(name) -> name.equals(BackendChoice.DEFAULT) ? Objects.requireNonNull(defaultOne)
+				(name) -> name.equals(BackendChoice.DEFAULT) ? defaultOne.get()
 						: BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, type, name));
 	}
 

@@ -5,6 +5,7 @@ import java.time.ZoneId;
 
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.LazyInitializationExcludeFilter;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
@@ -17,6 +18,7 @@ import org.springframework.core.env.Environment;
 import org.springframework.util.StringUtils;
 
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.core.LockEngine;
 import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
 
 /**
@@ -32,14 +34,15 @@ class SchedulingConfiguration {
 	@Bean
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static SingleInstanceScheduledBeanPostProcessor holdfastSingleInstanceScheduledBeanPostProcessor(
-			Environment environment) {
+			Environment environment, ListableBeanFactory beanFactory) {
 		// A post-processor is created before @ConfigurationProperties beans: bind on first use instead.
 		return new SingleInstanceScheduledBeanPostProcessor(() -> {
 			HoldfastSchedulingProperties properties = Binder.get(environment)
 				.bindOrCreate("holdfast.scheduling", HoldfastSchedulingProperties.class);
 			return new SingleInstanceScheduledBeanPostProcessor.Defaults(properties.getLockAtMostFor(),
 					properties.getLockAtLeastFor(), zone(properties.getZone()), properties.getClockTolerance());
-		});
+		}, NamedBackendsRegistrar.choice(environment, beanFactory, LockEngine.class,
+				() -> beanFactory.getBeanProvider(LockEngine.class).getIfUnique()));
 	}
 
 	/**

@@ -48,10 +48,11 @@ import dev.holdfast.SingleInstanceScheduled;
  * @param lockAtLeastFor how long the job lock is kept at least after the start of a run
  * @param leaseTime the time to live of the job lock, renewed while the run lasts; {@code null}:
  * {@code holdfast.lease-time}
+ * @param backend the backend of the job's lock and ticks, {@code ""} for the default one
  */
 record JobDefinition(String name, String description, @Nullable String cron, ZoneId zone,
 		@Nullable Duration fixedRate, @Nullable Duration fixedDelay, Duration initialDelay, Duration lockAtMostFor,
-		Duration lockAtLeastFor, @Nullable Duration leaseTime) {
+		Duration lockAtLeastFor, @Nullable Duration leaseTime, String backend) {
 
 	/** Whether Kotlin suspend functions can be run: in its runBlocking. */
 	private static final boolean COROUTINES_PRESENT = ClassUtils.isPresent("kotlinx.coroutines.BuildersKt",
@@ -179,7 +180,8 @@ record JobDefinition(String name, String description, @Nullable String cron, Zon
 					"Make leaseTime at most lockAtMostFor, or remove it to use holdfast.lease-time.");
 		}
 		return new JobDefinition(name, description, StringUtils.hasLength(cron) ? cron : null, zone, fixedRate,
-				fixedDelay, (initialDelay != null) ? initialDelay : Duration.ZERO, atMost, atLeast, leaseTime);
+				fixedDelay, (initialDelay != null) ? initialDelay : Duration.ZERO, atMost, atLeast, leaseTime,
+				annotation.backend());
 	}
 
 	/**

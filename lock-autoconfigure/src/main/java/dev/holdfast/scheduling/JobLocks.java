@@ -38,6 +38,8 @@ final class JobLocks {
 
 	private final Duration tolerance;
 
+	private final String backendName;
+
 	/**
 	 * @param template the engine whose backend, keys, owner tokens and leases jobs use
 	 * @param listener told of skipped ticks
@@ -47,7 +49,17 @@ final class JobLocks {
 	 */
 	JobLocks(LockEngine template, LockListener listener, TaskScheduler scheduler, TickClock tickClock,
 			Duration tolerance) {
+		this(template, template.backend().name(), listener, scheduler, tickClock, tolerance);
+	}
+
+	/**
+	 * @param backendName the backend's name in messages and meters: its type, or the name of one
+	 * of {@code holdfast.backends.<name>}
+	 */
+	JobLocks(LockEngine template, String backendName, LockListener listener, TaskScheduler scheduler,
+			TickClock tickClock, Duration tolerance) {
 		this.template = template;
+		this.backendName = backendName;
 		this.backend = template.backend();
 		this.listener = listener;
 		this.scheduler = scheduler;
@@ -56,7 +68,7 @@ final class JobLocks {
 	}
 
 	String backendName() {
-		return this.backend.name();
+		return this.backendName;
 	}
 
 	LockListener listener() {

@@ -50,11 +50,10 @@ import org.springframework.util.ClassUtils;
 import org.springframework.util.StringValueResolver;
 
 import dev.holdfast.LockConfigurationException;
-import dev.holdfast.LockListener;
 import dev.holdfast.SingleInstanceScheduled;
-import dev.holdfast.core.CompositeLockListener;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.scan.AnnotatedMethodTypes;
+import dev.holdfast.scan.BackendChoice;
 
 /**
  * Finds {@link SingleInstanceScheduled} methods on beans and schedules them, once the context is
@@ -124,7 +123,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 
 	private volatile @Nullable Defaults resolvedDefaults;
 
-	private volatile @Nullable JobLocks locks;
+	private final JobBackends backends;
 
 	/** Whether the context was refreshed: jobs of beans created from then on are scheduled at once. */
 	private volatile boolean refreshed;
@@ -134,7 +133,16 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	 * {@code lock-at-least-for}, asked once when the first annotated bean is found
 	 */
 	public SingleInstanceScheduledBeanPostProcessor(Supplier<Defaults> defaults) {
+		this(defaults, null);
+	}
+
+	/**
+	 * @param engines the engine of each backend a job can name; {@code null}: the default one only
+	 */
+	public SingleInstanceScheduledBeanPostProcessor(Supplier<Defaults> defaults,
+			@Nullable BackendChoice<@Nullable LockEngine> engines) {
 		this.defaults = defaults;
+		this.backends = new JobBackends(engines);
 	}
 
 	@Override
@@ -177,6 +185,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			JobDefinition definition = JobDefinition.of(entry.getValue(), method, beanClass, this::resolve,
 					defaults.lockAtMostFor(), defaults.lockAtLeastFor(), defaults.zone());
 			definition.checkInvocable(bean, beanName, method);
+			this.backends.check(definition);
 			JobOwner jobOwner = new JobOwner(definition.description(), owner);
 			JobOwner previous = this.names.putIfAbsent(definition.name(), jobOwner);
 			// Instances of one prototype (or a bean created again) share their jobs: they run one at a time.
@@ -205,7 +214,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			}
 			if (late) {
 				// a bean created after the context was refreshed (lazy, prototype): schedule it at once
-				job.bind(locks());
+				job.bind(locks(definition.backend()));
 				this.tasks.schedule(job);
 			}
 		}
@@ -267,12 +276,12 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 			// the lock engine is looked up when a bean created later brings a job
 			return;
 		}
-		JobLocks locks = locks();
 		for (SingleInstanceJob job : jobs) {
-			job.bind(locks);
+			job.bind(locks(job.definition().backend()));
 			this.tasks.schedule(job);
 		}
-		if (!locks.claimsTicks() && jobs.stream().anyMatch((job) -> job.trigger() != null)) {
+		for (JobLocks locks : jobs.stream().filter((job) -> job.trigger() != null).map(SingleInstanceJob::locks)
+			.filter((locks) -> locks != null && !locks.claimsTicks()).distinct().toList()) {
 			logger.warn("The " + locks.backendName() + " lock backend keeps no tick records (it does not "
 					+ "implement TickClaims): which tick of a cron or fixed-rate @SingleInstanceScheduled job is due "
 					+ "is decided by each instance's clock. A tick runs once while the instances' clocks differ by "
@@ -280,39 +289,16 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 					+ "synchronised (NTP), or use a backend with tick records (redis, redlock, jdbc, zookeeper, memory).");
 		}
 		if (logger.isDebugEnabled()) {
-			logger.debug("Holdfast scheduled " + jobs.size() + " job(s) on the " + locks.backendName()
-					+ " backend with " + this.tasks.scheduler());
+			logger.debug("Holdfast scheduled " + jobs.size() + " job(s) with " + this.tasks.scheduler());
 		}
 	}
 
-	/**
-	 * The job locks on the application's lock engine, and the scheduler set on the registrar,
-	 * looked up once, after the refresh.
-	 */
-	private synchronized JobLocks locks() {
-		JobLocks current = this.locks;
-		if (current != null) {
-			return current;
-		}
-		ListableBeanFactory factory = (ListableBeanFactory) this.beanFactory;
-		if (factory == null) {
+	/** The job locks on {@code backend}'s lock engine and the scheduler set on the registrar, made once. */
+	private JobLocks locks(String backend) {
+		if (!(this.beanFactory instanceof ListableBeanFactory factory)) {
 			throw new IllegalStateException("No BeanFactory set");
 		}
-		LockEngine template = factory.getBeanProvider(LockEngine.class).getIfUnique();
-		if (template == null) {
-			throw new LockConfigurationException(
-					"@SingleInstanceScheduled jobs need Holdfast's lock engine, but there is no single LockEngine "
-							+ "bean: Holdfast's own backs off when the application defines a LockTemplate bean",
-					"Keep Holdfast's auto-configuration enabled and define no LockTemplate bean of your own (or "
-							+ "define a DefaultLockTemplate), or disable the jobs with "
-							+ "holdfast.scheduling.enabled=false.");
-		}
-		TaskScheduler scheduler = this.tasks.useScheduler(factory);
-		List<LockListener> listeners = factory.getBeanProvider(LockListener.class).orderedStream().toList();
-		current = new JobLocks(template, CompositeLockListener.of(listeners), scheduler, this.tickClock,
-				defaults().clockTolerance());
-		this.locks = current;
-		return current;
+		return this.backends.locks(backend, factory, this.tasks, this.tickClock, defaults().clockTolerance());
 	}
 
 	/**

@@ -3,6 +3,9 @@ package dev.holdfast.autoconfigure;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
 
@@ -31,6 +34,7 @@ import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockContext;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
+import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.test.server.PostgresServer;
 import dev.holdfast.test.server.RedisServer;
@@ -150,6 +154,30 @@ class NamedBackendsTests {
 	}
 
 	@Test
+	void aJobOnTheJdbcBackendHoldsItsLockAndClaimsItsTicksThere() {
+		this.runner.withUserConfiguration(JobConfiguration.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			Job job = context.getBean(Job.class);
+			String run = job.runs.poll(20, TimeUnit.SECONDS);
+			assertThat(run).isEqualTo("holdfast:jobs::named-backends-job held on jobs only");
+			List<String> keys = new JdbcTemplate(context.getBean(DataSource.class))
+				.queryForList("select lock_key from holdfast_lock", String.class);
+			assertThat(keys).anyMatch((key) -> key.startsWith("holdfast:jobs::") && !key.equals("holdfast:jobs::named-backends-job"));
+		});
+	}
+
+	@Test
+	void anUnknownBackendOnAJobFailsAtStartupNamingTheKnownOnes() {
+		this.runner.withUserConfiguration(UnknownJobBackendConfiguration.class).run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).rootCause()
+				.isInstanceOf(LockConfigurationException.class)
+				.hasMessageContaining("@SingleInstanceScheduled on ")
+				.hasMessageContaining("names the backend 'postgres', which is not configured");
+		});
+	}
+
+	@Test
 	void anUnknownBackendOnAnAnnotationFailsAtStartupNamingTheKnownOnes() {
 		this.runner.withUserConfiguration(UnknownBackendConfiguration.class).run((context) -> {
 			assertThat(context).hasFailed();
@@ -220,6 +248,57 @@ class NamedBackendsTests {
 			assertThat(other.heldLeases()).isEmpty();
 			assertThat(third.heldLeases()).isEmpty();
 			return key;
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class JobConfiguration {
+
+		@Bean
+		Job job(@Qualifier("jobs") LockEngine jobs, LockEngine main) {
+			return new Job(jobs, main);
+		}
+
+	}
+
+	static class Job {
+
+		final BlockingQueue<String> runs = new LinkedBlockingQueue<>();
+
+		private final LockEngine jobs;
+
+		private final LockEngine main;
+
+		Job(LockEngine jobs, LockEngine main) {
+			this.jobs = jobs;
+			this.main = main;
+		}
+
+		@SingleInstanceScheduled(name = "named-backends-job", fixedRate = "200ms", backend = "jobs")
+		public void run() {
+			String key = LockContext.requireLease().key();
+			boolean onJobsOnly = this.jobs.heldLeases().stream().anyMatch((lease) -> lease.key().equals(key))
+					&& this.main.heldLeases().isEmpty();
+			this.runs.add(key + (onJobsOnly ? " held on jobs only" : " not held on jobs only"));
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UnknownJobBackendConfiguration {
+
+		@Bean
+		MisnamedJob misnamedJob() {
+			return new MisnamedJob();
+		}
+
+	}
+
+	static class MisnamedJob {
+
+		@SingleInstanceScheduled(fixedRate = "1h", backend = "postgres")
+		public void run() {
 		}
 
 	}
