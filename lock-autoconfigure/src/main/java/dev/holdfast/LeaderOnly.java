@@ -41,6 +41,13 @@ public @interface LeaderOnly {
 	/** What a call does while this instance does not lead the group. */
 	OnNotLeader onNotLeader() default OnNotLeader.SKIP;
 
+	/**
+	 * The backend the group is elected on: the name of one of {@code holdfast.backends.<name>},
+	 * or empty for the default backend. An unknown name fails at startup. A group lives in one
+	 * backend: the same group on two backends is two groups, each with its own leader.
+	 */
+	String backend() default "";
+
 	/** What a call does while this instance does not lead the group. */
 	enum OnNotLeader {
 

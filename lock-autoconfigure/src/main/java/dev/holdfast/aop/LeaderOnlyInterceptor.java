@@ -1,7 +1,6 @@
 package dev.holdfast.aop;
 
 import java.util.Optional;
-import java.util.function.Supplier;
 
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
@@ -14,6 +13,7 @@ import dev.holdfast.LeaderOnly;
 import dev.holdfast.LeaderTerm;
 import dev.holdfast.NotLeaderException;
 import dev.holdfast.leader.TermBindings;
+import dev.holdfast.scan.BackendChoice;
 
 /**
  * Runs a {@link LeaderOnly} method only while this instance leads its group, with the term bound
@@ -23,9 +23,10 @@ public final class LeaderOnlyInterceptor implements MethodInterceptor {
 
 	private final LeaderOnlyOperations operations;
 
-	private final Supplier<LeaderElections> elections;
+	private final BackendChoice<LeaderElections> elections;
 
-	public LeaderOnlyInterceptor(LeaderOnlyOperations operations, Supplier<LeaderElections> elections) {
+	/** @param elections the leader elections of each backend a group can name */
+	public LeaderOnlyInterceptor(LeaderOnlyOperations operations, BackendChoice<LeaderElections> elections) {
 		this.operations = operations;
 		this.elections = elections;
 	}
@@ -38,7 +39,7 @@ public final class LeaderOnlyInterceptor implements MethodInterceptor {
 		if (operation == null) {
 			return invocation.proceed();
 		}
-		Optional<LeaderTerm> term = this.elections.get().join(operation.group()).term();
+		Optional<LeaderTerm> term = this.elections.get(operation.backend()).join(operation.group()).term();
 		if (term.isEmpty()) {
 			if (operation.onNotLeader() == LeaderOnly.OnNotLeader.THROW) {
 				throw new NotLeaderException(operation.group());

@@ -1,7 +1,9 @@
 package dev.holdfast.aop;
 
 import java.lang.reflect.Method;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.UnaryOperator;
@@ -15,6 +17,7 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 
 import dev.holdfast.LeaderOnly;
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.scan.BackendChoice;
 
 /**
  * The {@link LeaderOnly} annotation of a method, resolved once per method and target class, and
@@ -22,21 +25,31 @@ import dev.holdfast.LockConfigurationException;
  */
 public class LeaderOnlyOperations {
 
-	/** A method's group and what a call does while not leading it. */
-	public record Operation(String group, LeaderOnly.OnNotLeader onNotLeader) {
+	/**
+	 * A method's group, what a call does while not leading it, and the backend the group is
+	 * elected on ({@code ""} for the default one).
+	 */
+	public record Operation(String group, LeaderOnly.OnNotLeader onNotLeader, String backend) {
 	}
 
 	private static final Object NONE = new Object();
 
 	private final ConcurrentHashMap<MethodClassKey, Object> cache = new ConcurrentHashMap<>();
 
-	private final Set<String> groups = ConcurrentHashMap.newKeySet();
+	/** The groups of each backend: bounded by the annotations. */
+	private final Map<String, Set<String>> groups = new ConcurrentHashMap<>();
 
 	private final UnaryOperator<String> placeholders;
 
-	/** @param placeholders resolves {@code ${...}} in group names */
-	public LeaderOnlyOperations(UnaryOperator<String> placeholders) {
+	private final BackendChoice<?> backends;
+
+	/**
+	 * @param placeholders resolves {@code ${...}} in group names
+	 * @param backends the backends an annotation's {@code backend} can name
+	 */
+	public LeaderOnlyOperations(UnaryOperator<String> placeholders, BackendChoice<?> backends) {
 		this.placeholders = placeholders;
+		this.backends = backends;
 	}
 
 	/**
@@ -50,9 +63,11 @@ public class LeaderOnlyOperations {
 		return (found == NONE) ? null : (Operation) found;
 	}
 
-	/** The groups of the annotated methods resolved so far, sorted. */
-	public Set<String> groups() {
-		return new TreeSet<>(this.groups);
+	/** The groups of the annotated methods resolved so far, sorted, by backend. */
+	public Map<String, Set<String>> groups() {
+		Map<String, Set<String>> groups = new TreeMap<>();
+		this.groups.forEach((backend, names) -> groups.put(backend, new TreeSet<>(names)));
+		return groups;
 	}
 
 	private Object resolve(Method method, @Nullable Class<?> targetClass) {
@@ -73,8 +88,9 @@ public class LeaderOnlyOperations {
 					+ "returns " + result.getName() + ", which has no empty value",
 					"Return a wrapper type, Optional or void, or use onNotLeader = THROW.");
 		}
-		this.groups.add(group);
-		return new Operation(group, annotation.onNotLeader());
+		this.backends.check(annotation.backend(), "@LeaderOnly on " + where);
+		this.groups.computeIfAbsent(annotation.backend(), (backend) -> ConcurrentHashMap.newKeySet()).add(group);
+		return new Operation(group, annotation.onNotLeader(), annotation.backend());
 	}
 
 }

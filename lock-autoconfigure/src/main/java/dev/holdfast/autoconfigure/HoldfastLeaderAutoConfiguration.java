@@ -1,6 +1,9 @@
 package dev.holdfast.autoconfigure;
 
+import org.jspecify.annotations.Nullable;
+
 import org.springframework.beans.BeansException;
+import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.ConfigurableBeanFactory;
@@ -19,6 +22,7 @@ import dev.holdfast.aop.LeaderOnlyInterceptor;
 import dev.holdfast.aop.LeaderOnlyOperations;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.leader.DefaultLeaderElections;
+import dev.holdfast.scan.BackendChoice;
 
 /**
  * Auto-configuration of leader elections on Holdfast's engine: the {@link LeaderElections} bean,
@@ -39,12 +43,20 @@ public final class HoldfastLeaderAutoConfiguration {
 
 	/** A term whose lease the engine finds lost is revoked at once, not at its next check (LDR-3). */
 	@Bean
-	static LockListener holdfastLeaderLossListener(ObjectProvider<DefaultLeaderElections> elections) {
+	static LockListener holdfastLeaderLossListener(ObjectProvider<DefaultLeaderElections> elections,
+			Environment environment, BeanFactory beanFactory) {
+		BackendChoice<@Nullable DefaultLeaderElections> backends = NamedBackendsRegistrar.choice(environment,
+				beanFactory, DefaultLeaderElections.class, elections::getIfAvailable);
 		return new LockListener() {
 			@Override
 			public void leaseLost(String name, String backend) {
 				try {
-					elections.ifAvailable((available) -> available.leaseLost(name));
+					// The default backend's engine passes its type, a named one its name (NBK-5).
+					DefaultLeaderElections lost = backends.get(backends.names().contains(backend) ? backend
+							: BackendChoice.DEFAULT);
+					if (lost != null) {
+						lost.leaseLost(name);
+					}
 				}
 				catch (BeansException ex) {
 					// The context is closing: the elections' own check revokes the term.
@@ -61,24 +73,29 @@ public final class HoldfastLeaderAutoConfiguration {
 
 	@Bean
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
-	static LeaderOnlyOperations holdfastLeaderOnlyOperations(ConfigurableBeanFactory beanFactory) {
-		return new LeaderOnlyOperations(beanFactory::resolveEmbeddedValue);
+	static LeaderOnlyOperations holdfastLeaderOnlyOperations(ConfigurableBeanFactory beanFactory,
+			Environment environment) {
+		return new LeaderOnlyOperations(beanFactory::resolveEmbeddedValue,
+				NamedBackendsRegistrar.choice(environment, beanFactory, LeaderElections.class, () -> null));
 	}
 
 	@Bean
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static LeaderOnlyAdvisor holdfastLeaderOnlyAdvisor(LeaderOnlyOperations operations,
-			ObjectProvider<LeaderElections> elections, Environment environment) {
+			ObjectProvider<LeaderElections> elections, Environment environment, BeanFactory beanFactory) {
 		int order = environment.getProperty("holdfast.aop.order", Integer.class,
 				new HoldfastProperties().getAop().getOrder());
-		return new LeaderOnlyAdvisor(operations, new LeaderOnlyInterceptor(operations, elections::getObject),
+		return new LeaderOnlyAdvisor(operations, new LeaderOnlyInterceptor(operations,
+				NamedBackendsRegistrar.choice(environment, beanFactory, LeaderElections.class, elections::getObject)),
 				order - 1);
 	}
 
 	@Bean
 	static LeaderOnlyGroups holdfastLeaderOnlyGroups(ObjectProvider<LeaderOnlyOperations> operations,
-			ObjectProvider<LeaderElections> elections, ConfigurableBeanFactory beanFactory) {
-		return new LeaderOnlyGroups(operations, elections, beanFactory::resolveEmbeddedValue);
+			ObjectProvider<LeaderElections> elections, ConfigurableBeanFactory beanFactory, Environment environment) {
+		return new LeaderOnlyGroups(operations,
+				NamedBackendsRegistrar.choice(environment, beanFactory, LeaderElections.class, elections::getIfAvailable),
+				beanFactory::resolveEmbeddedValue);
 	}
 
 }

@@ -2,6 +2,8 @@ package dev.holdfast.autoconfigure;
 
 import java.util.function.UnaryOperator;
 
+import org.jspecify.annotations.Nullable;
+
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.SmartInitializingSingleton;
@@ -11,6 +13,7 @@ import org.springframework.core.annotation.AnnotationUtils;
 import org.springframework.util.ReflectionUtils;
 
 import dev.holdfast.LeaderElections;
+import dev.holdfast.scan.BackendChoice;
 import dev.holdfast.LeaderOnly;
 import dev.holdfast.aop.LeaderOnlyOperations;
 
@@ -24,14 +27,17 @@ final class LeaderOnlyGroups implements BeanPostProcessor, SmartInitializingSing
 
 	private final ObjectProvider<LeaderOnlyOperations> operations;
 
-	private final ObjectProvider<LeaderElections> elections;
+	private final BackendChoice<@Nullable LeaderElections> elections;
 
 	private final UnaryOperator<String> placeholders;
 
 	private final LeaderRoleBeans roles = new LeaderRoleBeans();
 
-	LeaderOnlyGroups(ObjectProvider<LeaderOnlyOperations> operations, ObjectProvider<LeaderElections> elections,
-			UnaryOperator<String> placeholders) {
+	/**
+	 * @param elections the leader elections of each backend; the default backend's may be missing
+	 */
+	LeaderOnlyGroups(ObjectProvider<LeaderOnlyOperations> operations,
+			BackendChoice<@Nullable LeaderElections> elections, UnaryOperator<String> placeholders) {
 		this.operations = operations;
 		this.elections = elections;
 		this.placeholders = placeholders;
@@ -44,18 +50,20 @@ final class LeaderOnlyGroups implements BeanPostProcessor, SmartInitializingSing
 			ReflectionUtils.doWithMethods(targetClass,
 					(method) -> this.operations.getObject().get(method, targetClass),
 					(method) -> AnnotatedElementUtils.hasAnnotation(method, LeaderOnly.class));
-			return this.roles.register(bean, beanName, this.placeholders);
+			return this.roles.register(bean, beanName, this.placeholders, this.elections);
 		}
 		return bean;
 	}
 
 	@Override
 	public void afterSingletonsInstantiated() {
-		LeaderElections leaderElections = this.elections.getIfAvailable();
-		if (leaderElections != null) {
-			this.operations.getObject().groups().forEach(leaderElections::join);
-			this.roles.join(leaderElections);
-		}
+		this.operations.getObject().groups().forEach((backend, groups) -> {
+			LeaderElections leaderElections = this.elections.get(backend);
+			if (leaderElections != null) {
+				groups.forEach(leaderElections::join);
+			}
+		});
+		this.roles.join(this.elections);
 	}
 
 }

@@ -8,6 +8,8 @@ import org.aopalliance.intercept.MethodInterceptor;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 
+import org.jspecify.annotations.Nullable;
+
 import org.springframework.aop.framework.ProxyFactory;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.context.Lifecycle;
@@ -19,6 +21,7 @@ import dev.holdfast.LeaderOnly;
 import dev.holdfast.Leadership;
 import dev.holdfast.LeadershipGrantedEvent;
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.scan.BackendChoice;
 
 /**
  * {@link LeaderOnly} on a {@link SmartLifecycle} bean: the context does not start it (its proxy
@@ -31,7 +34,8 @@ final class LeaderRoleBeans {
 
 	private static final Log logger = LogFactory.getLog(LeaderRoleBeans.class);
 
-	private record Role(String group, String beanName, Lifecycle bean, AtomicReference<Leadership> leadership) {
+	private record Role(String group, String backend, String beanName, Lifecycle bean,
+			AtomicReference<Leadership> leadership) {
 	}
 
 	private final List<Role> roles = new ArrayList<>();
@@ -42,7 +46,8 @@ final class LeaderRoleBeans {
 	 * @throws LockConfigurationException for a {@code @LeaderOnly} class that is not a
 	 * {@code SmartLifecycle}
 	 */
-	Object register(Object bean, String beanName, java.util.function.UnaryOperator<String> placeholders) {
+	Object register(Object bean, String beanName, java.util.function.UnaryOperator<String> placeholders,
+			BackendChoice<?> backends) {
 		Class<?> targetClass = AopUtils.getTargetClass(bean);
 		LeaderOnly annotation = AnnotatedElementUtils.findMergedAnnotation(targetClass, LeaderOnly.class);
 		if (annotation == null) {
@@ -54,7 +59,8 @@ final class LeaderRoleBeans {
 					+ "') needs a SmartLifecycle bean and a group",
 					"Put @LeaderOnly(\"group\") on a SmartLifecycle bean, to start it on the leader only, or on methods.");
 		}
-		Role role = new Role(group, beanName, lifecycle, new AtomicReference<>());
+		backends.check(annotation.backend(), "@LeaderOnly on class " + targetClass.getName());
+		Role role = new Role(group, annotation.backend(), beanName, lifecycle, new AtomicReference<>());
 		synchronized (this.roles) {
 			this.roles.add(role);
 		}
@@ -83,13 +89,17 @@ final class LeaderRoleBeans {
 	}
 
 	/** Joins the role beans' groups: each bean starts on a grant and stops on the revocation. */
-	void join(LeaderElections elections) {
+	void join(BackendChoice<@Nullable LeaderElections> elections) {
 		List<Role> all;
 		synchronized (this.roles) {
 			all = new ArrayList<>(this.roles);
 		}
 		for (Role role : all) {
-			Leadership leadership = elections.join(role.group());
+			LeaderElections backend = elections.get(role.backend());
+			if (backend == null) {
+				continue;
+			}
+			Leadership leadership = backend.join(role.group());
 			role.leadership().set(leadership);
 			leadership.addListener((event) -> {
 				if (event instanceof LeadershipGrantedEvent) {

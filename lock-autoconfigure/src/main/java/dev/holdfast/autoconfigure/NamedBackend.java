@@ -35,10 +35,13 @@ record NamedBackend(String name, BackendType type, HoldfastProperties.Backend sp
 			.bind(PREFIX, Bindable.mapOf(String.class, HoldfastProperties.Backend.class))
 			.orElse(Map.of());
 		backends.forEach((name, spec) -> {
-			if (!NAME.matcher(name).matches() || name.equals("default")) {
+			boolean reserved = name.equals("default") || Arrays.stream(BackendType.values())
+				.anyMatch((type) -> type.name().equalsIgnoreCase(name));
+			if (!NAME.matcher(name).matches() || reserved) {
 				throw new LockConfigurationException("holdfast.backends." + name + " is not a valid backend name"
-						+ (name.equals("default") ? ": 'default' is the name of holdfast.backend" : ""),
-						"Name the backend with lower-case letters, digits and '-', such as holdfast.backends.jobs.type.");
+						+ (reserved ? ": 'default' and the backend types name the default backend in meters" : ""),
+						"Name the backend after its use with lower-case letters, digits and '-', such as "
+								+ "holdfast.backends.jobs.type.");
 			}
 			if (spec.getType() == null) {
 				throw new LockConfigurationException("holdfast.backends." + name + ".type is not set",

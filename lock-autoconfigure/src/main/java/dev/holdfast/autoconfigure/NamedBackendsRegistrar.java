@@ -31,6 +31,7 @@ import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockListener;
 import dev.holdfast.core.CompositeLockListener;
 import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.leader.DefaultLeaderElections;
 import dev.holdfast.scan.BackendChoice;
 import dev.holdfast.spi.LockBackend;
 
@@ -39,7 +40,8 @@ import dev.holdfast.spi.LockBackend;
  * (NBK in docs/DESIGN.md): its {@link LockBackend}, built by its type's configuration as the
  * default one is; its engine, a {@link DefaultLockTemplate} injectable with
  * {@code @Qualifier("<name>")}; its startup ({@link LockBackendStartup}) and graceful shutdown
- * ({@link GracefulLockShutdown}). Its beans are no default candidates: an injection point without
+ * ({@link GracefulLockShutdown}); its leader elections ({@link DefaultLeaderElections}, by the
+ * same qualifier) and their lifecycle. Its beans are no default candidates: an injection point without
  * the qualifier gets the default backend's, as in an application without named backends.
  */
 final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcessor, ApplicationContextAware {
@@ -106,6 +108,19 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 		template.addQualifier(new AutowireCandidateQualifier(Qualifier.class, name));
 		registry.registerBeanDefinition(templateBean, template);
 
+		String electionsBean = "holdfastLeaderElections." + name;
+		RootBeanDefinition elections = new RootBeanDefinition(DefaultLeaderElections.class,
+				() -> new DefaultLeaderElections(beanFactory.getBean(templateBean, DefaultLockTemplate.class),
+						beanFactory.getBean(HoldfastProperties.class).getLeaseTime(), this.context::publishEvent));
+		elections.setDependsOn(templateBean);
+		elections.setDestroyMethodName("close");
+		elections.setDefaultCandidate(false);
+		elections.addQualifier(new AutowireCandidateQualifier(Qualifier.class, name));
+		registry.registerBeanDefinition(electionsBean, elections);
+		registerLifecycle(registry, "holdfastLeaderElectionLifecycle." + name, electionsBean,
+				LeaderElectionLifecycle.class, () -> new LeaderElectionLifecycle(
+						beanFactory.getBean(electionsBean, DefaultLeaderElections.class)));
+
 		String choice = "backend '" + name + "': " + NamedBackend.PREFIX + "." + name + ".type="
 				+ NamedBackend.typeName(spec);
 		registerLifecycle(registry, "holdfastBackendStartup." + name, templateBean, LockBackendStartup.class,
@@ -115,10 +130,10 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 				() -> new GracefulLockShutdown(beanFactory.getBean(templateBean, DefaultLockTemplate.class)));
 	}
 
-	private static <T> void registerLifecycle(BeanDefinitionRegistry registry, String beanName, String templateBean,
+	private static <T> void registerLifecycle(BeanDefinitionRegistry registry, String beanName, String dependsOn,
 			Class<T> type, Supplier<T> supplier) {
 		RootBeanDefinition lifecycle = new RootBeanDefinition(type, supplier);
-		lifecycle.setDependsOn(templateBean);
+		lifecycle.setDependsOn(dependsOn);
 		lifecycle.setDefaultCandidate(false);
 		registry.registerBeanDefinition(beanName, lifecycle);
 	}

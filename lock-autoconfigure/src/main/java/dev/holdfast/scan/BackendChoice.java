@@ -63,6 +63,11 @@ public final class BackendChoice<T> {
 		return this.resolved.computeIfAbsent(backend, this.lookup);
 	}
 
+	/** The named backends ({@code holdfast.backends.<name>}). */
+	public Set<String> names() {
+		return this.names;
+	}
+
 	/** A choice among the same backends of what {@code derive} makes of each one's {@code T}. */
 	public <U> BackendChoice<U> map(Function<? super T, U> derive) {
 		return new BackendChoice<>(this.names, (name) -> derive.apply(get(name)));

@@ -17,7 +17,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -28,6 +30,8 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import dev.holdfast.DistributedLock;
+import dev.holdfast.LeaderElections;
+import dev.holdfast.LeaderOnly;
 import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockConfigurationException;
@@ -42,6 +46,7 @@ import dev.holdfast.test.server.ZooKeeperServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Several backends in one context (NBK in docs/DESIGN.md): the default one on a real Redis, a
@@ -167,6 +172,25 @@ class NamedBackendsTests {
 	}
 
 	@Test
+	void aLeaderGroupOnTheZooKeeperBackendIsElectedThereAndItsElectionsAreInjectedByQualifier() {
+		this.runner.withConfiguration(AutoConfigurations.of(HoldfastLeaderAutoConfiguration.class))
+			.withUserConfiguration(LeaderConfiguration.class)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				Relay relay = context.getBean(Relay.class);
+				context.publishEvent(new ApplicationReadyEvent(new SpringApplication(), new String[0],
+						context.getSourceApplicationContext(), Duration.ZERO));
+				await().atMost(Duration.ofSeconds(20)).until(() -> relay.zk().join("relay").isLeader());
+				assertThat(relay.zk()).isSameAs(context.getBean("holdfastLeaderElections.zk"));
+				assertThat(relay.poll()).isEqualTo("polled");
+				LockEngine zk = context.getBean("holdfastLockTemplate.zk", LockEngine.class);
+				assertThat(zk.heldLeases()).anyMatch((lease) -> lease.name().equals("leader"));
+				assertThat(context.getBean(LockEngine.class).heldLeases()).as("the default backend's").isEmpty();
+				assertThat(relay.main()).isSameAs(context.getBean("holdfastLeaderElections"));
+			});
+	}
+
+	@Test
 	void anUnknownBackendOnAJobFailsAtStartupNamingTheKnownOnes() {
 		this.runner.withUserConfiguration(UnknownJobBackendConfiguration.class).run((context) -> {
 			assertThat(context).hasFailed();
@@ -281,6 +305,42 @@ class NamedBackendsTests {
 			boolean onJobsOnly = this.jobs.heldLeases().stream().anyMatch((lease) -> lease.key().equals(key))
 					&& this.main.heldLeases().isEmpty();
 			this.runs.add(key + (onJobsOnly ? " held on jobs only" : " not held on jobs only"));
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class LeaderConfiguration {
+
+		@Bean
+		Relay relay(@Qualifier("zk") LeaderElections zk, LeaderElections main) {
+			return new Relay(zk, main);
+		}
+
+	}
+
+	static class Relay {
+
+		private final LeaderElections zk;
+
+		private final LeaderElections main;
+
+		Relay(LeaderElections zk, LeaderElections main) {
+			this.zk = zk;
+			this.main = main;
+		}
+
+		public LeaderElections zk() {
+			return this.zk;
+		}
+
+		public LeaderElections main() {
+			return this.main;
+		}
+
+		@LeaderOnly(group = "relay", backend = "zk", onNotLeader = LeaderOnly.OnNotLeader.THROW)
+		public String poll() {
+			return "polled";
 		}
 
 	}
