@@ -13,6 +13,11 @@ import dev.holdfast.leader.DefaultLeaderElections;
 public final class LeaderMetrics {
 
 	public LeaderMetrics(MeterRegistry registry, DefaultLeaderElections elections, String backend) {
+		register(registry, elections, backend);
+	}
+
+	/** Registers the gauge of every group {@code elections} joins, tagged {@code backend}. */
+	public static void register(MeterRegistry registry, DefaultLeaderElections elections, String backend) {
 		elections.onJoin((leadership) -> Gauge
 			.builder("holdfast.leader.is_leader", leadership, (joined) -> joined.isLeader() ? 1 : 0)
 			.description("Whether this instance leads the group (1) or not (0)")

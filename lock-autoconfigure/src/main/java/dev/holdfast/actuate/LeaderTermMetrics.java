@@ -1,12 +1,14 @@
 package dev.holdfast.actuate;
 
 import java.util.Locale;
+import java.util.function.Function;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 
 import org.springframework.context.ApplicationListener;
 
+import dev.holdfast.Leadership;
 import dev.holdfast.LeadershipEvent;
 import dev.holdfast.LeadershipGrantedEvent;
 import dev.holdfast.LeadershipRevokedEvent;
@@ -28,11 +30,18 @@ public class LeaderTermMetrics implements ApplicationListener<LeadershipEvent> {
 
 	private final MeterRegistry registry;
 
-	private final String backend;
+	private final Function<Leadership, String> backends;
 
 	public LeaderTermMetrics(MeterRegistry registry, String backend) {
+		this(registry, (leadership) -> backend);
+	}
+
+	/**
+	 * @param backends the name of the backend a group is elected on, for the {@code backend} tag
+	 */
+	public LeaderTermMetrics(MeterRegistry registry, Function<Leadership, String> backends) {
 		this.registry = registry;
-		this.backend = backend;
+		this.backends = backends;
 	}
 
 	@Override
@@ -41,7 +50,7 @@ public class LeaderTermMetrics implements ApplicationListener<LeadershipEvent> {
 			Counter.builder(TERMS)
 				.description("Terms of leadership granted to this instance")
 				.tag("group", event.getGroup())
-				.tag("backend", this.backend)
+				.tag("backend", this.backends.apply(event.getLeadership()))
 				.register(this.registry)
 				.increment();
 		}
@@ -49,7 +58,7 @@ public class LeaderTermMetrics implements ApplicationListener<LeadershipEvent> {
 			Counter.builder(REVOCATIONS)
 				.description("Terms of leadership of this instance revoked, by reason")
 				.tag("group", event.getGroup())
-				.tag("backend", this.backend)
+				.tag("backend", this.backends.apply(event.getLeadership()))
 				.tag("reason", reason(revoked))
 				.register(this.registry)
 				.increment();

@@ -1,12 +1,14 @@
 package dev.holdfast.actuate;
 
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 
 import org.springframework.context.ApplicationListener;
 
+import dev.holdfast.Leadership;
 import dev.holdfast.LeadershipEvent;
 import dev.holdfast.LeadershipGrantedEvent;
 import dev.holdfast.LeadershipRevokedEvent;
@@ -26,14 +28,21 @@ public class LeaderTermObservations implements ApplicationListener<LeadershipEve
 
 	private final ObservationRegistry registry;
 
-	private final String backend;
+	private final Function<Leadership, String> backends;
 
-	/** The open observation of each group this instance leads, by group. */
-	private final ConcurrentHashMap<String, Observation> open = new ConcurrentHashMap<>();
+	/** The open observation of each group this instance leads, by its leadership (one per group and backend). */
+	private final ConcurrentHashMap<Leadership, Observation> open = new ConcurrentHashMap<>();
 
 	public LeaderTermObservations(ObservationRegistry registry, String backend) {
+		this(registry, (leadership) -> backend);
+	}
+
+	/**
+	 * @param backends the name of the backend a group is elected on, for the {@code backend} tag
+	 */
+	public LeaderTermObservations(ObservationRegistry registry, Function<Leadership, String> backends) {
 		this.registry = registry;
-		this.backend = backend;
+		this.backends = backends;
 	}
 
 	@Override
@@ -42,17 +51,17 @@ public class LeaderTermObservations implements ApplicationListener<LeadershipEve
 			Observation term = Observation.createNotStarted(TERM, this.registry)
 				.contextualName("leader term " + event.getGroup())
 				.lowCardinalityKeyValue("group", event.getGroup())
-				.lowCardinalityKeyValue("backend", this.backend)
+				.lowCardinalityKeyValue("backend", this.backends.apply(event.getLeadership()))
 				.highCardinalityKeyValue("fencing.token", Long.toString(event.getTerm().fencingToken()))
 				.start();
-			Observation previous = this.open.put(event.getGroup(), term);
+			Observation previous = this.open.put(event.getLeadership(), term);
 			if (previous != null) {
 				// Not expected (a revocation comes before any later grant): do not leak it.
 				previous.stop();
 			}
 		}
 		else if (event instanceof LeadershipRevokedEvent revoked) {
-			Observation term = this.open.remove(event.getGroup());
+			Observation term = this.open.remove(event.getLeadership());
 			if (term != null) {
 				term.lowCardinalityKeyValue("reason", LeaderTermMetrics.reason(revoked)).stop();
 			}

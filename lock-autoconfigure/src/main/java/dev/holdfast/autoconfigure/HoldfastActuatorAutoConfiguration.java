@@ -1,6 +1,7 @@
 package dev.holdfast.autoconfigure;
 
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.function.Function;
 
 import io.micrometer.core.instrument.MeterRegistry;
@@ -10,6 +11,7 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.BeanFactoryAnnotationUtils;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -19,11 +21,16 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
+import org.springframework.boot.health.contributor.CompositeHealthContributor;
+import org.springframework.boot.health.contributor.HealthContributor;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
 import org.springframework.util.ClassUtils;
 
+import dev.holdfast.Leadership;
 import dev.holdfast.actuate.JobsView;
 import dev.holdfast.actuate.LeaderMetrics;
 import dev.holdfast.actuate.LeaderTermMetrics;
@@ -73,8 +80,9 @@ public final class HoldfastActuatorAutoConfiguration {
 		@ConditionalOnBean(DefaultLeaderElections.class)
 		@ConditionalOnMissingBean
 		LeaderTermObservations holdfastLeaderTermObservations(ObservationRegistry observationRegistry,
-				LockEngine engine) {
-			return new LeaderTermObservations(observationRegistry, engine.backendName());
+				LockEngine engine, Environment environment, ListableBeanFactory beanFactory) {
+			return new LeaderTermObservations(observationRegistry,
+					leaderBackends(engine, namedElections(environment, beanFactory)));
 		}
 
 	}
@@ -98,15 +106,19 @@ public final class HoldfastActuatorAutoConfiguration {
 		@ConditionalOnBean(DefaultLeaderElections.class)
 		@ConditionalOnMissingBean
 		LeaderMetrics holdfastLeaderMetrics(MeterRegistry meterRegistry, DefaultLeaderElections elections,
-				LockEngine engine) {
+				LockEngine engine, Environment environment, ListableBeanFactory beanFactory) {
+			namedElections(environment, beanFactory)
+				.forEach((name, named) -> LeaderMetrics.register(meterRegistry, named, name));
 			return new LeaderMetrics(meterRegistry, elections, engine.backendName());
 		}
 
 		@Bean
 		@ConditionalOnBean(DefaultLeaderElections.class)
 		@ConditionalOnMissingBean
-		LeaderTermMetrics holdfastLeaderTermMetrics(MeterRegistry meterRegistry, LockEngine engine) {
-			return new LeaderTermMetrics(meterRegistry, engine.backendName());
+		LeaderTermMetrics holdfastLeaderTermMetrics(MeterRegistry meterRegistry, LockEngine engine,
+				Environment environment, ListableBeanFactory beanFactory) {
+			return new LeaderTermMetrics(meterRegistry,
+					leaderBackends(engine, namedElections(environment, beanFactory)));
 		}
 
 		@Bean
@@ -175,6 +187,51 @@ public final class HoldfastActuatorAutoConfiguration {
 					elections.getIfUnique());
 		}
 
+		/** The health of each of {@code holdfast.backends.<name>}: {@code holdfastBackends/<name>}. */
+		@Bean
+		@Conditional(OnNamedBackendsCondition.class)
+		@ConditionalOnMissingBean(name = "holdfastBackendsHealthContributor")
+		CompositeHealthContributor holdfastBackendsHealthContributor(Environment environment,
+				ListableBeanFactory beanFactory) {
+			Map<String, HealthContributor> backends = new TreeMap<>();
+			for (String name : NamedBackend.configured(environment).keySet()) {
+				backends.put(name, new LockBackendHealthIndicator(
+						BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, LockEngine.class, name), null,
+						BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, DefaultLeaderElections.class,
+								name)));
+			}
+			return CompositeHealthContributor.fromMap(backends);
+		}
+
+	}
+
+	/** The leader elections of each of {@code holdfast.backends.<name>}, by name. */
+	private static Map<String, DefaultLeaderElections> namedElections(Environment environment,
+			ListableBeanFactory beanFactory) {
+		Map<String, DefaultLeaderElections> named = new TreeMap<>();
+		for (String name : NamedBackend.configured(environment).keySet()) {
+			named.put(name,
+					BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, DefaultLeaderElections.class, name));
+		}
+		return named;
+	}
+
+	/**
+	 * The {@code backend} tag of a leadership: the name of the named backend whose elections
+	 * joined it (NBK-5), else the default backend's type.
+	 */
+	private static Function<Leadership, String> leaderBackends(LockEngine engine,
+			Map<String, DefaultLeaderElections> named) {
+		String defaultBackend = engine.backendName();
+		if (named.isEmpty()) {
+			return (leadership) -> defaultBackend;
+		}
+		return (leadership) -> named.entrySet()
+			.stream()
+			.filter((entry) -> entry.getValue().leaderships().contains(leadership))
+			.map(Map.Entry::getKey)
+			.findFirst()
+			.orElse(defaultBackend);
 	}
 
 	/** Loaded only with Micrometer on the class path. */

@@ -25,6 +25,10 @@ import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.boot.health.contributor.CompositeHealthContributor;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -101,6 +105,9 @@ class NamedBackendsTests {
 					.as(backend)
 					.isNotNull();
 			}
+			assertThat(health(context, "holdfast")).isEqualTo(Status.UP);
+			assertThat(health(context, "jobs")).isEqualTo(Status.UP);
+			assertThat(health(context, "zk")).isEqualTo(Status.UP);
 		});
 	}
 
@@ -151,6 +158,9 @@ class NamedBackendsTests {
 						.isThrownBy(() -> locked.onDefault(main, jobs, zk));
 					assertThat(locked.onJobs(main, jobs, zk)).isEqualTo("holdfast:jobs::report");
 					assertThat(locked.onZooKeeper(main, jobs, zk)).isEqualTo("holdfast:zk::report");
+					assertThat(health(context, "holdfast")).isEqualTo(Status.DOWN);
+					assertThat(health(context, "jobs")).isEqualTo(Status.UP);
+					assertThat(health(context, "zk")).isEqualTo(Status.UP);
 				});
 		}
 		finally {
@@ -187,6 +197,11 @@ class NamedBackendsTests {
 				assertThat(zk.heldLeases()).anyMatch((lease) -> lease.name().equals("leader"));
 				assertThat(context.getBean(LockEngine.class).heldLeases()).as("the default backend's").isEmpty();
 				assertThat(relay.main()).isSameAs(context.getBean("holdfastLeaderElections"));
+				MeterRegistry meters = context.getBean(MeterRegistry.class);
+				assertThat(meters.get("holdfast.leader.is_leader").tag("group", "relay").tag("backend", "zk").gauge().value())
+					.isEqualTo(1.0);
+				assertThat(meters.get("holdfast.leader.terms").tag("group", "relay").tag("backend", "zk").counter().count())
+					.isEqualTo(1.0);
 			});
 	}
 
@@ -228,6 +243,15 @@ class NamedBackendsTests {
 			assertThat(context.getStartupFailure()).rootCause()
 				.hasMessageContaining("Backend 'jobs': holdfast.backends.jobs.jdbc.query-timeout is PT0S");
 		});
+	}
+
+	/** The health of the default backend ({@code holdfast}) or of the named one {@code backend}. */
+	private static Status health(ApplicationContext context, String backend) {
+		HealthIndicator indicator = backend.equals("holdfast")
+				? context.getBean("holdfastHealthIndicator", HealthIndicator.class)
+				: (HealthIndicator) context.getBean("holdfastBackendsHealthContributor", CompositeHealthContributor.class)
+					.getContributor(backend);
+		return indicator.health().getStatus();
 	}
 
 	@Configuration(proxyBeanMethods = false)
