@@ -74,7 +74,7 @@ public final class JobsView {
 		}
 		return switch (outcome) {
 			case STARTED -> new JobRunDescriptor(name, outcome.tag(), instance, null);
-			case BUSY -> new JobRunDescriptor(name, outcome.tag(), holder(this.engine.keyFor(name, null)),
+			case BUSY -> new JobRunDescriptor(name, outcome.tag(), holder(engineOf(name), name),
 					"Its lock is held: a run is in progress, or its lock is kept for lockAtLeastFor after one");
 			case STOPPING -> new JobRunDescriptor(name, outcome.tag(), null,
 					"This instance's scheduling is stopped (the application is shutting down)");
@@ -89,15 +89,16 @@ public final class JobsView {
 	}
 
 	private JobDescriptor describe(Job job) {
-		String key = this.engine.keyFor(job.name(), null);
+		LockEngine engine = (job.engine() != null) ? job.engine() : this.engine;
+		String key = engine.keyFor(job.name(), null);
 		Instant lastTick = null;
 		BackendLock holder = null;
 		String note = null;
 		try {
-			if (job.ticks() && this.engine.backend() instanceof TickClaims claims) {
+			if (job.ticks() && engine.backend() instanceof TickClaims claims) {
 				lastTick = claims.lastClaimedTick(key);
 			}
-			holder = holderLock(key);
+			holder = holderLock(engine, key);
 		}
 		catch (LockBackendException ex) {
 			note = "The backend could not be read: " + ex.getMessage();
@@ -105,21 +106,31 @@ public final class JobsView {
 		return new JobDescriptor(job.name(), job.method(), job.trigger(), job.zone().getId(), job.nextTick(),
 				job.lockAtMostFor().toString(), job.lockAtLeastFor().toString(), lastTick,
 				(holder != null) ? holder.instance() : null, (holder != null) ? holder.fencingToken() : null,
-				this.skipped.apply(job.name()), note);
+				this.skipped.apply(job.name()), note, job.backend());
 	}
 
-	private @Nullable BackendLock holderLock(String key) {
-		if (!(this.engine.backend() instanceof ClusterLocks locks)) {
+	/** The engine of job {@code name}'s backend (NBK-4): the default one's for an unknown job. */
+	private LockEngine engineOf(String name) {
+		return this.jobs.jobs()
+			.stream()
+			.filter((job) -> job.name().equals(name) && job.engine() != null)
+			.map(Job::engine)
+			.findFirst()
+			.orElse(this.engine);
+	}
+
+	private static @Nullable BackendLock holderLock(LockEngine engine, String key) {
+		if (!(engine.backend() instanceof ClusterLocks locks)) {
 			return null;
 		}
 		return locks.listLocks(key, 16).locks().stream().filter((lock) -> lock.key().equals(key)).findFirst()
 			.orElse(null);
 	}
 
-	/** The instance holding the lock at {@code key}, if the backend tells and can be read. */
-	private @Nullable String holder(String key) {
+	/** The instance holding job {@code name}'s lock, if the backend tells and can be read. */
+	private static @Nullable String holder(LockEngine engine, String name) {
 		try {
-			BackendLock lock = holderLock(key);
+			BackendLock lock = holderLock(engine, engine.keyFor(name, null));
 			return (lock != null) ? lock.instance() : null;
 		}
 		catch (LockBackendException ex) {
@@ -153,10 +164,11 @@ public final class JobsView {
 	 * @param lockToken the fencing token of that holder's run
 	 * @param skipped ticks this instance did not run, by reason ({@code ran-elsewhere} is normal)
 	 * @param note why the backend's part is missing
+	 * @param backend the backend of its lock and ticks: the default one's type, or a named backend's name
 	 */
 	public record JobDescriptor(String name, String method, String trigger, String zone, @Nullable Instant nextTick,
 			String lockAtMostFor, String lockAtLeastFor, @Nullable Instant lastClaimedTick, @Nullable String lockHolder,
-			@Nullable Long lockToken, Map<String, Long> skipped, @Nullable String note) {
+			@Nullable Long lockToken, Map<String, Long> skipped, @Nullable String note, String backend) {
 	}
 
 	/**

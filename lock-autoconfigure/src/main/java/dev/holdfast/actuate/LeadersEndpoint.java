@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -50,29 +51,56 @@ public class LeadersEndpoint {
 
 	private final LockEngine engine;
 
+	private final Map<String, Backend> named;
+
 	public LeadersEndpoint(DefaultLeaderElections elections, LockEngine engine) {
+		this(elections, engine, Map.of());
+	}
+
+	/**
+	 * Lists the groups of {@code elections}, and those of each named backend's (read only: a yield
+	 * through the endpoint names a group of {@code elections}).
+	 * @param named the elections and engine of each named backend ({@code holdfast.backends.<name>})
+	 */
+	public LeadersEndpoint(DefaultLeaderElections elections, LockEngine engine, Map<String, Backend> named) {
 		this.elections = elections;
 		this.engine = engine;
+		this.named = new TreeMap<>(named);
+	}
+
+	/**
+	 * A named backend's leader elections and the engine they hold their leases on.
+	 *
+	 * @param elections its leader elections
+	 * @param engine its engine
+	 */
+	public record Backend(DefaultLeaderElections elections, LockEngine engine) {
 	}
 
 	/** The groups this instance joined, ordered by name. */
 	@ReadOperation
 	public LeadersDescriptor leaders() {
-		List<Leadership> joined = this.elections.leaderships();
-		List<LeaseInfo> held = this.engine.heldLeases();
-		Map<String, String> instances = joined.isEmpty() ? Map.of() : leaderInstances();
-		List<GroupDescriptor> groups = joined.stream()
+		Map<String, List<GroupDescriptor>> named = new TreeMap<>();
+		this.named.forEach((name, backend) -> named.put(name, groups(backend.elections(), backend.engine())));
+		return new LeadersDescriptor(this.engine.backendName(), groups(this.elections, this.engine), named);
+	}
+
+	private static List<GroupDescriptor> groups(DefaultLeaderElections elections, LockEngine engine) {
+		List<Leadership> joined = elections.leaderships();
+		List<LeaseInfo> held = engine.heldLeases();
+		Map<String, String> instances = joined.isEmpty() ? Map.of() : leaderInstances(engine);
+		return joined.stream()
 			.sorted(Comparator.comparing(Leadership::group))
-			.map((leadership) -> describe(leadership, held, instances))
+			.map((leadership) -> describe(leadership, held, instances, engine))
 			.toList();
-		return new LeadersDescriptor(this.engine.backendName(), groups);
 	}
 
 	/** One group, or nothing (404) when this instance did not join it. */
 	@ReadOperation
 	public @Nullable GroupDescriptor group(@Selector String group) {
 		Optional<Leadership> found = find(group);
-		return found.isEmpty() ? null : describe(found.get(), this.engine.heldLeases(), leaderInstances());
+		return found.isEmpty() ? null
+				: describe(found.get(), this.engine.heldLeases(), leaderInstances(this.engine), this.engine);
 	}
 
 	/**
@@ -80,13 +108,13 @@ public class LeadersEndpoint {
 	 * application's group under the key prefix, {@value ClusterLocksView#DEFAULT_MAX_LISTED} at
 	 * most); empty where it cannot tell or cannot be reached now.
 	 */
-	private Map<String, String> leaderInstances() {
-		if (!(this.engine.backend() instanceof ClusterLocks locks)) {
+	private static Map<String, String> leaderInstances(LockEngine engine) {
+		if (!(engine.backend() instanceof ClusterLocks locks)) {
 			return Map.of();
 		}
 		try {
 			Map<String, String> instances = new HashMap<>();
-			for (BackendLock lock : locks.listLocks(this.engine.keyPrefix() + LEADER_LOCK + ":",
+			for (BackendLock lock : locks.listLocks(engine.keyPrefix() + LEADER_LOCK + ":",
 					ClusterLocksView.DEFAULT_MAX_LISTED).locks()) {
 				if (lock.instance() != null) {
 					instances.put(lock.key(), lock.instance());
@@ -134,9 +162,9 @@ public class LeadersEndpoint {
 		return (principal != null) ? principal.getName() : "an unauthenticated caller";
 	}
 
-	private GroupDescriptor describe(Leadership leadership, List<LeaseInfo> held, Map<String, String> instances) {
-		String instance = instances.isEmpty() ? null
-				: instances.get(this.engine.keyFor(LEADER_LOCK, leadership.group()));
+	private static GroupDescriptor describe(Leadership leadership, List<LeaseInfo> held, Map<String, String> instances,
+			LockEngine engine) {
+		String instance = instances.isEmpty() ? null : instances.get(engine.keyFor(LEADER_LOCK, leadership.group()));
 		Optional<LeaderTerm> term = leadership.term();
 		if (term.isEmpty()) {
 			return new GroupDescriptor(leadership.group(), false, null, null, null, instance);
@@ -155,8 +183,10 @@ public class LeadersEndpoint {
 	 *
 	 * @param backend the backend name
 	 * @param groups the groups, ordered by name
+	 * @param backends the groups of each named backend ({@code holdfast.backends.<name>}), by name
 	 */
-	public record LeadersDescriptor(String backend, List<GroupDescriptor> groups) implements OperationResponseBody {
+	public record LeadersDescriptor(String backend, List<GroupDescriptor> groups,
+			Map<String, List<GroupDescriptor>> backends) implements OperationResponseBody {
 	}
 
 	/**

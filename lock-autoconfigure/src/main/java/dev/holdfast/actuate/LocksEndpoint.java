@@ -4,7 +4,9 @@ import java.time.Instant;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 
 import org.jspecify.annotations.Nullable;
 
@@ -60,6 +62,8 @@ public class LocksEndpoint {
 
 	private final @Nullable JobsView jobs;
 
+	private final Map<String, LockEngine> named;
+
 	/**
 	 * Lists the leases of {@code engine} with their keys masked.
 	 */
@@ -78,6 +82,16 @@ public class LocksEndpoint {
 	 */
 	public LocksEndpoint(LockEngine engine, String instance, Show showValues, Collection<String> roles,
 			int maxListed, @Nullable JobsView jobs) {
+		this(engine, instance, showValues, roles, maxListed, jobs, Map.of());
+	}
+
+	/**
+	 * Lists the leases of {@code engine}, and those of each engine of {@code named}.
+	 * @param named the engines of the named backends ({@code holdfast.backends.<name>}), by name
+	 */
+	public LocksEndpoint(LockEngine engine, String instance, Show showValues, Collection<String> roles,
+			int maxListed, @Nullable JobsView jobs, Map<String, LockEngine> named) {
+		this.named = new TreeMap<>(named);
 		this.engine = engine;
 		this.instance = instance;
 		this.showValues = showValues;
@@ -93,13 +107,19 @@ public class LocksEndpoint {
 	@ReadOperation
 	public LocksDescriptor locks(SecurityContext securityContext) {
 		boolean shown = shown(securityContext);
-		String prefix = this.engine.keyPrefix();
-		List<LeaseDescriptor> leases = this.engine.heldLeases()
+		Map<String, BackendLeases> named = new TreeMap<>();
+		this.named.forEach((name, engine) -> named.put(name,
+				new BackendLeases(engine.backendName(), leases(engine, shown))));
+		return new LocksDescriptor(this.engine.backendName(), this.instance, leases(this.engine, shown), named);
+	}
+
+	private static List<LeaseDescriptor> leases(LockEngine engine, boolean shown) {
+		String prefix = engine.keyPrefix();
+		return engine.heldLeases()
 			.stream()
 			.sorted(Comparator.comparing(LeaseInfo::key))
 			.map((info) -> new LeaseDescriptor(info, shown ? info.key() : LockSettings.masked(info.key(), prefix)))
 			.toList();
-		return new LocksDescriptor(this.engine.backendName(), this.instance, leases);
 	}
 
 	/**
@@ -166,9 +186,19 @@ public class LocksEndpoint {
 	 * @param backend the backend name
 	 * @param instance the name of this instance ({@code holdfast.instance-name})
 	 * @param leases the leases, ordered by key
+	 * @param backends the leases held on each named backend ({@code holdfast.backends.<name>}), by name
 	 */
-	public record LocksDescriptor(String backend, String instance, List<LeaseDescriptor> leases)
-			implements OperationResponseBody {
+	public record LocksDescriptor(String backend, String instance, List<LeaseDescriptor> leases,
+			Map<String, BackendLeases> backends) implements OperationResponseBody {
+	}
+
+	/**
+	 * The leases held on one named backend.
+	 *
+	 * @param type the backend's type ({@code jdbc}, ...)
+	 * @param leases the leases, ordered by key
+	 */
+	public record BackendLeases(String type, List<LeaseDescriptor> leases) {
 	}
 
 	/**

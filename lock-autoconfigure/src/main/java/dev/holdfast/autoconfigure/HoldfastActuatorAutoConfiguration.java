@@ -82,7 +82,7 @@ public final class HoldfastActuatorAutoConfiguration {
 		LeaderTermObservations holdfastLeaderTermObservations(ObservationRegistry observationRegistry,
 				LockEngine engine, Environment environment, ListableBeanFactory beanFactory) {
 			return new LeaderTermObservations(observationRegistry,
-					leaderBackends(engine, namedElections(environment, beanFactory)));
+					leaderBackends(engine, named(environment, beanFactory, DefaultLeaderElections.class)));
 		}
 
 	}
@@ -107,7 +107,7 @@ public final class HoldfastActuatorAutoConfiguration {
 		@ConditionalOnMissingBean
 		LeaderMetrics holdfastLeaderMetrics(MeterRegistry meterRegistry, DefaultLeaderElections elections,
 				LockEngine engine, Environment environment, ListableBeanFactory beanFactory) {
-			namedElections(environment, beanFactory)
+			named(environment, beanFactory, DefaultLeaderElections.class)
 				.forEach((name, named) -> LeaderMetrics.register(meterRegistry, named, name));
 			return new LeaderMetrics(meterRegistry, elections, engine.backendName());
 		}
@@ -118,7 +118,7 @@ public final class HoldfastActuatorAutoConfiguration {
 		LeaderTermMetrics holdfastLeaderTermMetrics(MeterRegistry meterRegistry, LockEngine engine,
 				Environment environment, ListableBeanFactory beanFactory) {
 			return new LeaderTermMetrics(meterRegistry,
-					leaderBackends(engine, namedElections(environment, beanFactory)));
+					leaderBackends(engine, named(environment, beanFactory, DefaultLeaderElections.class)));
 		}
 
 		@Bean
@@ -140,13 +140,14 @@ public final class HoldfastActuatorAutoConfiguration {
 		@ConditionalOnMissingBean
 		@ConditionalOnAvailableEndpoint
 		LocksEndpoint holdfastLocksEndpoint(LockEngine engine, LocksEndpointProperties properties,
-				ObjectProvider<SingleInstanceScheduledBeanPostProcessor> scheduling, ListableBeanFactory beanFactory) {
+				ObjectProvider<SingleInstanceScheduledBeanPostProcessor> scheduling, ListableBeanFactory beanFactory,
+				Environment environment) {
 			String instance = (engine instanceof DefaultLockTemplate template) ? template.settings().instanceName() : "";
 			SingleInstanceScheduledBeanPostProcessor jobs = scheduling.getIfUnique();
 			JobsView jobsView = (jobs != null)
 					? new JobsView(engine, new ScheduledJobs(jobs), skipCounts(beanFactory)) : null;
 			return new LocksEndpoint(engine, instance, properties.getShowValues(), properties.getRoles(),
-					properties.getMaxListed(), jobsView);
+					properties.getMaxListed(), jobsView, named(environment, beanFactory, LockEngine.class));
 		}
 
 		/** {@code holdfast.scheduled.skipped} by reason, when Micrometer counts them. */
@@ -165,8 +166,13 @@ public final class HoldfastActuatorAutoConfiguration {
 		@ConditionalOnBean(DefaultLeaderElections.class)
 		@ConditionalOnMissingBean
 		@ConditionalOnAvailableEndpoint
-		LeadersEndpoint holdfastLeadersEndpoint(DefaultLeaderElections elections, LockEngine engine) {
-			return new LeadersEndpoint(elections, engine);
+		LeadersEndpoint holdfastLeadersEndpoint(DefaultLeaderElections elections, LockEngine engine,
+				Environment environment, ListableBeanFactory beanFactory) {
+			Map<String, LockEngine> engines = named(environment, beanFactory, LockEngine.class);
+			Map<String, LeadersEndpoint.Backend> named = new TreeMap<>();
+			named(environment, beanFactory, DefaultLeaderElections.class).forEach(
+					(name, backend) -> named.put(name, new LeadersEndpoint.Backend(backend, engines.get(name))));
+			return new LeadersEndpoint(elections, engine, named);
 		}
 
 	}
@@ -193,25 +199,21 @@ public final class HoldfastActuatorAutoConfiguration {
 		@ConditionalOnMissingBean(name = "holdfastBackendsHealthContributor")
 		CompositeHealthContributor holdfastBackendsHealthContributor(Environment environment,
 				ListableBeanFactory beanFactory) {
+			Map<String, DefaultLeaderElections> elections = named(environment, beanFactory,
+					DefaultLeaderElections.class);
 			Map<String, HealthContributor> backends = new TreeMap<>();
-			for (String name : NamedBackend.configured(environment).keySet()) {
-				backends.put(name, new LockBackendHealthIndicator(
-						BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, LockEngine.class, name), null,
-						BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, DefaultLeaderElections.class,
-								name)));
-			}
+			named(environment, beanFactory, LockEngine.class).forEach((name,
+					engine) -> backends.put(name, new LockBackendHealthIndicator(engine, null, elections.get(name))));
 			return CompositeHealthContributor.fromMap(backends);
 		}
 
 	}
 
-	/** The leader elections of each of {@code holdfast.backends.<name>}, by name. */
-	private static Map<String, DefaultLeaderElections> namedElections(Environment environment,
-			ListableBeanFactory beanFactory) {
-		Map<String, DefaultLeaderElections> named = new TreeMap<>();
+	/** The bean of {@code type} of each of {@code holdfast.backends.<name>}, by name. */
+	private static <T> Map<String, T> named(Environment environment, ListableBeanFactory beanFactory, Class<T> type) {
+		Map<String, T> named = new TreeMap<>();
 		for (String name : NamedBackend.configured(environment).keySet()) {
-			named.put(name,
-					BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, DefaultLeaderElections.class, name));
+			named.put(name, BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, type, name));
 		}
 		return named;
 	}

@@ -11,6 +11,8 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.scheduling.TaskScheduler;
 
+import dev.holdfast.core.LockEngine;
+
 /**
  * This instance's {@code @SingleInstanceScheduled} jobs as operators see them: what the
  * {@code locks} endpoint's {@code jobs} view starts from.
@@ -31,9 +33,11 @@ public final class ScheduledJobs {
 			.stream()
 			.map((entry) -> {
 				JobDefinition definition = entry.getValue().definition();
+				JobLocks locks = entry.getValue().locks();
 				return new Job(definition.name(), definition.description(), trigger(definition), definition.zone(),
 						entry.getKey().nextExecution(), definition.lockAtMostFor(), definition.lockAtLeastFor(),
-						entry.getValue().trigger() != null);
+						entry.getValue().trigger() != null, (locks != null) ? locks.template() : null,
+						(locks != null) ? locks.backendName() : definition.backend());
 			})
 			.sorted(Comparator.comparing(Job::name))
 			.toList();
@@ -81,9 +85,12 @@ public final class ScheduledJobs {
 	 * @param lockAtLeastFor how long its lock is kept at least after the start of a run
 	 * @param ticks whether its runs are ticks claimed through the backend (cron, fixed rate), not
 	 * a fixed delay
+	 * @param engine the engine of its backend, once bound (after the refresh)
+	 * @param backend its backend's name: the default one's type, or a named backend's name
 	 */
 	public record Job(String name, String method, String trigger, ZoneId zone, @Nullable Instant nextTick,
-			Duration lockAtMostFor, Duration lockAtLeastFor, boolean ticks) {
+			Duration lockAtMostFor, Duration lockAtLeastFor, boolean ticks, @Nullable LockEngine engine,
+			String backend) {
 	}
 
 	/** The outcome of {@link #runNow}. */

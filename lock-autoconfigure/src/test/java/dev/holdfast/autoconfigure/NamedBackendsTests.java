@@ -18,6 +18,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.SpringApplication;
+import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
@@ -43,6 +45,12 @@ import dev.holdfast.LockContext;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.actuate.JobsView.JobsDescriptor;
+import dev.holdfast.actuate.LeadersEndpoint;
+import dev.holdfast.actuate.LeadersEndpoint.LeadersDescriptor;
+import dev.holdfast.actuate.LocksEndpoint;
+import dev.holdfast.actuate.LocksEndpoint.LeaseDescriptor;
+import dev.holdfast.actuate.LocksEndpoint.LocksDescriptor;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.test.server.PostgresServer;
 import dev.holdfast.test.server.RedisServer;
@@ -80,12 +88,12 @@ class NamedBackendsTests {
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
 		.withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, DataSourceAutoConfiguration.class,
-				HoldfastAutoConfiguration.class, HoldfastActuatorAutoConfiguration.class))
+				HoldfastAutoConfiguration.class, HoldfastActuatorAutoConfiguration.class, EndpointAutoConfiguration.class))
 		.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
 		.withPropertyValues("spring.data.redis.port=" + redis.port(), "spring.datasource.url=" + postgres.jdbcUrl(),
 				"spring.datasource.username=postgres", "spring.datasource.password=postgres", "holdfast.backend=redis",
 				"holdfast.backends.jobs.type=jdbc", "holdfast.backends.jobs.jdbc.initialize-schema=always",
-				"holdfast.backends.zk.type=zookeeper",
+				"management.endpoints.web.exposure.include=locks,leaders", "holdfast.backends.zk.type=zookeeper",
 				"holdfast.backends.zk.zookeeper.connect-string=" + zooKeeper.connectString());
 
 	@Test
@@ -122,6 +130,13 @@ class NamedBackendsTests {
 					Lease onZk = qualified.zk.acquire("same", null, LockOptions.defaults());
 					Lease onDefault = qualified.main.acquire("same", null, LockOptions.defaults())) {
 				assertThat(List.of(onJobs, onZk, onDefault)).allMatch(Lease::isValid);
+				LocksDescriptor locks = context.getBean(LocksEndpoint.class).locks(SecurityContext.NONE);
+				assertThat(locks.leases()).extracting(LeaseDescriptor::key).containsExactly("holdfast:same");
+				assertThat(locks.backends().get("jobs").leases()).extracting(LeaseDescriptor::key)
+					.containsExactly("holdfast:jobs::same");
+				assertThat(locks.backends().get("zk").type()).isEqualTo("zookeeper");
+				assertThat(locks.backends().get("zk").leases()).extracting(LeaseDescriptor::key)
+					.containsExactly("holdfast:zk::same");
 			}
 		});
 	}
@@ -178,6 +193,11 @@ class NamedBackendsTests {
 			List<String> keys = new JdbcTemplate(context.getBean(DataSource.class))
 				.queryForList("select lock_key from holdfast_lock", String.class);
 			assertThat(keys).anyMatch((key) -> key.startsWith("holdfast:jobs::") && !key.equals("holdfast:jobs::named-backends-job"));
+			JobsDescriptor jobs = (JobsDescriptor) context.getBean(LocksEndpoint.class).scope(SecurityContext.NONE, "jobs");
+			assertThat(jobs.jobs()).singleElement().satisfies((described) -> {
+				assertThat(described.backend()).isEqualTo("jobs");
+				assertThat(described.lastClaimedTick()).as("read from the jobs backend's tick record").isNotNull();
+			});
 		});
 	}
 
@@ -197,6 +217,13 @@ class NamedBackendsTests {
 				assertThat(zk.heldLeases()).anyMatch((lease) -> lease.name().equals("leader"));
 				assertThat(context.getBean(LockEngine.class).heldLeases()).as("the default backend's").isEmpty();
 				assertThat(relay.main()).isSameAs(context.getBean("holdfastLeaderElections"));
+				LeadersDescriptor leaders = context.getBean(LeadersEndpoint.class).leaders();
+				assertThat(leaders.groups()).isEmpty();
+				assertThat(leaders.backends().get("zk")).singleElement().satisfies((group) -> {
+					assertThat(group.group()).isEqualTo("relay");
+					assertThat(group.leader()).isTrue();
+					assertThat(group.expires()).isNotNull();
+				});
 				MeterRegistry meters = context.getBean(MeterRegistry.class);
 				assertThat(meters.get("holdfast.leader.is_leader").tag("group", "relay").tag("backend", "zk").gauge().value())
 					.isEqualTo(1.0);
