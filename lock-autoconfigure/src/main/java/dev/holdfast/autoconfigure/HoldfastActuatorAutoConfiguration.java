@@ -212,7 +212,7 @@ public final class HoldfastActuatorAutoConfiguration {
 	/** The bean of {@code type} of each of {@code holdfast.backends.<name>}, by name. */
 	private static <T> Map<String, T> named(Environment environment, ListableBeanFactory beanFactory, Class<T> type) {
 		Map<String, T> named = new TreeMap<>();
-		for (String name : NamedBackend.configured(environment).keySet()) {
+		for (String name : NamedBackendsRegistrar.names(environment, beanFactory)) {
 			named.put(name, BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, type, name));
 		}
 		return named;

@@ -35,20 +35,28 @@ record NamedBackend(String name, BackendType type, HoldfastProperties.Backend sp
 			.bind(PREFIX, Bindable.mapOf(String.class, HoldfastProperties.Backend.class))
 			.orElse(Map.of());
 		backends.forEach((name, spec) -> {
-			boolean reserved = name.equals("default") || Arrays.stream(BackendType.values())
-				.anyMatch((type) -> type.name().equalsIgnoreCase(name));
-			if (!NAME.matcher(name).matches() || reserved) {
-				throw new LockConfigurationException("holdfast.backends." + name + " is not a valid backend name"
-						+ (reserved ? ": 'default' and the backend types name the default backend in meters" : ""),
-						"Name the backend after its use with lower-case letters, digits and '-', such as "
-								+ "holdfast.backends.jobs.type.");
-			}
+			checkName(name, "holdfast.backends." + name);
 			if (spec.getType() == null) {
 				throw new LockConfigurationException("holdfast.backends." + name + ".type is not set",
 						"Set holdfast.backends." + name + ".type to redis, redlock, jdbc, zookeeper or memory.");
 			}
 		});
 		return backends;
+	}
+
+	/**
+	 * Fails unless {@code name} can name a backend: lower-case letters, digits and '-', neither
+	 * {@code default} nor a backend type, which name the default backend in meters.
+	 * @param where where the name is given, for the message
+	 */
+	static void checkName(String name, String where) {
+		boolean reserved = name.equals("default") || Arrays.stream(BackendType.values())
+			.anyMatch((type) -> type.name().equalsIgnoreCase(name));
+		if (!NAME.matcher(name).matches() || reserved) {
+			throw new LockConfigurationException(where + " is not a valid backend name"
+					+ (reserved ? ": 'default' and the backend types name the default backend in meters" : ""),
+					"Name the backend after its use with lower-case letters, digits and '-', such as 'jobs'.");
+		}
 	}
 
 	/** {@code holdfast.backends.<name>}, the prefix of this backend's properties. */
@@ -70,10 +78,15 @@ record NamedBackend(String name, BackendType type, HoldfastProperties.Backend sp
 		return String.valueOf(spec.getType()).toLowerCase(Locale.ROOT);
 	}
 
-	/** The prefix of this backend's keys: its own, else {@code holdfast.key-prefix} and {@code <name>::}. */
+	/** The prefix of this backend's keys ({@link #keyPrefix(String, HoldfastProperties.Backend, HoldfastProperties)}). */
 	String keyPrefix() {
-		String own = this.spec.getKeyPrefix();
-		return (own != null) ? own : this.holdfast.getKeyPrefix() + this.name + "::";
+		return keyPrefix(this.name, this.spec, this.holdfast);
+	}
+
+	/** The prefix of backend {@code name}'s keys: its own, else {@code holdfast.key-prefix} and {@code <name>::}. */
+	static String keyPrefix(String name, HoldfastProperties.Backend spec, HoldfastProperties holdfast) {
+		String own = spec.getKeyPrefix();
+		return (own != null) ? own : holdfast.getKeyPrefix() + name + "::";
 	}
 
 	/** The name of the client bean this backend uses, if one is named. */

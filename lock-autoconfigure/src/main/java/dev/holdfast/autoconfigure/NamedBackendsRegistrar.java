@@ -5,6 +5,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.function.Supplier;
 
 import org.apache.commons.logging.Log;
@@ -13,8 +16,10 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.annotation.AnnotatedBeanDefinition;
 import org.springframework.beans.factory.annotation.BeanFactoryAnnotationUtils;
 import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.beans.factory.support.AbstractBeanDefinition;
 import org.springframework.beans.factory.support.AutowireCandidateQualifier;
@@ -24,7 +29,9 @@ import org.springframework.beans.factory.support.RootBeanDefinition;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.ApplicationContextAware;
+import org.springframework.core.annotation.MergedAnnotation;
 import org.springframework.core.env.Environment;
+import org.springframework.core.type.MethodMetadata;
 import org.springframework.util.ClassUtils;
 
 import dev.holdfast.LockConfigurationException;
@@ -58,6 +65,9 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 
 	private ApplicationContext context;
 
+	/** The names of the named backends, once the bean definitions were processed. */
+	private volatile @Nullable Set<String> names;
+
 	NamedBackendsRegistrar(Environment environment) {
 		this.environment = environment;
 	}
@@ -73,32 +83,95 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 	 */
 	static <T extends @Nullable Object> BackendChoice<T> choice(Environment environment, BeanFactory beanFactory,
 			Class<T> type, Supplier<T> defaultOne) {
-		return new BackendChoice<>(NamedBackend.configured(environment).keySet(),
+		return new BackendChoice<>(names(environment, beanFactory),
 				(name) -> name.equals(BackendChoice.DEFAULT) ? defaultOne.get()
 						: BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, type, name));
+	}
+
+	/**
+	 * The names of the named backends: configured ({@code holdfast.backends.<name>}) or the
+	 * application's qualified {@code LockBackend} beans, as the registrar found them.
+	 */
+	static Set<String> names(Environment environment, BeanFactory beanFactory) {
+		NamedBackendsRegistrar registrar = beanFactory.getBeanProvider(NamedBackendsRegistrar.class).getIfAvailable();
+		Set<String> names = (registrar != null) ? registrar.names : null;
+		return (names != null) ? names : NamedBackend.configured(environment).keySet();
+	}
+
+	/**
+	 * The application's own named backends: {@code LockBackend} beans of {@code @Bean} methods
+	 * with a {@code @Qualifier}, by qualifier, to their bean names.
+	 * @throws LockConfigurationException for one that is a default candidate: it would replace the
+	 * default backend
+	 */
+	static Map<String, String> applicationBackends(BeanDefinitionRegistry registry, @Nullable ClassLoader classLoader) {
+		Map<String, String> found = new TreeMap<>();
+		for (String beanName : registry.getBeanDefinitionNames()) {
+			BeanDefinition definition = registry.getBeanDefinition(beanName);
+			MethodMetadata method = (definition instanceof AnnotatedBeanDefinition annotated)
+					? annotated.getFactoryMethodMetadata() : null;
+			MergedAnnotation<Qualifier> qualifier = (method != null) ? method.getAnnotations().get(Qualifier.class)
+					: MergedAnnotation.missing();
+			if (method == null || !qualifier.isPresent() || !ClassUtils.isPresent(method.getReturnTypeName(), classLoader)
+					|| !LockBackend.class.isAssignableFrom(ClassUtils.resolveClassName(method.getReturnTypeName(),
+							classLoader))) {
+				continue;
+			}
+			String name = qualifier.getString("value");
+			NamedBackend.checkName(name, "The qualifier '" + name + "' of the LockBackend bean '" + beanName + "'");
+			if (!(definition instanceof AbstractBeanDefinition abstractDefinition)
+					|| abstractDefinition.isDefaultCandidate()) {
+				throw new LockConfigurationException("The LockBackend bean '" + beanName + "' is qualified '" + name
+						+ "' but is a default candidate, so it would also replace the default backend",
+						"Declare it @Bean(defaultCandidate = false) to use it as the backend named '" + name + "'.");
+			}
+			found.put(name, beanName);
+		}
+		return found;
 	}
 
 	@Override
 	public void postProcessBeanDefinitionRegistry(BeanDefinitionRegistry registry) {
 		Map<String, HoldfastProperties.Backend> backends = NamedBackend.configured(this.environment);
-		if (backends.isEmpty()) {
+		Map<String, String> own = applicationBackends(registry, getClass().getClassLoader());
+		Set<String> names = new TreeSet<>(backends.keySet());
+		names.addAll(own.keySet());
+		this.names = Set.copyOf(names);
+		if (names.isEmpty()) {
 			return;
 		}
 		if (!(registry instanceof ConfigurableListableBeanFactory beanFactory)) {
 			throw new IllegalStateException("Named backends need a ConfigurableListableBeanFactory, not " + registry);
 		}
-		backends.forEach((name, spec) -> register(registry, beanFactory, name, spec));
+		own.forEach((name, beanName) -> {
+			if (backends.containsKey(name)) {
+				throw new LockConfigurationException("The backend '" + name + "' is both configured (holdfast.backends."
+						+ name + ") and the application's LockBackend bean '" + beanName + "'",
+						"Remove holdfast.backends." + name + ", or give the bean another qualifier.");
+			}
+			registerEngine(registry, beanFactory, name, new HoldfastProperties.Backend(), beanName,
+					"backend '" + name + "': the application's LockBackend bean '" + beanName + "'");
+		});
+		backends.forEach((name, spec) -> {
+			String backendBean = BACKEND_BEAN + name;
+			RootBeanDefinition backend = new RootBeanDefinition(LockBackend.class,
+					() -> backend(beanFactory, name, spec));
+			backend.setDestroyMethodName(AbstractBeanDefinition.INFER_METHOD);
+			backend.setDefaultCandidate(false);
+			registry.registerBeanDefinition(backendBean, backend);
+			registerEngine(registry, beanFactory, name, spec, backendBean, "backend '" + name + "': "
+					+ NamedBackend.PREFIX + "." + name + ".type=" + NamedBackend.typeName(spec));
+		});
 		logSharedClients(backends);
 	}
 
-	private void register(BeanDefinitionRegistry registry, ConfigurableListableBeanFactory beanFactory, String name,
-			HoldfastProperties.Backend spec) {
-		String backendBean = BACKEND_BEAN + name;
-		RootBeanDefinition backend = new RootBeanDefinition(LockBackend.class, () -> backend(beanFactory, name, spec));
-		backend.setDestroyMethodName(AbstractBeanDefinition.INFER_METHOD);
-		backend.setDefaultCandidate(false);
-		registry.registerBeanDefinition(backendBean, backend);
-
+	/**
+	 * Registers the engine of backend {@code name} on the bean {@code backendBean}, and what
+	 * goes with it.
+	 * @param choice what chose the backend, for the startup line
+	 */
+	private void registerEngine(BeanDefinitionRegistry registry, ConfigurableListableBeanFactory beanFactory,
+			String name, HoldfastProperties.Backend spec, String backendBean, String choice) {
 		String templateBean = TEMPLATE_BEAN + name;
 		RootBeanDefinition template = new RootBeanDefinition(DefaultLockTemplate.class,
 				() -> template(beanFactory, name, spec, beanFactory.getBean(backendBean, LockBackend.class)));
@@ -121,8 +194,6 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 				LeaderElectionLifecycle.class, () -> new LeaderElectionLifecycle(
 						beanFactory.getBean(electionsBean, DefaultLeaderElections.class)));
 
-		String choice = "backend '" + name + "': " + NamedBackend.PREFIX + "." + name + ".type="
-				+ NamedBackend.typeName(spec);
 		registerLifecycle(registry, "holdfastBackendStartup." + name, templateBean, LockBackendStartup.class,
 				() -> new LockBackendStartup(beanFactory.getBean(templateBean, DefaultLockTemplate.class), choice,
 						beanFactory.getBean(HoldfastProperties.class).isFailFast()));
@@ -174,13 +245,11 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 	private DefaultLockTemplate template(ConfigurableListableBeanFactory beanFactory, String name,
 			HoldfastProperties.Backend spec, LockBackend backend) {
 		HoldfastProperties properties = beanFactory.getBean(HoldfastProperties.class);
-		NamedBackend named = new NamedBackend(name, spec.getType(), spec, properties, beanFactory,
-				Binder.get(this.environment));
 		LockListener listeners = CompositeLockListener
 			.of(beanFactory.getBeanProvider(LockListener.class).orderedStream().toList());
 		return HoldfastAutoConfiguration.template(backend,
 				HoldfastAutoConfiguration.settings(properties)
-					.withKeyPrefix(named.keyPrefix())
+					.withKeyPrefix(NamedBackend.keyPrefix(name, spec, properties))
 					.withInstanceName(InstanceNameDefault.resolve(properties, this.context, this.environment)),
 				new NamedBackendListener(name, listeners));
 	}

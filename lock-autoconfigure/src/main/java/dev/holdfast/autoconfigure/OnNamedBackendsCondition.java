@@ -1,7 +1,8 @@
 package dev.holdfast.autoconfigure;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
-import java.util.stream.Collectors;
 
 import org.springframework.boot.autoconfigure.condition.ConditionMessage;
 import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
@@ -12,8 +13,9 @@ import org.springframework.context.annotation.ConditionContext;
 import org.springframework.core.type.AnnotatedTypeMetadata;
 
 /**
- * Matches when {@code holdfast.backends.<name>} configures backends besides the default one, and
- * names them with their types in the condition report ({@code --debug}).
+ * Matches when there are backends besides the default one ({@code holdfast.backends.<name>}, or
+ * the application's qualified {@code LockBackend} beans), and names them in the condition report
+ * ({@code --debug}).
  */
 class OnNamedBackendsCondition extends SpringBootCondition {
 
@@ -23,14 +25,16 @@ class OnNamedBackendsCondition extends SpringBootCondition {
 		Map<String, HoldfastProperties.Backend> backends = Binder.get(context.getEnvironment())
 			.bind(NamedBackend.PREFIX, Bindable.mapOf(String.class, HoldfastProperties.Backend.class))
 			.orElse(Map.of());
-		if (backends.isEmpty()) {
+		List<String> found = new ArrayList<>();
+		backends.forEach((name, spec) -> found.add(name + " (" + NamedBackend.typeName(spec) + ")"));
+		if (context.getRegistry() != null) {
+			NamedBackendsRegistrar.applicationBackends(context.getRegistry(), context.getClassLoader())
+				.forEach((name, bean) -> found.add(name + " (the application's LockBackend bean '" + bean + "')"));
+		}
+		if (found.isEmpty()) {
 			return ConditionOutcome.noMatch(message.didNotFind("property").items(NamedBackend.PREFIX + ".*"));
 		}
-		return ConditionOutcome.match(message.found("backend", "backends")
-			.items(backends.entrySet()
-				.stream()
-				.map((entry) -> entry.getKey() + " (" + NamedBackend.typeName(entry.getValue()) + ")")
-				.collect(Collectors.toList())));
+		return ConditionOutcome.match(message.found("backend", "backends").items(found));
 	}
 
 }

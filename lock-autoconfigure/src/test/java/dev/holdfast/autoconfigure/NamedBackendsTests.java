@@ -52,6 +52,7 @@ import dev.holdfast.actuate.LocksEndpoint;
 import dev.holdfast.actuate.LocksEndpoint.LeaseDescriptor;
 import dev.holdfast.actuate.LocksEndpoint.LocksDescriptor;
 import dev.holdfast.core.LockEngine;
+import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.test.server.PostgresServer;
 import dev.holdfast.test.server.RedisServer;
 import dev.holdfast.test.server.ZooKeeperServer;
@@ -233,6 +234,31 @@ class NamedBackendsTests {
 	}
 
 	@Test
+	void theApplicationsQualifiedLockBackendIsANamedBackendBesideTheDefaultOne() {
+		this.runner.withUserConfiguration(OwnBackendConfiguration.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(LockEngine.class).backendName()).isEqualTo("redis");
+			LockEngine local = context.getBean("holdfastLockTemplate.local", LockEngine.class);
+			assertThat(local.backend()).isSameAs(context.getBean("localLocks"));
+			LockTemplate template = context.getBean(OwnBackendUser.class).template();
+			assertThat(template).isSameAs(local);
+			try (Lease lease = template.acquire("report", null, LockOptions.defaults())) {
+				assertThat(lease.key()).isEqualTo("holdfast:local::report");
+			}
+			assertThat(health(context, "local")).isEqualTo(Status.UP);
+		});
+	}
+
+	@Test
+	void aQualifiedLockBackendThatIsADefaultCandidateFailsAtStartupNamingTheFix() {
+		this.runner.withUserConfiguration(DefaultCandidateBackendConfiguration.class).run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).rootCause()
+				.hasMessageContaining("The LockBackend bean 'localLocks' is qualified 'local' but is a default candidate");
+		});
+	}
+
+	@Test
 	void anUnknownBackendOnAJobFailsAtStartupNamingTheKnownOnes() {
 		this.runner.withUserConfiguration(UnknownJobBackendConfiguration.class).run((context) -> {
 			assertThat(context).hasFailed();
@@ -392,6 +418,36 @@ class NamedBackendsTests {
 		@LeaderOnly(group = "relay", backend = "zk", onNotLeader = LeaderOnly.OnNotLeader.THROW)
 		public String poll() {
 			return "polled";
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class OwnBackendConfiguration {
+
+		@Bean(defaultCandidate = false)
+		@Qualifier("local")
+		InMemoryLockBackend localLocks() {
+			return new InMemoryLockBackend();
+		}
+
+		@Bean
+		OwnBackendUser ownBackendUser(@Qualifier("local") LockTemplate template) {
+			return new OwnBackendUser(template);
+		}
+
+	}
+
+	record OwnBackendUser(LockTemplate template) {
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class DefaultCandidateBackendConfiguration {
+
+		@Bean
+		@Qualifier("local")
+		InMemoryLockBackend localLocks() {
+			return new InMemoryLockBackend();
 		}
 
 	}
