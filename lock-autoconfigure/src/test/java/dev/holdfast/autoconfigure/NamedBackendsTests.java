@@ -249,55 +249,6 @@ class NamedBackendsTests {
 		});
 	}
 
-	@Test
-	void aQualifiedLockBackendThatIsADefaultCandidateFailsAtStartupNamingTheFix() {
-		this.runner.withUserConfiguration(DefaultCandidateBackendConfiguration.class).run((context) -> {
-			assertThat(context).hasFailed();
-			assertThat(context.getStartupFailure()).rootCause()
-				.hasMessageContaining("The LockBackend bean 'localLocks' is qualified 'local' but is a default candidate");
-		});
-	}
-
-	@Test
-	void anUnknownBackendOnAJobFailsAtStartupNamingTheKnownOnes() {
-		this.runner.withUserConfiguration(UnknownJobBackendConfiguration.class).run((context) -> {
-			assertThat(context).hasFailed();
-			assertThat(context.getStartupFailure()).rootCause()
-				.isInstanceOf(LockConfigurationException.class)
-				.hasMessageContaining("@SingleInstanceScheduled on ")
-				.hasMessageContaining("names the backend 'postgres', which is not configured");
-		});
-	}
-
-	@Test
-	void anUnknownBackendOnAnAnnotationFailsAtStartupNamingTheKnownOnes() {
-		this.runner.withUserConfiguration(UnknownBackendConfiguration.class).run((context) -> {
-			assertThat(context).hasFailed();
-			assertThat(context.getStartupFailure()).rootCause()
-				.isInstanceOf(LockConfigurationException.class)
-				.hasMessageContaining("names the backend 'job', which is not configured")
-				.hasMessageContaining("\"\" (the default), jobs, zk");
-		});
-	}
-
-	@Test
-	void aNamedBackendWithoutATypeFailsAtStartupNamingTheProperty() {
-		this.runner.withPropertyValues("holdfast.backends.orders.client=dataSource").run((context) -> {
-			assertThat(context).hasFailed();
-			assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
-				.hasMessageContaining("holdfast.backends.orders.type is not set");
-		});
-	}
-
-	@Test
-	void aNamedBackendsSettingsAreCheckedAsTheDefaultOnesAndNamedByItsOwnProperty() {
-		this.runner.withPropertyValues("holdfast.backends.jobs.jdbc.query-timeout=0s").run((context) -> {
-			assertThat(context).hasFailed();
-			assertThat(context.getStartupFailure()).rootCause()
-				.hasMessageContaining("Backend 'jobs': holdfast.backends.jobs.jdbc.query-timeout is PT0S");
-		});
-	}
-
 	/** The health of the default backend ({@code holdfast}) or of the named one {@code backend}. */
 	private static Status health(ApplicationContext context, String backend) {
 		HealthIndicator indicator = backend.equals("holdfast")
@@ -442,35 +393,6 @@ class NamedBackendsTests {
 	}
 
 	@Configuration(proxyBeanMethods = false)
-	static class DefaultCandidateBackendConfiguration {
-
-		@Bean
-		@Qualifier("local")
-		InMemoryLockBackend localLocks() {
-			return new InMemoryLockBackend();
-		}
-
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	static class UnknownJobBackendConfiguration {
-
-		@Bean
-		MisnamedJob misnamedJob() {
-			return new MisnamedJob();
-		}
-
-	}
-
-	static class MisnamedJob {
-
-		@SingleInstanceScheduled(fixedRate = "1h", backend = "postgres")
-		public void run() {
-		}
-
-	}
-
-	@Configuration(proxyBeanMethods = false)
 	static class QualifiedConfiguration {
 
 		@Bean
@@ -484,22 +406,5 @@ class NamedBackendsTests {
 	record Qualified(LockTemplate main, LockTemplate jobs, LockTemplate zk) {
 	}
 
-	@Configuration(proxyBeanMethods = false)
-	static class UnknownBackendConfiguration {
-
-		@Bean
-		Misnamed misnamed() {
-			return new Misnamed();
-		}
-
-	}
-
-	static class Misnamed {
-
-		@DistributedLock(backend = "job")
-		public void run() {
-		}
-
-	}
 
 }
