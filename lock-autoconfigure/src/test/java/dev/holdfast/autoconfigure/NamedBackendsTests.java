@@ -36,6 +36,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import dev.holdfast.DistributedLock;
+import dev.holdfast.DistributedSemaphore;
 import dev.holdfast.LeaderElections;
 import dev.holdfast.LeaderOnly;
 import dev.holdfast.Lease;
@@ -108,6 +109,7 @@ class NamedBackendsTests {
 			assertThat(locked.onDefault(main, jobs, zk)).isEqualTo("holdfast:report");
 			assertThat(locked.onJobs(main, jobs, zk)).isEqualTo("holdfast:jobs::report");
 			assertThat(locked.onZooKeeper(main, jobs, zk)).isEqualTo("holdfast:zk::report");
+			assertThat(locked.permitOnJobs(main, jobs, zk)).startsWith("holdfast:jobs::exports");
 			MeterRegistry meters = context.getBean(MeterRegistry.class);
 			for (String backend : List.of("redis", "jobs", "zk")) {
 				assertThat(meters.find("holdfast.lock.acquire").tag("backend", backend).tag("name", "report").timer())
@@ -286,6 +288,11 @@ class NamedBackendsTests {
 			String key = heldOnlyBy(jobs, main, zk);
 			assertThat(this.jdbc.queryForList("select lock_key from holdfast_lock", String.class)).contains(key);
 			return key;
+		}
+
+		@DistributedSemaphore(name = "exports", permits = 2, backend = "jobs")
+		public String permitOnJobs(LockEngine main, LockEngine jobs, LockEngine zk) {
+			return heldOnlyBy(jobs, main, zk);
 		}
 
 		@DistributedLock(name = "report", backend = "zk")
