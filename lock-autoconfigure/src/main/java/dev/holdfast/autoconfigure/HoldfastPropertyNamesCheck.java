@@ -44,6 +44,14 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 
 	private static final ConfigurationPropertyName HOLDFAST = ConfigurationPropertyName.of("holdfast");
 
+	private static final ConfigurationPropertyName BACKENDS = ConfigurationPropertyName.of("holdfast.backends");
+
+	/** The properties of a named backend itself ({@link HoldfastProperties.Backend}). */
+	private static final List<String> BACKEND_OWN = List.of("type", "client", "key-prefix");
+
+	/** The types whose settings a named backend has under {@code holdfast.backends.<name>.<type>}. */
+	private static final List<String> BACKEND_SETTINGS = List.of("redis", "redlock", "zookeeper", "jdbc");
+
 	/** Whether unknown names fail the start ({@link HoldfastProperties#isFailOnUnknownProperties()}). */
 	private static final String FAIL_PROPERTY = "holdfast.fail-on-unknown-properties";
 
@@ -82,6 +90,13 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 	 * element or map key), or a group (a YAML section left empty).
 	 */
 	private static boolean isKnown(ConfigurationPropertyName name, List<KnownName> known) {
+		if (BACKENDS.isAncestorOf(name) && name.getNumberOfElements() > 3) {
+			// holdfast.backends.<name>.<rest>: its own (type, client, key-prefix), or <type>.* as holdfast.<type>.*
+			ConfigurationPropertyName rest = name.subName(3);
+			return (rest.getNumberOfElements() == 1) ? BACKEND_OWN.contains(rest.toString())
+					: BACKEND_SETTINGS.contains(rest.getElement(0, ConfigurationPropertyName.Form.DASHED))
+							&& isKnown(HOLDFAST.append(rest), known);
+		}
 		return known.stream().anyMatch((k) -> k.name().equals(name) || (!k.group() && k.name().isAncestorOf(name)));
 	}
 

@@ -29,6 +29,19 @@ class NamedBackendStartupTests {
 				"holdfast.backends.zk.type=memory");
 
 	@Test
+	void aMisspelledSettingOfANamedBackendFailsAtStartupAsUnderHoldfastType() {
+		this.runner.withPropertyValues("holdfast.backends.jobs.jdbc.tabel-name=locks", "holdfast.backends.jobs.clinet=ds")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+					.hasMessageContaining("holdfast.backends.jobs.jdbc.tabel-name")
+					.hasMessageContaining("holdfast.backends.jobs.clinet")
+					.message()
+					.doesNotContain("holdfast.backends.jobs.jdbc.initialize-schema");
+			});
+	}
+
+	@Test
 	void aBackendNamedAfterATypeFailsAtStartup() {
 		this.runner.withPropertyValues("holdfast.backends.redis.type=redis").run((context) -> {
 			assertThat(context).hasFailed();
