@@ -4,13 +4,10 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -31,7 +28,8 @@ import dev.holdfast.spi.WaiterHandoff;
  * What every group of one {@link DefaultLeaderElections} shares: the template, the timings, the
  * leader thread (timers, campaigns and checks: no listener runs there), the delivery thread (the
  * event queue of every group, in order) and the campaign thread (the attempts of a backend that
- * cannot acquire without blocking, and the releases of ended terms).
+ * cannot acquire without blocking, and the releases of ended terms); each exists only while it
+ * has work queued or scheduled (LDR-9).
  */
 final class LeaderRuntime {
 
@@ -56,10 +54,10 @@ final class LeaderRuntime {
 
 	private final ScheduledThreadPoolExecutor leaderThread;
 
-	private final ThreadPoolExecutor campaignThread;
+	private final ScheduledThreadPoolExecutor campaignThread;
 
 	/** Delivers every group's events in one queue, so that no listener delays a decision (LDR-4). */
-	private final ThreadPoolExecutor deliveryThread;
+	private final ScheduledThreadPoolExecutor deliveryThread;
 
 	/** Told the key of every release the backend announces, while listening. */
 	private final Consumer<String> released;
@@ -78,14 +76,9 @@ final class LeaderRuntime {
 		this.pollInterval = template.settings().pollInterval();
 		this.revokeMarginNanos = leaseTime.toNanos() / 10;
 		this.publisher = publisher;
-		this.leaderThread = new ScheduledThreadPoolExecutor(1, daemon("holdfast-leader-" + template.backendName()));
-		this.leaderThread.setRemoveOnCancelPolicy(true);
-		this.campaignThread = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
-				daemon("holdfast-leader-campaign-" + template.backendName()));
-		this.campaignThread.allowCoreThreadTimeOut(true);
-		this.deliveryThread = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
-				daemon("holdfast-leader-events-" + template.backendName()));
-		this.deliveryThread.allowCoreThreadTimeOut(true);
+		this.leaderThread = onDemand("holdfast-leader-" + template.backendName());
+		this.campaignThread = onDemand("holdfast-leader-campaign-" + template.backendName());
+		this.deliveryThread = onDemand("holdfast-leader-events-" + template.backendName());
 	}
 
 	Clock clock() {
@@ -189,15 +182,19 @@ final class LeaderRuntime {
 	 */
 	void release(Lease lease) {
 		try {
-			this.campaignThread.execute(lease::close);
+			this.campaignThread.execute(() -> close(lease));
 		}
 		catch (RejectedExecutionException ex) {
-			try {
-				lease.close();
-			}
-			catch (RuntimeException failure) {
-				logger.warn("Could not release the lease of a leader group after the elections closed", failure);
-			}
+			close(lease);
+		}
+	}
+
+	private static void close(Lease lease) {
+		try {
+			lease.close();
+		}
+		catch (RuntimeException failure) {
+			logger.warn("Could not release the lease of an ended term of a leader group", failure);
 		}
 	}
 
@@ -245,6 +242,10 @@ final class LeaderRuntime {
 			}
 			try {
 				delivery.run();
+			}
+			catch (RuntimeException ex) {
+				// The executor would keep it to itself.
+				logger.error("Delivering a leadership event failed", ex);
 			}
 			finally {
 				if (watch != null) {
@@ -345,12 +346,23 @@ final class LeaderRuntime {
 		}
 	}
 
-	private static ThreadFactory daemon(String name) {
-		return (task) -> {
+	/**
+	 * One daemon thread, started by the first task and ended 1 s after the last task ran with
+	 * none queued (LDR-9). A scheduled executor, not a plain one: its tasks always go through its
+	 * queue, so they run in the order queued even when the thread ends and another starts (a
+	 * plain executor hands a task to a new thread directly, ahead of one queued just before the
+	 * old thread ended).
+	 */
+	private static ScheduledThreadPoolExecutor onDemand(String name) {
+		ScheduledThreadPoolExecutor executor = new ScheduledThreadPoolExecutor(1, (task) -> {
 			Thread thread = new Thread(task, name);
 			thread.setDaemon(true);
 			return thread;
-		};
+		});
+		executor.setRemoveOnCancelPolicy(true);
+		executor.setKeepAliveTime(1, TimeUnit.SECONDS);
+		executor.allowCoreThreadTimeOut(true);
+		return executor;
 	}
 
 }

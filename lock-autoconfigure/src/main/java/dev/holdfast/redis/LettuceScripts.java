@@ -229,6 +229,28 @@ final class LettuceScripts {
 		return LettuceFutures.awaitOrCancel(reply, this.factory.getTimeout(), TimeUnit.MILLISECONDS);
 	}
 
+	/**
+	 * Fetches the factory's shared connection now unless known (the startup probe, after its
+	 * {@code PING} opened it), so that the first non-blocking call already takes the path that
+	 * Lettuce's command timeout bounds, with no timer of its own (RED-9). A failure is left to the
+	 * next call, which fetches it again.
+	 */
+	void connect() {
+		if (this.commands == null) {
+			try {
+				commands();
+			}
+			catch (RuntimeException ex) {
+				// The next call fetches it, bounded as always.
+			}
+		}
+	}
+
+	/** Whether a non-blocking call now goes straight to the connection, timed by Lettuce alone. */
+	boolean timedByLettuce() {
+		return this.commands != null && this.commandsTimeOut;
+	}
+
 	private RedisClusterAsyncCommands<byte[], byte[]> commands() {
 		RedisClusterAsyncCommands<byte[], byte[]> current = this.commands;
 		if (current == null) {

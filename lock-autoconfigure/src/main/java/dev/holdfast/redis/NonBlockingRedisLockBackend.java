@@ -37,6 +37,23 @@ final class NonBlockingRedisLockBackend extends RedisLockBackend implements Asyn
 		this.scripts = scripts;
 	}
 
+	/**
+	 * {@code PING} as {@link RedisLockBackend#checkHealth()}, then the scripts fetch the shared
+	 * connection it used: the first non-blocking call after the startup probe needs no timer of
+	 * its own (RED-9).
+	 */
+	@Override
+	public Check checkHealth() {
+		Check check = super.checkHealth();
+		this.scripts.connect();
+		return check;
+	}
+
+	/** Whether a non-blocking call now goes straight to the connection, timed by Lettuce alone. */
+	boolean timedByLettuce() {
+		return this.scripts.timedByLettuce();
+	}
+
 	/** Blocking calls, too, go straight to the shared Lettuce connection. */
 	@Override
 	<T> T eval(RedisScript<?> script, ReturnType type, byte[][] keys, byte[][] args) {

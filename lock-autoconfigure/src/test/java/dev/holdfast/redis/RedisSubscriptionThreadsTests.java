@@ -103,6 +103,19 @@ class RedisSubscriptionThreadsTests {
 			.containsAll(subscriptionThreads());
 	}
 
+	@Test
+	void afterTheStartupProbeTheFirstNonBlockingCallIsTimedByLettuceAlone() throws Exception {
+		NonBlockingRedisLockBackend backend = (NonBlockingRedisLockBackend) newBackend();
+		assertThat(backend.timedByLettuce()).as("before any call: the shared connection is not known yet").isFalse();
+		backend.checkHealth();
+		assertThat(backend.timedByLettuce()).as("after the probe: no timer of the JDK's for the next call (RED-9)")
+			.isTrue();
+		String key = "probed-" + UUID.randomUUID();
+		assertThat(backend.tryAcquireAsync(key, "owner", Duration.ofSeconds(10)).toCompletableFuture()
+			.get(10, TimeUnit.SECONDS).acquired()).isTrue();
+		assertThat(backend.releaseAsync(key, "owner").toCompletableFuture().get(10, TimeUnit.SECONDS)).isTrue();
+	}
+
 	private static Set<Thread> subscriptionThreads() {
 		return Thread.getAllStackTraces()
 			.keySet()
