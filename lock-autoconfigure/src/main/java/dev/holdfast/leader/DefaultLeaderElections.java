@@ -23,7 +23,8 @@ import dev.holdfast.spi.SessionLeases;
  * every term (SHUTDOWN), releases their leases and pauses the campaigns until started again.
  * Three threads for all groups: the leader thread (timers, campaigns, checks), the delivery
  * thread (events in order) and the campaign thread (attempts of a backend that cannot acquire
- * without blocking, releases). See DESIGN.md, Leadership.
+ * without blocking, releases), each started by its first task and ended 1 s idle (LDR-9). See
+ * DESIGN.md, Leadership.
  */
 public final class DefaultLeaderElections implements LeaderElections, AutoCloseable {
 
