@@ -144,7 +144,8 @@ public final class FaultClient {
 		return message.replace('\n', ' ').replace('\r', ' ');
 	}
 
-	private static Backend backend(String type, List<String> nodes) {
+	/** The backend of {@code type} on {@code nodes}, as the auto-configuration builds it, with the suite's timeouts. */
+	static Backend backend(String type, List<String> nodes) {
 		switch (type) {
 			case "redis": {
 				java.net.URI uri = java.net.URI.create(nodes.get(0));
@@ -200,7 +201,7 @@ public final class FaultClient {
 		}
 	}
 
-	private static Map<String, String> parse(String[] args) {
+	static Map<String, String> parse(String[] args) {
 		Map<String, String> map = new HashMap<>();
 		for (String arg : args) {
 			int eq = arg.indexOf('=');
@@ -209,7 +210,7 @@ public final class FaultClient {
 		return map;
 	}
 
-	private record Backend(LockBackend backend, Runnable closer) {
+	record Backend(LockBackend backend, Runnable closer) {
 
 		void close() {
 			try {

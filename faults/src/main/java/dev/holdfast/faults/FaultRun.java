@@ -294,10 +294,7 @@ public final class FaultRun {
 			command.addAll(List.of("setpriv", "--regid", Integer.toString(Context.clientGroup(index)),
 					"--clear-groups", "--"));
 		}
-		command.addAll(List.of(
-				Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx96m", "-XX:+UseSerialGC",
-				"-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", System.getProperty("java.class.path"),
-				this.clientMain));
+		command.addAll(Processes.javaCommand(this.clientMain));
 		command.addAll(arguments);
 		this.clientArguments.forEach((key, value) -> command.add(key + "=" + value));
 		Map<String, String> environment = new HashMap<>(this.clientEnvironment);
@@ -312,7 +309,7 @@ public final class FaultRun {
 		return process;
 	}
 
-	private static void deleteRecursively(Path dir) throws IOException {
+	static void deleteRecursively(Path dir) throws IOException {
 		if (!Files.exists(dir)) {
 			return;
 		}

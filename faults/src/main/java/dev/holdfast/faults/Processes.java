@@ -1,5 +1,6 @@
 package dev.holdfast.faults;
 
+import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -16,6 +17,13 @@ final class Processes {
 	}
 
 	private Processes() {
+	}
+
+	/** The command that starts {@code main} in a client JVM of the suite, on this JVM's class path. */
+	static List<String> javaCommand(String main) {
+		return List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx96m",
+				"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp",
+				System.getProperty("java.class.path"), main);
 	}
 
 	static void register(Process process) {

@@ -1,0 +1,51 @@
+package dev.holdfast.faults;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Leader election under faults (issue 30): three instances of a leader group, each a
+ * {@link LeaderFaultClient} JVM, 2 s leases, on a persistent Redis, one ZooKeeper server (sessions
+ * of 3 s) and PostgreSQL. Per backend, in one run: the leader killed (SIGKILL) three times, paused
+ * (SIGSTOP) three times, cut off from the backend twice (on ZooKeeper past its session, which
+ * expires), the Redis backend restarted twice, and a rolling restart (three graceful stops of the
+ * leader); then no two leaders over the whole run. Table in
+ * {@code target/faults/LeaderFaultMatrixTest.md}.
+ */
+@Tag("faults")
+class LeaderFaultMatrixTest {
+
+	private static final long LEASE_MS = 2000;
+
+	private final LeaderScenarios scenarios = new LeaderScenarios("LeaderFaultMatrixTest");
+
+	@Test
+	void leaderFaultMatrix() throws Exception {
+		for (String backend : new String[] { "redis", "zookeeper", "jdbc" }) {
+			try (LeaderRun run = LeaderRun.start(FaultSuite.reportDir(), "leader-" + backend, backend, 3, LEASE_MS)) {
+				for (int round = 0; round < 3; round++) {
+					this.scenarios.killLeader(backend, run);
+				}
+				for (int round = 0; round < 3; round++) {
+					this.scenarios.pauseLeader(backend, run);
+				}
+				if (Partition.unavailable().isEmpty()) {
+					// On ZooKeeper the cut outlasts the session (3 s): the session expires.
+					long holdMs = backend.equals("zookeeper") ? 6000 : 0;
+					for (int round = 0; round < 2; round++) {
+						this.scenarios.partitionLeader(backend, run, holdMs);
+					}
+				}
+				if (backend.equals("redis")) {
+					for (int round = 0; round < 2; round++) {
+						this.scenarios.restartBackend(backend, run);
+					}
+				}
+				this.scenarios.rollingRestart(backend, run);
+				this.scenarios.oneLeaderAtATime(backend, run);
+			}
+		}
+		this.scenarios.finish();
+	}
+
+}
