@@ -12,10 +12,11 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
+import java.util.stream.IntStream;
 
 /**
- * A leader fault run: a resource Redis, the backend (a persistent {@code redis-server}, one
- * ZooKeeper server, or PostgreSQL, which then also holds the resource) and instances of one leader
+ * A leader fault run: a resource Redis, the backend (a persistent {@code redis-server}, a
+ * ZooKeeper ensemble of three, or PostgreSQL, which then also holds the resource) and instances of one leader
  * group, each a {@link LeaderFaultClient} JVM in its own group id (so that {@link Partition#client}
  * cuts one off alone). The faults act on it through its methods; {@link #history()} reads what
  * the instances logged. Every process is started here, stopped by {@link #close()} through its
@@ -53,6 +54,11 @@ final class LeaderRun implements AutoCloseable {
 
 		long pid() {
 			return this.process.pid();
+		}
+
+		/** What the JVM printed: Holdfast's and the backend client's log. */
+		Path output() {
+			return this.log.resolveSibling("client" + this.index + ".out");
 		}
 
 	}
@@ -101,7 +107,7 @@ final class LeaderRun implements AutoCloseable {
 				this.nodes = this.backendRedis.uri();
 			}
 			case "zookeeper" -> {
-				this.zooKeeper = ZooKeeperEnsemble.start(this.dir.resolve("zookeeper"), 1, Map.of());
+				this.zooKeeper = ZooKeeperEnsemble.start(this.dir.resolve("zookeeper"), 3, Map.of());
 				this.nodes = this.zooKeeper.connectString();
 			}
 			case "jdbc" -> {
@@ -130,7 +136,7 @@ final class LeaderRun implements AutoCloseable {
 				"group=faults-leader", "leaseMs=" + this.leaseMs, "workMs=200", "log=" + log,
 				"stopFile=" + this.dir.resolve("stop")));
 		Process process = new ProcessBuilder(command).redirectErrorStream(true)
-			.redirectOutput(this.dir.resolve("client" + index + ".out").toFile())
+			.redirectOutput(log.resolveSibling("client" + index + ".out").toFile())
 			.start();
 		Processes.register(process);
 		Instance instance = new Instance(index, process, log);
@@ -271,7 +277,7 @@ final class LeaderRun implements AutoCloseable {
 	/** The ports that connect an instance to the backend. */
 	int[] backendPorts() {
 		if (this.zooKeeper != null) {
-			return new int[] { this.zooKeeper.ports(0)[0] };
+			return IntStream.range(0, this.zooKeeper.size()).map((server) -> this.zooKeeper.ports(server)[0]).toArray();
 		}
 		if (this.postgres != null) {
 			return new int[] { java.net.URI.create(this.nodes.substring("jdbc:".length())).getPort() };
@@ -279,12 +285,24 @@ final class LeaderRun implements AutoCloseable {
 		return new int[] { java.net.URI.create(this.nodes).getPort() };
 	}
 
-	/** The backend's Redis node, of a {@code redis} run. */
-	RedisNode backendRedis() {
-		if (this.backendRedis == null) {
-			throw new IllegalStateException("Not a redis run: there is no backend Redis node");
+	/**
+	 * The backend killed (SIGKILL: the Redis node, the PostgreSQL server, or every ZooKeeper server
+	 * at once) and started again on its data after {@code downMs}; returns when it was started.
+	 */
+	void restartBackend(long downMs) throws Exception {
+		if (this.backendRedis != null) {
+			this.backendRedis.kill();
+			RedisNode.sleep(downMs);
+			this.backendRedis.start();
 		}
-		return this.backendRedis;
+		else if (this.postgres != null) {
+			this.postgres.kill();
+			RedisNode.sleep(downMs);
+			this.postgres.start();
+		}
+		else {
+			this.zooKeeper.restartAll(downMs);
+		}
 	}
 
 	/** The resource the instances write, to try a stale write. */

@@ -18,6 +18,9 @@ import org.assertj.core.api.SoftAssertions;
  */
 final class LeaderScenarios {
 
+	/** Curator's log line when a session expired. */
+	private static final String SESSION_LOST = "State change: LOST";
+
 	private final String file;
 
 	final SoftAssertions softly = new SoftAssertions();
@@ -123,28 +126,37 @@ final class LeaderScenarios {
 			.isGreaterThan(-100.0);
 		this.softly.assertThat(revokedBeforeGrant).as(backend + ": revoked before another was granted (ms before)")
 			.isPositive();
+		if (holdMs > 0) {
+			// Past the session timeout: the instance's ZooKeeper session expired (Curator: LOST).
+			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+			while (!Files.readString(leader.output()).contains(SESSION_LOST) && System.nanoTime() < deadline) {
+				RedisNode.sleep(50);
+			}
+			this.softly.assertThat(Files.readString(leader.output()))
+				.as(backend + ": the cut-off leader's session expired")
+				.contains(SESSION_LOST);
+		}
 		note(backend + " partition of the leader for " + Math.round(ms(System.nanoTime() - cutAt)) + " ms or more (token "
 				+ token + "): revoked " + term.reason());
 	}
 
 	/**
-	 * The backend's Redis killed (SIGKILL) while a leader holds, started again on its data after
-	 * 500 ms. Leadership recovers: some instance logs a renewed validity after the restart.
+	 * The backend killed (SIGKILL) while a leader holds, started again on its data after 500 ms
+	 * (Redis with {@code appendfsync always}; PostgreSQL; every ZooKeeper server). Leadership
+	 * recovers: some instance logs a validity renewed after the restart.
 	 */
 	void restartBackend(String backend, LeaderRun run) throws Exception {
 		LeaderRun.Instance leader = run.awaitLeader(false);
 		long token = run.token(leader);
-		run.mark("FAULT kill backend");
-		run.backendRedis().kill();
-		RedisNode.sleep(500);
-		run.backendRedis().start();
+		long killedAt = run.mark("FAULT kill backend");
+		run.restartBackend(500);
 		long healed = run.mark("HEAL backend started");
 		Checker.Event valid = run.awaitEvent(null, healed, (event) -> event.type().equals("VALID"),
-				Duration.ofSeconds(20));
-		record(backend, "backend restarted → a leader renewed or granted", ms(valid.nanos() - healed));
-		note(backend + " backend restarted: leader " + ((valid.pid() == leader.pid()
-				&& Long.parseLong(valid.fields()[0]) == token) ? "kept its term " : "changed, first from term ")
-				+ token);
+				Duration.ofSeconds(30));
+		record(backend, "backend killed → serving again", ms(healed - killedAt));
+		record(backend, "backend serving again → a leader renewed or granted", ms(valid.nanos() - healed));
+		note(backend + " backend restarted: " + ((valid.pid() == leader.pid()
+				&& Long.parseLong(valid.fields()[0]) == token) ? "the leader kept its term" : "a new term"));
 	}
 
 	/**
@@ -185,7 +197,7 @@ final class LeaderScenarios {
 		System.out.printf(Locale.ROOT, "%s: %s %.0f ms%n", backend, figure, value);
 	}
 
-	private void note(String note) {
+	void note(String note) {
 		this.notes.add(note);
 		System.out.println(note);
 	}
