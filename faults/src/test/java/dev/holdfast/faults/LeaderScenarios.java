@@ -73,7 +73,8 @@ final class LeaderScenarios {
 			Signals.send(leader.pid(), "CONT");
 			resumedAt = run.mark("HEAL SIGCONT " + leader.pid());
 		}
-		long revokedAt = run.awaitLine(leader, (line) -> line.contains(" REVOKE " + token + " "), Duration.ofSeconds(10));
+		long revokedAt = run.awaitLine(leader, (line) -> line.contains(" REVOKE " + token + " "),
+				Duration.ofSeconds(10));
 		String stale;
 		try (SharedResource resource = run.resource()) {
 			stale = resource.write(Resource.FENCED, token, -1, true);
@@ -88,6 +89,10 @@ final class LeaderScenarios {
 		this.softly.assertThat(validEndToGrant)
 			.as(backend + ": the paused leader's validity ended before another was granted (ms before the grant)")
 			.isPositive();
+		// The control: its revoked event came after the other's grant, so a leader that stopped its
+		// work on the event alone ran on beside the new one; only isLeader() and the token protect.
+		this.softly.assertThat(revokedAt).as(backend + ": the paused leader's revoked event came after the grant")
+			.isGreaterThan(granted);
 		long ownStale = Files.readAllLines(leader.log())
 			.stream()
 			.filter((line) -> line.contains(" WR " + token + " ") && line.endsWith(" rejected"))
@@ -115,7 +120,8 @@ final class LeaderScenarios {
 		run.mark("HEAL partition " + leader.pid());
 		run.awaitLeader(false);
 		LeaderHistory.Term term = run.history().term(leader.pid(), token).orElseThrow();
-		this.softly.assertThat(term.revokedAt()).as(backend + ": the cut-off leader logged its revocation").isPositive();
+		this.softly.assertThat(term.revokedAt()).as(backend + ": the cut-off leader logged its revocation")
+			.isPositive();
 		double revokedBeforeEnd = ms(term.validEnd() - term.revokedAt());
 		double revokedBeforeGrant = ms(granted - term.revokedAt());
 		record(backend, "partition: revoked event → validity end", revokedBeforeEnd);
@@ -136,8 +142,8 @@ final class LeaderScenarios {
 				.as(backend + ": the cut-off leader's session expired")
 				.contains(SESSION_LOST);
 		}
-		note(backend + " partition of the leader for " + Math.round(ms(System.nanoTime() - cutAt)) + " ms or more (token "
-				+ token + "): revoked " + term.reason());
+		note(backend + " partition of the leader for " + Math.round(ms(System.nanoTime() - cutAt))
+				+ " ms or more (token " + token + "): revoked " + term.reason());
 	}
 
 	/**
