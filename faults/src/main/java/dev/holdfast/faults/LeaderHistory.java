@@ -100,16 +100,25 @@ final class LeaderHistory {
 		return this.terms;
 	}
 
-	/** Pairs of terms of different instances that overlap, as descriptions. */
-	List<String> overlaps() {
-		List<String> overlaps = new ArrayList<>();
+	/** Two terms of different instances that were both current for {@code nanos}. */
+	record Overlap(Term first, Term second, long nanos) {
+
+		@Override
+		public String toString() {
+			return this.first + " overlaps " + this.second + " by " + this.nanos / 1_000_000 + " ms";
+		}
+
+	}
+
+	/** Pairs of terms of different instances that overlap. */
+	List<Overlap> overlaps() {
+		List<Overlap> overlaps = new ArrayList<>();
 		for (int i = 0; i < this.terms.size(); i++) {
 			for (int j = i + 1; j < this.terms.size(); j++) {
 				Term a = this.terms.get(i);
 				Term b = this.terms.get(j);
 				if (a.pid() != b.pid() && a.start() < b.end() && b.start() < a.end()) {
-					overlaps.add(a + " overlaps " + b + " by " + (Math.min(a.end(), b.end()) - b.start()) / 1_000_000
-							+ " ms");
+					overlaps.add(new Overlap(a, b, Math.min(a.end(), b.end()) - b.start()));
 				}
 			}
 		}

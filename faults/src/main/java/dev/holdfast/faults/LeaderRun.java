@@ -74,8 +74,8 @@ final class LeaderRun implements AutoCloseable {
 	/**
 	 * Starts the servers and {@code count} instances, logs under {@code baseDir/name}, and waits until
 	 * they started and one leads.
-	 * @param backend {@code redis} (append-only file, {@code appendfsync always}), {@code zookeeper}
-	 * or {@code jdbc}
+	 * @param backend {@code redis} (append-only file, {@code appendfsync always}),
+	 * {@code redis-volatile} (no persistence), {@code zookeeper} or {@code jdbc}
 	 */
 	static LeaderRun start(Path baseDir, String name, String backend, int count, long leaseMs) throws Exception {
 		Path dir = baseDir.resolve(name);
@@ -101,8 +101,8 @@ final class LeaderRun implements AutoCloseable {
 
 	private void startServers() throws Exception {
 		switch (this.backend) {
-			case "redis" -> {
-				this.backendRedis = RedisNode.start(this.dir.resolve("node"), true);
+			case "redis", "redis-volatile" -> {
+				this.backendRedis = RedisNode.start(this.dir.resolve("node"), this.backend.equals("redis"));
 				this.redisNodes.add(this.backendRedis);
 				this.nodes = this.backendRedis.uri();
 			}
@@ -116,7 +116,7 @@ final class LeaderRun implements AutoCloseable {
 				this.resourceUri = this.nodes;
 			}
 			default -> throw new IllegalArgumentException("Unknown backend " + this.backend
-					+ ": leader runs take redis, zookeeper or jdbc");
+					+ ": leader runs take redis, redis-volatile, zookeeper or jdbc");
 		}
 		if (this.resourceUri == null) {
 			RedisNode resource = RedisNode.start(this.dir.resolve("resource"), false);
@@ -132,7 +132,7 @@ final class LeaderRun implements AutoCloseable {
 		List<String> command = new ArrayList<>(List.of("setpriv", "--regid",
 				Integer.toString(FaultRun.Context.clientGroup(index)), "--clear-groups", "--"));
 		command.addAll(Processes.javaCommand(LeaderFaultClient.class.getName()));
-		command.addAll(List.of("backend=" + this.backend, "nodes=" + this.nodes, "resource=" + this.resourceUri,
+		command.addAll(List.of("backend=" + this.backend.replace("-volatile", ""), "nodes=" + this.nodes, "resource=" + this.resourceUri,
 				"group=faults-leader", "leaseMs=" + this.leaseMs, "workMs=200", "log=" + log,
 				"stopFile=" + this.dir.resolve("stop")));
 		Process process = new ProcessBuilder(command).redirectErrorStream(true)

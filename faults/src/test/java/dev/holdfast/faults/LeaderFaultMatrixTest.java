@@ -9,7 +9,8 @@ import org.junit.jupiter.api.Test;
  * (sessions of 3 s) and PostgreSQL. Per backend, in one run: the leader killed (SIGKILL) three times, paused
  * (SIGSTOP) three times, cut off from the backend twice (on ZooKeeper past its session, which
  * expires), the backend killed and started again twice, and a rolling restart (three graceful
- * stops of the leader); then no two leaders over the whole run. Table in
+ * stops of the leader); then no two leaders over the whole run. Last, the limit: a Redis without
+ * persistence restarted three times, its double leaders recorded. Table in
  * {@code target/faults/LeaderFaultMatrixTest.md}.
  */
 @Tag("faults")
@@ -45,6 +46,14 @@ class LeaderFaultMatrixTest {
 				this.scenarios.rollingRestart(backend, run);
 				this.scenarios.oneLeaderAtATime(backend, run);
 			}
+		}
+		// Documented limit: a Redis without persistence forgets the lease at a restart.
+		try (LeaderRun run = LeaderRun.start(FaultSuite.reportDir(), "leader-redis-volatile", "redis-volatile", 3,
+				LEASE_MS)) {
+			for (int round = 0; round < 3; round++) {
+				this.scenarios.restartBackend("redis-volatile", run);
+			}
+			this.scenarios.doubleLeadersRecorded("redis-volatile", run);
 		}
 		this.scenarios.finish();
 	}
