@@ -17,8 +17,8 @@ import java.util.stream.IntStream;
 /**
  * A leader fault run: a resource Redis, the backend (a persistent {@code redis-server}, a
  * ZooKeeper ensemble of three, or PostgreSQL, which then also holds the resource) and instances of one leader
- * group, each a {@link LeaderFaultClient} JVM in its own group id (so that {@link Partition#client}
- * cuts one off alone). The faults act on it through its methods; {@link #history()} reads what
+ * group, each a {@link LeaderFaultClient} JVM, in its own group id where partitions can be made
+ * (so that {@link Partition#client} cuts one off alone). The faults act on it through its methods; {@link #history()} reads what
  * the instances logged. Every process is started here, stopped by {@link #close()} through its
  * handle, and covered by the shutdown hook of {@link Processes}.
  */
@@ -48,6 +48,9 @@ final class LeaderRun implements AutoCloseable {
 	private final List<Instance> instances = new ArrayList<>();
 
 	private final PrintWriter controllerLog;
+
+	/** Whether {@link Partition}s can be made here (root, iptables): instances then run in their own group ids. */
+	private final boolean partitionable = Partition.unavailable().isEmpty();
 
 	/** One instance of the group: its index (its group id is {@link FaultRun.Context#clientGroup}), process and log. */
 	record Instance(int index, Process process, Path log) {
@@ -125,12 +128,15 @@ final class LeaderRun implements AutoCloseable {
 		}
 	}
 
-	/** Starts one more instance, in the group id of its index. */
+	/** Starts one more instance, in the group id of its index where partitions can be made. */
 	Instance startInstance() throws IOException {
 		int index = this.instances.size();
 		Path log = this.dir.resolve("client" + index + ".log");
-		List<String> command = new ArrayList<>(List.of("setpriv", "--regid",
-				Integer.toString(FaultRun.Context.clientGroup(index)), "--clear-groups", "--"));
+		List<String> command = new ArrayList<>();
+		if (this.partitionable) {
+			command.addAll(List.of("setpriv", "--regid", Integer.toString(FaultRun.Context.clientGroup(index)),
+					"--clear-groups", "--"));
+		}
 		command.addAll(Processes.javaCommand(LeaderFaultClient.class.getName()));
 		command.addAll(List.of("backend=" + this.backend.replace("-volatile", ""), "nodes=" + this.nodes, "resource=" + this.resourceUri,
 				"group=faults-leader", "leaseMs=" + this.leaseMs, "workMs=200", "log=" + log,
