@@ -15,12 +15,13 @@ import java.util.function.Predicate;
 import java.util.stream.IntStream;
 
 /**
- * A leader fault run: a resource Redis, the backend (a persistent {@code redis-server}, a
- * ZooKeeper ensemble of three, or PostgreSQL, which then also holds the resource) and instances of one leader
- * group, each a {@link LeaderFaultClient} JVM, in its own group id where partitions can be made
- * (so that {@link Partition#client} cuts one off alone). The faults act on it through its methods; {@link #history()} reads what
- * the instances logged. Every process is started here, stopped by {@link #close()} through its
- * handle, and covered by the shutdown hook of {@link Processes}.
+ * A leader fault run: a resource Redis, the backend (a {@code redis-server} with or without
+ * persistence, a ZooKeeper ensemble of three, or PostgreSQL, which then also holds the resource)
+ * and instances of one leader group, each a {@link LeaderFaultClient} JVM, in its own group id
+ * where partitions can be made (so that {@link Partition#client} cuts one off alone). The faults
+ * act on it through its methods; {@link #history()} reads what the instances logged. Every
+ * process is started here, stopped by {@link #close()} through its handle, and covered by the
+ * shutdown hook of {@link Processes}.
  */
 final class LeaderRun implements AutoCloseable {
 
@@ -138,9 +139,9 @@ final class LeaderRun implements AutoCloseable {
 					"--clear-groups", "--"));
 		}
 		command.addAll(Processes.javaCommand(LeaderFaultClient.class.getName()));
-		command.addAll(List.of("backend=" + this.backend.replace("-volatile", ""), "nodes=" + this.nodes, "resource=" + this.resourceUri,
-				"group=faults-leader", "leaseMs=" + this.leaseMs, "workMs=200", "log=" + log,
-				"stopFile=" + this.dir.resolve("stop")));
+		command.addAll(List.of("backend=" + this.backend.replace("-volatile", ""), "nodes=" + this.nodes,
+				"resource=" + this.resourceUri, "group=faults-leader", "leaseMs=" + this.leaseMs, "workMs=200",
+				"log=" + log, "stopFile=" + this.dir.resolve("stop")));
 		Process process = new ProcessBuilder(command).redirectErrorStream(true)
 			.redirectOutput(log.resolveSibling("client" + index + ".out").toFile())
 			.start();

@@ -130,7 +130,10 @@ final class ZooKeeperEnsemble implements AutoCloseable {
 		awaitServing(server);
 	}
 
-	/** Kills every server (SIGKILL), and after {@code downMs} starts them all on their data and waits until they serve. */
+	/**
+	 * Kills every server (SIGKILL), and after {@code downMs} starts them all on their data and waits
+	 * until they serve (one alone cannot: it needs a quorum).
+	 */
 	void restartAll(long downMs) throws IOException {
 		for (Server server : this.servers) {
 			kill(server.index);
