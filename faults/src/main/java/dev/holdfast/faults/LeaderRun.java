@@ -236,9 +236,14 @@ final class LeaderRun implements AutoCloseable {
 		throw new IllegalStateException("No instance logged the event awaited within " + timeout + ", see " + this.dir);
 	}
 
-	/** The first grant to an instance other than {@code previous} after {@code since}. */
-	Checker.Event awaitGrant(long since, Instance previous, Duration timeout) throws IOException {
-		return awaitEvent(previous, since, (event) -> event.type().equals("GRANT"), timeout);
+	/**
+	 * The first term granted to an instance other than {@code previous} after {@code since}, as the
+	 * history has it: from the instance's first line about it ({@code GRANT}, or a {@code VALID}
+	 * its probe logged before the listener ran).
+	 */
+	LeaderHistory.Term awaitGrant(long since, Instance previous, Duration timeout) throws IOException {
+		Checker.Event grant = awaitEvent(previous, since, (event) -> event.type().equals("GRANT"), timeout);
+		return history().term(grant.pid(), Long.parseLong(grant.fields()[0])).orElseThrow();
 	}
 
 	/** Waits until {@code instance} logs a line that {@code matches}; returns its stamp. */

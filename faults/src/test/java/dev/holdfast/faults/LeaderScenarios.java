@@ -41,7 +41,7 @@ final class LeaderScenarios {
 	void killLeader(String backend, LeaderRun run) throws Exception {
 		LeaderRun.Instance leader = run.awaitLeader(true);
 		long killedAt = run.kill(leader);
-		long granted = run.awaitGrant(killedAt, leader, Duration.ofMillis(run.leaseMs() + 15_000)).nanos();
+		long granted = run.awaitGrant(killedAt, leader, Duration.ofMillis(run.leaseMs() + 15_000)).start();
 		double takeover = ms(granted - killedAt);
 		record(backend, "SIGKILL → another's grant", takeover);
 		this.softly.assertThat(takeover).as(backend + ": takeover after SIGKILL, ms").isLessThanOrEqualTo(
@@ -63,9 +63,9 @@ final class LeaderScenarios {
 		long resumedAt;
 		long granted;
 		try {
-			Checker.Event grant = run.awaitGrant(stoppedAt, leader, Duration.ofMillis(run.leaseMs() + 15_000));
-			granted = grant.nanos();
-			String newToken = grant.fields()[0];
+			LeaderHistory.Term next = run.awaitGrant(stoppedAt, leader, Duration.ofMillis(run.leaseMs() + 15_000));
+			granted = next.start();
+			String newToken = Long.toString(next.token());
 			run.awaitEvent(leader, granted, (event) -> event.type().equals("WR") && event.fields()[0].equals(newToken)
 					&& event.fields()[2].equals("ok"), Duration.ofSeconds(15));
 		}
@@ -114,7 +114,7 @@ final class LeaderScenarios {
 		try (Partition partition = Partition.client(FaultRun.Context.clientGroup(leader.index()),
 				run.backendPorts())) {
 			cutAt = run.mark("FAULT partition " + leader.pid());
-			granted = run.awaitGrant(cutAt, leader, Duration.ofMillis(run.leaseMs() + 15_000)).nanos();
+			granted = run.awaitGrant(cutAt, leader, Duration.ofMillis(run.leaseMs() + 15_000)).start();
 			RedisNode.sleep(Math.max(0, holdMs - ms(System.nanoTime() - cutAt).longValue()));
 		}
 		run.mark("HEAL partition " + leader.pid());
@@ -177,7 +177,7 @@ final class LeaderScenarios {
 			long stoppedAt = run.stopGracefully(leader);
 			long revokedAt = run.awaitLine(leader, (line) -> line.contains(" REVOKE " + token + " SHUTDOWN"),
 					Duration.ofSeconds(5));
-			long granted = run.awaitGrant(revokedAt, leader, Duration.ofSeconds(15)).nanos();
+			long granted = run.awaitGrant(revokedAt, leader, Duration.ofSeconds(15)).start();
 			double takeover = ms(granted - revokedAt);
 			record(backend, "rolling restart: revoked (SHUTDOWN) → another's grant", takeover);
 			record(backend, "rolling restart: SIGTERM → another's grant", ms(granted - stoppedAt));
