@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.Optional;
@@ -26,9 +27,9 @@ import dev.holdfast.leader.DefaultLeaderElections;
  * each line stamped with {@link System#nanoTime()} (the host's monotonic clock) and flushed:
  * <ul>
  * <li>{@code GRANT token} and {@code REVOKE token reason}, from a listener of the group;</li>
- * <li>{@code VALID token endNanos} whenever the term's validity end moves (a renewal), read every
- * 5 ms from the held leases: the instant, on the monotonic clock, after which this instance may
- * no longer count itself leader;</li>
+ * <li>{@code VALID token endNanos} for a new term and whenever its validity end moves by more than
+ * 10 ms (a renewal), read every 5 ms from the held leases: the instant, on the monotonic clock,
+ * after which this instance may no longer count itself leader;</li>
  * <li>{@code WR token value result}: the leader's work, a read-sleep-write of the fenced counter of
  * the {@link Resource} with its term's token ({@code workMs} between read and write), so that a
  * leader stopped during its work writes with its old token when it resumes;</li>
@@ -42,6 +43,9 @@ import dev.holdfast.leader.DefaultLeaderElections;
 public final class LeaderFaultClient {
 
 	private static final String LEADER_LOCK = "leader";
+
+	/** How far a validity end must move to count as a renewal. */
+	private static final long RENEWED_NANOS = Duration.ofMillis(10).toNanos();
 
 	private LeaderFaultClient() {
 	}
@@ -88,14 +92,19 @@ public final class LeaderFaultClient {
 		worker.start();
 		elections.start();
 		events.log("START " + arguments.get("backend"));
+		long lastToken = 0;
 		long lastEnd = 0;
 		while (!stopped.get() && !Files.exists(stopFile)) {
 			Optional<LeaderTerm> term = leadership.term();
 			if (term.isPresent()) {
-				long end = validityEndNanos(template, term.get().fencingToken());
-				if (end != 0 && Math.abs(end - lastEnd) >= 1_000_000) {
+				long token = term.get().fencingToken();
+				long end = validityEndNanos(template, token);
+				// A renewal moves the end by a third of the lease; reading the two clocks moves it by
+				// microseconds, by milliseconds when this thread is preempted between the reads.
+				if (end != 0 && (token != lastToken || Math.abs(end - lastEnd) > RENEWED_NANOS)) {
+					lastToken = token;
 					lastEnd = end;
-					events.log("VALID " + term.get().fencingToken() + " " + end);
+					events.log("VALID " + token + " " + end);
 				}
 			}
 			Thread.sleep(5);
@@ -111,8 +120,8 @@ public final class LeaderFaultClient {
 	private static long validityEndNanos(DefaultLockTemplate template, long token) {
 		for (LeaseInfo lease : template.heldLeases()) {
 			if (lease.name().equals(LEADER_LOCK) && lease.fencingToken() == token) {
-				long now = System.nanoTime();
-				return now + Duration.between(template.clock().instant(), lease.expiresAt()).toNanos();
+				Instant wall = template.clock().instant();
+				return System.nanoTime() + Duration.between(wall, lease.expiresAt()).toNanos();
 			}
 		}
 		return 0;
