@@ -23,6 +23,7 @@ import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.OnLocked;
 import dev.holdfast.core.EngineLease;
+import dev.holdfast.support.LeaseView;
 
 /**
  * Locks reactive results: the returned publisher acquires on each subscription and releases,
@@ -106,7 +107,7 @@ final class ReactiveLockSupport {
 	private record Held(Lease lease, Lease view) {
 
 		static Held of(Lease lease) {
-			return new Held(lease, EngineLease.viewOf(lease));
+			return new Held(lease, LeaseView.of(lease));
 		}
 
 	}

@@ -61,6 +61,16 @@ final class LazyLockTemplate implements AsyncLockTemplate {
 	}
 
 	@Override
+	public Optional<Lease> tryAcquirePermit(String name, @Nullable Object key, int permits, LockOptions options) {
+		return template().tryAcquirePermit(name, key, permits, options);
+	}
+
+	@Override
+	public Lease acquirePermit(String name, @Nullable Object key, int permits, LockOptions options) {
+		return template().acquirePermit(name, key, permits, options);
+	}
+
+	@Override
 	public boolean supportsNonBlocking() {
 		return template() instanceof AsyncLockTemplate async && async.supportsNonBlocking();
 	}

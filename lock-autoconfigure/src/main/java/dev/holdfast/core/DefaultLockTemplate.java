@@ -136,12 +136,24 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	 */
 	@Override
 	public @Nullable Lease acquireOrNull(String name, @Nullable Object key, LockOptions options) {
-		String fullKey = keyFor(name, key);
+		return acquireOrNull(name, keyFor(name, key), true, options);
+	}
+
+	@Override
+	public @Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options) {
+		LeaseHandle lease = acquireOrNull(name, this.keys.encodeSlot(name, key, slot), false, options);
+		if (lease != null) {
+			lease.detachFromThread();
+		}
+		return lease;
+	}
+
+	private @Nullable LeaseHandle acquireOrNull(String name, String fullKey, boolean reentrant, LockOptions options) {
 		if (this.closed) {
 			throw new LockBackendException("Holdfast is shut down: lock '" + shownKey(fullKey) + "' was not acquired",
 					null);
 		}
-		HeldLease current = this.leases.get(fullKey);
+		HeldLease current = reentrant ? this.leases.get(fullKey) : null;
 		if (current != null && current.isHeldBy(Thread.currentThread()) && current.enterReentrant()) {
 			// A reentrant hold gets at least the lease time it asks for, or fails.
 			LeaseHandle hold = new LeaseHandle(current);

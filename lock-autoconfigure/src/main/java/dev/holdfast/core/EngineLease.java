@@ -1,7 +1,6 @@
 package dev.holdfast.core;
 
 import java.time.Duration;
-import java.time.Instant;
 
 import dev.holdfast.Lease;
 import dev.holdfast.LockListener.LockObservation;
@@ -55,60 +54,6 @@ public interface EngineLease extends Lease {
 	 * its lease (a scheduled run that reached {@code lockAtMostFor}).
 	 */
 	void markLost(String reason);
-
-	/**
-	 * {@code lease} as the code running under it sees it: valid while the lease is and until
-	 * closed; closing it (try-with-resources on {@link dev.holdfast.LockContext#requireLease()})
-	 * releases nothing, since the caller that took the lease releases it when that code ends. For
-	 * any lease, of any template; it counts no hold and needs no closing.
-	 */
-	static Lease viewOf(Lease lease) {
-		return new Lease() {
-
-			private volatile boolean closed;
-
-			@Override
-			public String key() {
-				return lease.key();
-			}
-
-			@Override
-			public long fencingToken() {
-				return lease.fencingToken();
-			}
-
-			@Override
-			public Instant acquiredAt() {
-				return lease.acquiredAt();
-			}
-
-			@Override
-			public Instant expiresAt() {
-				return lease.expiresAt();
-			}
-
-			@Override
-			public boolean isValid() {
-				return !this.closed && lease.isValid();
-			}
-
-			@Override
-			public boolean extend(Duration ttl) {
-				return !this.closed && lease.extend(ttl);
-			}
-
-			@Override
-			public void close() {
-				this.closed = true;
-			}
-
-			@Override
-			public String toString() {
-				return lease.toString();
-			}
-
-		};
-	}
 
 	/** {@link #detachFromThread()} for an engine lease; nothing for any other lease. */
 	static void detach(Lease lease) {

@@ -15,8 +15,8 @@ import dev.holdfast.spi.LockBackend;
 /**
  * Holdfast's lock engine as the scheduler and the operations support see it: its backend, its
  * key encoding and wall clock, its list of held leases, and the leases of scheduled jobs (taken
- * once, renewed up to a limit, forgotten rather than released when kept past their run).
- * {@link DefaultLockTemplate} implements it.
+ * once, renewed up to a limit, forgotten rather than released when kept past their run) and the
+ * permit slots of semaphores. {@link DefaultLockTemplate} implements it.
  */
 public interface LockEngine extends HeldLeases {
 
@@ -50,6 +50,12 @@ public interface LockEngine extends HeldLeases {
 	 * @throws dev.holdfast.LockInterruptedException if the thread was interrupted while waiting
 	 */
 	@Nullable Lease acquireOrNull(String name, @Nullable Object key, LockOptions options);
+
+	/**
+	 * {@link #acquireOrNull} of permit slot {@code slot} of the semaphore (name, key), a key no lock has
+	 * ({@link LockKeys#encodeSlot}): always a new lease, never a reentrant hold, bound to no thread (SEM-1, SEM-3).
+	 */
+	@Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options);
 
 	/** The lease time of an acquisition with {@code options}: theirs, else the engine's default. */
 	Duration leaseTime(LockOptions options);

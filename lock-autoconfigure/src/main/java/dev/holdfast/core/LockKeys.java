@@ -11,8 +11,8 @@ import org.jspecify.annotations.Nullable;
  * Builds backend keys {@code <prefix><name>} and {@code <prefix><name>:<key>}, the key part rendered by
  * {@link IdentityStrings#render}: both percent-encoded (every character outside {@code [A-Za-z0-9._~/@+=,;!$&'()*-]}
  * becomes {@code %XX} of its UTF-8 bytes, so {@code :} and {@code #} never appear), a key over the limit shortened to
- * {@code <prefix><name, truncated>#<SHA-256 of the full key>}; a {@link Slot} appends {@code #<index>} before that
- * limit. Why no two pairs meet: KEY-1 and SEM-2 in docs/DESIGN.md.
+ * {@code <prefix><name, truncated>#<SHA-256 of the full key>}; a permit slot's key ({@link #encodeSlot}) appends
+ * {@code #<index>} before that limit. Why no two pairs meet: KEY-1 and SEM-2 in docs/DESIGN.md.
  */
 public final class LockKeys {
 
@@ -23,10 +23,6 @@ public final class LockKeys {
 	private final String prefix;
 
 	private final int maxLength;
-
-	/** Permit slot {@code index} of the semaphore of a key or none (SEM-2): the key, then {@code #<index>}. */
-	public record Slot(@Nullable Object key, int index) {
-	}
 
 	public LockKeys(String prefix, int maxLength) {
 		String other = prefix.replaceAll("[A-Za-z0-9._~/@+=,;!$&'()*:-]", "");
@@ -48,10 +44,19 @@ public final class LockKeys {
 	 * @throws IllegalArgumentException if the key renders as an identity string (see {@link IdentityStrings})
 	 */
 	public String encode(String name, @Nullable Object key) {
+		return encode(name, key, "");
+	}
+
+	/** The backend key of permit slot {@code index} of the semaphore (name, key): its lock key, then {@code #<index>}. */
+	public String encodeSlot(String name, @Nullable Object key, int index) {
+		return encode(name, key, "#" + index);
+	}
+
+	private String encode(String name, @Nullable Object key, String slot) {
 		if (name.isEmpty()) {
 			throw new IllegalArgumentException("Lock name must not be empty");
 		}
-		if ((key == null || key instanceof String) && isPlain(name)) {
+		if ((key == null || key instanceof String) && slot.isEmpty() && isPlain(name)) {
 			// The usual case, in one string and no builder: nothing to escape, nothing to shorten.
 			String value = (String) key;
 			if (value == null && this.prefix.length() + name.length() <= this.maxLength) {
@@ -65,11 +70,10 @@ public final class LockKeys {
 		StringBuilder out = new StringBuilder(this.prefix.length() + name.length() + 16).append(this.prefix);
 		escape(name, out);
 		int nameEnd = out.length();
-		Object value = (key instanceof Slot slot) ? slot.key() : key;
-		if (value != null) {
+		if (key != null) {
 			String text;
 			try {
-				text = IdentityStrings.render(value);
+				text = IdentityStrings.render(key);
 			}
 			catch (IdentityStrings.IdentityValue found) {
 				Class<?> type = found.value.getClass();
@@ -81,7 +85,7 @@ public final class LockKeys {
 			}
 			escape(text, out.append(':'));
 		}
-		out.append((key instanceof Slot slot) ? "#" + slot.index() : "");
+		out.append(slot);
 		if (out.length() <= this.maxLength) {
 			return out.toString();
 		}

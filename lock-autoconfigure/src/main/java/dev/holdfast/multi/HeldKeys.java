@@ -8,7 +8,7 @@ import java.util.stream.Collectors;
 
 import dev.holdfast.Lease;
 import dev.holdfast.Leases;
-import dev.holdfast.core.EngineLease;
+import dev.holdfast.support.LeaseView;
 
 /**
  * The leases of several keys, in the order they were taken; closing releases them in reverse.
@@ -31,7 +31,7 @@ final class HeldKeys implements Leases {
 
 	/** The same keys as views: closing them only ends the views. */
 	HeldKeys view() {
-		return new HeldKeys(this.leases.stream().map(EngineLease::viewOf).toList(), this.orderKeys, this.order);
+		return new HeldKeys(this.leases.stream().map(LeaseView::of).toList(), this.orderKeys, this.order);
 	}
 
 	static void releaseInReverse(List<Lease> leases) {

@@ -18,6 +18,7 @@ import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.core.EngineLease;
 import dev.holdfast.core.LockKeys;
+import dev.holdfast.support.LeaseView;
 
 /**
  * Takes the locks of several keys of one name through a {@link LockTemplate}'s single-key
@@ -98,10 +99,10 @@ public final class KeySetLocking {
 
 	/**
 	 * What the locked method sees: for {@link Leases}, views of each key's lease (closing them
-	 * releases nothing under the method), else {@link EngineLease#viewOf}.
+	 * releases nothing under the method), else {@link LeaseView}.
 	 */
 	public static Lease viewOf(Lease lease) {
-		return (lease instanceof HeldKeys held) ? held.view() : EngineLease.viewOf(lease);
+		return (lease instanceof HeldKeys held) ? held.view() : LeaseView.of(lease);
 	}
 
 	/** {@link EngineLease#detach} of the lease, or of each key's lease. */

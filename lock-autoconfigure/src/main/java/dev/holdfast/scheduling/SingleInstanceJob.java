@@ -27,6 +27,7 @@ import dev.holdfast.LockContext;
 import dev.holdfast.core.EngineLease;
 import dev.holdfast.core.ThreadBindings;
 import dev.holdfast.spi.TickClaims.TickClaim;
+import dev.holdfast.support.LeaseView;
 
 /**
  * One {@code @SingleInstanceScheduled} method, as the task the scheduler runs. Each run:
@@ -186,7 +187,7 @@ final class SingleInstanceJob implements Runnable {
 	void runHolding(JobLocks locks, EngineLease lease, long startNanos, @Nullable Instant tick) {
 		long runNanos = System.nanoTime();
 		CompletableFuture<Void> ended = loseAtLockAtMostFor(lease, startNanos);
-		Lease view = EngineLease.viewOf(lease);
+		Lease view = LeaseView.of(lease);
 		try (ThreadBindings.Binding scope = ThreadBindings.bind(view);
 				Observation.Scope held = lease.observation().openScope()) {
 			if (tick != null) {

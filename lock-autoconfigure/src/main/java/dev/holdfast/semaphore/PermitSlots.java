@@ -10,8 +10,7 @@ import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.PermitNotAcquiredException;
-import dev.holdfast.core.EngineLease;
-import dev.holdfast.core.LockKeys.Slot;
+import dev.holdfast.core.LockEngine;
 import dev.holdfast.multi.KeySetLocking;
 
 /**
@@ -58,6 +57,7 @@ public final class PermitSlots {
 	public static @Nullable Lease acquire(LockTemplate template, String name, @Nullable Object key, int permits,
 			LockOptions options, boolean throwing) {
 		requirePermits(permits, name);
+		LockEngine engine = engineOf(template);
 		Duration waitTime = KeySetLocking.waitTime(template, options, "Taking a permit");
 		long deadline = System.nanoTime() + waitTime.toNanos();
 		LockOptions once = options.waitTime(Duration.ZERO);
@@ -66,20 +66,20 @@ public final class PermitSlots {
 		boolean checked = false;
 		for (int round = 0;; round++) {
 			for (int i = 0; i < permits; i++) {
-				Lease lease = take(template, name, new Slot(key, (start + i) % permits), once);
+				Lease lease = engine.acquireSlot(name, key, (start + i) % permits, once);
 				if (lease != null) {
 					return lease;
 				}
 			}
 			if (!checked) {
-				checked = checkNoSlotBeyond(template, name, key, permits, once);
+				checked = checkNoSlotBeyond(engine, name, key, permits, once);
 			}
 			long left = deadline - System.nanoTime();
 			if (left <= 0) {
 				break;
 			}
 			long slice = Math.min(left, SLICE.toNanos() / 2 + random.nextLong(SLICE.toNanos()));
-			Lease lease = take(template, name, new Slot(key, (start + round) % permits),
+			Lease lease = engine.acquireSlot(name, key, (start + round) % permits,
 					options.waitTime(Duration.ofNanos(slice)));
 			if (lease != null) {
 				return lease;
@@ -104,13 +104,17 @@ public final class PermitSlots {
 		return permits;
 	}
 
-	/** The lease of {@code slot}, not bound to the thread (SEM-3), or {@code null} if it stayed held. */
-	private static @Nullable Lease take(LockTemplate template, String name, Slot slot, LockOptions options) {
-		Lease lease = template.tryAcquire(name, slot, options).orElse(null);
-		if (lease != null) {
-			EngineLease.detach(lease);
+	/**
+	 * The engine whose slot acquisitions never re-enter (SEM-3): permits are slots of Holdfast's engine.
+	 * @throws UnsupportedOperationException naming the fix for a template of another kind
+	 */
+	private static LockEngine engineOf(LockTemplate template) {
+		if (template instanceof LockEngine engine) {
+			return engine;
 		}
-		return lease;
+		throw new UnsupportedOperationException("The LockTemplate " + template.getClass().getName() + " takes no "
+				+ "permits: they are slot leases of Holdfast's DefaultLockTemplate. Take them from that template, or "
+				+ "override tryAcquirePermit and acquirePermit to delegate to it");
 	}
 
 	/**
@@ -122,14 +126,14 @@ public final class PermitSlots {
 	 * @return whether the check was made
 	 * @throws IllegalStateException if slot {@code permits} stayed held
 	 */
-	private static boolean checkNoSlotBeyond(LockTemplate template, String name, @Nullable Object key, int permits,
-			LockOptions once) {
-		Lease check = template.tryAcquire(name, new Slot(key, CHECK_SLOT), once).orElse(null);
+	private static boolean checkNoSlotBeyond(LockEngine template, String name, @Nullable Object key,
+			int permits, LockOptions once) {
+		Lease check = template.acquireSlot(name, key, CHECK_SLOT, once);
 		if (check == null) {
 			return false;
 		}
 		try {
-			Lease beyond = template.tryAcquire(name, new Slot(key, permits), once.waitTime(SLICE)).orElse(null);
+			Lease beyond = template.acquireSlot(name, key, permits, once.waitTime(SLICE));
 			if (beyond == null) {
 				throw new IllegalStateException("Semaphore '" + shown(template, keyOf(template, name, key))
 						+ "' has its permit slot #" + permits + " held, beyond the " + permits + " permits this call "
@@ -145,7 +149,7 @@ public final class PermitSlots {
 		}
 	}
 
-	private static void releaseAnswered(LockTemplate template, Lease lease) {
+	private static void releaseAnswered(Object template, Lease lease) {
 		if (template instanceof AsyncLockTemplate async) {
 			// never completes exceptionally; bounded by the backend's network timeout
 			async.releaseAsync(lease).toCompletableFuture().join();
@@ -155,7 +159,7 @@ public final class PermitSlots {
 		}
 	}
 
-	private static String keyOf(LockTemplate template, String name, @Nullable Object key) {
+	private static String keyOf(Object template, String name, @Nullable Object key) {
 		if (template instanceof AsyncLockTemplate async) {
 			try {
 				return async.keyFor(name, key);
@@ -167,7 +171,7 @@ public final class PermitSlots {
 		return (key != null) ? name + ":" + key : name;
 	}
 
-	private static String shown(LockTemplate template, String key) {
+	private static String shown(Object template, String key) {
 		return (template instanceof AsyncLockTemplate async) ? async.shownKey(key) : key;
 	}
 

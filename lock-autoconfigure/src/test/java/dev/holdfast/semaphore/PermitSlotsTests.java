@@ -9,6 +9,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 import dev.holdfast.Lease;
@@ -17,7 +18,6 @@ import dev.holdfast.LockOptions;
 import dev.holdfast.PermitNotAcquiredException;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockKeys;
-import dev.holdfast.core.LockKeys.Slot;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.memory.InMemoryLockBackend;
 import dev.holdfast.spi.AcquireResult;
@@ -163,6 +163,26 @@ class PermitSlotsTests {
 	}
 
 	@Test
+	void aPermitIsNeverAReentrantHoldOfTheSlotItsThreadHolds() {
+		DefaultLockTemplate naming = new DefaultLockTemplate(this.backend, LockSettings.defaults().withKeyPrefix("")) {
+
+			@Override
+			public String keyFor(String name, @Nullable Object key) {
+				// a lock whose key is the slot's, as LockKeys.Slot once let a caller name it
+				return "slot".equals(key) ? "exports#0" : super.keyFor(name, key);
+			}
+
+		};
+		this.templates.add(naming);
+		try (Lease lock = naming.acquire("exports", "slot", NOW)) {
+			assertThat(lock.key()).isEqualTo("exports#0");
+			assertThat(naming.tryAcquirePermit("exports", null, 1, NOW)).as("a permit of the one slot, held as a lock")
+				.isEmpty();
+		}
+		assertThat(naming.tryAcquirePermit("exports", null, 1, SOON)).isPresent().get().satisfies(Lease::close);
+	}
+
+	@Test
 	void permitsOutOfRangeAreRefusedNamingTheRange() {
 		assertThatIllegalArgumentException().isThrownBy(() -> this.template.acquirePermit("exports", null, 0, NOW))
 			.withMessageContaining("give it 1 to 64 permits");
@@ -173,13 +193,13 @@ class PermitSlotsTests {
 	@Test
 	void slotKeysCannotMeetTheKeyOfALock() {
 		LockKeys keys = new LockKeys("app:", 80);
-		assertThat(keys.encode("exports", new Slot(null, 0))).isEqualTo("app:exports#0");
+		assertThat(keys.encodeSlot("exports", null, 0)).isEqualTo("app:exports#0");
 		assertThat(keys.encode("exports#0", null)).isEqualTo("app:exports%230");
-		assertThat(keys.encode("exports", new Slot("t1", 2))).isEqualTo("app:exports:t1#2");
+		assertThat(keys.encodeSlot("exports", "t1", 2)).isEqualTo("app:exports:t1#2");
 		assertThat(keys.encode("exports", "t1#2")).isEqualTo("app:exports:t1%232");
 		String longKey = "x".repeat(100);
-		assertThat(keys.encode("exports", new Slot(longKey, 1)))
-			.isNotEqualTo(keys.encode("exports", new Slot(longKey, 2)))
+		assertThat(keys.encodeSlot("exports", longKey, 1))
+			.isNotEqualTo(keys.encodeSlot("exports", longKey, 2))
 			.isNotEqualTo(keys.encode("exports", longKey + "#1"))
 			.hasSizeLessThanOrEqualTo(80);
 	}
