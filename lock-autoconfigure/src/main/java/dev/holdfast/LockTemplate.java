@@ -95,9 +95,10 @@ public interface LockTemplate {
 	 * @param permits how many permits the semaphore has, 1 to 64; every instance must give one
 	 * semaphore the same number
 	 * @return the permit, or empty if every permit stayed held by other owners for the wait time
-	 * @throws IllegalArgumentException if {@code permits} is out of range
+	 * @throws IllegalArgumentException if {@code permits} is out of range, or an earlier call of this
+	 * application gave the semaphore other permits
 	 * @throws IllegalStateException if another instance uses the semaphore with more permits (found
-	 * when this call finds every permit held)
+	 * when this call finds every permit held, at most once per 2 s)
 	 * @throws LockBackendException if the backend could not be reached
 	 */
 	default Optional<Lease> tryAcquirePermit(String name, @Nullable Object key, int permits, LockOptions options) {

@@ -380,6 +380,11 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	}
 
 	@Override
+	public Duration pollInterval() {
+		return this.settings.pollInterval();
+	}
+
+	@Override
 	public Duration leaseTime(LockOptions options) {
 		return (options.getLeaseTime() != null) ? options.getLeaseTime() : this.settings.leaseTime();
 	}

@@ -57,6 +57,15 @@ public interface LockEngine extends HeldLeases {
 	 */
 	@Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options);
 
+	/** The wait time of an acquisition with {@code options}: theirs, else the engine's default. */
+	Duration waitTime(LockOptions options);
+
+	/** The longest pause between two attempts of a waiter. */
+	Duration pollInterval();
+
+	/** {@code key} as logs and messages show it: its key part masked unless key values are shown. */
+	String shownKey(String key);
+
 	/** The lease time of an acquisition with {@code options}: theirs, else the engine's default. */
 	Duration leaseTime(LockOptions options);
 

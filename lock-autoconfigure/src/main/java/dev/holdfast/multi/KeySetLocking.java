@@ -67,7 +67,7 @@ public final class KeySetLocking {
 			throw new IllegalArgumentException("No keys were given for lock '" + name
 					+ "': pass at least one key, or lock the name alone with acquire(name, null, options)");
 		}
-		Duration waitTime = waitTime(template, options, "Locking several keys");
+		Duration waitTime = waitTime(template, options);
 		long deadline = System.nanoTime() + waitTime.toNanos();
 		List<Lease> taken = new ArrayList<>(ordered.size());
 		try {
@@ -129,20 +129,16 @@ public final class KeySetLocking {
 		return (key) -> UNPREFIXED.encode(name, key);
 	}
 
-	/**
-	 * The wait time of {@code options}, else the template's default.
-	 * @param what what needs it, for the message
-	 * @throws IllegalArgumentException if it is unset and the template does not tell its default
-	 */
-	public static Duration waitTime(LockTemplate template, LockOptions options, String what) {
+	private static Duration waitTime(LockTemplate template, LockOptions options) {
 		if (options.getWaitTime() != null) {
 			return options.getWaitTime();
 		}
 		if (template instanceof AsyncLockTemplate async) {
 			return async.waitTime(options);
 		}
-		throw new IllegalArgumentException(what + " needs the wait time, and " + template.getClass().getName()
-				+ " does not tell its default: set LockOptions.waitTime(...), or waitTime on the annotation");
+		throw new IllegalArgumentException("Locking several keys needs the wait time, and "
+				+ template.getClass().getName() + " does not tell its default: set LockOptions.waitTime(...), "
+				+ "or waitTime on the annotation");
 	}
 
 }

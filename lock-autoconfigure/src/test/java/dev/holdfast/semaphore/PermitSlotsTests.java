@@ -3,10 +3,14 @@ package dev.holdfast.semaphore;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.AfterEach;
 import org.jspecify.annotations.Nullable;
@@ -26,6 +30,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 /**
  * {@link PermitSlots} on the memory backend's engine: a semaphore of N permits is N slot leases;
@@ -104,10 +109,16 @@ class PermitSlotsTests {
 		}
 		DefaultLockTemplate other = instance();
 		for (Lease released : held) {
+			this.backend.acquisitions.clear();
 			CompletableFuture<Lease> waiting = CompletableFuture.supplyAsync(() -> other.acquirePermit("exports", null,
 					3, LockOptions.defaults().waitTime(Duration.ofSeconds(10))));
-			Thread.sleep(150);
-			assertThat(waiting).as("waiting while every permit is held").isNotDone();
+			await().atMost(Duration.ofSeconds(5))
+				.until(() -> this.backend.acquisitions.containsAll(List.of("exports#0", "exports#1", "exports#2")));
+			int before = this.backend.acquisitions.size();
+			await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !waiting.isDone());
+			// rounds of 100-200 ms (the poll interval): each tries 3 slots and waits on one (about 6 attempts)
+			assertThat(this.backend.acquisitions.size() - before).as("attempts while waiting 500 ms, no busy loop")
+				.isBetween(3, 60);
 			long releasedAt = System.nanoTime();
 			released.close();
 			Lease taken = waiting.get(5, TimeUnit.SECONDS);
@@ -142,12 +153,26 @@ class PermitSlotsTests {
 		}
 		assertThatIllegalStateException().isThrownBy(() -> this.template.tryAcquirePermit("exports", null, 2, NOW))
 			.withMessageContaining("slot #2 held, beyond the 2 permits")
+			.withMessageContaining("a permits change in a rolling deploy")
 			.withMessageContaining("Give every instance the same permits");
 		held.forEach(Lease::close);
 	}
 
 	@Test
 	void callsThatAgreeNeverSeeADisagreementWhileTheyCheck() throws Exception {
+		// a check that gave slot #1 back slowly: without the check slot, the next check found it held
+		this.backend.slowReleases.add("exports#1");
+		callsThatAgreeNeverSeeADisagreement();
+	}
+
+	@Test
+	void callsThatAgreeNeverSeeADisagreementWhenTheReleaseOfSlotNFailed() throws Exception {
+		// retried at once, after 100 ms, then 200 ms: a check slot released at once let the next check find #1 held
+		this.backend.failedReleases.put("exports#1", new AtomicInteger(3));
+		callsThatAgreeNeverSeeADisagreement();
+	}
+
+	private void callsThatAgreeNeverSeeADisagreement() throws Exception {
 		List<Lease> held = new ArrayList<>();
 		held.add(this.template.acquirePermit("exports", null, 1, NOW));
 		List<CompletableFuture<Optional<Lease>>> calls = new ArrayList<>();
@@ -160,6 +185,30 @@ class PermitSlotsTests {
 			assertThat(call.get(5, TimeUnit.SECONDS)).isEmpty();
 		}
 		held.forEach(Lease::close);
+	}
+
+	@Test
+	void anEngineGivingOneSemaphoreOtherPermitsFailsAtItsFirstCall() {
+		try (Lease permit = this.template.acquirePermit("exports", "t1", 2, NOW)) {
+			assertThatIllegalArgumentException()
+				.isThrownBy(() -> this.template.tryAcquirePermit("exports", "t1", 3, NOW))
+				.withMessageContaining("Semaphore 'exports:").withMessageContaining("is given 3 permits here, but 2 by an earlier call")
+				.withMessageContaining("the same permits");
+			assertThat(this.template.tryAcquirePermit("exports", "t2", 3, NOW)).as("another key").isPresent().get()
+				.satisfies(Lease::close);
+		}
+	}
+
+	@Test
+	void aPassedCheckIsMadeOncePerCheckSlotLease() {
+		try (Lease held = instance().acquirePermit("exports", null, 1, NOW)) {
+			for (int i = 0; i < 3; i++) {
+				assertThat(this.template.tryAcquirePermit("exports", null, 1, NOW)).isEmpty();
+			}
+			assertThat(this.backend.acquisitions).filteredOn("exports#1"::equals).as("checks of slot #1").hasSize(1);
+			assertThat(this.backend.acquisitions).filteredOn("exports#-1"::equals).as("takes of the check slot")
+				.hasSize(1);
+		}
 	}
 
 	@Test
@@ -216,10 +265,33 @@ class PermitSlotsTests {
 
 		final List<String> acquisitions = new CopyOnWriteArrayList<>();
 
+		/** Keys whose releases take 300 ms. */
+		final Set<String> slowReleases = ConcurrentHashMap.newKeySet();
+
+		/** Keys whose next releases fail, how many times. */
+		final Map<String, AtomicInteger> failedReleases = new ConcurrentHashMap<>();
+
 		@Override
 		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
 			this.acquisitions.add(key);
 			return super.tryAcquire(key, owner, ttl);
+		}
+
+		@Override
+		public boolean release(String key, String owner) {
+			AtomicInteger failures = this.failedReleases.get(key);
+			if (failures != null && failures.getAndDecrement() > 0) {
+				throw new IllegalStateException("injected: the release of " + key + " failed");
+			}
+			if (this.slowReleases.contains(key)) {
+				try {
+					Thread.sleep(300);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+			}
+			return super.release(key, owner);
 		}
 
 	}
