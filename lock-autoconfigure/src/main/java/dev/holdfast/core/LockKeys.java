@@ -102,11 +102,16 @@ public final class LockKeys {
 	/**
 	 * {@code key} with its key part, which comes from method arguments and may hold user data, replaced by
 	 * {@code ******} as Boot's sanitizer shows a hidden value: {@code <prefix><name>:******}, or
-	 * {@code <prefix><name>#******} for a shortened key or a permit slot. A key without a key part is returned as it is.
-	 * @param key a backend key made by {@link #encode}
+	 * {@code <prefix><name>#******} for a shortened key. A permit slot's index stays visible ({@code <prefix><name>#0},
+	 * {@code <prefix><name>:******#2}). A key without a key part is returned as it is.
+	 * @param key a backend key made by {@link #encode} or {@link #encodeSlot}
 	 * @param prefix the prefix it was made with
 	 */
 	public static String mask(String key, String prefix) {
+		int slot = key.lastIndexOf('#');
+		if (slot > 0 && key.length() - slot <= 3 && key.substring(slot + 1).matches("-?[0-9]+")) {
+			return mask(key.substring(0, slot), prefix) + key.substring(slot);
+		}
 		int start = key.startsWith(prefix) ? prefix.length() : 0;
 		for (int i = start; i < key.length(); i++) {
 			char c = key.charAt(i);

@@ -43,6 +43,17 @@ class LockKeysTests {
 	}
 
 	@Test
+	void maskKeepsThePermitSlotIndexVisible() {
+		assertThat(LockKeys.mask(this.keys.encodeSlot("exports", null, 0), "holdfast:")).isEqualTo("holdfast:exports#0");
+		assertThat(LockKeys.mask(this.keys.encodeSlot("exports", "alice@example.com", 12), "holdfast:"))
+			.isEqualTo("holdfast:exports:******#12");
+		assertThat(LockKeys.mask(this.keys.encodeSlot("exports", "t1", -1), "holdfast:"))
+			.isEqualTo("holdfast:exports:******#-1");
+		assertThat(LockKeys.mask(this.keys.encodeSlot("exports", "x".repeat(500), 1), "holdfast:"))
+			.isEqualTo("holdfast:exports#******");
+	}
+
+	@Test
 	void separatorsInNamesAndKeysCannotMakeTwoPairsMeet() {
 		List<String[]> pairs = List.of(new String[] { "a:b", "c" }, new String[] { "a", "b:c" },
 				new String[] { "a:b:c", null }, new String[] { "a", "b%3Ac" }, new String[] { "a%3Ab", "c" },
