@@ -2,7 +2,6 @@ package dev.holdfast;
 
 import java.lang.annotation.Documented;
 import java.lang.annotation.ElementType;
-import java.lang.annotation.Inherited;
 import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
@@ -28,7 +27,6 @@ import org.springframework.core.annotation.AliasFor;
  */
 @Target({ ElementType.METHOD, ElementType.ANNOTATION_TYPE })
 @Retention(RetentionPolicy.RUNTIME)
-@Inherited
 @Documented
 public @interface DistributedSemaphore {
 
@@ -52,14 +50,16 @@ public @interface DistributedSemaphore {
 	/**
 	 * How many calls may hold a permit at once, 1 to 64. Every method and every instance that
 	 * names one semaphore must give it the same number: two methods of one application that
-	 * disagree fail at startup; an instance that finds a permit beyond its own number held fails
-	 * the call.
+	 * disagree fail at startup, a call that disagrees with an earlier one of the application
+	 * fails; an instance that finds a permit beyond its own number held fails the call.
 	 */
 	int permits();
 
 	/**
 	 * How long to wait for a free permit, as a duration string ({@code 5s}, {@code PT5S},
-	 * {@code ${...}}). Empty means {@code holdfast.wait-time}; zero means one attempt.
+	 * {@code ${...}}). Empty means {@code holdfast.wait-time}; zero means one try of each permit
+	 * (a round trip each), and, when all are held, the check of the permits beyond them (3 more,
+	 * at most once per 2 s).
 	 */
 	String waitTime() default "";
 

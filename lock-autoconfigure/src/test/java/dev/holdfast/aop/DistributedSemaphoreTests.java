@@ -114,6 +114,28 @@ class DistributedSemaphoreTests {
 	}
 
 	@Test
+	void aFutureThatFailsOrIsCancelledGivesItsPermitBackAndSoDoesAThrowingMethod() {
+		this.runner.run((context) -> {
+			LockTemplate template = context.getBean(LockTemplate.class);
+			Exports exports = context.getBean(Exports.class);
+			LockOptions now = LockOptions.defaults().waitTime(Duration.ZERO);
+			// a permit kept by mistake would make these wait 2 s and throw
+			LockOptions soon = LockOptions.defaults().waitTime(Duration.ofSeconds(2));
+			CompletableFuture<String> work = new CompletableFuture<>();
+			CompletableFuture<String> failed = exports.later(work);
+			work.completeExceptionally(new IllegalStateException("failed"));
+			assertThatThrownBy(() -> failed.get(5, TimeUnit.SECONDS)).hasRootCauseMessage("failed");
+			template.acquirePermit("later", null, 1, soon).close();
+			CompletableFuture<String> cancelled = exports.later(new CompletableFuture<>());
+			assertThat(template.tryAcquirePermit("later", null, 1, now)).as("while the future runs").isEmpty();
+			cancelled.cancel(true);
+			template.acquirePermit("later", null, 1, soon).close();
+			assertThatThrownBy(exports::failing).hasMessage("failed");
+			template.acquirePermit("later", null, 1, soon).close();
+		});
+	}
+
+	@Test
 	void permitsBelowOneFailAtStartup() {
 		assertStartupFailure(NoPermits.class, "has permits = 0", "permits = 3");
 	}
@@ -172,6 +194,11 @@ class DistributedSemaphoreTests {
 		@DistributedSemaphore(name = "later", permits = 1)
 		public CompletableFuture<String> later(CompletableFuture<String> work) {
 			return work;
+		}
+
+		@DistributedSemaphore(name = "later", permits = 1)
+		public String failing() {
+			throw new IllegalStateException("failed");
 		}
 
 		@DistributedSemaphore(name = "single", permits = 1, waitTime = "100ms", onLimited = OnLocked.SKIP)
