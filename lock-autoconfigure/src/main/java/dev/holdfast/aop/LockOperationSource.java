@@ -203,14 +203,16 @@ public class LockOperationSource {
 		if (StringUtils.hasText(keyText)) {
 			expression = parseKey(keyText, specific, where);
 		}
-		ReactiveAdapter adapter = reactiveAdapter(specific, where);
+		// before the adapter: without Reactor, its error would ask to add a dependency that does not help
 		boolean suspending = KotlinDetector.isSuspendingFunction(specific);
 		if (annotation.permits() > 0 && (suspending
-				|| (adapter != null && !CompletionStage.class.isAssignableFrom(specific.getReturnType())))) {
+				|| (ReactiveAdapterRegistry.getSharedInstance().getAdapter(specific.getReturnType()) != null
+						&& !CompletionStage.class.isAssignableFrom(specific.getReturnType())))) {
 			throw new LockConfigurationException(where + ": a method returning a reactive type or a Kotlin suspend "
 					+ "function cannot take a permit yet", "Take the permit with LockTemplate.acquirePermit(...) on a "
 							+ "thread that may block, or return a CompletableFuture.");
 		}
+		ReactiveAdapter adapter = reactiveAdapter(specific, where);
 		List<LockOperation.KeysExpression> keys = new ArrayList<>();
 		if (annotation.keys().length > 0) {
 			if (StringUtils.hasText(keyText)) {

@@ -25,6 +25,7 @@ import reactor.core.publisher.Mono;
 import org.springframework.util.ReflectionUtils;
 
 import dev.holdfast.DistributedLock;
+import dev.holdfast.DistributedSemaphore;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.OnLocked;
 
@@ -193,6 +194,17 @@ class LockOperationSourceTests {
 	}
 
 	@Test
+	void aReactiveSemaphoreMethodWithoutReactorFailsSayingItCannotTakeAPermit() {
+		// before: the error asked to add reactor-core, and with it the method failed again, otherwise
+		LockOperationSource withoutReactor = new LockOperationSource(null, false, false);
+		Method mono = ReflectionUtils.findMethod(Subject.class, "monoSemaphore");
+		assertThatExceptionOfType(LockConfigurationException.class)
+			.isThrownBy(() -> withoutReactor.getOperation(mono, Subject.class))
+			.withMessageContaining("cannot take a permit yet")
+			.satisfies((ex) -> assertThat(ex.getAction()).contains("LockTemplate.acquirePermit"));
+	}
+
+	@Test
 	void streamFailsAtStartup() {
 		assertThatExceptionOfType(LockConfigurationException.class).isThrownBy(() -> operation("stream"))
 			.withMessageContaining(Subject.class.getName() + ".stream")
@@ -278,6 +290,11 @@ class LockOperationSourceTests {
 	}
 
 	static class Subject {
+
+		@DistributedSemaphore(name = "exports", permits = 2)
+		public Mono<Void> monoSemaphore() {
+			return Mono.empty();
+		}
 
 		@DistributedLock
 		public void plain() {
