@@ -19,8 +19,19 @@ public class PermitNotAcquiredException extends LockNotAcquiredException {
 	 * @param waitTime how long the caller waited
 	 */
 	public PermitNotAcquiredException(String semaphoreKey, String shownKey, int permits, Duration waitTime) {
-		super(semaphoreKey, waitTime, "Semaphore '" + shownKey + "' has all its " + permits
-				+ " permits held by other owners, and none was released within " + waitTime);
+		this(semaphoreKey, shownKey, permits, waitTime, false);
+	}
+
+	/**
+	 * @param nested whether the caller runs under a permit of the same semaphore (a nested call)
+	 * @see #PermitNotAcquiredException(String, String, int, Duration)
+	 */
+	public PermitNotAcquiredException(String semaphoreKey, String shownKey, int permits, Duration waitTime,
+			boolean nested) {
+		super(semaphoreKey, waitTime, "Semaphore '" + shownKey + "' has all its " + permits + " permits held by "
+				+ (nested ? "other calls or the one this call runs in" : "other owners") + ", and none was released within "
+				+ waitTime + (nested ? ": permits are not reentrant, so a nested call waits for another permit. Take "
+						+ "the permit once, in the outer call, or give the semaphore more permits" : ""));
 		this.permits = permits;
 	}
 

@@ -58,8 +58,8 @@ record LockAnnotation(String where, String name, String key, String[] keys, Stri
 		catch (IllegalArgumentException ex) {
 			throw new LockConfigurationException(where + " has permits = " + semaphore.permits()
 					+ ", but a semaphore has 1 to " + PermitSlots.MAX_PERMITS + " permits",
-					"Give it permits = 1 or more (each permit is a lease; at most " + PermitSlots.MAX_PERMITS
-							+ "), such as permits = 3.");
+					"Give it 1 to " + PermitSlots.MAX_PERMITS + " permits (each permit is a lease, and a waiting call "
+							+ "tries each one), such as permits = 3.");
 		}
 		return new LockAnnotation(where, semaphore.name(), semaphore.key(), new String[0], semaphore.waitTime(),
 				semaphore.leaseTime(), semaphore.onLimited(), semaphore.permits(), semaphore.backend());

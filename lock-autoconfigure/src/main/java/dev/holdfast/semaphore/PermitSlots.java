@@ -9,6 +9,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LockContext;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.PermitNotAcquiredException;
@@ -111,7 +112,9 @@ public final class PermitSlots {
 			}
 		}
 		if (throwing) {
-			throw new PermitNotAcquiredException(semaphoreKey, engine.shownKey(semaphoreKey), permits, waitTime);
+			boolean nested = LockContext.currentLease().filter((lease) -> lease.key().startsWith(semaphoreKey + "#"))
+				.isPresent();
+			throw new PermitNotAcquiredException(semaphoreKey, engine.shownKey(semaphoreKey), permits, waitTime, nested);
 		}
 		return null;
 	}

@@ -141,6 +141,22 @@ class DistributedSemaphoreTests {
 	}
 
 	@Test
+	void permitsAboveTheMostFailAtStartup() {
+		assertStartupFailure(TooManyPermits.class, "has permits = 65", "Give it 1 to 64 permits");
+	}
+
+	@Test
+	void aNestedCallOfOneSemaphoreFailsSayingPermitsAreNotReentrant() {
+		this.runner.run((context) -> {
+			LockTemplate template = context.getBean(LockTemplate.class);
+			assertThatThrownBy(() -> context.getBean(Exports.class).nested(template))
+				.isInstanceOf(PermitNotAcquiredException.class)
+				.hasMessageContaining("the one this call runs in")
+				.hasMessageContaining("Take the permit once, in the outer call");
+		});
+	}
+
+	@Test
 	void aMalformedKeyFailsAtStartup() {
 		assertStartupFailure(BadKey.class, "malformed key expression", "such as key = \"#order.id\"");
 	}
@@ -196,6 +212,14 @@ class DistributedSemaphoreTests {
 			return work;
 		}
 
+		@DistributedSemaphore(name = "nested", permits = 1)
+		public String nested(LockTemplate template) {
+			try (Lease inner = template.acquirePermit("nested", null, 1,
+					LockOptions.defaults().waitTime(Duration.ofMillis(200)))) {
+				return inner.key();
+			}
+		}
+
 		@DistributedSemaphore(name = "later", permits = 1)
 		public String failing() {
 			throw new IllegalStateException("failed");
@@ -209,6 +233,14 @@ class DistributedSemaphoreTests {
 		@DistributedSemaphore(name = "single", permits = 1, waitTime = "100ms")
 		public String throwing() {
 			return "ran";
+		}
+
+	}
+
+	static class TooManyPermits {
+
+		@DistributedSemaphore(name = "exports", permits = 65)
+		public void export() {
 		}
 
 	}

@@ -17,6 +17,8 @@ import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LockBackendException;
+import dev.holdfast.LockInterruptedException;
 import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.PermitNotAcquiredException;
@@ -138,7 +140,7 @@ class PermitSlotsTests {
 				.isInstanceOf(PermitNotAcquiredException.class)
 				.isInstanceOf(LockNotAcquiredException.class)
 				.hasMessageContaining("Semaphore 'exports:")
-				.hasMessageContaining("all its 1 permits held")
+				.hasMessageContaining("all its 1 permits held by other owners")
 				.hasMessageContaining("PT0.3S");
 			Optional<String> ran = instance().tryExecuteLocked("exports", "t1", NOW, () -> "a lock of the same name");
 			assertThat(ran).as("a lock of the semaphore's name and key is another lock").isPresent();
@@ -184,6 +186,49 @@ class PermitSlotsTests {
 		for (CompletableFuture<Optional<Lease>> call : calls) {
 			assertThat(call.get(5, TimeUnit.SECONDS)).isEmpty();
 		}
+		held.forEach(Lease::close);
+	}
+
+	@Test
+	void anInterruptedWaitEndsTheCallHoldingNothing() throws Exception {
+		try (Lease held = instance().acquirePermit("exports", null, 1, NOW)) {
+			DefaultLockTemplate waiter = instance();
+			CompletableFuture<Throwable> ended = new CompletableFuture<>();
+			this.backend.acquisitions.clear();
+			Thread thread = new Thread(() -> {
+				try (Lease permit = waiter.acquirePermit("exports", null, 1, LockOptions.defaults()
+					.waitTime(Duration.ofSeconds(10)))) {
+					ended.complete(null);
+				}
+				catch (Throwable ex) {
+					ended.complete(ex);
+				}
+			});
+			thread.start();
+			await().atMost(Duration.ofSeconds(5)).until(() -> this.backend.acquisitions.contains("exports#1"));
+			thread.interrupt();
+			assertThat(ended.get(5, TimeUnit.SECONDS)).isInstanceOf(LockInterruptedException.class);
+			assertThat(waiter.heldLeases()).as("held by the interrupted caller").isEmpty();
+		}
+	}
+
+	@Test
+	void aBackendFailureInTheMiddleOfAScanFailsTheCallHoldingNothing() {
+		List<Lease> held = new ArrayList<>();
+		held.add(instance().acquirePermit("exports", null, 3, NOW));
+		held.add(instance().acquirePermit("exports", null, 3, NOW));
+		String free = List.of("exports#0", "exports#1", "exports#2").stream()
+			.filter((key) -> held.stream().noneMatch((lease) -> lease.key().equals(key)))
+			.findFirst()
+			.orElseThrow();
+		this.backend.failedAcquisitions.add(free);
+		assertThatThrownBy(() -> this.template.tryAcquirePermit("exports", null, 3, NOW))
+			.isInstanceOf(LockBackendException.class);
+		assertThat(this.template.heldLeases()).isEmpty();
+		this.backend.failedAcquisitions.clear();
+		assertThat(this.template.tryAcquirePermit("exports", null, 3, NOW)).as("once the backend answers").get()
+			.satisfies((permit) -> assertThat(permit.key()).isEqualTo(free))
+			.satisfies(Lease::close);
 		held.forEach(Lease::close);
 	}
 
@@ -271,9 +316,15 @@ class PermitSlotsTests {
 		/** Keys whose next releases fail, how many times. */
 		final Map<String, AtomicInteger> failedReleases = new ConcurrentHashMap<>();
 
+		/** Keys whose acquisitions fail. */
+		final Set<String> failedAcquisitions = ConcurrentHashMap.newKeySet();
+
 		@Override
 		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
 			this.acquisitions.add(key);
+			if (this.failedAcquisitions.contains(key)) {
+				throw new IllegalStateException("injected: the acquisition of " + key + " failed");
+			}
 			return super.tryAcquire(key, owner, ttl);
 		}
 
