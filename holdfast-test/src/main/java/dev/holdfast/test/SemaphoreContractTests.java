@@ -40,7 +40,8 @@ public interface SemaphoreContractTests {
 
 	/**
 	 * Ends {@code instance} as a crash would: nothing is released, renewals stop, its client of the
-	 * backend is closed; what it held expires on the backend.
+	 * backend is closed (or, where closing would free its locks at once, as a ZooKeeper session's
+	 * close does, left open as a frozen process's); what it held expires on the backend.
 	 */
 	void crash(LockTemplate instance) throws Exception;
 
