@@ -45,13 +45,13 @@ record LockAnnotation(String where, String name, String key, String[] keys, Stri
 							+ "n calls.");
 		}
 		if (lock != null) {
-			return new LockAnnotation("@DistributedLock" + on, lock.name(), lock.key(), lock.keys(), lock.waitTime(),
+			return new LockAnnotation(nameOf(false) + on, lock.name(), lock.key(), lock.keys(), lock.waitTime(),
 					lock.leaseTime(), lock.onLocked(), 0, lock.backend());
 		}
 		if (semaphore == null) {
 			return null;
 		}
-		String where = "@DistributedSemaphore" + on;
+		String where = nameOf(true) + on;
 		try {
 			PermitSlots.requirePermits(semaphore.permits(), semaphore.name());
 		}
@@ -75,10 +75,9 @@ record LockAnnotation(String where, String name, String key, String[] keys, Stri
 		return (this.permits > 0) ? "onLimited" : "onLocked";
 	}
 
-	/** {@code @DistributedSemaphore} if {@code method} carries it, else {@code @DistributedLock}, for messages. */
-	static String nameOn(Method method) {
-		return AnnotatedElementUtils.hasAnnotation(method, DistributedSemaphore.class) ? "@DistributedSemaphore"
-				: "@DistributedLock";
+	/** The annotation as messages name it: {@code @DistributedSemaphore} for a semaphore, else {@code @DistributedLock}. */
+	static String nameOf(boolean semaphore) {
+		return semaphore ? "@DistributedSemaphore" : "@DistributedLock";
 	}
 
 	/** Whether {@code method} carries one of the {@link #TYPES}. */

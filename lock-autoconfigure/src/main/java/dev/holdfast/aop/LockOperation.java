@@ -51,7 +51,7 @@ public record LockOperation(Method method, String name, @Nullable Expression key
 
 	/** {@code @DistributedLock}, or {@code @DistributedSemaphore} for an operation with permits, for messages. */
 	public String annotation() {
-		return (this.permits > 0) ? "@DistributedSemaphore" : "@DistributedLock";
+		return LockAnnotation.nameOf(this.permits > 0);
 	}
 
 	/** {@code Class.method} for messages. */

@@ -66,11 +66,12 @@ public class LockOperationValidator implements BeanPostProcessor {
 			return bean;
 		}
 		ReflectionUtils.doWithMethods(targetClass, (method) -> {
-			this.operations.getObject().getOperation(method, targetClass);
-			warnIfScheduled(method);
+			LockOperation operation = this.operations.getObject().getOperation(method, targetClass);
+			String annotation = (operation != null) ? operation.annotation() : LockAnnotation.nameOf(false);
+			warnIfScheduled(method, annotation);
 			String problem = interceptionProblem(bean, targetClass, method);
 			if (problem != null) {
-				throw new LockConfigurationException(LockAnnotation.nameOn(method) + " on " + targetClass.getName() + "."
+				throw new LockConfigurationException(annotation + " on " + targetClass.getName() + "."
 						+ method.getName() + " (bean '" + beanName + "') " + problem
 						+ ": Spring's proxy cannot intercept calls to it, so it would run without the lock",
 						"Make the method public and non-final, and call it through the bean (from another bean), "
@@ -86,10 +87,10 @@ public class LockOperationValidator implements BeanPostProcessor {
 	 * A lock on a {@code @Scheduled} method keeps runs from overlapping, which may be all that is
 	 * wanted, so this only warns: users coming from ShedLock expect it to run each tick once.
 	 */
-	private void warnIfScheduled(Method method) {
+	private void warnIfScheduled(Method method, String annotation) {
 		if (!AnnotatedElementUtils.findMergedRepeatableAnnotations(method, Scheduled.class).isEmpty()
 				&& this.warnedScheduled.add(method) && logger.isWarnEnabled()) {
-			logger.warn(LockAnnotation.nameOn(method) + " on " + method.getDeclaringClass().getName() + "."
+			logger.warn(annotation + " on " + method.getDeclaringClass().getName() + "."
 					+ method.getName()
 					+ " is also @Scheduled: every instance of the application still runs each tick, and the lock "
 					+ "only keeps the runs from overlapping; it does not make a tick run once. To run each tick on one "
