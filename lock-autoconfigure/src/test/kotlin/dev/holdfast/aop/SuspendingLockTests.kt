@@ -1,6 +1,7 @@
 package dev.holdfast.aop
 
 import dev.holdfast.DistributedLock
+import dev.holdfast.DistributedSemaphore
 import dev.holdfast.LockConfigurationException
 import dev.holdfast.LockContext
 import dev.holdfast.LockNotAcquiredException
@@ -231,7 +232,19 @@ class SuspendingLockTests {
 			.withMessageContaining("Results.numbers returns kotlin.sequences.Sequence")
 	}
 
+	@Test
+	fun aSuspendSemaphoreFailsAtStartupSayingItCannotTakeAPermit() {
+		val method = Results::class.java.declaredMethods.first { it.name == "export" }
+		assertThatExceptionOfType(LockConfigurationException::class.java)
+			.isThrownBy { LockOperationSource(null).getOperation(method, Results::class.java) }
+			.withMessageContaining("Results.export: a method returning a reactive type or a Kotlin suspend function")
+			.withMessageContaining("cannot take a permit yet")
+	}
+
 	open class Results {
+
+		@DistributedSemaphore(name = "exports", permits = 2)
+		open suspend fun export(): Int = 1
 
 		@DistributedLock
 		open fun numbers(): Sequence<Int> = generateSequence(1) { it + 1 }
