@@ -23,12 +23,12 @@ import dev.holdfast.core.LockEngine;
  * rule of a lease (owner token, expiry by the backend's clock, renewal, loss, the slot's fencing
  * token). Rules SEM-1 to SEM-6 of docs/DESIGN.md:
  * <ul>
- * <li>each attempt tries every slot once, starting at a random one; the first free slot is the
+ * <li>each round tries every slot once, starting at a random one; the first free slot is the
  * permit (one backend round trip when it is the first tried);</li>
- * <li>when every slot is held, the call waits on one slot at a time, for a slice that starts at
+ * <li>a call that waits waits on one slot per round (round robin), for a slice that starts at
  * {@link #SLICE} and doubles per fruitless round up to the poll interval (woken by that slot's
- * release events, or polling as the engine does), then tries every slot again, until its wait
- * time runs out;</li>
+ * release events, or polling as the engine does); that wait's first attempt is the round's try
+ * of that slot;</li>
  * <li>permits are not reentrant: each acquisition takes a permit of its own, on any thread, as
  * {@link java.util.concurrent.Semaphore} does;</li>
  * <li>every call of one engine must give a semaphore the same permits (checked at each call); a
@@ -90,8 +90,21 @@ public final class PermitSlots {
 		int start = random.nextInt(permits);
 		long slice = SLICE.toNanos();
 		for (int round = 0;; round++) {
+			int waited = (start + round) % permits;
+			// a call that waits tries the slot it waits on with its wait's first attempt, not twice
+			boolean waits = deadline - System.nanoTime() > 0;
 			for (int i = 0; i < permits; i++) {
-				Lease lease = engine.acquireSlot(name, key, (start + i) % permits, once);
+				int slot = (start + i) % permits;
+				Lease lease = (waits && slot == waited) ? null : engine.acquireSlot(name, key, slot, once);
+				if (lease != null) {
+					return lease;
+				}
+			}
+			if (waits) {
+				long left = Math.max(0, deadline - System.nanoTime());
+				Duration wait = Duration.ofNanos(Math.min(left, slice / 2 + random.nextLong(slice)));
+				slice = Math.max(SLICE.toNanos(), Math.min(slice * 2, engine.pollInterval().toNanos()));
+				Lease lease = engine.acquireSlot(name, key, waited, options.waitTime(wait));
 				if (lease != null) {
 					return lease;
 				}
@@ -100,15 +113,8 @@ public final class PermitSlots {
 				checked = true;
 				passed(engine, semaphoreKey, permits);
 			}
-			long left = deadline - System.nanoTime();
-			if (left <= 0) {
+			if (deadline - System.nanoTime() <= 0) {
 				break;
-			}
-			Duration wait = Duration.ofNanos(Math.min(left, slice / 2 + random.nextLong(slice)));
-			slice = Math.max(SLICE.toNanos(), Math.min(slice * 2, engine.pollInterval().toNanos()));
-			Lease lease = engine.acquireSlot(name, key, (start + round) % permits, options.waitTime(wait));
-			if (lease != null) {
-				return lease;
 			}
 		}
 		if (throwing) {

@@ -133,6 +133,25 @@ class PermitSlotsTests {
 	}
 
 	@Test
+	void aWaitingCallTriesTheSlotItWaitsOnOnlyWithItsWait() {
+		try (Lease held = instance().acquirePermit("exports", null, 1, NOW)) {
+			this.backend.acquisitions.clear();
+			this.backend.attemptNanos.clear();
+			assertThat(this.template.tryAcquirePermit("exports", null, 1,
+					LockOptions.defaults().waitTime(Duration.ofMillis(400)))).isEmpty();
+			List<Long> attempts = new ArrayList<>();
+			for (int i = 0; i < this.backend.acquisitions.size(); i++) {
+				if (this.backend.acquisitions.get(i).equals("exports#0")) {
+					attempts.add(this.backend.attemptNanos.get(i));
+				}
+			}
+			// before: the scan's refusal, then at once the wait's first attempt on the same slot
+			assertThat(Duration.ofNanos(attempts.get(1) - attempts.get(0))).as("between the first two tries of #0")
+				.isGreaterThanOrEqualTo(Duration.ofMillis(20));
+		}
+	}
+
+	@Test
 	void noPermitWithinTheWaitTimeThrowsNamingTheSemaphoreAndItsPermits() {
 		try (Lease held = this.template.acquirePermit("exports", "t1", 1, NOW)) {
 			assertThatThrownBy(() -> instance().acquirePermit("exports", "t1", 1,
@@ -319,8 +338,12 @@ class PermitSlotsTests {
 		/** Keys whose acquisitions fail. */
 		final Set<String> failedAcquisitions = ConcurrentHashMap.newKeySet();
 
+		/** When each of the {@link #acquisitions} was made (a single caller's: in the same order). */
+		final List<Long> attemptNanos = new CopyOnWriteArrayList<>();
+
 		@Override
 		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+			this.attemptNanos.add(System.nanoTime());
 			this.acquisitions.add(key);
 			if (this.failedAcquisitions.contains(key)) {
 				throw new IllegalStateException("injected: the acquisition of " + key + " failed");
