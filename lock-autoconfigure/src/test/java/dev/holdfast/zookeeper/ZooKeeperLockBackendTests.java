@@ -342,8 +342,10 @@ class ZooKeeperLockBackendTests {
 			long stallMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - released);
 			System.out.println("Lock stalled " + stallMillis + " ms behind a waiter on a cut-off server");
 			assertThat(outcome.result().acquired()).isTrue();
+			// About 2.5 s on an idle machine; 3.5-3.9 s seen with two test JVMs on a loaded 2-core one. The
+			// bound that matters is far below the session timeout (10 s): the waiter did not wait it out.
 			assertThat(stallMillis).as("1.5 x connection timeout + ZooKeeper's reconnection delay (< 1 s) + slack")
-				.isLessThan(3500);
+				.isLessThan(5000);
 			assertThat(waiterBackend.sessionId()).as("the same session, on the other server").isEqualTo(session);
 			assertThat(waiterBackend.release(key, "waiter")).isTrue();
 		}
