@@ -3,7 +3,6 @@ package dev.holdfast.actuate;
 import java.security.Principal;
 import java.time.Instant;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -33,8 +32,10 @@ import dev.holdfast.spi.ClusterLocks.BackendLock;
  * The {@code leaders} Actuator endpoint: each leader group this instance joined, whether it leads
  * it, the current term (its fencing token, since when, and when its lease expires unless
  * renewed: that instant moves forward at every renewal; the lease does not record the renewal
- * itself), and the instance that leads it where the backend can tell ({@link ClusterLocks}: one
- * bounded listing of the leader leases per read). {@code POST /actuator/leaders/{group}} yields the group's leadership, so that another
+ * itself), and the instance that leads it with why it may be unknown ({@link LeaderInstanceStatus}):
+ * this instance's own name, without I/O, where it leads; else read from a {@link ClusterLocks}
+ * backend, the followed groups' keys alone, awaited at most 1 s and off the caller's thread.
+ * {@code POST /actuator/leaders/{group}} yields the group's leadership, so that another
  * instance leads, for example before a deploy. Its default access is read-only: the yield exists
  * only with {@code management.endpoint.leaders.access=unrestricted}, and is secured as Boot
  * secures every write operation. A yield is logged at WARN with the caller's principal.
@@ -47,25 +48,23 @@ public class LeadersEndpoint {
 	/** The lock name of the groups' leases: {@code <prefix>leader:<group>} (DESIGN.md "Leadership"). */
 	private static final String LEADER_LOCK = "leader";
 
-	private final DefaultLeaderElections elections;
+	private final Source source;
 
-	private final LockEngine engine;
+	private final Map<String, Source> named = new TreeMap<>();
 
-	private final Map<String, Backend> named;
-
-	public LeadersEndpoint(DefaultLeaderElections elections, LockEngine engine) {
-		this(elections, engine, Map.of());
-	}
+	private final String instanceName;
 
 	/**
 	 * Lists the groups of {@code elections}, and those of each named backend's (read only: a yield
 	 * through the endpoint names a group of {@code elections}).
+	 * @param instanceName this instance's name ({@code holdfast.instance-name})
 	 * @param named the elections and engine of each named backend ({@code holdfast.backends.<name>})
 	 */
-	public LeadersEndpoint(DefaultLeaderElections elections, LockEngine engine, Map<String, Backend> named) {
-		this.elections = elections;
-		this.engine = engine;
-		this.named = new TreeMap<>(named);
+	public LeadersEndpoint(DefaultLeaderElections elections, LockEngine engine, String instanceName,
+			Map<String, Backend> named) {
+		this.source = new Source(elections, engine);
+		this.instanceName = instanceName;
+		named.forEach((name, backend) -> this.named.put(name, new Source(backend.elections(), backend.engine())));
 	}
 
 	/**
@@ -77,21 +76,30 @@ public class LeadersEndpoint {
 	public record Backend(DefaultLeaderElections elections, LockEngine engine) {
 	}
 
+	/** One backend's elections and engine, and the reader of its leader leases (none: it cannot list them). */
+	private record Source(DefaultLeaderElections elections, LockEngine engine, @Nullable LeaderInstances instances) {
+
+		Source(DefaultLeaderElections elections, LockEngine engine) {
+			this(elections, engine, (engine.backend() instanceof ClusterLocks locks) ? new LeaderInstances(locks) : null);
+		}
+
+	}
+
 	/** The groups this instance joined, ordered by name. */
 	@ReadOperation
 	public LeadersDescriptor leaders() {
 		Map<String, List<GroupDescriptor>> named = new TreeMap<>();
-		this.named.forEach((name, backend) -> named.put(name, groups(backend.elections(), backend.engine())));
-		return new LeadersDescriptor(this.engine.backendName(), groups(this.elections, this.engine), named);
+		this.named.forEach((name, backend) -> named.put(name, groups(backend)));
+		return new LeadersDescriptor(this.source.engine().backendName(), groups(this.source), named);
 	}
 
-	private static List<GroupDescriptor> groups(DefaultLeaderElections elections, LockEngine engine) {
-		List<Leadership> joined = elections.leaderships();
-		List<LeaseInfo> held = engine.heldLeases();
-		Map<String, String> instances = joined.isEmpty() ? Map.of() : leaderInstances(engine);
+	private List<GroupDescriptor> groups(Source backend) {
+		List<Leadership> joined = backend.elections().leaderships();
+		List<LeaseInfo> held = backend.engine().heldLeases();
+		Map<String, Optional<BackendLock>> instances = leaderInstances(backend, joined);
 		return joined.stream()
 			.sorted(Comparator.comparing(Leadership::group))
-			.map((leadership) -> describe(leadership, held, instances, engine))
+			.map((leadership) -> describe(leadership, held, instances, backend))
 			.toList();
 	}
 
@@ -99,33 +107,19 @@ public class LeadersEndpoint {
 	@ReadOperation
 	public @Nullable GroupDescriptor group(@Selector String group) {
 		Optional<Leadership> found = find(group);
-		return found.isEmpty() ? null
-				: describe(found.get(), this.engine.heldLeases(), leaderInstances(this.engine), this.engine);
+		return found.isEmpty() ? null : describe(found.get(), this.source.engine().heldLeases(),
+				leaderInstances(this.source, List.of(found.get())), this.source);
 	}
 
-	/**
-	 * The instance holding each leader lease, by backend key, as the backend lists them (every
-	 * application's group under the key prefix, {@value ClusterLocksView#DEFAULT_MAX_LISTED} at
-	 * most); empty where it cannot tell or cannot be reached now.
-	 */
-	private static Map<String, String> leaderInstances(LockEngine engine) {
-		if (!(engine.backend() instanceof ClusterLocks locks)) {
+	/** The holders of the leases of the groups this instance does not lead, by key, as read within 1 s. */
+	private static Map<String, Optional<BackendLock>> leaderInstances(Source backend, List<Leadership> joined) {
+		if (backend.instances() == null) {
 			return Map.of();
 		}
-		try {
-			Map<String, String> instances = new HashMap<>();
-			for (BackendLock lock : locks.listLocks(engine.keyPrefix() + LEADER_LOCK + ":",
-					ClusterLocksView.DEFAULT_MAX_LISTED).locks()) {
-				if (lock.instance() != null) {
-					instances.put(lock.key(), lock.instance());
-				}
-			}
-			return instances;
-		}
-		catch (RuntimeException ex) {
-			logger.debug("The leaders endpoint could not list the leader leases; their instances are not shown", ex);
-			return Map.of();
-		}
+		return backend.instances().read(joined.stream()
+			.filter((leadership) -> leadership.term().isEmpty())
+			.map((leadership) -> backend.engine().keyFor(LEADER_LOCK, leadership.group()))
+			.toList());
 	}
 
 	/**
@@ -154,7 +148,7 @@ public class LeadersEndpoint {
 	}
 
 	private Optional<Leadership> find(String group) {
-		return this.elections.leaderships().stream().filter((joined) -> joined.group().equals(group)).findFirst();
+		return this.source.elections().leaderships().stream().filter((joined) -> joined.group().equals(group)).findFirst();
 	}
 
 	private static String caller(SecurityContext securityContext) {
@@ -162,12 +156,17 @@ public class LeadersEndpoint {
 		return (principal != null) ? principal.getName() : "an unauthenticated caller";
 	}
 
-	private static GroupDescriptor describe(Leadership leadership, List<LeaseInfo> held, Map<String, String> instances,
-			LockEngine engine) {
-		String instance = instances.isEmpty() ? null : instances.get(engine.keyFor(LEADER_LOCK, leadership.group()));
+	private GroupDescriptor describe(Leadership leadership, List<LeaseInfo> held,
+			Map<String, Optional<BackendLock>> instances, Source backend) {
 		Optional<LeaderTerm> term = leadership.term();
 		if (term.isEmpty()) {
-			return new GroupDescriptor(leadership.group(), false, null, null, null, instance);
+			Optional<BackendLock> read = instances.get(backend.engine().keyFor(LEADER_LOCK, leadership.group()));
+			String instance = (read != null) ? read.map(BackendLock::instance).orElse(null) : null;
+			LeaderInstanceStatus status = (backend.instances() == null) ? LeaderInstanceStatus.NOT_SUPPORTED
+					: (read == null) ? LeaderInstanceStatus.UNAVAILABLE
+							: read.isEmpty() ? LeaderInstanceStatus.NO_LEADER
+									: (instance == null) ? LeaderInstanceStatus.UNNAMED : LeaderInstanceStatus.READ;
+			return new GroupDescriptor(leadership.group(), false, null, null, null, instance, status);
 		}
 		long token = term.get().fencingToken();
 		Instant expires = held.stream()
@@ -175,7 +174,8 @@ public class LeadersEndpoint {
 			.map(LeaseInfo::expiresAt)
 			.findFirst()
 			.orElse(null);
-		return new GroupDescriptor(leadership.group(), true, token, term.get().since(), expires, instance);
+		return new GroupDescriptor(leadership.group(), true, token, term.get().since(), expires, this.instanceName,
+				LeaderInstanceStatus.THIS_INSTANCE);
 	}
 
 	/**
@@ -198,11 +198,36 @@ public class LeadersEndpoint {
 	 * @param since when the current term was granted, while leading
 	 * @param expires when the term's lease expires unless renewed (moves forward at each renewal),
 	 * while leading
-	 * @param leaderInstance the name of the instance that leads the group ({@code holdfast.instance-name}),
-	 * where the backend can tell; {@code null} when no instance leads it or the backend cannot tell
+	 * @param leaderInstance the name of the instance that leads the group ({@code holdfast.instance-name});
+	 * {@code null} unless {@code leaderInstanceStatus} is {@code THIS_INSTANCE} or {@code READ}
+	 * @param leaderInstanceStatus where {@code leaderInstance} comes from, or why it is unknown
 	 */
 	public record GroupDescriptor(String group, boolean leader, @Nullable Long fencingToken, @Nullable Instant since,
-			@Nullable Instant expires, @Nullable String leaderInstance) implements OperationResponseBody {
+			@Nullable Instant expires, @Nullable String leaderInstance, LeaderInstanceStatus leaderInstanceStatus)
+			implements OperationResponseBody {
+	}
+
+	/** Where a group's {@code leaderInstance} comes from, or why it is unknown. */
+	public enum LeaderInstanceStatus {
+
+		/** This instance leads: its own name, without a read of the backend. */
+		THIS_INSTANCE,
+
+		/** Read from the backend: the instance that holds the group's lease. */
+		READ,
+
+		/** The backend holds no live lease of the group: no instance leads it now. */
+		NO_LEADER,
+
+		/** A lease is held, but its owner token names no instance (not made by Holdfast's engine). */
+		UNNAMED,
+
+		/** The backend cannot tell who holds a lock of another instance (not a {@link ClusterLocks}). */
+		NOT_SUPPORTED,
+
+		/** The backend failed or did not answer within 1 s (logged at WARN once per outage). */
+		UNAVAILABLE
+
 	}
 
 	/**

@@ -172,7 +172,8 @@ public final class HoldfastActuatorAutoConfiguration {
 			Map<String, LeadersEndpoint.Backend> named = new TreeMap<>();
 			named(environment, beanFactory, DefaultLeaderElections.class).forEach(
 					(name, backend) -> named.put(name, new LeadersEndpoint.Backend(backend, engines.get(name))));
-			return new LeadersEndpoint(elections, engine, named);
+			String instance = (engine instanceof DefaultLockTemplate template) ? template.settings().instanceName() : "";
+			return new LeadersEndpoint(elections, engine, instance, named);
 		}
 
 	}

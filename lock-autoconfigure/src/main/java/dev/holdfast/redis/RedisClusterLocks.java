@@ -104,6 +104,16 @@ final class RedisClusterLocks {
 		}
 	}
 
+	/** The holder of one key: one script call, no {@code SCAN}. */
+	@Nullable BackendLock lock(String key) {
+		try (RedisConnection connection = this.connectionFactory.getConnection()) {
+			return inspect(connection, key);
+		}
+		catch (RuntimeException ex) {
+			throw failure("read", key, ex);
+		}
+	}
+
 	boolean forceRelease(String key, @Nullable Long fencingToken) {
 		try (RedisConnection connection = this.connectionFactory.getConnection()) {
 			Long released = evalSha(connection, FORCE_RELEASE, ReturnType.INTEGER,

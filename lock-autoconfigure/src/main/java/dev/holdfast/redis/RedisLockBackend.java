@@ -139,17 +139,14 @@ public class RedisLockBackend
 	/** Where acquisitions and their WAIT run when replicas must acknowledge them on Lettuce. */
 	final @Nullable AcknowledgedAcquisitions acknowledged;
 
-	/**
-	 * Creates a backend that publishes releases on {@value #DEFAULT_CHANNEL}.
-	 */
+	/** Creates a backend that publishes releases on {@value #DEFAULT_CHANNEL}. */
 	public RedisLockBackend(RedisConnectionFactory connectionFactory) {
 		this(connectionFactory, DEFAULT_CHANNEL);
 	}
 
 	/**
 	 * Creates a backend.
-	 * @param connectionFactory the application's connection factory; its command timeout bounds
-	 * every call
+	 * @param connectionFactory the application's connection factory; its command timeout bounds every call
 	 * @param channel the pub/sub channel on which releases are published; every process that
 	 * shares the locks must use the same one
 	 */
@@ -407,6 +404,11 @@ public class RedisLockBackend
 	@Override
 	public Listing listLocks(String prefix, int max) {
 		return this.clusterLocks.listLocks(prefix, max);
+	}
+
+	@Override
+	public ClusterLocks.@Nullable BackendLock lock(String key) {
+		return this.clusterLocks.lock(key);
 	}
 
 	/** Deletes the lock, whoever holds it, in one script call; its fencing counter stays. */

@@ -22,6 +22,19 @@ public interface ClusterLocks {
 	Listing listLocks(String prefix, int max);
 
 	/**
+	 * The live lock at {@code key}, held by any instance, or {@code null} when none: a read of
+	 * that key alone, never of every key (the {@code leaders} endpoint asks it for the groups it
+	 * follows). The default lists under {@code key} as the prefix, one lock at most; a backend
+	 * whose listing reads more than the keys under its prefix overrides it.
+	 * @param key the full backend key
+	 * @throws dev.holdfast.LockBackendException if the backend cannot be reached
+	 */
+	default @Nullable BackendLock lock(String key) {
+		List<BackendLock> first = listLocks(key, 1).locks();
+		return (!first.isEmpty() && first.get(0).key().equals(key)) ? first.get(0) : null;
+	}
+
+	/**
 	 * Releases the lock at {@code key} whoever holds it, in one round trip: its holder's next
 	 * renewal is refused (the holder learns it lost the lock), and the next holder's fencing
 	 * token is larger than the released holder's.

@@ -64,6 +64,18 @@ final class ZooKeeperClusterLocks {
 		}
 	}
 
+	/** The holder of one key: the children of its parent alone, and the lowest one's data. */
+	@Nullable BackendLock lock(String key) {
+		CuratorFramework client = connectedClient("read a lock");
+		try {
+			return holder(client, this.backend.path("locks") + "/" + ZooKeeperPaths.encode(key), key);
+		}
+		catch (Exception ex) {
+			throw new LockBackendException("The zookeeper backend could not read lock '" + key + "': "
+					+ ex.getMessage(), ex);
+		}
+	}
+
 	boolean forceRelease(String key, @Nullable Long fencingToken) {
 		CuratorFramework client = connectedClient("release by force");
 		String parent = this.backend.path("locks") + "/" + ZooKeeperPaths.encode(key);

@@ -309,6 +309,11 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	}
 
 	@Override
+	public ClusterLocks.@Nullable BackendLock lock(String key) {
+		return this.clusterLocks.lock(key);
+	}
+
+	@Override
 	public boolean forceRelease(String key, @Nullable Long fencingToken) {
 		return this.clusterLocks.forceRelease(key, fencingToken);
 	}
@@ -378,12 +383,7 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 
 	/** The client's session now (0 while a new one is being established); no request. */
 	long sessionId() {
-		try {
-			return this.client.getZookeeperClient().getZooKeeper().getSessionId();
-		}
-		catch (Exception ex) {
-			return 0;
-		}
+		return this.session.id();
 	}
 
 	/**

@@ -129,6 +129,16 @@ final class ZooKeeperSession {
 		this.confirmedNanos.accumulateAndGet(sentNanos, (current, sent) -> (sent - current > 0) ? sent : current);
 	}
 
+	/** The client's session now (0 while a new one is being established); no request. */
+	long id() {
+		try {
+			return this.client.getZookeeperClient().getZooKeeper().getSessionId();
+		}
+		catch (Exception ex) {
+			return 0;
+		}
+	}
+
 	/** The name of the last connection state, for messages and health details. */
 	String state() {
 		return this.state;

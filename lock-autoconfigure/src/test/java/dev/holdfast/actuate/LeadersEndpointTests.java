@@ -16,6 +16,7 @@ import org.springframework.context.ConfigurableApplicationContext;
 import dev.holdfast.LeaderElections;
 import dev.holdfast.Leadership;
 import dev.holdfast.actuate.LeadersEndpoint.GroupDescriptor;
+import dev.holdfast.actuate.LeadersEndpoint.LeaderInstanceStatus;
 import dev.holdfast.autoconfigure.HoldfastActuatorAutoConfiguration;
 import dev.holdfast.autoconfigure.HoldfastAutoConfiguration;
 import dev.holdfast.autoconfigure.HoldfastLeaderAutoConfiguration;
@@ -58,7 +59,7 @@ class LeadersEndpointTests {
 			assertThat(leading.expires()).as("the lease's expiry").isAfter(leading.since());
 			assertThat(leading.leaderInstance()).isEqualTo("first");
 			assertThat(second.getBean(LeadersEndpoint.class).group(this.group))
-				.isEqualTo(new GroupDescriptor(this.group, false, null, null, null, "first"));
+				.isEqualTo(new GroupDescriptor(this.group, false, null, null, null, "first", LeaderInstanceStatus.READ));
 			assertThat(endpoint.group("not-joined")).isNull();
 
 			long start = System.nanoTime();
