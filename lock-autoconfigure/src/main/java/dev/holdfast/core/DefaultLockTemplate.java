@@ -345,7 +345,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	 * starts; see {@link #releaseEventsListening()}.
 	 */
 	public void prepare() {
-		if (this.backend instanceof ReleaseEvents events && events.announcesReleases()) {
+		if (this.lines.announcing()) {
 			this.lines.subscribed();
 		}
 	}
@@ -355,8 +355,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	 * (its waiters poll), else once the subscription listens.
 	 */
 	public boolean releaseEventsListening() {
-		return !(this.backend instanceof ReleaseEvents events) || !events.announcesReleases()
-				|| (this.lines.hasSubscription() && events.isListening());
+		return !this.lines.announcing() || (this.lines.hasSubscription() && ((ReleaseEvents) this.backend).isListening());
 	}
 
 	/**

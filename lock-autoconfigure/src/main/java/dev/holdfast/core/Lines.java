@@ -11,6 +11,7 @@ import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.WaitQueue;
 import dev.holdfast.spi.WaiterHandoff;
 
 /**
@@ -18,9 +19,9 @@ import dev.holdfast.spi.WaiterHandoff;
  * and what wakes them. Leaving the line (lock taken, wait over, failure) makes the next one the
  * head and wakes it; a line exists only while an acquisition is in it. The head is woken by the
  * backend's release events for its key (one subscription per template, opened by the first
- * waiter), by a reservation for its owner, by this template's own release of the key where the
- * backend announces releases and records no waiters, and by an interruption of the events (it
- * then polls). Lines are changed inside {@link ConcurrentHashMap#compute}, never with I/O.
+ * waiter; none on a WaitQueue backend, whose queue wakes them), by a reservation for its owner,
+ * by its own release of the key where the backend announces releases and records no waiters,
+ * and by an interruption of the events (it then polls); changed in {@link ConcurrentHashMap#compute}, no I/O.
  */
 final class Lines implements AutoCloseable {
 
@@ -46,7 +47,7 @@ final class Lines implements AutoCloseable {
 	private volatile boolean closed;
 
 	Lines(LockBackend backend) {
-		this.events = (backend instanceof ReleaseEvents releaseEvents) ? releaseEvents : null;
+		this.events = (backend instanceof ReleaseEvents events && !(backend instanceof WaitQueue)) ? events : null;
 		this.handoff = (backend instanceof WaiterHandoff waiterHandoff) ? waiterHandoff : null;
 	}
 

@@ -119,7 +119,8 @@ final class ZooKeeperLockQueue {
 		boolean waited = false;
 		while (true) {
 			// The parent goes only once it is empty: this node is gone too then.
-			List<String> children = this.once.children(key, parent, oneShot, deadline);
+			// No release watch: this read follows this attempt's own create, and its delete would fire it.
+			List<String> children = this.once.children(key, parent, false, deadline);
 			if (children == null) {
 				throw lostNode(key);
 			}

@@ -49,8 +49,6 @@ final class ZooKeeperTickClaims {
 	/** Racing writers each move the record forward; a claimer rereads at most this often. */
 	private static final int MAX_ATTEMPTS = 32;
 
-	private static final byte[] EMPTY = new byte[0];
-
 	/** The child of a record that holds the id of the claim that wrote the record last. */
 	static final String CLAIM_ID_NODE = "claim";
 
@@ -60,19 +58,20 @@ final class ZooKeeperTickClaims {
 
 	private final String ticksPath;
 
-	private final String clockPath;
+	private final ZooKeeperClock clock;
 
 	ZooKeeperTickClaims(ZooKeeperLockBackend backend) {
 		this.backend = backend;
 		this.client = backend.client();
 		this.ticksPath = backend.path("ticks");
-		this.clockPath = backend.path("clock");
+		this.clock = new ZooKeeperClock(backend);
 	}
 
 	TickClaim claimTick(String key, Instant tick, Duration tolerance, Duration ttl) {
 		try {
 			this.backend.awaitConnected("claim a tick of", key);
-			long now = ensembleTime();
+			long now = this.clock.stamp("claim a tick of", key,
+					System.nanoTime() + this.backend.connectionTimeoutNanos());
 			Instant time = Instant.ofEpochMilli(now);
 			if (Math.abs(now - tick.toEpochMilli()) > tolerance.toMillis()) {
 				return new TickClaim(TickClaim.Outcome.NOT_DUE, time);
@@ -141,22 +140,6 @@ final class ZooKeeperTickClaims {
 		}
 		catch (Exception ex) {
 			throw this.backend.failure("claim tick " + tick + " of", key, ex);
-		}
-	}
-
-	/** The ensemble's time now: the time it stamps on a write to the clock node. */
-	private long ensembleTime() throws Exception {
-		try {
-			return this.client.setData().forPath(this.clockPath, EMPTY).getMtime();
-		}
-		catch (KeeperException.NoNodeException ex) {
-			try {
-				this.client.create().creatingParentContainersIfNeeded().forPath(this.clockPath, EMPTY);
-			}
-			catch (KeeperException.NodeExistsException raced) {
-				// created by another instance
-			}
-			return this.client.setData().forPath(this.clockPath, EMPTY).getMtime();
 		}
 	}
 

@@ -26,7 +26,8 @@ import dev.holdfast.spi.WaitQueue.Outcome;
  * holder's node (the time to live and {@code mtime} that say how long it holds), with nothing
  * written, and a repeated attempt while the same node holds reads only the queue. It keeps the
  * ensemble's time as stamped on the newest write of this process, which judges a holder without a
- * write of its own; when the holder may have expired, the attempt goes the queue's way.
+ * write of its own (to the clock node, outside the parent: ZK-10); when the holder may have
+ * expired by that time, the attempt goes the queue's way.
  */
 final class ZooKeeperTryOnce {
 
@@ -56,6 +57,8 @@ final class ZooKeeperTryOnce {
 	 */
 	private volatile @Nullable SeenHolder seen;
 
+	private final ZooKeeperClock clock;
+
 	/** The watch that a read of a held lock's queue leaves while anyone subscribes (ZK-10). */
 	final ZooKeeperReleaseWatch releases;
 
@@ -63,6 +66,7 @@ final class ZooKeeperTryOnce {
 		this.backend = backend;
 		this.client = backend.client();
 		this.releases = new ZooKeeperReleaseWatch(backend.path("locks"));
+		this.clock = new ZooKeeperClock(backend);
 	}
 
 	/**
@@ -249,7 +253,11 @@ final class ZooKeeperTryOnce {
 		EnsembleTime time = this.ensembleTime;
 		long now = System.nanoTime();
 		if (time == null || now - time.nanos() > ENSEMBLE_TIME_VALID_NANOS) {
-			return null;
+			// Not a write in the parent, which would fire every follower's watch (ZK-10).
+			long sent = System.nanoTime();
+			time = new EnsembleTime(this.clock.stamp("acquire", key, deadline), sent);
+			stamped(time.millis(), sent);
+			now = System.nanoTime();
 		}
 		long estimatedNow = time.millis() + TimeUnit.NANOSECONDS.toMillis(now - time.nanos());
 		if (estimatedNow >= expiresAt) {
