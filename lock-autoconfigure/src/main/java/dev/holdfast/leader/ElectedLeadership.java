@@ -6,6 +6,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -33,6 +34,9 @@ import dev.holdfast.Lease;
 final class ElectedLeadership implements Leadership {
 
 	private static final Log logger = LogFactory.getLog(DefaultLeaderElections.class);
+
+	/** The longest wait of {@link #awaitLeadership}: about 146 years, so that its deadline never overflows. */
+	private static final Duration LONGEST_WAIT = Duration.ofNanos(Long.MAX_VALUE / 2);
 
 	private final String group;
 
@@ -94,7 +98,7 @@ final class ElectedLeadership implements Leadership {
 
 	@Override
 	public Optional<LeaderTerm> awaitLeadership(Duration timeout) throws InterruptedException {
-		long deadline = System.nanoTime() + timeout.toNanos();
+		long deadline = System.nanoTime() + ((timeout.compareTo(LONGEST_WAIT) > 0) ? LONGEST_WAIT : timeout).toNanos();
 		while (true) {
 			CompletableFuture<@Nullable Term> next;
 			synchronized (this.lock) {
@@ -196,9 +200,17 @@ final class ElectedLeadership implements Leadership {
 		}
 	}
 
-	/** A release of the group's key was announced: attempt now (after a yield's hold-off). */
+	/**
+	 * A release of the group's key was announced: attempt now (after a yield's hold-off). An
+	 * announcement that races the elections' stop finds the leader thread gone: nothing to do.
+	 */
 	void wake() {
-		this.runtime.execute(this::campaign);
+		try {
+			this.runtime.execute(this::campaign);
+		}
+		catch (RejectedExecutionException ex) {
+			logger.debug("Leader group '" + this.group + "': a release announced after the elections stopped", ex);
+		}
 	}
 
 	/** The term's lease may have turned invalid before its end (lost, a session suspended): check now. */

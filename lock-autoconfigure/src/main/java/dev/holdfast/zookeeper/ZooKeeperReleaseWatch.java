@@ -47,13 +47,12 @@ final class ZooKeeperReleaseWatch implements Watcher {
 		if (path == null || !path.startsWith(this.locksPrefix) || path.indexOf('/', this.locksPrefix.length()) >= 0) {
 			return;
 		}
-		String key = ZooKeeperClusterLocks.decode(path.substring(this.locksPrefix.length()));
 		for (Consumer<String> listener : this.listeners) {
 			try {
-				listener.accept(key);
+				listener.accept(ZooKeeperClusterLocks.decode(path.substring(this.locksPrefix.length())));
 			}
 			catch (RuntimeException ex) {
-				logger.warn("A listener of the release of lock '" + key + "' failed", ex);
+				logger.warn("A listener of the release of lock node " + path + " failed", ex);
 			}
 		}
 	}

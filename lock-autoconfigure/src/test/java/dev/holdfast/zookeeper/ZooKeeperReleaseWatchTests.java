@@ -8,6 +8,9 @@ import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.Watcher.Event.EventType;
+import org.apache.zookeeper.Watcher.Event.KeeperState;
 import org.apache.zookeeper.ZooKeeper;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -20,6 +23,7 @@ import dev.holdfast.core.LockSettings;
 import dev.holdfast.test.server.ZooKeeperServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatNoException;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -120,6 +124,17 @@ class ZooKeeperReleaseWatchTests {
 
 		assertThat(childWatches(backend)).isEmpty();
 		assertThat(template.releaseEventsListening()).as("nothing to listen to: the queue wakes waiters").isTrue();
+	}
+
+	/** A watched name that decodes to no key (a stray node) reaches no listener and throws nothing on the event thread. */
+	@Test
+	void aNodeNameThatIsNoKeyThrowsNothingOnTheEventThread() {
+		ZooKeeperReleaseWatch watch = new ZooKeeperReleaseWatch("/holdfast/locks");
+		List<String> woken = new CopyOnWriteArrayList<>();
+		watch.subscribe(woken::add);
+		assertThatNoException().isThrownBy(() -> watch.process(
+				new WatchedEvent(EventType.NodeChildrenChanged, KeeperState.SyncConnected, "/holdfast/locks/%zz")));
+		assertThat(woken).isEmpty();
 	}
 
 	/**
