@@ -66,6 +66,22 @@ public interface ClusterLocksContractTests {
 			.isBetween(TTL.toMillis() - 10_000, TTL.toMillis()));
 	}
 
+	/** The lookup of one key (the leaders endpoint's): that key's holder only, not a longer key's; null when free. */
+	@Test
+	default void lookupOfOneKeyNamesItsHolderOnly() {
+		String prefix = prefix();
+		LockBackend web1 = newClusterClient();
+		long token = web1.tryAcquire(prefix + "leader:a", "AAAA.1@web-1", TTL).fencingToken();
+		newClusterClient().tryAcquire(prefix + "leader:ab", "BBBB.1@web-2", TTL);
+		ClusterLocks other = locks(newClusterClient());
+
+		assertThat(other.lock(prefix + "leader:a")).extracting(BackendLock::key, BackendLock::instance,
+				BackendLock::fencingToken).containsExactly(prefix + "leader:a", "web-1", token);
+		assertThat(other.lock(prefix + "leader:")).as("a key only other keys start with").isNull();
+		web1.release(prefix + "leader:a", "AAAA.1@web-1");
+		assertThat(other.lock(prefix + "leader:a")).as("released").isNull();
+	}
+
 	@Test
 	default void listingIsBoundedAndSaysSo() {
 		String prefix = prefix();
