@@ -80,7 +80,8 @@ public class LeadersEndpoint {
 	private record Source(DefaultLeaderElections elections, LockEngine engine, @Nullable LeaderInstances instances) {
 
 		Source(DefaultLeaderElections elections, LockEngine engine) {
-			this(elections, engine, (engine.backend() instanceof ClusterLocks locks) ? new LeaderInstances(locks) : null);
+			this(elections, engine,
+					(engine.backend() instanceof ClusterLocks locks) ? new LeaderInstances(locks) : null);
 		}
 
 	}
@@ -148,7 +149,11 @@ public class LeadersEndpoint {
 	}
 
 	private Optional<Leadership> find(String group) {
-		return this.source.elections().leaderships().stream().filter((joined) -> joined.group().equals(group)).findFirst();
+		return this.source.elections()
+			.leaderships()
+			.stream()
+			.filter((joined) -> joined.group().equals(group))
+			.findFirst();
 	}
 
 	private static String caller(SecurityContext securityContext) {

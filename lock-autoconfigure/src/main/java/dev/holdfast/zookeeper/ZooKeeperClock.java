@@ -36,7 +36,8 @@ final class ZooKeeperClock {
 				.creatingParentContainersIfNeeded()
 				.inBackground(callback)
 				.forPath(this.path, EMPTY));
-			if (created.getResultCode() != Code.OK.intValue() && created.getResultCode() != Code.NODEEXISTS.intValue()) {
+			int code = created.getResultCode();
+			if (code != Code.OK.intValue() && code != Code.NODEEXISTS.intValue()) {
 				throw this.backend.failure(operation, key, created);
 			}
 			event = write(operation, key, deadline);
