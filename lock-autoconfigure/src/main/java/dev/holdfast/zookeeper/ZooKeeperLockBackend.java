@@ -53,7 +53,7 @@ import dev.holdfast.spi.WaitQueue;
  * <li>Waiting ({@link WaitQueue}): a waiter watches only the node before it, so a release wakes
  * one waiter, which holds once its own node is confirmed on its session (ZK-1, ZK-5).</li>
  * <li>One attempt ({@code waitTime} zero) takes a free lock in one transaction and writes nothing
- * on a held lock; only when the holder may have expired does it queue a node to judge (ZK-6).</li>
+ * under a held lock's key; only a holder expired by a fresh read makes it queue a node (ZK-6).</li>
  * <li>A create whose outcome is unknown after a connection loss uses Curator's protected mode, and
  * one that finally fails deletes its node in the background: no orphan node holds the lock.</li>
  * <li>Fencing tokens are the lock node's {@code czxid}: zxids grow with every write across the

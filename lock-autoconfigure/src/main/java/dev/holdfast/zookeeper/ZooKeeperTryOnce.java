@@ -217,53 +217,61 @@ final class ZooKeeperTryOnce {
 		}
 		String holder = parent + "/" + head;
 		SeenHolder seen = this.seen;
-		long expiresAt;
-		if (ownName == null && seen != null && seen.path().equals(holder)) {
-			// Read by this process before: its lease can only have been extended since.
-			expiresAt = seen.expiresAt();
-		}
-		else {
-			CuratorEvent event = this.backend.request("acquire", key, deadline,
-					(callback) -> this.client.getData().inBackground(callback).forPath(holder));
-			Code code = Code.get(event.getResultCode());
-			if (code == Code.NONODE) {
-				return RELEASED;
+		// Read by this process before: its lease can only have been extended since; run out by that
+		// read, the holder is read again, since it may have renewed (else a follower of a renewed
+		// holder would queue a node at every attempt, firing every follower's watch: ZK-10).
+		boolean cached = ownName == null && seen != null && seen.path().equals(holder);
+		while (true) {
+			long expiresAt;
+			if (cached) {
+				expiresAt = seen.expiresAt();
 			}
-			if (code != Code.OK) {
-				throw this.backend.failure("acquire", key, event);
-			}
-			Stat holderStat = event.getStat();
-			if (head.equals(ownName)) {
-				if (holderStat.getEphemeralOwner() != this.backend.sessionId()) {
-					// Applied on a session the client has left (the transaction retried on the next
-					// one): the server deletes the node when it expires that session.
-					throw ZooKeeperLockQueue.lostNode(key);
+			else {
+				CuratorEvent event = this.backend.request("acquire", key, deadline,
+						(callback) -> this.client.getData().inBackground(callback).forPath(holder));
+				Code code = Code.get(event.getResultCode());
+				if (code == Code.NONODE) {
+					return RELEASED;
 				}
-				this.backend.hold(owner, key, holder, ownSent, ttl);
-				return new Outcome(AcquireResult.acquired(holderStat.getCzxid()), ownSent);
+				if (code != Code.OK) {
+					throw this.backend.failure("acquire", key, event);
+				}
+				Stat holderStat = event.getStat();
+				if (head.equals(ownName)) {
+					if (holderStat.getEphemeralOwner() != this.backend.sessionId()) {
+						// Applied on a session the client has left (the transaction retried on the
+						// next one): the server deletes the node when it expires that session.
+						throw ZooKeeperLockQueue.lostNode(key);
+					}
+					this.backend.hold(owner, key, holder, ownSent, ttl);
+					return new Outcome(AcquireResult.acquired(holderStat.getCzxid()), ownSent);
+				}
+				if (ownName != null && children.contains(ownName)) {
+					// Not possible (it was created in an empty parent); never leave it behind.
+					this.backend.deleteInBackground(parent + "/" + ownName);
+				}
+				expiresAt = ZooKeeperLockQueue.saturatedAdd(holderStat.getMtime(),
+						ZooKeeperLockQueue.ttlMillis(event.getData()));
+				this.seen = new SeenHolder(parent, holder, expiresAt);
 			}
-			if (ownName != null && children.contains(ownName)) {
-				// Not possible (it was created in an empty parent); never leave it behind.
-				this.backend.deleteInBackground(parent + "/" + ownName);
+			EnsembleTime time = this.ensembleTime;
+			long now = System.nanoTime();
+			if (time == null || now - time.nanos() > ENSEMBLE_TIME_VALID_NANOS) {
+				// Not a write in the parent, which would fire every follower's watch (ZK-10).
+				long sent = System.nanoTime();
+				time = new EnsembleTime(this.clock.stamp("acquire", key, deadline), sent);
+				stamped(time.millis(), sent);
+				now = System.nanoTime();
 			}
-			expiresAt = ZooKeeperLockQueue.saturatedAdd(holderStat.getMtime(),
-					ZooKeeperLockQueue.ttlMillis(event.getData()));
-			this.seen = new SeenHolder(parent, holder, expiresAt);
+			long estimatedNow = time.millis() + TimeUnit.NANOSECONDS.toMillis(now - time.nanos());
+			if (estimatedNow < expiresAt) {
+				return new Outcome(AcquireResult.held(expiresAt - estimatedNow), 0);
+			}
+			if (!cached) {
+				return null;
+			}
+			cached = false;
 		}
-		EnsembleTime time = this.ensembleTime;
-		long now = System.nanoTime();
-		if (time == null || now - time.nanos() > ENSEMBLE_TIME_VALID_NANOS) {
-			// Not a write in the parent, which would fire every follower's watch (ZK-10).
-			long sent = System.nanoTime();
-			time = new EnsembleTime(this.clock.stamp("acquire", key, deadline), sent);
-			stamped(time.millis(), sent);
-			now = System.nanoTime();
-		}
-		long estimatedNow = time.millis() + TimeUnit.NANOSECONDS.toMillis(now - time.nanos());
-		if (estimatedNow >= expiresAt) {
-			return null;
-		}
-		return new Outcome(AcquireResult.held(expiresAt - estimatedNow), 0);
 	}
 
 	/** Forgets the holder seen last when it is {@code path}, a node this process released. */

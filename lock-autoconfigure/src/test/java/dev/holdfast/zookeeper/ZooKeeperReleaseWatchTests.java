@@ -20,6 +20,7 @@ import org.junit.jupiter.api.Test;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
+import dev.holdfast.spi.HeldLock;
 import dev.holdfast.test.server.ZooKeeperServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -106,6 +107,39 @@ class ZooKeeperReleaseWatchTests {
 		assertThat(childWatches(second)).containsExactly(this.parent);
 		assertThat(holder.release(this.key, "holder")).isTrue();
 		await().atMost(Duration.ofSeconds(5)).until(() -> firstWoken.contains(this.key) && secondWoken.contains(this.key));
+	}
+
+	/**
+	 * A follower keeps trying while the holder renews its 1 s lease every 300 ms, for 3 s, past
+	 * the lease it first read: its refused attempts read the holder again rather than queue a node,
+	 * so no child of the parent changes and its watch never fires. Fails where a holder's expiry
+	 * read once is trusted after it ran out: every attempt then queues a node, whose create and
+	 * delete wake every follower, which tries again at once.
+	 */
+	@Test
+	void aFollowerOfAHolderThatRenewsPastItsFirstLeaseQueuesNothing() throws Exception {
+		ZooKeeperLockBackend holder = backend();
+		assertThat(holder.tryAcquire(this.key, "holder", Duration.ofSeconds(1)).acquired()).isTrue();
+		List<String> woken = new CopyOnWriteArrayList<>();
+		ZooKeeperLockBackend follower = backend();
+		closing(follower.subscribe(woken::add));
+		int children = observer.checkExists().forPath(this.parent).getCversion();
+
+		long end = System.nanoTime() + Duration.ofSeconds(3).toNanos();
+		long nextRenewal = System.nanoTime();
+		while (System.nanoTime() < end) {
+			if (System.nanoTime() >= nextRenewal) {
+				assertThat(holder.renew(List.of(new HeldLock(this.key, "holder", Duration.ofSeconds(1)))))
+					.containsExactly(this.key);
+				nextRenewal = System.nanoTime() + Duration.ofMillis(300).toNanos();
+			}
+			assertThat(follower.tryAcquire(this.key, "follower", Duration.ofSeconds(1)).acquired()).isFalse();
+			Thread.sleep(100); // the follower's next attempt, as a poll would make it
+		}
+
+		assertThat(observer.checkExists().forPath(this.parent).getCversion()).as("children of the parent changed")
+			.isEqualTo(children);
+		assertThat(woken).isEmpty();
 	}
 
 	/** A template's refused one-shot acquisition on ZooKeeper leaves no watch: its template does not subscribe. */
