@@ -47,7 +47,7 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 	private static final ConfigurationPropertyName BACKENDS = ConfigurationPropertyName.of("holdfast.backends");
 
 	/** The properties of a named backend itself ({@link HoldfastProperties.Backend}). */
-	private static final List<String> BACKEND_OWN = List.of("type", "client", "key-prefix");
+	private static final List<String> BACKEND_OWN = List.of("type", "bean", "client", "key-prefix");
 
 	/** The types whose settings a named backend has under {@code holdfast.backends.<name>.<type>}. */
 	private static final List<String> BACKEND_SETTINGS = List.of("redis", "redlock", "zookeeper", "jdbc");
@@ -91,7 +91,7 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 	 */
 	private static boolean isKnown(ConfigurationPropertyName name, List<KnownName> known) {
 		if (BACKENDS.isAncestorOf(name) && name.getNumberOfElements() > 3) {
-			// holdfast.backends.<name>.<rest>: its own (type, client, key-prefix), or <type>.* as holdfast.<type>.*
+			// holdfast.backends.<name>.<rest>: its own (type, bean, client, key-prefix), or <type>.* as holdfast.<type>.*
 			ConfigurationPropertyName rest = name.subName(3);
 			return (rest.getNumberOfElements() == 1) ? BACKEND_OWN.contains(rest.toString())
 					: BACKEND_SETTINGS.contains(rest.getElement(0, ConfigurationPropertyName.Form.DASHED))

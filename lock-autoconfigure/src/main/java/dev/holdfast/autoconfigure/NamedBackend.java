@@ -36,9 +36,15 @@ record NamedBackend(String name, BackendType type, HoldfastProperties.Backend sp
 			.orElse(Map.of());
 		backends.forEach((name, spec) -> {
 			checkName(name, "holdfast.backends." + name);
-			if (spec.getType() == null) {
-				throw new LockConfigurationException("holdfast.backends." + name + ".type is not set",
-						"Set holdfast.backends." + name + ".type to redis, redlock, jdbc, zookeeper or memory.");
+			String prefix = PREFIX + "." + name;
+			if ((spec.getType() == null) == (spec.getBean() == null)) {
+				throw new LockConfigurationException(prefix + ((spec.getType() == null) ? ".type is not set"
+						: ".type and " + prefix + ".bean are both set"), "Set either " + prefix + ".type to redis, "
+								+ "redlock, jdbc, zookeeper or memory, or " + prefix + ".bean to your LockBackend bean.");
+			}
+			if (spec.getBean() != null && spec.getClient() != null) {
+				throw new LockConfigurationException(prefix + ".client is set beside " + prefix + ".bean, whose "
+						+ "LockBackend bean has its own client", "Remove " + prefix + ".client.");
 			}
 		});
 		return backends;

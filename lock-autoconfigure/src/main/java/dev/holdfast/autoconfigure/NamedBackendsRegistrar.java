@@ -6,8 +6,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.function.Supplier;
 
 import org.apache.commons.logging.Log;
@@ -16,10 +14,9 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.BeanFactory;
-import org.springframework.beans.factory.annotation.AnnotatedBeanDefinition;
+import org.springframework.beans.factory.BeanNotOfRequiredTypeException;
 import org.springframework.beans.factory.annotation.BeanFactoryAnnotationUtils;
 import org.springframework.beans.factory.annotation.Qualifier;
-import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.beans.factory.support.AbstractBeanDefinition;
 import org.springframework.beans.factory.support.AutowireCandidateQualifier;
@@ -29,9 +26,7 @@ import org.springframework.beans.factory.support.RootBeanDefinition;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.ApplicationContextAware;
-import org.springframework.core.annotation.MergedAnnotation;
 import org.springframework.core.env.Environment;
-import org.springframework.core.type.MethodMetadata;
 import org.springframework.util.ClassUtils;
 
 import dev.holdfast.LockConfigurationException;
@@ -45,7 +40,7 @@ import dev.holdfast.spi.LockBackend;
 /**
  * Registers, for each backend of {@code holdfast.backends.<name>}, what the default backend has
  * (NBK in docs/DESIGN.md): its {@link LockBackend}, built by its type's configuration as the
- * default one is; its engine, a {@link DefaultLockTemplate} injectable with
+ * default one is, or the application's bean that {@code holdfast.backends.<name>.bean} names; its engine, a {@link DefaultLockTemplate} injectable with
  * {@code @Qualifier("<name>")}; its startup ({@link LockBackendStartup}) and graceful shutdown
  * ({@link GracefulLockShutdown}); its leader elections ({@link DefaultLeaderElections}, by the
  * same qualifier) and their lifecycle. Its beans are no default candidates: an injection point without
@@ -88,81 +83,61 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 						: BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, type, name));
 	}
 
-	/**
-	 * The names of the named backends: configured ({@code holdfast.backends.<name>}) or the
-	 * application's qualified {@code LockBackend} beans, as the registrar found them.
-	 */
+	/** The names of the named backends ({@code holdfast.backends.<name>}), as the registrar found them. */
 	static Set<String> names(Environment environment, BeanFactory beanFactory) {
 		NamedBackendsRegistrar registrar = beanFactory.getBeanProvider(NamedBackendsRegistrar.class).getIfAvailable();
 		Set<String> names = (registrar != null) ? registrar.names : null;
 		return (names != null) ? names : NamedBackend.configured(environment).keySet();
 	}
 
-	/**
-	 * The application's own named backends: {@code LockBackend} beans of {@code @Bean} methods
-	 * with a {@code @Qualifier}, by qualifier, to their bean names.
-	 * @throws LockConfigurationException for one that is a default candidate: it would replace the
-	 * default backend
-	 */
-	static Map<String, String> applicationBackends(BeanDefinitionRegistry registry, @Nullable ClassLoader classLoader) {
-		Map<String, String> found = new TreeMap<>();
-		for (String beanName : registry.getBeanDefinitionNames()) {
-			BeanDefinition definition = registry.getBeanDefinition(beanName);
-			MethodMetadata method = (definition instanceof AnnotatedBeanDefinition annotated)
-					? annotated.getFactoryMethodMetadata() : null;
-			MergedAnnotation<Qualifier> qualifier = (method != null) ? method.getAnnotations().get(Qualifier.class)
-					: MergedAnnotation.missing();
-			if (method == null || !qualifier.isPresent() || !ClassUtils.isPresent(method.getReturnTypeName(), classLoader)
-					|| !LockBackend.class.isAssignableFrom(ClassUtils.resolveClassName(method.getReturnTypeName(),
-							classLoader))) {
-				continue;
-			}
-			String name = qualifier.getString("value");
-			NamedBackend.checkName(name, "The qualifier '" + name + "' of the LockBackend bean '" + beanName + "'");
-			if (!(definition instanceof AbstractBeanDefinition abstractDefinition)
-					|| abstractDefinition.isDefaultCandidate()) {
-				throw new LockConfigurationException("The LockBackend bean '" + beanName + "' is qualified '" + name
-						+ "' but is a default candidate, so it would also replace the default backend",
-						"Declare it @Bean(defaultCandidate = false) to use it as the backend named '" + name + "'.");
-			}
-			found.put(name, beanName);
-		}
-		return found;
-	}
-
 	@Override
 	public void postProcessBeanDefinitionRegistry(BeanDefinitionRegistry registry) {
 		Map<String, HoldfastProperties.Backend> backends = NamedBackend.configured(this.environment);
-		Map<String, String> own = applicationBackends(registry, getClass().getClassLoader());
-		Set<String> names = new TreeSet<>(backends.keySet());
-		names.addAll(own.keySet());
-		this.names = Set.copyOf(names);
-		if (names.isEmpty()) {
+		this.names = Set.copyOf(backends.keySet());
+		if (backends.isEmpty()) {
 			return;
 		}
 		if (!(registry instanceof ConfigurableListableBeanFactory beanFactory)) {
 			throw new IllegalStateException("Named backends need a ConfigurableListableBeanFactory, not " + registry);
 		}
-		own.forEach((name, beanName) -> {
-			if (backends.containsKey(name)) {
-				throw new LockConfigurationException("The backend '" + name + "' is both configured (holdfast.backends."
-						+ name + ") and the application's LockBackend bean '" + beanName + "'",
-						"Remove holdfast.backends." + name + ", or give the bean another qualifier.");
-			}
-			registerEngine(registry, beanFactory, name, new HoldfastProperties.Backend(), beanName,
-					"backend '" + name + "': the application's LockBackend bean '" + beanName + "'");
-		});
 		backends.forEach((name, spec) -> {
+			String prefix = NamedBackend.PREFIX + "." + name;
+			if (spec.getBean() != null) {
+				checkApplicationBackend(registry, beanFactory, prefix, spec.getBean());
+				registerEngine(registry, beanFactory, name, spec, spec.getBean(),
+						"backend '" + name + "': the application's LockBackend bean (" + prefix + ".bean="
+								+ spec.getBean() + ")");
+				return;
+			}
 			String backendBean = BACKEND_BEAN + name;
 			RootBeanDefinition backend = new RootBeanDefinition(LockBackend.class,
 					() -> backend(beanFactory, name, spec));
 			backend.setDestroyMethodName(AbstractBeanDefinition.INFER_METHOD);
 			backend.setDefaultCandidate(false);
 			registry.registerBeanDefinition(backendBean, backend);
-			registerEngine(registry, beanFactory, name, spec, backendBean, "backend '" + name + "': "
-					+ NamedBackend.PREFIX + "." + name + ".type=" + NamedBackend.typeName(spec));
+			registerEngine(registry, beanFactory, name, spec, backendBean,
+					"backend '" + name + "': " + prefix + ".type=" + NamedBackend.typeName(spec));
 		});
 		logSharedClients(backends);
+	}
+
+	/**
+	 * Fails unless {@code beanName}, which {@code <prefix>.bean} names, is a bean that is no
+	 * default candidate: one that is would also replace the default backend (BSL-2).
+	 */
+	private static void checkApplicationBackend(BeanDefinitionRegistry registry,
+			ConfigurableListableBeanFactory beanFactory, String prefix, String beanName) {
+		if (!registry.containsBeanDefinition(beanName)) {
+			throw new LockConfigurationException(prefix + ".bean is '" + beanName + "', but there is no bean of that"
+					+ " name", "Set " + prefix + ".bean to one of the LockBackend beans "
+							+ List.of(beanFactory.getBeanNamesForType(LockBackend.class, true, false)) + ".");
+		}
+		if (!(registry.getBeanDefinition(beanName) instanceof AbstractBeanDefinition definition)
+				|| definition.isDefaultCandidate()) {
+			throw new LockConfigurationException("The LockBackend bean '" + beanName + "' (" + prefix + ".bean) is a"
+					+ " default candidate, so it would also replace the default backend",
+					"Declare it @Bean(defaultCandidate = false).");
+		}
 	}
 
 	/**
@@ -174,7 +149,7 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 			String name, HoldfastProperties.Backend spec, String backendBean, String choice) {
 		String templateBean = TEMPLATE_BEAN + name;
 		RootBeanDefinition template = new RootBeanDefinition(DefaultLockTemplate.class,
-				() -> template(beanFactory, name, spec, beanFactory.getBean(backendBean, LockBackend.class)));
+				() -> template(beanFactory, name, spec, lockBackend(beanFactory, backendBean, name)));
 		template.setDependsOn(backendBean);
 		template.setDestroyMethodName("close");
 		template.setDefaultCandidate(false);
@@ -199,6 +174,18 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 						beanFactory.getBean(HoldfastProperties.class).isFailFast()));
 		registerLifecycle(registry, "holdfastGracefulShutdown." + name, templateBean, GracefulLockShutdown.class,
 				() -> new GracefulLockShutdown(beanFactory.getBean(templateBean, DefaultLockTemplate.class)));
+	}
+
+	/** The {@code LockBackend} bean {@code backendBean} of backend {@code name}, checked to be one. */
+	private static LockBackend lockBackend(BeanFactory beanFactory, String backendBean, String name) {
+		try {
+			return beanFactory.getBean(backendBean, LockBackend.class);
+		}
+		catch (BeanNotOfRequiredTypeException ex) {
+			throw new LockConfigurationException(NamedBackend.PREFIX + "." + name + ".bean is '" + backendBean
+					+ "', a " + ex.getActualType().getName() + ", not a LockBackend",
+					"Set it to the name of a LockBackend bean.");
+		}
 	}
 
 	private static <T> void registerLifecycle(BeanDefinitionRegistry registry, String beanName, String dependsOn,
@@ -270,7 +257,8 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 	private void logSharedClients(Map<String, HoldfastProperties.Backend> backends) {
 		Map<String, List<String>> byClient = new LinkedHashMap<>();
 		backends.forEach((name, spec) -> {
-			if (spec.getType() != BackendType.MEMORY && spec.getType() != BackendType.REDLOCK) {
+			if (spec.getType() != null && spec.getType() != BackendType.MEMORY
+					&& spec.getType() != BackendType.REDLOCK) {
 				String client = (spec.getClient() != null) ? "'" + spec.getClient() + "'" : "(the application's)";
 				byClient.computeIfAbsent(NamedBackend.typeName(spec) + " client " + client, (key) -> new ArrayList<>())
 					.add(name);

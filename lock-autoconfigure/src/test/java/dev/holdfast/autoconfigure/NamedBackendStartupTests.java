@@ -1,5 +1,7 @@
 package dev.holdfast.autoconfigure;
 
+import java.time.Duration;
+
 import org.junit.jupiter.api.Test;
 
 import org.springframework.beans.factory.annotation.Qualifier;
@@ -8,11 +10,15 @@ import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Primary;
 
 import dev.holdfast.DistributedLock;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.core.LockEngine;
 import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.LockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -27,6 +33,10 @@ class NamedBackendStartupTests {
 		.withPropertyValues("spring.datasource.url=jdbc:h2:mem:named-backends", "holdfast.backend=memory",
 				"holdfast.backends.jobs.type=jdbc", "holdfast.backends.jobs.jdbc.initialize-schema=always",
 				"holdfast.backends.zk.type=memory");
+
+	/** An application without named backends, as before issue 33. */
+	private final ApplicationContextRunner compatibility = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class));
 
 	@Test
 	void aMisspelledSettingOfANamedBackendFailsAtStartupAsUnderHoldfastType() {
@@ -51,13 +61,47 @@ class NamedBackendStartupTests {
 	}
 
 	@Test
-	void aQualifiedLockBackendThatIsADefaultCandidateFailsAtStartupNamingTheFix() {
-		this.runner.withUserConfiguration(DefaultCandidateBackendConfiguration.class).run((context) -> {
-			assertThat(context).hasFailed();
-			assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
-				.hasMessageContaining("The LockBackend bean 'localLocks' is qualified 'local' but is a default candidate");
-			assertThat(((LockConfigurationException) context.getStartupFailure()).getAction())
-				.contains("@Bean(defaultCandidate = false)");
+	void aLockBackendBeanThatIsADefaultCandidateFailsAtStartupNamingTheFix() {
+		this.runner.withUserConfiguration(DefaultCandidateBackendConfiguration.class)
+			.withPropertyValues("holdfast.backends.local.bean=localLocks")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+					.hasMessageContaining("The LockBackend bean 'localLocks' (holdfast.backends.local.bean) is a default"
+							+ " candidate");
+				assertThat(((LockConfigurationException) context.getStartupFailure()).getAction())
+					.contains("@Bean(defaultCandidate = false)");
+			});
+	}
+
+	@Test
+	void aBackendNamingAMissingBeanFailsAtStartupNamingTheLockBackendBeans() {
+		this.runner.withUserConfiguration(DefaultCandidateBackendConfiguration.class)
+			.withPropertyValues("holdfast.backends.local.bean=localLock")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+					.hasMessageContaining("holdfast.backends.local.bean is 'localLock', but there is no bean");
+				assertThat(((LockConfigurationException) context.getStartupFailure()).getAction())
+					.contains("localLocks");
+			});
+	}
+
+	@Test
+	void aDecoratedLockBackendWithoutNamedBackendsStartsAsBefore() {
+		this.compatibility.withUserConfiguration(DecoratorConfiguration.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(LockEngine.class).backend()).isSameAs(context.getBean("decorated"));
+			assertThat(context.getBeansOfType(LockEngine.class)).containsOnlyKeys("holdfastLockTemplate");
+		});
+	}
+
+	@Test
+	void aQualifiedLockBackendWithoutNamedBackendsIsTheDefaultAsBefore() {
+		this.compatibility.withUserConfiguration(QualifiedBackendConfiguration.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(LockEngine.class).backend()).isSameAs(context.getBean("redisLocks"));
+			assertThat(context.getBeansOfType(LockEngine.class)).containsOnlyKeys("holdfastLockTemplate");
 		});
 	}
 
@@ -105,8 +149,56 @@ class NamedBackendStartupTests {
 	static class DefaultCandidateBackendConfiguration {
 
 		@Bean
-		@Qualifier("local")
 		InMemoryLockBackend localLocks() {
+			return new InMemoryLockBackend();
+		}
+
+	}
+
+	/** The decorator pattern: a qualified raw backend under a {@code @Primary} wrapper. */
+	@Configuration(proxyBeanMethods = false)
+	static class DecoratorConfiguration {
+
+		@Bean
+		@Qualifier("raw")
+		InMemoryLockBackend raw() {
+			return new InMemoryLockBackend();
+		}
+
+		@Bean
+		@Primary
+		LockBackend decorated(@Qualifier("raw") LockBackend raw) {
+			return new Decorated(raw);
+		}
+
+	}
+
+	record Decorated(LockBackend raw) implements LockBackend {
+
+		@Override
+		public String name() {
+			return this.raw.name();
+		}
+
+		@Override
+		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+			return this.raw.tryAcquire(key, owner, ttl);
+		}
+
+		@Override
+		public boolean release(String key, String owner) {
+			return this.raw.release(key, owner);
+		}
+
+	}
+
+	/** A lone backend with a qualifier that names a backend type. */
+	@Configuration(proxyBeanMethods = false)
+	static class QualifiedBackendConfiguration {
+
+		@Bean
+		@Qualifier("redis")
+		InMemoryLockBackend redisLocks() {
 			return new InMemoryLockBackend();
 		}
 
