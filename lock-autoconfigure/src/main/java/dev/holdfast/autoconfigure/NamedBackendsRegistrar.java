@@ -1,6 +1,5 @@
 package dev.holdfast.autoconfigure;
 
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -33,6 +32,7 @@ import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockListener;
 import dev.holdfast.core.CompositeLockListener;
 import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockSettings;
 import dev.holdfast.leader.DefaultLeaderElections;
 import dev.holdfast.scan.BackendChoice;
 import dev.holdfast.spi.LockBackend;
@@ -118,7 +118,7 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 			registerEngine(registry, beanFactory, name, spec, backendBean,
 					"backend '" + name + "': " + prefix + ".type=" + NamedBackend.typeName(spec));
 		});
-		logSharedClients(backends);
+		checkSharedClients(backends);
 	}
 
 	/**
@@ -252,31 +252,62 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 
 	/**
 	 * Says at INFO which backends of one type share a client bean (NBK-7): allowed, and their
-	 * locks stay apart by their key prefixes.
+	 * locks stay apart by their key prefixes; fails when two prefixes there let a key of one be a
+	 * key of the other (NBK-6).
 	 */
-	private void logSharedClients(Map<String, HoldfastProperties.Backend> backends) {
-		Map<String, List<String>> byClient = new LinkedHashMap<>();
-		backends.forEach((name, spec) -> {
-			if (spec.getType() != null && spec.getType() != BackendType.MEMORY
-					&& spec.getType() != BackendType.REDLOCK) {
-				String client = (spec.getClient() != null) ? "'" + spec.getClient() + "'" : "(the application's)";
-				byClient.computeIfAbsent(NamedBackend.typeName(spec) + " client " + client, (key) -> new ArrayList<>())
-					.add(name);
-			}
-		});
-		BackendType defaultType = Binder.get(this.environment).bind(OnBackendCondition.PROPERTY, BackendType.class)
-			.orElse(null);
-		List<String> sharingTheDefault = byClient.get(String.valueOf(defaultType).toLowerCase(Locale.ROOT)
-				+ " client (the application's)");
-		if (sharingTheDefault != null) {
-			sharingTheDefault.add(0, "default");
+	private void checkSharedClients(Map<String, HoldfastProperties.Backend> backends) {
+		Binder binder = Binder.get(this.environment);
+		String base = binder.bind("holdfast.key-prefix", String.class).orElse(LockSettings.DEFAULT_KEY_PREFIX);
+		Map<String, Map<String, String>> byClient = new LinkedHashMap<>();
+		BackendType defaultType = binder.bind(OnBackendCondition.PROPERTY, BackendType.class).orElse(null);
+		if (defaultType != null) {
+			byClient.put(defaultType.name().toLowerCase(Locale.ROOT) + " client (the application's)",
+					new LinkedHashMap<>(Map.of("default", base)));
 		}
-		byClient.forEach((client, names) -> {
-			if (names.size() > 1) {
-				logger.info("Holdfast backends " + names + " share the " + client + ": allowed; each keeps its "
-						+ "locks under its own key prefix, so a lock name on two of them is two locks");
+		backends.forEach((name, spec) -> {
+			boolean ownZooKeeper = spec.getType() == BackendType.ZOOKEEPER && spec.getClient() == null
+					&& binder.bind(NamedBackend.PREFIX + "." + name + ".zookeeper.connect-string", String.class)
+						.isBound();
+			if (spec.getType() != null && spec.getType() != BackendType.MEMORY && spec.getType() != BackendType.REDLOCK
+					&& !ownZooKeeper) {
+				String client = (spec.getClient() != null) ? "'" + spec.getClient() + "'" : "(the application's)";
+				byClient.computeIfAbsent(NamedBackend.typeName(spec) + " client " + client, (key) -> new LinkedHashMap<>())
+					.put(name, (spec.getKeyPrefix() != null) ? spec.getKeyPrefix() : base + name + "::");
 			}
 		});
+		byClient.forEach((client, prefixes) -> {
+			prefixes.forEach((one, prefix) -> prefixes.forEach((other, otherPrefix) -> {
+				if (!one.equals(other) && overlap(prefix, otherPrefix)) {
+					String explicit = (backends.containsKey(other) && backends.get(other).getKeyPrefix() != null) ? other
+							: one;
+					String property = explicit.equals("default") ? "holdfast.key-prefix"
+							: NamedBackend.PREFIX + "." + explicit + ".key-prefix";
+					throw new LockConfigurationException("The key prefixes '" + prefix + "' of backend '" + one
+							+ "' and '" + otherPrefix + "' of backend '" + other + "' on the " + client
+							+ " let a key of one be a key of the other, so two locks would be one",
+							"Remove " + property + " (a named backend's default, holdfast.key-prefix + '<name>::',"
+									+ " keeps it apart), or choose prefixes that do not start one another.");
+				}
+			}));
+			if (prefixes.size() > 1) {
+				logger.info("Holdfast backends " + List.copyOf(prefixes.keySet()) + " share the " + client
+						+ ": allowed; each keeps its locks under its own key prefix, so a lock name on two of them"
+						+ " is two locks");
+			}
+		});
+	}
+
+	/**
+	 * Whether a key {@code <prefix><name>[:<key>]} can equal one under {@code longer}: names and
+	 * keys have no ':', so {@code longer} is apart only if what it adds holds two ':' or starts with one.
+	 */
+	static boolean overlap(String prefix, String longer) {
+		if (!longer.startsWith(prefix)) {
+			return false;
+		}
+		String added = longer.substring(prefix.length());
+		long colons = added.chars().filter((c) -> c == ':').count();
+		return colons == 0 || (colons == 1 && !added.startsWith(":"));
 	}
 
 }

@@ -88,6 +88,30 @@ class NamedBackendStartupTests {
 	}
 
 	@Test
+	void anExplicitKeyPrefixThatMergesTwoBackendsKeysFailsAtStartupNamingIt() {
+		this.runner.withPropertyValues("holdfast.backend=jdbc", "holdfast.jdbc.initialize-schema=always",
+				"holdfast.backends.jobs.key-prefix=holdfast:jobs:")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+					.hasMessageContaining("The key prefixes 'holdfast:' of backend 'default' and 'holdfast:jobs:' of "
+							+ "backend 'jobs' on the jdbc client (the application's) let a key of one be a key of the other");
+				assertThat(((LockConfigurationException) context.getStartupFailure()).getAction())
+					.startsWith("Remove holdfast.backends.jobs.key-prefix");
+			});
+	}
+
+	@Test
+	void keyPrefixesOverlapUnlessTheLongerAddsTwoColonsOrStartsWithOne() {
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:", "holdfast:")).isTrue();
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:", "holdfast:jobs:")).as("lock jobs, key x = lock x").isTrue();
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:", "holdfast:jobs")).isTrue();
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:", "holdfast:jobs::")).as("the generated prefix").isFalse();
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:jobs:", "holdfast:jobs::")).isFalse();
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:", "tenant:")).isFalse();
+	}
+
+	@Test
 	void aDecoratedLockBackendWithoutNamedBackendsStartsAsBefore() {
 		this.compatibility.withUserConfiguration(DecoratorConfiguration.class).run((context) -> {
 			assertThat(context).hasNotFailed();
