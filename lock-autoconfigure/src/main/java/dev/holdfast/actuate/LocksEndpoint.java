@@ -96,7 +96,9 @@ public class LocksEndpoint {
 		this.instance = instance;
 		this.showValues = showValues;
 		this.roles = Set.copyOf(roles);
-		this.cluster = new ClusterLocksView(engine, maxListed);
+		Map<String, String> prefixes = new TreeMap<>();
+		named.forEach((name, namedEngine) -> prefixes.put(name, namedEngine.keyPrefix()));
+		this.cluster = new ClusterLocksView(engine, maxListed, prefixes);
 		this.jobs = jobs;
 	}
 
