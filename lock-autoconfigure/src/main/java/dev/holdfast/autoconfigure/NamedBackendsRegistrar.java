@@ -156,18 +156,21 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 		template.addQualifier(new AutowireCandidateQualifier(Qualifier.class, name));
 		registry.registerBeanDefinition(templateBean, template);
 
-		String electionsBean = "holdfastLeaderElections." + name;
-		RootBeanDefinition elections = new RootBeanDefinition(DefaultLeaderElections.class,
-				() -> new DefaultLeaderElections(beanFactory.getBean(templateBean, DefaultLockTemplate.class),
-						beanFactory.getBean(HoldfastProperties.class).getLeaseTime(), this.context::publishEvent));
-		elections.setDependsOn(templateBean);
-		elections.setDestroyMethodName("close");
-		elections.setDefaultCandidate(false);
-		elections.addQualifier(new AutowireCandidateQualifier(Qualifier.class, name));
-		registry.registerBeanDefinition(electionsBean, elections);
-		registerLifecycle(registry, "holdfastLeaderElectionLifecycle." + name, electionsBean,
-				LeaderElectionLifecycle.class, () -> new LeaderElectionLifecycle(
-						beanFactory.getBean(electionsBean, DefaultLeaderElections.class)));
+		// Leader elections only where the default backend has them: with their auto-configuration.
+		if (registry.containsBeanDefinition(HoldfastLeaderAutoConfiguration.class.getName())) {
+			String electionsBean = "holdfastLeaderElections." + name;
+			RootBeanDefinition elections = new RootBeanDefinition(DefaultLeaderElections.class,
+					() -> new DefaultLeaderElections(beanFactory.getBean(templateBean, DefaultLockTemplate.class),
+							beanFactory.getBean(HoldfastProperties.class).getLeaseTime(), this.context::publishEvent));
+			elections.setDependsOn(templateBean);
+			elections.setDestroyMethodName("close");
+			elections.setDefaultCandidate(false);
+			elections.addQualifier(new AutowireCandidateQualifier(Qualifier.class, name));
+			registry.registerBeanDefinition(electionsBean, elections);
+			registerLifecycle(registry, "holdfastLeaderElectionLifecycle." + name, electionsBean,
+					LeaderElectionLifecycle.class, () -> new LeaderElectionLifecycle(
+							beanFactory.getBean(electionsBean, DefaultLeaderElections.class)));
+		}
 
 		registerLifecycle(registry, "holdfastBackendStartup." + name, templateBean, LockBackendStartup.class,
 				() -> new LockBackendStartup(beanFactory.getBean(templateBean, DefaultLockTemplate.class), choice,

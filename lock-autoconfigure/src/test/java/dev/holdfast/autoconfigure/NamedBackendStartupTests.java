@@ -112,6 +112,20 @@ class NamedBackendStartupTests {
 	}
 
 	@Test
+	void namedLeaderElectionsExistOnlyWithTheLeaderAutoConfiguration() {
+		this.runner.run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context).doesNotHaveBean("holdfastLeaderElections.jobs")
+				.doesNotHaveBean("holdfastLeaderElectionLifecycle.jobs")
+				.hasBean("holdfastLockTemplate.jobs");
+		});
+		this.runner.withConfiguration(AutoConfigurations.of(HoldfastLeaderAutoConfiguration.class)).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context).hasBean("holdfastLeaderElections.jobs").hasBean("holdfastLeaderElectionLifecycle.jobs");
+		});
+	}
+
+	@Test
 	void aDecoratedLockBackendWithoutNamedBackendsStartsAsBefore() {
 		this.compatibility.withUserConfiguration(DecoratorConfiguration.class).run((context) -> {
 			assertThat(context).hasNotFailed();
