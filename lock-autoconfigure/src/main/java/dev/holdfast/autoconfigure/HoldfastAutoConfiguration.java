@@ -88,7 +88,7 @@ public final class HoldfastAutoConfiguration {
 	LockBackendStartup holdfastBackendStartup(DefaultLockTemplate holdfastLockTemplate,
 			HoldfastProperties properties, Environment environment, ConfigurableListableBeanFactory beanFactory) {
 		return new LockBackendStartup(holdfastLockTemplate, OnBackendCondition.choice(environment, beanFactory),
-				properties.isFailFast());
+				properties.isFailFast(), null);
 	}
 
 	@Bean

@@ -151,7 +151,11 @@ record NamedBackend(String name, BackendType type, HoldfastProperties.Backend sp
 		return new LockConfigurationException(
 				"Backend '" + this.name + "': " + String.valueOf(failure.getMessage()).replace(shared, own)
 					.replace("holdfast.backend=", prefix() + ".type="),
-				failure.getAction().replace(shared, own).replace("holdfast.backend ", prefix() + ".type "));
+				failure.getAction()
+					.replace(LockBackendStartup.settingsOf(typeName(), null), LockBackendStartup.settingsOf(typeName(),
+							this.name))
+					.replace(shared, own)
+					.replace("holdfast.backend ", prefix() + ".type "));
 	}
 
 }

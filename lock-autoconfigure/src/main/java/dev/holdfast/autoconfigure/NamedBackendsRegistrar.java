@@ -174,7 +174,7 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 
 		registerLifecycle(registry, "holdfastBackendStartup." + name, templateBean, LockBackendStartup.class,
 				() -> new LockBackendStartup(beanFactory.getBean(templateBean, DefaultLockTemplate.class), choice,
-						beanFactory.getBean(HoldfastProperties.class).isFailFast()));
+						beanFactory.getBean(HoldfastProperties.class).isFailFast(), name));
 		registerLifecycle(registry, "holdfastGracefulShutdown." + name, templateBean, GracefulLockShutdown.class,
 				() -> new GracefulLockShutdown(beanFactory.getBean(templateBean, DefaultLockTemplate.class)));
 	}

@@ -2,15 +2,22 @@ package dev.holdfast.autoconfigure;
 
 import java.time.Duration;
 
+import javax.sql.DataSource;
+
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Primary;
+import org.springframework.core.NestedExceptionUtils;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
 import dev.holdfast.DistributedLock;
 import dev.holdfast.LockConfigurationException;
@@ -26,6 +33,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Named backends that cannot work fail at startup, naming the fix (NBK-1, NBK-3 in
  * docs/DESIGN.md); on in-memory backends and H2, no server needed.
  */
+@ExtendWith(OutputCaptureExtension.class)
 class NamedBackendStartupTests {
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
@@ -126,6 +134,26 @@ class NamedBackendStartupTests {
 	}
 
 	@Test
+	void aNamedBackendUnreachableAtStartupIsNamedWithItsOwnProperties(CapturedOutput output) {
+		this.runner.withUserConfiguration(UnreachableDataSourceConfiguration.class)
+			.withPropertyValues("holdfast.backends.jobs.client=unreachable", "holdfast.fail-fast=true")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).rootCause()
+					.hasMessageStartingWith("Backend 'jobs': Holdfast could not reach its jdbc backend at startup");
+				assertThat(((LockConfigurationException) NestedExceptionUtils.getRootCause(context.getStartupFailure()))
+					.getAction()).startsWith("Check holdfast.backends.jobs.client (the client bean it uses");
+			});
+		this.runner.withUserConfiguration(UnreachableDataSourceConfiguration.class)
+			.withPropertyValues("holdfast.backends.jobs.client=unreachable", "holdfast.fail-fast=false")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(output).contains("Holdfast could not reach its backend 'jobs' (jdbc) at startup")
+					.contains("Check holdfast.backends.jobs.client (the client bean it uses");
+			});
+	}
+
+	@Test
 	void aDecoratedLockBackendWithoutNamedBackendsStartsAsBefore() {
 		this.compatibility.withUserConfiguration(DecoratorConfiguration.class).run((context) -> {
 			assertThat(context).hasNotFailed();
@@ -189,6 +217,16 @@ class NamedBackendStartupTests {
 		@Bean
 		InMemoryLockBackend localLocks() {
 			return new InMemoryLockBackend();
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UnreachableDataSourceConfiguration {
+
+		@Bean(defaultCandidate = false)
+		DataSource unreachable() {
+			return new DriverManagerDataSource("jdbc:postgresql://127.0.0.1:1/none", "none", "none");
 		}
 
 	}
