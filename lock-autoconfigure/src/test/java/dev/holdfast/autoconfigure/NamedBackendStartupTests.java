@@ -21,6 +21,7 @@ import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
 import dev.holdfast.DistributedLock;
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockTemplate;
 import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.memory.InMemoryLockBackend;
@@ -227,6 +228,16 @@ class NamedBackendStartupTests {
 		@Bean(defaultCandidate = false)
 		DataSource unreachable() {
 			return new DriverManagerDataSource("jdbc:postgresql://127.0.0.1:1/none", "none", "none");
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UnknownQualifierConfiguration {
+
+		@Bean
+		String misqualified(@Qualifier("jbos") LockTemplate jobs) {
+			return "misqualified";
 		}
 
 	}
