@@ -12,6 +12,7 @@ import org.apache.commons.logging.LogFactory;
 
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.aot.AotDetector;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanNotOfRequiredTypeException;
 import org.springframework.beans.factory.annotation.BeanFactoryAnnotationUtils;
@@ -96,6 +97,9 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 		this.names = Set.copyOf(backends.keySet());
 		if (backends.isEmpty()) {
 			return;
+		}
+		if (AotDetector.useGeneratedArtifacts()) {
+			NamedBackendsAotCheck.check(backends.keySet());
 		}
 		if (!(registry instanceof ConfigurableListableBeanFactory beanFactory)) {
 			throw new IllegalStateException("Named backends need a ConfigurableListableBeanFactory, not " + registry);
