@@ -118,6 +118,7 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 					() -> backend(beanFactory, name, spec));
 			backend.setDestroyMethodName(AbstractBeanDefinition.INFER_METHOD);
 			backend.setDefaultCandidate(false);
+			backend.addQualifier(new AutowireCandidateQualifier(Qualifier.class, name));
 			registry.registerBeanDefinition(backendBean, backend);
 			registerEngine(registry, beanFactory, name, spec, backendBean,
 					"backend '" + name + "': " + prefix + ".type=" + NamedBackend.typeName(spec));

@@ -155,6 +155,36 @@ class NamedBackendStartupTests {
 	}
 
 	@Test
+	void aNamedBackendsLockBackendIsInjectedByItsQualifier() {
+		this.runner.withUserConfiguration(QualifiedBackendUser.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(QualifiedBackendUser.class).zk).isSameAs(context.getBean("holdfastLockBackend.zk"));
+		});
+	}
+
+	@Test
+	void settingsANamedBackendWouldIgnoreFailAtStartup() {
+		this.runner.withPropertyValues("holdfast.backends.zk.redis.channel=locks").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+				.hasMessageContaining("'holdfast.backends.zk.redis.channel'");
+		});
+		this.runner.withPropertyValues("holdfast.backends.zk.client=dataSource").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+				.hasMessageContaining("holdfast.backends.zk.client is set, but a memory backend uses no client bean");
+		});
+		this.runner.withPropertyValues("holdfast.backends.zk.type=zookeeper", "holdfast.backends.zk.client=curator",
+				"holdfast.backends.zk.zookeeper.connect-string=localhost:2181")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+					.hasMessageContaining("holdfast.backends.zk.client and holdfast.backends.zk.zookeeper.connect-string "
+							+ "are both set");
+			});
+	}
+
+	@Test
 	void aDecoratedLockBackendWithoutNamedBackendsStartsAsBefore() {
 		this.compatibility.withUserConfiguration(DecoratorConfiguration.class).run((context) -> {
 			assertThat(context).hasNotFailed();
@@ -238,6 +268,16 @@ class NamedBackendStartupTests {
 		@Bean
 		String misqualified(@Qualifier("jbos") LockTemplate jobs) {
 			return "misqualified";
+		}
+
+	}
+
+	static class QualifiedBackendUser {
+
+		final LockBackend zk;
+
+		QualifiedBackendUser(@Qualifier("zk") LockBackend zk) {
+			this.zk = zk;
 		}
 
 	}
