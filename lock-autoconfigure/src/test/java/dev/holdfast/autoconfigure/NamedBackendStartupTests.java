@@ -10,6 +10,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceInitializationAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
@@ -181,6 +182,17 @@ class NamedBackendStartupTests {
 				assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
 					.hasMessageContaining("holdfast.backends.zk.client and holdfast.backends.zk.zookeeper.connect-string "
 							+ "are both set");
+			});
+	}
+
+	@Test
+	void aNamedJdbcBackendIsBuiltAfterTheDatabaseInitialization() {
+		this.runner.withConfiguration(AutoConfigurations.of(DataSourceInitializationAutoConfiguration.class))
+			.withPropertyValues("spring.sql.init.mode=always")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBeanFactory().getBeanDefinition("holdfastLockBackend.jobs").getDependsOn())
+					.contains("dataSourceScriptDatabaseInitializer");
 			});
 	}
 
