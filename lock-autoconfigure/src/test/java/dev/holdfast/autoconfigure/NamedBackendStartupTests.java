@@ -9,6 +9,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.condition.ConditionEvaluationReport;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceInitializationAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -194,6 +195,18 @@ class NamedBackendStartupTests {
 				assertThat(context.getBeanFactory().getBeanDefinition("holdfastLockBackend.jobs").getDependsOn())
 					.contains("dataSourceScriptDatabaseInitializer");
 			});
+	}
+
+	@Test
+	void theConditionReportNamesTheNamedBackendsWithoutTheActuator() {
+		this.runner.run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(ConditionEvaluationReport.get(context.getBeanFactory()).getConditionAndOutcomesBySource())
+				.hasEntrySatisfying(HoldfastAutoConfiguration.class.getName() + "#holdfastNamedBackendsRegistrar",
+						(outcomes) -> assertThat(outcomes.iterator().next().getOutcome().getMessage())
+							.contains("jobs (jdbc)", "zk (memory)"));
+		});
+		this.compatibility.run((context) -> assertThat(context).doesNotHaveBean(NamedBackendsRegistrar.class));
 	}
 
 	@Test
