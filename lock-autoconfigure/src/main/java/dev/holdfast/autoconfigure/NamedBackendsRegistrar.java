@@ -1,5 +1,6 @@
 package dev.holdfast.autoconfigure;
 
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -123,7 +124,7 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 			registerEngine(registry, beanFactory, name, spec, backendBean,
 					"backend '" + name + "': " + prefix + ".type=" + NamedBackend.typeName(spec));
 		});
-		checkSharedClients(backends);
+		checkSharedClients(backends, beanFactory);
 	}
 
 	/**
@@ -263,13 +264,14 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 	 * locks stay apart by their key prefixes; fails when two prefixes there let a key of one be a
 	 * key of the other (NBK-6).
 	 */
-	private void checkSharedClients(Map<String, HoldfastProperties.Backend> backends) {
+	private void checkSharedClients(Map<String, HoldfastProperties.Backend> backends,
+			ConfigurableListableBeanFactory beanFactory) {
 		Binder binder = Binder.get(this.environment);
 		String base = binder.bind("holdfast.key-prefix", String.class).orElse(LockSettings.DEFAULT_KEY_PREFIX);
 		Map<String, Map<String, String>> byClient = new LinkedHashMap<>();
 		BackendType defaultType = binder.bind(OnBackendCondition.PROPERTY, BackendType.class).orElse(null);
 		if (defaultType != null) {
-			byClient.put(defaultType.name().toLowerCase(Locale.ROOT) + " client (the application's)",
+			byClient.put(defaultType.name().toLowerCase(Locale.ROOT) + " client " + client(beanFactory, defaultType, null),
 					new LinkedHashMap<>(Map.of("default", base)));
 		}
 		backends.forEach((name, spec) -> {
@@ -278,7 +280,7 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 						.isBound();
 			if (spec.getType() != null && spec.getType() != BackendType.MEMORY && spec.getType() != BackendType.REDLOCK
 					&& !ownZooKeeper) {
-				String client = (spec.getClient() != null) ? "'" + spec.getClient() + "'" : "(the application's)";
+				String client = client(beanFactory, spec.getType(), spec.getClient());
 				byClient.computeIfAbsent(NamedBackend.typeName(spec) + " client " + client, (key) -> new LinkedHashMap<>())
 					.put(name, (spec.getKeyPrefix() != null) ? spec.getKeyPrefix() : base + name + "::");
 			}
@@ -303,6 +305,32 @@ final class NamedBackendsRegistrar implements BeanDefinitionRegistryPostProcesso
 						+ " is two locks");
 			}
 		});
+	}
+
+	/**
+	 * The client bean a backend of {@code type} uses, as {@code 'name'}: the one {@code named},
+	 * else the application's only or primary one; {@code (the application's)} if that is unknown yet.
+	 */
+	private static String client(ConfigurableListableBeanFactory beanFactory, BackendType type, @Nullable String named) {
+		if (named != null) {
+			return "'" + named + "'";
+		}
+		String typeName = switch (type) {
+			case REDIS -> "org.springframework.data.redis.connection.RedisConnectionFactory";
+			case JDBC -> "javax.sql.DataSource";
+			case ZOOKEEPER -> "org.apache.curator.framework.CuratorFramework";
+			default -> null;
+		};
+		if (typeName == null || !ClassUtils.isPresent(typeName, beanFactory.getBeanClassLoader())) {
+			return "(the application's)";
+		}
+		String[] names = beanFactory.getBeanNamesForType(ClassUtils.resolveClassName(typeName,
+				beanFactory.getBeanClassLoader()), true, false);
+		List<String> primary = Arrays.stream(names)
+			.filter((name) -> beanFactory.containsBeanDefinition(name) && beanFactory.getBeanDefinition(name).isPrimary())
+			.toList();
+		return (names.length == 1) ? "'" + names[0] + "'"
+				: (primary.size() == 1) ? "'" + primary.get(0) + "'" : "(the application's)";
 	}
 
 	/**

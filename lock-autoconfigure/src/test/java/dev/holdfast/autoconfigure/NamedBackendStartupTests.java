@@ -106,7 +106,7 @@ class NamedBackendStartupTests {
 				assertThat(context).hasFailed();
 				assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
 					.hasMessageContaining("The key prefixes 'holdfast:' of backend 'default' and 'holdfast:jobs:' of "
-							+ "backend 'jobs' on the jdbc client (the application's) let a key of one be a key of the other");
+							+ "backend 'jobs' on the jdbc client 'dataSource' let a key of one be a key of the other");
 				assertThat(((LockConfigurationException) context.getStartupFailure()).getAction())
 					.startsWith("Remove holdfast.backends.jobs.key-prefix");
 			});
@@ -207,6 +207,17 @@ class NamedBackendStartupTests {
 							.contains("jobs (jdbc)", "zk (memory)"));
 		});
 		this.compatibility.run((context) -> assertThat(context).doesNotHaveBean(NamedBackendsRegistrar.class));
+	}
+
+	@Test
+	void backendsOnOneClientBeanAreSaidToShareItWhetherTheyNameItOrNot(CapturedOutput output) {
+		this.runner.withPropertyValues("holdfast.backend=jdbc", "holdfast.jdbc.initialize-schema=always",
+				"holdfast.backends.reports.type=jdbc", "holdfast.backends.reports.client=dataSource")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(output).contains("Holdfast backends [default, jobs, reports] share the jdbc client "
+						+ "'dataSource'");
+			});
 	}
 
 	@Test

@@ -155,7 +155,7 @@ class NamedBackendsTests {
 				assertThat(other).isPresent();
 				other.get().close();
 			}
-			assertThat(output).contains("Holdfast backends [jobs, reports] share the jdbc client (the application's)");
+			assertThat(output).contains("Holdfast backends [jobs, reports] share the jdbc client 'dataSource'");
 		});
 	}
 
