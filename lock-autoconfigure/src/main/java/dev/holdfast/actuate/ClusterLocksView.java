@@ -3,6 +3,7 @@ package dev.holdfast.actuate;
 import java.security.Principal;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Pattern;
 
 import org.apache.commons.logging.Log;
@@ -35,13 +36,21 @@ public final class ClusterLocksView {
 
 	private final int maxListed;
 
-	ClusterLocksView(LockEngine engine, int maxListed) {
+	/** The key prefix of each named backend, by name: their keys are theirs, even on this server (NBK-6). */
+	private final Map<String, String> named;
+
+	/**
+	 * @param named the key prefix of each named backend ({@code holdfast.backends.<name>}), by
+	 * name: keys under them are left out of the listing and refused a forced release
+	 */
+	ClusterLocksView(LockEngine engine, int maxListed, Map<String, String> named) {
 		if (maxListed < 1) {
 			throw new IllegalArgumentException(
 					"maxListed (management.endpoint.locks.max-listed) must be at least 1, was " + maxListed);
 		}
 		this.engine = engine;
 		this.maxListed = maxListed;
+		this.named = Map.copyOf(named);
 	}
 
 	ClusterLocksDescriptor list(boolean shown) {
@@ -53,6 +62,7 @@ public final class ClusterLocksView {
 		Instant now = this.engine.clock().instant();
 		List<ClusterLockDescriptor> described = listing.locks()
 			.stream()
+			.filter((lock) -> namedBackendOf(lock.key()) == null)
 			.map((lock) -> new ClusterLockDescriptor(shown(lock.key(), shown), lock.instance(), lock.fencingToken(),
 					lock.remainingMillis(), (lock.remainingMillis() >= 0) ? now.plusMillis(lock.remainingMillis()) : null))
 			.toList();
@@ -70,11 +80,16 @@ public final class ClusterLocksView {
 			return new ForcedReleaseDescriptor(key, false,
 					"Not a lock of this application: its keys start with '" + this.engine.keyPrefix() + "'");
 		}
+		String namedBackend = namedBackendOf(key);
+		if (namedBackend != null) {
+			return new ForcedReleaseDescriptor(key, false, "A lock of the backend '" + namedBackend + "' (its keys start"
+					+ " with '" + this.named.get(namedBackend) + "'): a forced release covers the default backend's only");
+		}
 		if (isMasked(key)) {
 			List<BackendLock> matching = locks.listLocks(this.engine.keyPrefix(), this.maxListed)
 				.locks()
 				.stream()
-				.filter((lock) -> shown(lock.key(), false).equals(key))
+				.filter((lock) -> namedBackendOf(lock.key()) == null && shown(lock.key(), false).equals(key))
 				.toList();
 			if (matching.size() != 1) {
 				return new ForcedReleaseDescriptor(key, false, matching.isEmpty() ? "No lock listed has this key"
@@ -95,6 +110,16 @@ public final class ClusterLocksView {
 				+ ((fencingToken != null) ? " with fencing token " + fencingToken : "") + ": nobody held it");
 		return new ForcedReleaseDescriptor(key, false, (fencingToken != null)
 				? "Not held, or held with another fencing token" : "Not held");
+	}
+
+	/** The named backend whose key prefix {@code key} starts with, {@code null} for none. */
+	private @Nullable String namedBackendOf(String key) {
+		return this.named.entrySet()
+			.stream()
+			.filter((backend) -> key.startsWith(backend.getValue()))
+			.map(Map.Entry::getKey)
+			.findFirst()
+			.orElse(null);
 	}
 
 	private String unsupported() {

@@ -106,7 +106,7 @@ public final class JobsView {
 		return new JobDescriptor(job.name(), job.method(), job.trigger(), job.zone().getId(), job.nextTick(),
 				job.lockAtMostFor().toString(), job.lockAtLeastFor().toString(), lastTick,
 				(holder != null) ? holder.instance() : null, (holder != null) ? holder.fencingToken() : null,
-				this.skipped.apply(job.name()), note, job.backend());
+				this.skipped.apply(job.name()), note, (engine == this.engine) ? null : job.backend());
 	}
 
 	/** The engine of job {@code name}'s backend (NBK-4): the default one's for an unknown job. */
@@ -164,11 +164,13 @@ public final class JobsView {
 	 * @param lockToken the fencing token of that holder's run
 	 * @param skipped ticks this instance did not run, by reason ({@code ran-elsewhere} is normal)
 	 * @param note why the backend's part is missing
-	 * @param backend the backend of its lock and ticks: the default one's type, or a named backend's name
+	 * @param backend the named backend of its lock and ticks ({@code holdfast.backends.<name>});
+	 * absent for the default backend, as before named backends
 	 */
 	public record JobDescriptor(String name, String method, String trigger, String zone, @Nullable Instant nextTick,
 			String lockAtMostFor, String lockAtLeastFor, @Nullable Instant lastClaimedTick, @Nullable String lockHolder,
-			@Nullable Long lockToken, Map<String, Long> skipped, @Nullable String note, String backend) {
+			@Nullable Long lockToken, Map<String, Long> skipped, @Nullable String note,
+			@Nullable String backend) {
 	}
 
 	/**

@@ -91,7 +91,8 @@ public class LeadersEndpoint {
 	public LeadersDescriptor leaders() {
 		Map<String, List<GroupDescriptor>> named = new TreeMap<>();
 		this.named.forEach((name, backend) -> named.put(name, groups(backend)));
-		return new LeadersDescriptor(this.source.engine().backendName(), groups(this.source), named);
+		return new LeadersDescriptor(this.source.engine().backendName(), groups(this.source),
+				named.isEmpty() ? null : named);
 	}
 
 	private List<GroupDescriptor> groups(Source backend) {
@@ -188,10 +189,11 @@ public class LeadersEndpoint {
 	 *
 	 * @param backend the backend name
 	 * @param groups the groups, ordered by name
-	 * @param backends the groups of each named backend ({@code holdfast.backends.<name>}), by name
+	 * @param backends the groups of each named backend ({@code holdfast.backends.<name>}), by name;
+	 * {@code null}, absent in the JSON, without named backends
 	 */
 	public record LeadersDescriptor(String backend, List<GroupDescriptor> groups,
-			Map<String, List<GroupDescriptor>> backends) implements OperationResponseBody {
+			@Nullable Map<String, List<GroupDescriptor>> backends) implements OperationResponseBody {
 	}
 
 	/**

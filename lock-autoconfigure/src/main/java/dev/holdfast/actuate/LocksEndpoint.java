@@ -96,7 +96,9 @@ public class LocksEndpoint {
 		this.instance = instance;
 		this.showValues = showValues;
 		this.roles = Set.copyOf(roles);
-		this.cluster = new ClusterLocksView(engine, maxListed);
+		Map<String, String> prefixes = new TreeMap<>();
+		named.forEach((name, namedEngine) -> prefixes.put(name, namedEngine.keyPrefix()));
+		this.cluster = new ClusterLocksView(engine, maxListed, prefixes);
 		this.jobs = jobs;
 	}
 
@@ -110,7 +112,8 @@ public class LocksEndpoint {
 		Map<String, BackendLeases> named = new TreeMap<>();
 		this.named.forEach((name, engine) -> named.put(name,
 				new BackendLeases(engine.backendName(), leases(engine, shown))));
-		return new LocksDescriptor(this.engine.backendName(), this.instance, leases(this.engine, shown), named);
+		return new LocksDescriptor(this.engine.backendName(), this.instance, leases(this.engine, shown),
+				named.isEmpty() ? null : named);
 	}
 
 	private static List<LeaseDescriptor> leases(LockEngine engine, boolean shown) {
@@ -186,10 +189,11 @@ public class LocksEndpoint {
 	 * @param backend the backend name
 	 * @param instance the name of this instance ({@code holdfast.instance-name})
 	 * @param leases the leases, ordered by key
-	 * @param backends the leases held on each named backend ({@code holdfast.backends.<name>}), by name
+	 * @param backends the leases held on each named backend ({@code holdfast.backends.<name>}), by name;
+	 * {@code null}, absent in the JSON, without named backends
 	 */
 	public record LocksDescriptor(String backend, String instance, List<LeaseDescriptor> leases,
-			Map<String, BackendLeases> backends) implements OperationResponseBody {
+			@Nullable Map<String, BackendLeases> backends) implements OperationResponseBody {
 	}
 
 	/**

@@ -200,8 +200,10 @@ public final class HoldfastActuatorAutoConfiguration {
 		@ConditionalOnMissingBean(name = "holdfastBackendsHealthContributor")
 		CompositeHealthContributor holdfastBackendsHealthContributor(Environment environment,
 				ListableBeanFactory beanFactory) {
-			Map<String, DefaultLeaderElections> elections = named(environment, beanFactory,
-					DefaultLeaderElections.class);
+			// Named elections exist with the leader auto-configuration only (NamedBackendsRegistrar).
+			Map<String, DefaultLeaderElections> elections = beanFactory
+				.containsBeanDefinition(HoldfastLeaderAutoConfiguration.class.getName())
+						? named(environment, beanFactory, DefaultLeaderElections.class) : Map.of();
 			Map<String, HealthContributor> backends = new TreeMap<>();
 			named(environment, beanFactory, LockEngine.class).forEach((name,
 					engine) -> backends.put(name, new LockBackendHealthIndicator(engine, null, elections.get(name))));

@@ -11,6 +11,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandi
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.ImportRuntimeHints;
 import org.springframework.core.env.Environment;
@@ -78,7 +79,9 @@ public final class HoldfastAutoConfiguration {
 		return template;
 	}
 
+	/** Only with {@code holdfast.backends}: without, nothing is registered, and --debug says so. */
 	@Bean
+	@Conditional(OnNamedBackendsCondition.class)
 	static NamedBackendsRegistrar holdfastNamedBackendsRegistrar(Environment environment) {
 		return new NamedBackendsRegistrar(environment);
 	}
@@ -88,7 +91,7 @@ public final class HoldfastAutoConfiguration {
 	LockBackendStartup holdfastBackendStartup(DefaultLockTemplate holdfastLockTemplate,
 			HoldfastProperties properties, Environment environment, ConfigurableListableBeanFactory beanFactory) {
 		return new LockBackendStartup(holdfastLockTemplate, OnBackendCondition.choice(environment, beanFactory),
-				properties.isFailFast());
+				properties.isFailFast(), null);
 	}
 
 	@Bean

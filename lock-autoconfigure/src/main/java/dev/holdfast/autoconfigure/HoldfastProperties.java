@@ -209,6 +209,13 @@ public class HoldfastProperties {
 		private @Nullable BackendType type;
 
 		/**
+		 * Name of an application LockBackend bean to use as this backend, instead of a type. The
+		 * bean must be declared @Bean(defaultCandidate = false), so that it does not replace the
+		 * default backend.
+		 */
+		private @Nullable String bean;
+
+		/**
 		 * Name of the client bean it uses: a RedisConnectionFactory (redis), a DataSource (jdbc)
 		 * or a CuratorFramework (zookeeper). Default: the application's only (or primary) one; for
 		 * zookeeper, a client of its own when holdfast.backends.<name>.zookeeper.connect-string
@@ -228,6 +235,14 @@ public class HoldfastProperties {
 
 		public void setType(@Nullable BackendType type) {
 			this.type = type;
+		}
+
+		public @Nullable String getBean() {
+			return this.bean;
+		}
+
+		public void setBean(@Nullable String bean) {
+			this.bean = bean;
 		}
 
 		public @Nullable String getClient() {

@@ -47,7 +47,7 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 	private static final ConfigurationPropertyName BACKENDS = ConfigurationPropertyName.of("holdfast.backends");
 
 	/** The properties of a named backend itself ({@link HoldfastProperties.Backend}). */
-	private static final List<String> BACKEND_OWN = List.of("type", "client", "key-prefix");
+	private static final List<String> BACKEND_OWN = List.of("type", "bean", "client", "key-prefix");
 
 	/** The types whose settings a named backend has under {@code holdfast.backends.<name>.<type>}. */
 	private static final List<String> BACKEND_SETTINGS = List.of("redis", "redlock", "zookeeper", "jdbc");
@@ -65,6 +65,9 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 	@Override
 	public void postProcessBeanFactory(ConfigurableListableBeanFactory beanFactory) {
 		List<KnownName> known = knownNames();
+		Map<String, String> types = new TreeMap<>();
+		NamedBackend.configured(this.environment).forEach((backend, spec) -> types.put(backend,
+				NamedBackend.typeName(spec)));
 		Map<String, String> unknown = new TreeMap<>();
 		for (ConfigurationPropertySource source : ConfigurationPropertySources.get(this.environment)) {
 			if (!(source instanceof IterableConfigurationPropertySource names)
@@ -73,7 +76,7 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 			}
 			names.stream()
 				.filter(HOLDFAST::isAncestorOf)
-				.filter((name) -> !isKnown(name, known))
+				.filter((name) -> !isKnown(name, known, types))
 				.forEach((name) -> unknown.putIfAbsent(name.toString(), origin(source, name)));
 		}
 		if (!unknown.isEmpty()) {
@@ -89,13 +92,16 @@ final class HoldfastPropertyNamesCheck implements BeanFactoryPostProcessor {
 	 * Whether {@code name} is a known property (in any relaxed spelling), an entry of one (a list
 	 * element or map key), or a group (a YAML section left empty).
 	 */
-	private static boolean isKnown(ConfigurationPropertyName name, List<KnownName> known) {
+	private static boolean isKnown(ConfigurationPropertyName name, List<KnownName> known, Map<String, String> types) {
 		if (BACKENDS.isAncestorOf(name) && name.getNumberOfElements() > 3) {
-			// holdfast.backends.<name>.<rest>: its own (type, client, key-prefix), or <type>.* as holdfast.<type>.*
+			// holdfast.backends.<name>.<rest>: its own (type, bean, client, key-prefix), or <type>.* as
+			// holdfast.<type>.* for its own type only
 			ConfigurationPropertyName rest = name.subName(3);
+			String type = rest.getElement(0, ConfigurationPropertyName.Form.DASHED);
 			return (rest.getNumberOfElements() == 1) ? BACKEND_OWN.contains(rest.toString())
-					: BACKEND_SETTINGS.contains(rest.getElement(0, ConfigurationPropertyName.Form.DASHED))
-							&& isKnown(HOLDFAST.append(rest), known);
+					: BACKEND_SETTINGS.contains(type)
+							&& type.equals(types.get(name.getElement(2, ConfigurationPropertyName.Form.DASHED)))
+							&& isKnown(HOLDFAST.append(rest), known, types);
 		}
 		return known.stream().anyMatch((k) -> k.name().equals(name) || (!k.group() && k.name().isAncestorOf(name)));
 	}

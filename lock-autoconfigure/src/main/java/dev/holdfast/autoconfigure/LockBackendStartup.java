@@ -50,6 +50,9 @@ final class LockBackendStartup implements SmartLifecycle {
 
 	private final boolean failFast;
 
+	/** The named backend's name ({@code holdfast.backends.<name>}), {@code null} for the default one. */
+	private final @Nullable String name;
+
 	private volatile boolean running;
 
 	private boolean started;
@@ -57,11 +60,13 @@ final class LockBackendStartup implements SmartLifecycle {
 	/**
 	 * @param choice why this backend was chosen, for the INFO line
 	 * @param failFast whether an unreachable backend fails the context
+	 * @param name the named backend's name, {@code null} for the default backend
 	 */
-	LockBackendStartup(DefaultLockTemplate template, String choice, boolean failFast) {
+	LockBackendStartup(DefaultLockTemplate template, String choice, boolean failFast, @Nullable String name) {
 		this.template = template;
 		this.choice = choice;
 		this.failFast = failFast;
+		this.name = name;
 	}
 
 	@Override
@@ -79,7 +84,7 @@ final class LockBackendStartup implements SmartLifecycle {
 		if (this.failFast) {
 			String failure = probe(backend);
 			if (failure != null) {
-				throw unreachable(backend.name(), failure);
+				throw unreachable(shown(backend), failure, settingsOf(backend.name(), this.name));
 			}
 		}
 		else {
@@ -94,8 +99,9 @@ final class LockBackendStartup implements SmartLifecycle {
 	private void warnUnlessReachable(LockBackend backend) {
 		String failure = probe(backend);
 		if (failure != null) {
-			logger.warn("Holdfast could not reach its " + backend.name() + " backend at startup: " + failure
-					+ ". Locks fail with LockBackendException until it answers. Check " + settingsOf(backend.name())
+			logger.warn("Holdfast could not reach its " + shown(backend) + " at startup: " + failure
+					+ ". Locks fail with LockBackendException until it answers. Check "
+					+ settingsOf(backend.name(), this.name)
 					+ "; set holdfast.fail-fast=true to fail the startup instead.");
 		}
 	}
@@ -122,13 +128,30 @@ final class LockBackendStartup implements SmartLifecycle {
 	 * @param failure why it cannot serve locks
 	 */
 	static LockConfigurationException unreachable(String backend, String failure) {
-		return new LockConfigurationException("Holdfast could not reach its " + backend + " backend at startup: "
-				+ failure, "Check " + settingsOf(backend) + ", or set holdfast.fail-fast=false to start anyway "
+		return unreachable(backend + " backend", failure, settingsOf(backend, null));
+	}
+
+	private static LockConfigurationException unreachable(String shown, String failure, String settings) {
+		return new LockConfigurationException("Holdfast could not reach its " + shown + " at startup: " + failure,
+				"Check " + settings + ", or set holdfast.fail-fast=false to start anyway "
 						+ "(locks then fail with LockBackendException until the backend answers).");
 	}
 
-	/** The settings a user checks when the backend does not answer. */
-	static String settingsOf(String backend) {
+	/** {@code jdbc backend}, or {@code backend 'jobs' (jdbc)} for a named one. */
+	private String shown(LockBackend backend) {
+		return (this.name != null) ? "backend '" + this.name + "' (" + backend.name() + ")"
+				: backend.name() + " backend";
+	}
+
+	/**
+	 * The settings a user checks when the backend does not answer: of the named backend
+	 * {@code name}, or of the default one when {@code null}.
+	 */
+	static String settingsOf(String backend, @Nullable String name) {
+		if (name != null) {
+			return NamedBackend.PREFIX + "." + name + ".client (the client bean it uses; default: the only or primary"
+					+ " one), " + NamedBackend.PREFIX + "." + name + "." + backend + ".* and that its server runs";
+		}
 		return switch (backend) {
 			case "redis" -> "spring.data.redis.* (host and port, or url) and that Redis runs";
 			case "redlock" -> "holdfast.redlock.nodes and that the Redis nodes run";

@@ -31,14 +31,33 @@ record NamedBackend(String name, BackendType type, HoldfastProperties.Backend sp
 
 	/** The named backends configured in {@code environment}, validated, in their order there. */
 	static Map<String, HoldfastProperties.Backend> configured(Environment environment) {
-		Map<String, HoldfastProperties.Backend> backends = Binder.get(environment)
+		Binder binder = Binder.get(environment);
+		Map<String, HoldfastProperties.Backend> backends = binder
 			.bind(PREFIX, Bindable.mapOf(String.class, HoldfastProperties.Backend.class))
 			.orElse(Map.of());
 		backends.forEach((name, spec) -> {
 			checkName(name, "holdfast.backends." + name);
-			if (spec.getType() == null) {
-				throw new LockConfigurationException("holdfast.backends." + name + ".type is not set",
-						"Set holdfast.backends." + name + ".type to redis, redlock, jdbc, zookeeper or memory.");
+			String prefix = PREFIX + "." + name;
+			if ((spec.getType() == null) == (spec.getBean() == null)) {
+				throw new LockConfigurationException(prefix + ((spec.getType() == null) ? ".type is not set"
+						: ".type and " + prefix + ".bean are both set"), "Set either " + prefix + ".type to redis, "
+								+ "redlock, jdbc, zookeeper or memory, or " + prefix + ".bean to your LockBackend bean.");
+			}
+			if (spec.getClient() != null && (spec.getType() == BackendType.MEMORY
+					|| spec.getType() == BackendType.REDLOCK)) {
+				throw new LockConfigurationException(prefix + ".client is set, but a " + typeName(spec) + " backend uses"
+						+ " no client bean", "Remove " + prefix + ".client"
+								+ ((spec.getType() == BackendType.REDLOCK) ? "; set " + prefix + ".redlock.nodes." : "."));
+			}
+			if (spec.getClient() != null && spec.getType() == BackendType.ZOOKEEPER
+					&& binder.bind(prefix + ".zookeeper.connect-string", String.class).isBound()) {
+				throw new LockConfigurationException(prefix + ".client and " + prefix + ".zookeeper.connect-string are "
+						+ "both set", "Keep one: client for your CuratorFramework bean, or connect-string for a client of "
+								+ "its own.");
+			}
+			if (spec.getBean() != null && spec.getClient() != null) {
+				throw new LockConfigurationException(prefix + ".client is set beside " + prefix + ".bean, whose "
+						+ "LockBackend bean has its own client", "Remove " + prefix + ".client.");
 			}
 		});
 		return backends;
@@ -145,7 +164,11 @@ record NamedBackend(String name, BackendType type, HoldfastProperties.Backend sp
 		return new LockConfigurationException(
 				"Backend '" + this.name + "': " + String.valueOf(failure.getMessage()).replace(shared, own)
 					.replace("holdfast.backend=", prefix() + ".type="),
-				failure.getAction().replace(shared, own).replace("holdfast.backend ", prefix() + ".type "));
+				failure.getAction()
+					.replace(LockBackendStartup.settingsOf(typeName(), null), LockBackendStartup.settingsOf(typeName(),
+							this.name))
+					.replace(shared, own)
+					.replace("holdfast.backend ", prefix() + ".type "));
 	}
 
 }

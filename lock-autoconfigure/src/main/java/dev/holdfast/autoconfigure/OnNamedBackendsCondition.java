@@ -13,8 +13,8 @@ import org.springframework.context.annotation.ConditionContext;
 import org.springframework.core.type.AnnotatedTypeMetadata;
 
 /**
- * Matches when there are backends besides the default one ({@code holdfast.backends.<name>}, or
- * the application's qualified {@code LockBackend} beans), and names them in the condition report
+ * Matches when there are backends besides the default one ({@code holdfast.backends.<name>}), and
+ * names them in the condition report
  * ({@code --debug}).
  */
 class OnNamedBackendsCondition extends SpringBootCondition {
@@ -26,11 +26,8 @@ class OnNamedBackendsCondition extends SpringBootCondition {
 			.bind(NamedBackend.PREFIX, Bindable.mapOf(String.class, HoldfastProperties.Backend.class))
 			.orElse(Map.of());
 		List<String> found = new ArrayList<>();
-		backends.forEach((name, spec) -> found.add(name + " (" + NamedBackend.typeName(spec) + ")"));
-		if (context.getRegistry() != null) {
-			NamedBackendsRegistrar.applicationBackends(context.getRegistry(), context.getClassLoader())
-				.forEach((name, bean) -> found.add(name + " (the application's LockBackend bean '" + bean + "')"));
-		}
+		backends.forEach((name, spec) -> found.add(name + " (" + ((spec.getBean() != null)
+				? "the application's LockBackend bean '" + spec.getBean() + "'" : NamedBackend.typeName(spec)) + ")"));
 		if (found.isEmpty()) {
 			return ConditionOutcome.noMatch(message.didNotFind("property").items(NamedBackend.PREFIX + ".*"));
 		}

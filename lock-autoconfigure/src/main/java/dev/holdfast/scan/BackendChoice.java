@@ -31,7 +31,8 @@ public final class BackendChoice<T> {
 	/**
 	 * @param names the named backends ({@code holdfast.backends.<name>})
 	 * @param lookup the {@code T} of a backend by name, {@link #DEFAULT} for the default backend;
-	 * called once per backend, at its first {@link #get}
+	 * called at its first {@link #get} (by each thread that asks before the first lookup ends; the
+	 * first result is kept)
 	 */
 	public BackendChoice(Set<String> names, Function<String, T> lookup) {
 		this.names = Set.copyOf(names);
@@ -60,7 +61,18 @@ public final class BackendChoice<T> {
 	/** The {@code T} of {@code backend}, checked as {@link #check} does. */
 	public T get(String backend) {
 		check(backend, "The backend choice");
-		return this.resolved.computeIfAbsent(backend, this.lookup);
+		T found = this.resolved.get(backend);
+		if (found != null) {
+			return found;
+		}
+		// Looked up outside the map's locks: a lookup creating a bean takes Spring's singleton lock,
+		// which a thread already holding it may want while calling get for another backend.
+		T looked = this.lookup.apply(backend);
+		if (looked == null) {
+			return looked;
+		}
+		T raced = this.resolved.putIfAbsent(backend, looked);
+		return (raced != null) ? raced : looked;
 	}
 
 	/** The named backends ({@code holdfast.backends.<name>}). */

@@ -6,6 +6,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 
 import com.jayway.jsonpath.DocumentContext;
@@ -36,7 +37,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * application.
  */
 @SpringBootTest(classes = HoldfastActuatorHttpTests.App.class, webEnvironment = WebEnvironment.RANDOM_PORT,
-		properties = { "holdfast.backend=memory", "management.endpoints.web.exposure.include=locks,health,metrics",
+		properties = { "holdfast.backend=memory", "management.endpoints.web.exposure.include=locks,leaders,health,metrics",
 				"management.endpoint.health.show-details=always" })
 class HoldfastActuatorHttpTests {
 
@@ -93,6 +94,16 @@ class HoldfastActuatorHttpTests {
 		assertThat(tagKeys("holdfast.lock.acquire")).hasSize(1);
 		assertThat(tagKeys("holdfast.lock.held")).hasSize(1);
 		assertThat(get("/actuator/locks").read("$.leases.length()", Integer.class)).isZero();
+	}
+
+	@Test
+	void withoutNamedBackendsTheEndpointsAnswerAsBefore() throws Exception {
+		try (Lease lease = this.locks.acquire("report-" + UUID.randomUUID(), null, LockOptions.defaults())) {
+			assertThat(get("/actuator/locks").read("$", Map.class).keySet()).containsExactlyInAnyOrder("backend",
+					"instance", "leases");
+			assertThat(get("/actuator/leaders").read("$", Map.class).keySet()).containsExactlyInAnyOrder("backend",
+					"groups");
+		}
 	}
 
 	/** The distinct sets of tag keys of the meters named {@code name}. */

@@ -61,6 +61,7 @@ class LocksEndpointJobsTests {
 			assertThat(job.lastClaimedTick()).isBetween(Instant.now().minusSeconds(10), Instant.now());
 			assertThat(job.lockHolder()).as("the instance running the job").isEqualTo(runnerName);
 			assertThat(job.lockToken()).isPositive();
+			assertThat(job.backend()).as("absent on the default backend, as before named backends").isNull();
 			// Which instance claims a tick is a race: the other one skips it as claimed elsewhere,
 			// or claims it and finds the job lock held by the running one.
 			assertThat(job.skipped().keySet()).isNotEmpty().isSubsetOf("ran-elsewhere", "job-busy");

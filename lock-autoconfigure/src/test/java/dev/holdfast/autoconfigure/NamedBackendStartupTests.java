@@ -1,18 +1,34 @@
 package dev.holdfast.autoconfigure;
 
+import java.time.Duration;
+
+import javax.sql.DataSource;
+
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.condition.ConditionEvaluationReport;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceInitializationAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Primary;
+import org.springframework.core.NestedExceptionUtils;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
 import dev.holdfast.DistributedLock;
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockTemplate;
 import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.core.LockEngine;
 import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.LockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -20,6 +36,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Named backends that cannot work fail at startup, naming the fix (NBK-1, NBK-3 in
  * docs/DESIGN.md); on in-memory backends and H2, no server needed.
  */
+@ExtendWith(OutputCaptureExtension.class)
 class NamedBackendStartupTests {
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
@@ -27,6 +44,10 @@ class NamedBackendStartupTests {
 		.withPropertyValues("spring.datasource.url=jdbc:h2:mem:named-backends", "holdfast.backend=memory",
 				"holdfast.backends.jobs.type=jdbc", "holdfast.backends.jobs.jdbc.initialize-schema=always",
 				"holdfast.backends.zk.type=memory");
+
+	/** An application without named backends, as before issue 33. */
+	private final ApplicationContextRunner compatibility = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class));
 
 	@Test
 	void aMisspelledSettingOfANamedBackendFailsAtStartupAsUnderHoldfastType() {
@@ -51,13 +72,169 @@ class NamedBackendStartupTests {
 	}
 
 	@Test
-	void aQualifiedLockBackendThatIsADefaultCandidateFailsAtStartupNamingTheFix() {
-		this.runner.withUserConfiguration(DefaultCandidateBackendConfiguration.class).run((context) -> {
+	void aLockBackendBeanThatIsADefaultCandidateFailsAtStartupNamingTheFix() {
+		this.runner.withUserConfiguration(DefaultCandidateBackendConfiguration.class)
+			.withPropertyValues("holdfast.backends.local.bean=localLocks")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+					.hasMessageContaining("The LockBackend bean 'localLocks' (holdfast.backends.local.bean) is a default"
+							+ " candidate");
+				assertThat(((LockConfigurationException) context.getStartupFailure()).getAction())
+					.contains("@Bean(defaultCandidate = false)");
+			});
+	}
+
+	@Test
+	void aBackendNamingAMissingBeanFailsAtStartupNamingTheLockBackendBeans() {
+		this.runner.withUserConfiguration(DefaultCandidateBackendConfiguration.class)
+			.withPropertyValues("holdfast.backends.local.bean=localLock")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+					.hasMessageContaining("holdfast.backends.local.bean is 'localLock', but there is no bean");
+				assertThat(((LockConfigurationException) context.getStartupFailure()).getAction())
+					.contains("localLocks");
+			});
+	}
+
+	@Test
+	void anExplicitKeyPrefixThatMergesTwoBackendsKeysFailsAtStartupNamingIt() {
+		this.runner.withPropertyValues("holdfast.backend=jdbc", "holdfast.jdbc.initialize-schema=always",
+				"holdfast.backends.jobs.key-prefix=holdfast:jobs:")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+					.hasMessageContaining("The key prefixes 'holdfast:' of backend 'default' and 'holdfast:jobs:' of "
+							+ "backend 'jobs' on the jdbc client 'dataSource' let a key of one be a key of the other");
+				assertThat(((LockConfigurationException) context.getStartupFailure()).getAction())
+					.startsWith("Remove holdfast.backends.jobs.key-prefix");
+			});
+	}
+
+	@Test
+	void keyPrefixesOverlapUnlessTheLongerAddsTwoColonsOrStartsWithOne() {
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:", "holdfast:")).isTrue();
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:", "holdfast:jobs:")).as("lock jobs, key x = lock x").isTrue();
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:", "holdfast:jobs")).isTrue();
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:", "holdfast:jobs::")).as("the generated prefix").isFalse();
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:jobs:", "holdfast:jobs::")).isFalse();
+		assertThat(NamedBackendsRegistrar.overlap("holdfast:", "tenant:")).isFalse();
+	}
+
+	@Test
+	void namedLeaderElectionsExistOnlyWithTheLeaderAutoConfiguration() {
+		this.runner.run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context).doesNotHaveBean("holdfastLeaderElections.jobs")
+				.doesNotHaveBean("holdfastLeaderElectionLifecycle.jobs")
+				.hasBean("holdfastLockTemplate.jobs");
+		});
+		this.runner.withConfiguration(AutoConfigurations.of(HoldfastLeaderAutoConfiguration.class)).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context).hasBean("holdfastLeaderElections.jobs").hasBean("holdfastLeaderElectionLifecycle.jobs");
+		});
+	}
+
+	@Test
+	void aNamedBackendUnreachableAtStartupIsNamedWithItsOwnProperties(CapturedOutput output) {
+		this.runner.withUserConfiguration(UnreachableDataSourceConfiguration.class)
+			.withPropertyValues("holdfast.backends.jobs.client=unreachable", "holdfast.fail-fast=true")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).rootCause()
+					.hasMessageStartingWith("Backend 'jobs': Holdfast could not reach its jdbc backend at startup");
+				assertThat(((LockConfigurationException) NestedExceptionUtils.getRootCause(context.getStartupFailure()))
+					.getAction()).startsWith("Check holdfast.backends.jobs.client (the client bean it uses");
+			});
+		this.runner.withUserConfiguration(UnreachableDataSourceConfiguration.class)
+			.withPropertyValues("holdfast.backends.jobs.client=unreachable", "holdfast.fail-fast=false")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(output).contains("Holdfast could not reach its backend 'jobs' (jdbc) at startup")
+					.contains("Check holdfast.backends.jobs.client (the client bean it uses");
+			});
+	}
+
+	@Test
+	void aNamedBackendsLockBackendIsInjectedByItsQualifier() {
+		this.runner.withUserConfiguration(QualifiedBackendUser.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(QualifiedBackendUser.class).zk).isSameAs(context.getBean("holdfastLockBackend.zk"));
+		});
+	}
+
+	@Test
+	void settingsANamedBackendWouldIgnoreFailAtStartup() {
+		this.runner.withPropertyValues("holdfast.backends.zk.redis.channel=locks").run((context) -> {
 			assertThat(context).hasFailed();
 			assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
-				.hasMessageContaining("The LockBackend bean 'localLocks' is qualified 'local' but is a default candidate");
-			assertThat(((LockConfigurationException) context.getStartupFailure()).getAction())
-				.contains("@Bean(defaultCandidate = false)");
+				.hasMessageContaining("'holdfast.backends.zk.redis.channel'");
+		});
+		this.runner.withPropertyValues("holdfast.backends.zk.client=dataSource").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+				.hasMessageContaining("holdfast.backends.zk.client is set, but a memory backend uses no client bean");
+		});
+		this.runner.withPropertyValues("holdfast.backends.zk.type=zookeeper", "holdfast.backends.zk.client=curator",
+				"holdfast.backends.zk.zookeeper.connect-string=localhost:2181")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).isInstanceOf(LockConfigurationException.class)
+					.hasMessageContaining("holdfast.backends.zk.client and holdfast.backends.zk.zookeeper.connect-string "
+							+ "are both set");
+			});
+	}
+
+	@Test
+	void aNamedJdbcBackendIsBuiltAfterTheDatabaseInitialization() {
+		this.runner.withConfiguration(AutoConfigurations.of(DataSourceInitializationAutoConfiguration.class))
+			.withPropertyValues("spring.sql.init.mode=always")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBeanFactory().getBeanDefinition("holdfastLockBackend.jobs").getDependsOn())
+					.contains("dataSourceScriptDatabaseInitializer");
+			});
+	}
+
+	@Test
+	void theConditionReportNamesTheNamedBackendsWithoutTheActuator() {
+		this.runner.run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(ConditionEvaluationReport.get(context.getBeanFactory()).getConditionAndOutcomesBySource())
+				.hasEntrySatisfying(HoldfastAutoConfiguration.class.getName() + "#holdfastNamedBackendsRegistrar",
+						(outcomes) -> assertThat(outcomes.iterator().next().getOutcome().getMessage())
+							.contains("jobs (jdbc)", "zk (memory)"));
+		});
+		this.compatibility.run((context) -> assertThat(context).doesNotHaveBean(NamedBackendsRegistrar.class));
+	}
+
+	@Test
+	void backendsOnOneClientBeanAreSaidToShareItWhetherTheyNameItOrNot(CapturedOutput output) {
+		this.runner.withPropertyValues("holdfast.backend=jdbc", "holdfast.jdbc.initialize-schema=always",
+				"holdfast.backends.reports.type=jdbc", "holdfast.backends.reports.client=dataSource")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(output).contains("Holdfast backends [default, jobs, reports] share the jdbc client "
+						+ "'dataSource'");
+			});
+	}
+
+	@Test
+	void aDecoratedLockBackendWithoutNamedBackendsStartsAsBefore() {
+		this.compatibility.withUserConfiguration(DecoratorConfiguration.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(LockEngine.class).backend()).isSameAs(context.getBean("decorated"));
+			assertThat(context.getBeansOfType(LockEngine.class)).containsOnlyKeys("holdfastLockTemplate");
+		});
+	}
+
+	@Test
+	void aQualifiedLockBackendWithoutNamedBackendsIsTheDefaultAsBefore() {
+		this.compatibility.withUserConfiguration(QualifiedBackendConfiguration.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(LockEngine.class).backend()).isSameAs(context.getBean("redisLocks"));
+			assertThat(context.getBeansOfType(LockEngine.class)).containsOnlyKeys("holdfastLockTemplate");
 		});
 	}
 
@@ -105,8 +282,86 @@ class NamedBackendStartupTests {
 	static class DefaultCandidateBackendConfiguration {
 
 		@Bean
-		@Qualifier("local")
 		InMemoryLockBackend localLocks() {
+			return new InMemoryLockBackend();
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UnreachableDataSourceConfiguration {
+
+		@Bean(defaultCandidate = false)
+		DataSource unreachable() {
+			return new DriverManagerDataSource("jdbc:postgresql://127.0.0.1:1/none", "none", "none");
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UnknownQualifierConfiguration {
+
+		@Bean
+		String misqualified(@Qualifier("jbos") LockTemplate jobs) {
+			return "misqualified";
+		}
+
+	}
+
+	static class QualifiedBackendUser {
+
+		final LockBackend zk;
+
+		QualifiedBackendUser(@Qualifier("zk") LockBackend zk) {
+			this.zk = zk;
+		}
+
+	}
+
+	/** The decorator pattern: a qualified raw backend under a {@code @Primary} wrapper. */
+	@Configuration(proxyBeanMethods = false)
+	static class DecoratorConfiguration {
+
+		@Bean
+		@Qualifier("raw")
+		InMemoryLockBackend raw() {
+			return new InMemoryLockBackend();
+		}
+
+		@Bean
+		@Primary
+		LockBackend decorated(@Qualifier("raw") LockBackend raw) {
+			return new Decorated(raw);
+		}
+
+	}
+
+	record Decorated(LockBackend raw) implements LockBackend {
+
+		@Override
+		public String name() {
+			return this.raw.name();
+		}
+
+		@Override
+		public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+			return this.raw.tryAcquire(key, owner, ttl);
+		}
+
+		@Override
+		public boolean release(String key, String owner) {
+			return this.raw.release(key, owner);
+		}
+
+	}
+
+	/** A lone backend with a qualifier that names a backend type. */
+	@Configuration(proxyBeanMethods = false)
+	static class QualifiedBackendConfiguration {
+
+		@Bean
+		@Qualifier("redis")
+		InMemoryLockBackend redisLocks() {
 			return new InMemoryLockBackend();
 		}
 

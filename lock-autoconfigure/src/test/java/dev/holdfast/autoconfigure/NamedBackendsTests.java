@@ -155,7 +155,7 @@ class NamedBackendsTests {
 				assertThat(other).isPresent();
 				other.get().close();
 			}
-			assertThat(output).contains("Holdfast backends [jobs, reports] share the jdbc client (the application's)");
+			assertThat(output).contains("Holdfast backends [jobs, reports] share the jdbc client 'dataSource'");
 		});
 	}
 
@@ -236,19 +236,21 @@ class NamedBackendsTests {
 	}
 
 	@Test
-	void theApplicationsQualifiedLockBackendIsANamedBackendBesideTheDefaultOne() {
-		this.runner.withUserConfiguration(OwnBackendConfiguration.class).run((context) -> {
-			assertThat(context).hasNotFailed();
-			assertThat(context.getBean(LockEngine.class).backendName()).isEqualTo("redis");
-			LockEngine local = context.getBean("holdfastLockTemplate.local", LockEngine.class);
-			assertThat(local.backend()).isSameAs(context.getBean("localLocks"));
-			LockTemplate template = context.getBean(OwnBackendUser.class).template();
-			assertThat(template).isSameAs(local);
-			try (Lease lease = template.acquire("report", null, LockOptions.defaults())) {
-				assertThat(lease.key()).isEqualTo("holdfast:local::report");
-			}
-			assertThat(health(context, "local")).isEqualTo(Status.UP);
-		});
+	void theApplicationsLockBackendBeanIsANamedBackendBesideTheDefaultOne() {
+		this.runner.withUserConfiguration(OwnBackendConfiguration.class)
+			.withPropertyValues("holdfast.backends.local.bean=localLocks")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(LockEngine.class).backendName()).isEqualTo("redis");
+				LockEngine local = context.getBean("holdfastLockTemplate.local", LockEngine.class);
+				assertThat(local.backend()).isSameAs(context.getBean("localLocks"));
+				LockTemplate template = context.getBean(OwnBackendUser.class).template();
+				assertThat(template).isSameAs(local);
+				try (Lease lease = template.acquire("report", null, LockOptions.defaults())) {
+					assertThat(lease.key()).isEqualTo("holdfast:local::report");
+				}
+				assertThat(health(context, "local")).isEqualTo(Status.UP);
+			});
 	}
 
 	/** The health of the default backend ({@code holdfast}) or of the named one {@code backend}. */
@@ -384,7 +386,6 @@ class NamedBackendsTests {
 	static class OwnBackendConfiguration {
 
 		@Bean(defaultCandidate = false)
-		@Qualifier("local")
 		InMemoryLockBackend localLocks() {
 			return new InMemoryLockBackend();
 		}
