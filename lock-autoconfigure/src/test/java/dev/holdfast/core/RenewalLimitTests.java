@@ -62,8 +62,9 @@ class RenewalLimitTests {
 				.as("end of a renewal's time to live, from the acquisition, ns")
 				.isLessThanOrEqualTo(LIMIT.plusMillis(20).toNanos());
 		}
+		// What was left is under the lease time; rounded up to whole ms it may equal it.
 		assertThat(renewals.get(renewals.size() - 1).ttl()).as("the last renewal: what was left")
-			.isLessThan(LEASE_TIME);
+			.isLessThanOrEqualTo(LEASE_TIME);
 		// The lease turns invalid here a drift allowance before the backend lets the lock go: probe
 		// once the limit itself has passed (plus the renewals' 20 ms slack above).
 		long untilLimit = sent + LIMIT.plusMillis(20).toNanos() - System.nanoTime();
