@@ -55,6 +55,15 @@ class LockOperationSourceTests {
 	}
 
 	@Test
+	void anAnnotationOnAnInterfaceOrSuperclassMethodLocksItsOverride() throws Exception {
+		// What @Inherited cannot do for methods: the lookup searches the method's hierarchy.
+		Method fromInterface = Fulfilment.class.getMethod("fulfil", String.class);
+		assertThat(this.source.getOperation(fromInterface, Fulfilment.class).name()).isEqualTo("fulfil");
+		Method fromSuperclass = Fulfilment.class.getMethod("refund", String.class);
+		assertThat(this.source.getOperation(fromSuperclass, Fulfilment.class).name()).isEqualTo("refund");
+	}
+
+	@Test
 	void composedAnnotationsWork() {
 		assertThat(operation("composed").name()).isEqualTo("composed-lock");
 	}
@@ -263,6 +272,32 @@ class LockOperationSourceTests {
 		Method method = ReflectionUtils.findMethod(Subject.class, name, types);
 		assertThat(method).as(name).isNotNull();
 		return this.source.getOperation(method, Subject.class);
+	}
+
+	interface Fulfilling {
+
+		@DistributedLock(name = "fulfil", key = "#order")
+		void fulfil(String order);
+
+	}
+
+	abstract static class Refunding {
+
+		@DistributedLock(name = "refund", key = "#order")
+		public abstract void refund(String order);
+
+	}
+
+	static class Fulfilment extends Refunding implements Fulfilling {
+
+		@Override
+		public void fulfil(String order) {
+		}
+
+		@Override
+		public void refund(String order) {
+		}
+
 	}
 
 	@Retention(RetentionPolicy.RUNTIME)
