@@ -41,6 +41,7 @@ import dev.holdfast.LeaderOnly;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.NotLeaderException;
+import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.test.server.RedisServer;
 import dev.holdfast.test.server.ZooKeeperServer;
@@ -163,11 +164,63 @@ class NamedBackendFailureTests {
 		});
 	}
 
+	@Test
+	void aNamedBackendsRunningJobIsWaitedForAtShutdownAndItsLockReleased() {
+		runner().withUserConfiguration(SlowJobConfiguration.class)
+			.withPropertyValues("spring.lifecycle.timeout-per-shutdown-phase=10s")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				SlowJob job = context.getBean(SlowJob.class);
+				DefaultLockTemplate cache = context.getBean("holdfastLockTemplate.cache", DefaultLockTemplate.class);
+				assertThat(job.running.await(20, TimeUnit.SECONDS)).isTrue();
+				assertThat(cache.heldLeases()).singleElement()
+					.satisfies((lease) -> assertThat(lease.key()).isEqualTo("holdfast:cache::" + SlowJob.NAME));
+				CompletableFuture<Void> closing = CompletableFuture.runAsync(context::close);
+				await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(2)).until(() -> !closing.isDone());
+				assertThat(cache.heldLeases()).as("the job's lock, held while it runs").hasSize(1);
+				job.finish.countDown();
+				closing.get(10, TimeUnit.SECONDS);
+				assertThat(job.finished).isTrue();
+				assertThat(cache.heldLeases()).isEmpty();
+				assertThat((List<?>) redis.command("KEYS", "{holdfast:cache::" + SlowJob.NAME + "}"))
+					.as("released, not left to expire")
+					.isEmpty();
+			});
+	}
+
 	/** The Redis keys of this test's lock, but its fencing counter, which outlives it. */
 	private List<?> keysOfThisTest() {
 		return ((List<?>) redis.command("KEYS", "*" + this.name + "*")).stream()
 			.filter((key) -> !key.toString().endsWith(":fence"))
 			.toList();
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class SlowJobConfiguration {
+
+		@Bean
+		SlowJob slowJob() {
+			return new SlowJob();
+		}
+
+	}
+
+	static class SlowJob {
+
+		static final String NAME = "named-backend-slow-job";
+
+		final CountDownLatch running = new CountDownLatch(1);
+
+		final CountDownLatch finish = new CountDownLatch(1);
+
+		volatile boolean finished;
+
+		@SingleInstanceScheduled(name = NAME, fixedRate = "2s", backend = "cache")
+		public void run() throws InterruptedException {
+			this.running.countDown();
+			this.finished = this.finish.await(10, TimeUnit.SECONDS);
+		}
+
 	}
 
 	@Configuration(proxyBeanMethods = false)
