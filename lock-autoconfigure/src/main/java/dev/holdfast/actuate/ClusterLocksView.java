@@ -2,8 +2,10 @@ package dev.holdfast.actuate;
 
 import java.security.Principal;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.regex.Pattern;
 
 import org.apache.commons.logging.Log;
@@ -21,75 +23,130 @@ import dev.holdfast.spi.ClusterLocks.Listing;
 
 /**
  * What the {@code locks} endpoint shows of the locks of every instance, and its forced release,
- * through the backend's {@link ClusterLocks}; a backend without it is answered as unsupported.
+ * through each backend's {@link ClusterLocks}; a backend without it is answered as unsupported.
+ * With named backends ({@code holdfast.backends.<name>}), each is listed under its name, and a
+ * forced release goes to the backend whose keys the key is (NBK-9 in docs/DESIGN.md).
  */
 public final class ClusterLocksView {
 
 	/** The most locks listed unless configured otherwise. */
 	public static final int DEFAULT_MAX_LISTED = 500;
 
+	/** How a forced release names the default backend. */
+	public static final String DEFAULT_BACKEND = "default";
+
 	private static final Pattern MASKED = Pattern.compile(".*:\\*{6}#[0-9a-f]{4}");
 
 	private static final Log logger = LogFactory.getLog(LocksEndpoint.class);
 
-	private final LockEngine engine;
+	/** The default backend first, as {@value #DEFAULT_BACKEND}, then each named backend by name. */
+	private final List<Backend> backends;
 
 	private final int maxListed;
 
-	/** The key prefix of each named backend, by name: their keys are theirs, even on this server (NBK-6). */
-	private final Map<String, String> named;
-
 	/**
-	 * @param named the key prefix of each named backend ({@code holdfast.backends.<name>}), by
-	 * name: keys under them are left out of the listing and refused a forced release
+	 * @param named the engine of each named backend ({@code holdfast.backends.<name>}), by name
 	 */
-	ClusterLocksView(LockEngine engine, int maxListed, Map<String, String> named) {
+	ClusterLocksView(LockEngine engine, int maxListed, Map<String, LockEngine> named) {
 		if (maxListed < 1) {
 			throw new IllegalArgumentException(
 					"maxListed (management.endpoint.locks.max-listed) must be at least 1, was " + maxListed);
 		}
-		this.engine = engine;
+		List<Backend> backends = new ArrayList<>(List.of(new Backend(DEFAULT_BACKEND, engine)));
+		new TreeMap<>(named).forEach((name, namedEngine) -> backends.add(new Backend(name, namedEngine)));
+		this.backends = List.copyOf(backends);
 		this.maxListed = maxListed;
-		this.named = Map.copyOf(named);
+	}
+
+	/** One backend, by the name a forced release gives it, and its engine. */
+	private record Backend(String name, LockEngine engine) {
+
+		String prefix() {
+			return this.engine.keyPrefix();
+		}
+
+		/** How messages name it: {@code the redis backend}, {@code the backend 'jobs'}. */
+		String described() {
+			return this.name.equals(DEFAULT_BACKEND) ? "the " + this.engine.backendName() + " backend"
+					: "the backend '" + this.name + "'";
+		}
+
 	}
 
 	ClusterLocksDescriptor list(boolean shown) {
-		String backend = this.engine.backendName();
-		if (!(this.engine.backend() instanceof ClusterLocks locks)) {
-			return new ClusterLocksDescriptor(backend, false, unsupported(), true, List.of());
+		if (this.backends.size() == 1) {
+			return list(this.backends.get(0), shown, null);
 		}
-		Listing listing = locks.listLocks(this.engine.keyPrefix(), this.maxListed);
-		Instant now = this.engine.clock().instant();
+		Map<String, ClusterLocksDescriptor> named = new TreeMap<>();
+		this.backends.stream().skip(1).forEach((backend) -> named.put(backend.name(), list(backend, shown, null)));
+		return list(this.backends.get(0), shown, named);
+	}
+
+	private ClusterLocksDescriptor list(Backend backend, boolean shown,
+			@Nullable Map<String, ClusterLocksDescriptor> named) {
+		LockEngine engine = backend.engine();
+		if (!(engine.backend() instanceof ClusterLocks locks)) {
+			return new ClusterLocksDescriptor(engine.backendName(), false, unsupported(backend), true, List.of(),
+					named);
+		}
+		Listing listing = locks.listLocks(backend.prefix(), this.maxListed);
+		Instant now = engine.clock().instant();
 		List<ClusterLockDescriptor> described = listing.locks()
 			.stream()
-			.filter((lock) -> namedBackendOf(lock.key()) == null)
-			.map((lock) -> new ClusterLockDescriptor(shown(lock.key(), shown), lock.instance(), lock.fencingToken(),
-					lock.remainingMillis(), (lock.remainingMillis() >= 0) ? now.plusMillis(lock.remainingMillis()) : null))
+			.filter((lock) -> owners(lock.key()).contains(backend))
+			.map((lock) -> new ClusterLockDescriptor(shown(backend, lock.key(), shown), lock.instance(),
+					lock.fencingToken(), lock.remainingMillis(),
+					(lock.remainingMillis() >= 0) ? now.plusMillis(lock.remainingMillis()) : null))
 			.toList();
 		String note = listing.complete() ? null
 				: "Listing stopped at its bound (management.endpoint.locks.max-listed=" + this.maxListed + ")";
-		return new ClusterLocksDescriptor(backend, true, note, listing.complete(), described);
+		return new ClusterLocksDescriptor(engine.backendName(), true, note, listing.complete(), described, named);
 	}
 
-	ForcedReleaseDescriptor forceRelease(SecurityContext securityContext, String key, @Nullable Long fencingToken) {
-		if (!(this.engine.backend() instanceof ClusterLocks locks)) {
-			return new ForcedReleaseDescriptor(key, false, unsupported());
+	/**
+	 * @param backendName the backend that holds {@code key} ({@value #DEFAULT_BACKEND} or a named
+	 * one); {@code null}: the one whose key prefix, the longest, {@code key} starts with
+	 */
+	ForcedReleaseDescriptor forceRelease(SecurityContext securityContext, String key, @Nullable Long fencingToken,
+			@Nullable String backendName) {
+		Backend backend;
+		if (backendName != null) {
+			backend = this.backends.stream().filter((known) -> known.name().equals(backendName)).findFirst().orElse(null);
+			if (backend == null) {
+				return new ForcedReleaseDescriptor(key, false,
+						"No backend '" + backendName + "': set backend to one of " + names(this.backends));
+			}
+			if (!key.startsWith(backend.prefix())) {
+				return new ForcedReleaseDescriptor(key, false, "Not a lock of " + backend.described()
+						+ ": its keys start with '" + backend.prefix() + "'");
+			}
+		}
+		else {
+			List<Backend> owners = owners(key);
+			if (owners.isEmpty()) {
+				return new ForcedReleaseDescriptor(key, false, "Not a lock of this application: its keys start with '"
+						+ this.backends.get(0).prefix() + "'");
+			}
+			if (owners.size() > 1) {
+				return new ForcedReleaseDescriptor(key, false, "The backends " + names(owners) + " keep their keys"
+						+ " under '" + owners.get(0).prefix() + "': set backend to the one that holds the lock");
+			}
+			backend = owners.get(0);
+		}
+		return forceRelease(securityContext, key, fencingToken, backend);
+	}
+
+	private ForcedReleaseDescriptor forceRelease(SecurityContext securityContext, String key,
+			@Nullable Long fencingToken, Backend backend) {
+		if (!(backend.engine().backend() instanceof ClusterLocks locks)) {
+			return new ForcedReleaseDescriptor(key, false, unsupported(backend));
 		}
 		String target = key;
-		if (!key.startsWith(this.engine.keyPrefix())) {
-			return new ForcedReleaseDescriptor(key, false,
-					"Not a lock of this application: its keys start with '" + this.engine.keyPrefix() + "'");
-		}
-		String namedBackend = namedBackendOf(key);
-		if (namedBackend != null) {
-			return new ForcedReleaseDescriptor(key, false, "A lock of the backend '" + namedBackend + "' (its keys start"
-					+ " with '" + this.named.get(namedBackend) + "'): a forced release covers the default backend's only");
-		}
 		if (isMasked(key)) {
-			List<BackendLock> matching = locks.listLocks(this.engine.keyPrefix(), this.maxListed)
+			List<BackendLock> matching = locks.listLocks(backend.prefix(), this.maxListed)
 				.locks()
 				.stream()
-				.filter((lock) -> namedBackendOf(lock.key()) == null && shown(lock.key(), false).equals(key))
+				.filter((lock) -> owners(lock.key()).contains(backend) && shown(backend, lock.key(), false).equals(key))
 				.toList();
 			if (matching.size() != 1) {
 				return new ForcedReleaseDescriptor(key, false, matching.isEmpty() ? "No lock listed has this key"
@@ -100,34 +157,49 @@ public final class ClusterLocksView {
 		Principal principal = securityContext.getPrincipal();
 		String caller = (principal != null) ? principal.getName() : "an unauthenticated caller";
 		boolean released = locks.forceRelease(target, fencingToken);
-		String shownKey = LockSettings.masked(target, this.engine.keyPrefix());
+		String shownKey = shown(backend, target, false);
+		String of = (this.backends.size() == 1) ? "" : " of " + backend.described();
 		if (released) {
-			logger.warn("Lock '" + shownKey + "' released by force by " + caller
+			logger.warn("Lock '" + shownKey + "'" + of + " released by force by " + caller
 					+ " through the locks endpoint: its holder loses it at its next renewal");
 			return new ForcedReleaseDescriptor(key, true, null);
 		}
-		logger.warn(caller + " asked the locks endpoint to release lock '" + shownKey + "' by force"
+		logger.warn(caller + " asked the locks endpoint to release lock '" + shownKey + "'" + of + " by force"
 				+ ((fencingToken != null) ? " with fencing token " + fencingToken : "") + ": nobody held it");
 		return new ForcedReleaseDescriptor(key, false, (fencingToken != null)
 				? "Not held, or held with another fencing token" : "Not held");
 	}
 
-	/** The named backend whose key prefix {@code key} starts with, {@code null} for none. */
-	private @Nullable String namedBackendOf(String key) {
-		return this.named.entrySet()
-			.stream()
-			.filter((backend) -> key.startsWith(backend.getValue()))
-			.map(Map.Entry::getKey)
-			.findFirst()
-			.orElse(null);
+	/**
+	 * The backends whose key {@code key} can be: those of the longest key prefix it starts with
+	 * (a named backend's keys start with the default's prefix, then {@code <name>::}: NBK-6).
+	 */
+	private List<Backend> owners(String key) {
+		int longest = this.backends.stream()
+			.filter((backend) -> key.startsWith(backend.prefix()))
+			.mapToInt((backend) -> backend.prefix().length())
+			.max()
+			.orElse(-1);
+		return this.backends.stream()
+			.filter((backend) -> key.startsWith(backend.prefix()) && backend.prefix().length() == longest)
+			.toList();
 	}
 
-	private String unsupported() {
-		return "The " + this.engine.backendName() + " backend cannot list or release the locks of other instances";
+	private static List<String> names(List<Backend> backends) {
+		return backends.stream().map(Backend::name).toList();
 	}
 
-	private String shown(String key, boolean shown) {
-		return shown ? key : LockSettings.masked(key, this.engine.keyPrefix());
+	private String unsupported(Backend backend) {
+		String others = names(this.backends.stream()
+			.filter((other) -> other.engine().backend() instanceof ClusterLocks)
+			.toList()).toString();
+		return "The " + backend.engine().backendName() + " backend" + (backend.name().equals(DEFAULT_BACKEND) ? ""
+				: " '" + backend.name() + "'") + " cannot list or release the locks of other instances"
+				+ ((this.backends.size() > 1) ? " (the backends that can: " + others + ")" : "");
+	}
+
+	private static String shown(Backend backend, String key, boolean shown) {
+		return shown ? key : LockSettings.masked(key, backend.prefix());
 	}
 
 	private static boolean isMasked(String key) {
@@ -142,9 +214,12 @@ public final class ClusterLocksView {
 	 * @param note why not, or why the list is incomplete
 	 * @param complete whether every lock is listed
 	 * @param locks the locks, ordered by key
+	 * @param backends the same of each named backend ({@code holdfast.backends.<name>}), by name;
+	 * {@code null}, absent in the JSON, without named backends
 	 */
 	public record ClusterLocksDescriptor(String backend, boolean supported, @Nullable String note, boolean complete,
-			List<ClusterLockDescriptor> locks) implements OperationResponseBody {
+			List<ClusterLockDescriptor> locks, @Nullable Map<String, ClusterLocksDescriptor> backends)
+			implements OperationResponseBody {
 	}
 
 	/**

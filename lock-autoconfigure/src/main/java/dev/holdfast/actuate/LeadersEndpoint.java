@@ -36,9 +36,10 @@ import dev.holdfast.spi.ClusterLocks.BackendLock;
  * this instance's own name, without I/O, where it leads; else read from a {@link ClusterLocks}
  * backend, the followed groups' keys alone, awaited at most 1 s and off the caller's thread.
  * {@code POST /actuator/leaders/{group}} yields the group's leadership, so that another
- * instance leads, for example before a deploy. Its default access is read-only: the yield exists
- * only with {@code management.endpoint.leaders.access=unrestricted}, and is secured as Boot
- * secures every write operation. A yield is logged at WARN with the caller's principal.
+ * instance leads, for example before a deploy; {@code leaders/{backend}/{group}} reads and
+ * yields a group of a named backend ({@code holdfast.backends.<name>}). Its default access is
+ * read-only: the yield exists only with {@code management.endpoint.leaders.access=unrestricted},
+ * and is secured as Boot secures every write operation. A yield is logged at WARN with the caller's principal.
  */
 @Endpoint(id = "leaders", defaultAccess = Access.READ_ONLY)
 public class LeadersEndpoint {
@@ -55,8 +56,8 @@ public class LeadersEndpoint {
 	private final String instanceName;
 
 	/**
-	 * Lists the groups of {@code elections}, and those of each named backend's (read only: a yield
-	 * through the endpoint names a group of {@code elections}).
+	 * Lists the groups of {@code elections}, and those of each named backend's, read and yielded
+	 * at {@code leaders/<backend>/<group>}.
 	 * @param instanceName this instance's name ({@code holdfast.instance-name})
 	 * @param named the elections and engine of each named backend ({@code holdfast.backends.<name>})
 	 */
@@ -108,9 +109,23 @@ public class LeadersEndpoint {
 	/** One group, or nothing (404) when this instance did not join it. */
 	@ReadOperation
 	public @Nullable GroupDescriptor group(@Selector String group) {
-		Optional<Leadership> found = find(group);
-		return found.isEmpty() ? null : describe(found.get(), this.source.engine().heldLeases(),
-				leaderInstances(this.source, List.of(found.get())), this.source);
+		return group(this.source, group);
+	}
+
+	/**
+	 * {@code leaders/<backend>/<group>}: one group of a named backend, or nothing (404) when this
+	 * instance did not join it there.
+	 */
+	@ReadOperation
+	public @Nullable GroupDescriptor groupOn(@Selector String backend, @Selector String group) {
+		Source source = this.named.get(backend);
+		return (source != null) ? group(source, group) : null;
+	}
+
+	private @Nullable GroupDescriptor group(Source backend, String group) {
+		Optional<Leadership> found = find(backend, group);
+		return found.isEmpty() ? null : describe(found.get(), backend.engine().heldLeases(),
+				leaderInstances(backend, List.of(found.get())), backend);
 	}
 
 	/** The holders of the leases of the groups this instance does not lead, by key, as read within 1 s. */
@@ -128,29 +143,59 @@ public class LeadersEndpoint {
 	 * Yields the leadership of {@code group} when this instance leads it: the term is revoked
 	 * (reason {@code YIELDED}), its lease released, and this instance does not campaign again for
 	 * a second, so that another instance leads. Nothing happens when it does not lead.
-	 * @return what was done, or nothing (404) when this instance did not join the group
+	 * @return what was done; nothing (404) when this instance did not join the group, or a
+	 * refusal naming the path to use when it joined it on a named backend only
 	 */
 	@WriteOperation
 	public @Nullable YieldDescriptor yield(SecurityContext securityContext, @Selector String group) {
-		Optional<Leadership> found = find(group);
+		Optional<Leadership> found = find(this.source, group);
 		if (found.isEmpty()) {
-			return null;
+			List<String> joinedOn = this.named.entrySet()
+				.stream()
+				.filter((backend) -> find(backend.getValue(), group).isPresent())
+				.map((backend) -> "POST /actuator/leaders/" + backend.getKey() + "/" + group)
+				.toList();
+			return joinedOn.isEmpty() ? null : new YieldDescriptor(group, false, null,
+					"Joined on a named backend, not on the default one: yield it with " + String.join(" or ", joinedOn));
 		}
-		Leadership leadership = found.get();
+		return yieldTerm(securityContext, found.get(), "");
+	}
+
+	/**
+	 * {@code leaders/<backend>/<group>}: yields the leadership of {@code group} on the named
+	 * backend {@code backend}, as {@link #yield(SecurityContext, String)} does on the default one.
+	 * @return what was done, nothing (404) when this instance did not join the group there, or a
+	 * refusal naming the backends when {@code backend} is none of them
+	 */
+	@WriteOperation
+	public @Nullable YieldDescriptor yieldOn(SecurityContext securityContext, @Selector String backend,
+			@Selector String group) {
+		Source source = this.named.get(backend);
+		if (source == null) {
+			return new YieldDescriptor(group, false, null, "No backend '" + backend + "': the named backends are "
+					+ this.named.keySet() + "; yield a group of the default one with POST /actuator/leaders/" + group);
+		}
+		Optional<Leadership> found = find(source, group);
+		return found.isEmpty() ? null : yieldTerm(securityContext, found.get(), " of backend '" + backend + "'");
+	}
+
+	private static YieldDescriptor yieldTerm(SecurityContext securityContext, Leadership leadership, String of) {
+		String group = leadership.group();
 		Optional<LeaderTerm> term = leadership.term();
 		String caller = caller(securityContext);
 		if (term.isEmpty()) {
-			logger.info("Leader group '" + group + "': yield asked by " + caller + ", but this instance does not lead it");
-			return new YieldDescriptor(group, false, null);
+			logger.info("Leader group '" + group + "'" + of + ": yield asked by " + caller
+					+ ", but this instance does not lead it");
+			return new YieldDescriptor(group, false, null, null);
 		}
-		logger.warn("Leader group '" + group + "': term " + term.get().fencingToken() + " yielded by " + caller
-				+ " through the leaders endpoint");
+		logger.warn("Leader group '" + group + "'" + of + ": term " + term.get().fencingToken() + " yielded by "
+				+ caller + " through the leaders endpoint");
 		leadership.yield();
-		return new YieldDescriptor(group, true, term.get().fencingToken());
+		return new YieldDescriptor(group, true, term.get().fencingToken(), null);
 	}
 
-	private Optional<Leadership> find(String group) {
-		return this.source.elections()
+	private static Optional<Leadership> find(Source backend, String group) {
+		return backend.elections()
 			.leaderships()
 			.stream()
 			.filter((joined) -> joined.group().equals(group))
@@ -243,9 +288,11 @@ public class LeadersEndpoint {
 	 * @param group the group name
 	 * @param yielded whether a term was yielded (false: this instance did not lead the group)
 	 * @param fencingToken the yielded term's fencing token
+	 * @param reason why nothing was done: the group is on a named backend, or the backend named is
+	 * none of them; {@code null}, absent in the JSON, otherwise
 	 */
-	public record YieldDescriptor(String group, boolean yielded, @Nullable Long fencingToken)
-			implements OperationResponseBody {
+	public record YieldDescriptor(String group, boolean yielded, @Nullable Long fencingToken,
+			@Nullable String reason) implements OperationResponseBody {
 	}
 
 }

@@ -96,9 +96,7 @@ public class LocksEndpoint {
 		this.instance = instance;
 		this.showValues = showValues;
 		this.roles = Set.copyOf(roles);
-		Map<String, String> prefixes = new TreeMap<>();
-		named.forEach((name, namedEngine) -> prefixes.put(name, namedEngine.keyPrefix()));
-		this.cluster = new ClusterLocksView(engine, maxListed, prefixes);
+		this.cluster = new ClusterLocksView(engine, maxListed, named);
 		this.jobs = jobs;
 	}
 
@@ -127,7 +125,8 @@ public class LocksEndpoint {
 
 	/**
 	 * {@code cluster}: the locks held on the backend by every instance, with the instance that
-	 * holds each, bounded; keys shown as {@link #locks} shows them. {@code jobs}: this instance's
+	 * holds each, bounded, and those of each named backend under its name; keys shown as
+	 * {@link #locks} shows them. {@code jobs}: this instance's
 	 * scheduled jobs, with what the backend holds of them ({@link JobsView}). {@code null} (not
 	 * found) for another scope.
 	 */
@@ -149,10 +148,13 @@ public class LocksEndpoint {
 	 * accepted when exactly one listed lock has it
 	 * @param fencingToken release only if the holder's token is this one, so that a lock taken
 	 * by another holder since it was listed is left alone
+	 * @param backend with named backends, the one that holds the lock ({@code default} for the
+	 * default backend); when not given, the one whose keys start as {@code key} does
 	 */
 	@WriteOperation
-	public ForcedReleaseDescriptor release(SecurityContext securityContext, String key, @Nullable Long fencingToken) {
-		return this.cluster.forceRelease(securityContext, key, fencingToken);
+	public ForcedReleaseDescriptor release(SecurityContext securityContext, String key, @Nullable Long fencingToken,
+			@Nullable String backend) {
+		return this.cluster.forceRelease(securityContext, key, fencingToken, backend);
 	}
 
 	/**

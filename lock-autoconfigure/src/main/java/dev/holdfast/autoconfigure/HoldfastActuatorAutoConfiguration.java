@@ -46,6 +46,7 @@ import dev.holdfast.core.LockEngine;
 import dev.holdfast.leader.DefaultLeaderElections;
 import dev.holdfast.scheduling.ScheduledJobs;
 import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
+import dev.holdfast.scheduling.TickClock;
 
 /**
  * Operations support for Holdfast, each part active when its library is present: Micrometer
@@ -124,8 +125,14 @@ public final class HoldfastActuatorAutoConfiguration {
 		@Bean
 		@ConditionalOnBean(SingleInstanceScheduledBeanPostProcessor.class)
 		@ConditionalOnMissingBean
-		TickClockMetrics holdfastTickClockMetrics(SingleInstanceScheduledBeanPostProcessor scheduling) {
-			return new TickClockMetrics(scheduling.tickClock());
+		TickClockMetrics holdfastTickClockMetrics(SingleInstanceScheduledBeanPostProcessor scheduling,
+				ObjectProvider<LockEngine> engine, Environment environment, ListableBeanFactory beanFactory) {
+			Map<String, TickClock> tickClocks = new TreeMap<>();
+			LockEngine defaultEngine = engine.getIfUnique();
+			tickClocks.put((defaultEngine != null) ? defaultEngine.backendName() : "default", scheduling.tickClock());
+			NamedBackendsRegistrar.names(environment, beanFactory)
+				.forEach((name) -> tickClocks.put(name, scheduling.tickClock(name)));
+			return new TickClockMetrics(tickClocks);
 		}
 
 	}
@@ -199,14 +206,16 @@ public final class HoldfastActuatorAutoConfiguration {
 		@Conditional(OnNamedBackendsCondition.class)
 		@ConditionalOnMissingBean(name = "holdfastBackendsHealthContributor")
 		CompositeHealthContributor holdfastBackendsHealthContributor(Environment environment,
-				ListableBeanFactory beanFactory) {
+				ListableBeanFactory beanFactory, ObjectProvider<SingleInstanceScheduledBeanPostProcessor> scheduling) {
 			// Named elections exist with the leader auto-configuration only (NamedBackendsRegistrar).
 			Map<String, DefaultLeaderElections> elections = beanFactory
 				.containsBeanDefinition(HoldfastLeaderAutoConfiguration.class.getName())
 						? named(environment, beanFactory, DefaultLeaderElections.class) : Map.of();
+			SingleInstanceScheduledBeanPostProcessor jobs = scheduling.getIfUnique();
 			Map<String, HealthContributor> backends = new TreeMap<>();
-			named(environment, beanFactory, LockEngine.class).forEach((name,
-					engine) -> backends.put(name, new LockBackendHealthIndicator(engine, null, elections.get(name))));
+			named(environment, beanFactory, LockEngine.class).forEach((name, engine) -> backends.put(name,
+					new LockBackendHealthIndicator(engine, (jobs != null) ? jobs.tickClock(name) : null,
+							elections.get(name))));
 			return CompositeHealthContributor.fromMap(backends);
 		}
 

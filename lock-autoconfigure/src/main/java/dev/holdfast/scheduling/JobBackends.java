@@ -18,8 +18,9 @@ import dev.holdfast.scan.BackendChoice;
 
 /**
  * The job locks of each backend a job can name (NBK-4 in docs/DESIGN.md): a job's lock and its
- * ticks are on its backend. One {@link JobLocks} per backend, made when its first job is bound,
- * after the refresh.
+ * ticks are on its backend, judged by that backend's clock. One {@link JobLocks} and one
+ * {@link TickClock} per backend, made when its first job is bound, after the refresh (its tick
+ * clock when the health indicator or the gauge asks for it, if sooner).
  */
 final class JobBackends {
 
@@ -27,6 +28,9 @@ final class JobBackends {
 
 	/** One per backend: bounded by the backends configured. */
 	private final Map<String, JobLocks> locks = new ConcurrentHashMap<>();
+
+	/** One per backend, as {@link #locks}: each backend's clock is its own. */
+	private final Map<String, TickClock> tickClocks = new ConcurrentHashMap<>();
 
 	/**
 	 * @param engines the engine of each backend, {@code null} for the default backend's only,
@@ -42,9 +46,20 @@ final class JobBackends {
 				"@SingleInstanceScheduled on " + definition.description());
 	}
 
+	/**
+	 * What the tick claims on {@code backend} ({@link BackendChoice#DEFAULT} for the default one)
+	 * measured of its clock, made at the first call.
+	 * @throws IllegalArgumentException for a backend not configured
+	 */
+	TickClock tickClock(String backend) {
+		if (!backend.equals(BackendChoice.DEFAULT) && (this.engines == null || !this.engines.names().contains(backend))) {
+			throw new IllegalArgumentException("No backend '" + backend + "' (holdfast.backends." + backend + ")");
+		}
+		return this.tickClocks.computeIfAbsent(backend, (name) -> new TickClock());
+	}
+
 	/** The job locks of {@code backend}, made at the first call. */
-	JobLocks locks(String backend, ListableBeanFactory factory, JobTasks tasks, TickClock tickClock,
-			Duration tolerance) {
+	JobLocks locks(String backend, ListableBeanFactory factory, JobTasks tasks, Duration tolerance) {
 		JobLocks current = this.locks.get(backend);
 		if (current != null) {
 			return current;
@@ -63,7 +78,7 @@ final class JobBackends {
 		TaskScheduler scheduler = tasks.useScheduler(factory);
 		List<LockListener> listeners = factory.getBeanProvider(LockListener.class).orderedStream().toList();
 		JobLocks made = new JobLocks(engine, backend.isEmpty() ? engine.backend().name() : backend,
-				CompositeLockListener.of(listeners), scheduler, tickClock, tolerance);
+				CompositeLockListener.of(listeners), scheduler, tickClock(backend), tolerance);
 		JobLocks raced = this.locks.putIfAbsent(backend, made);
 		return (raced != null) ? raced : made;
 	}

@@ -113,8 +113,6 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 
 	private final JobRuns runs = new JobRuns();
 
-	private final TickClock tickClock = new TickClock();
-
 	private @Nullable BeanFactory beanFactory;
 
 	private @Nullable ApplicationContext applicationContext;
@@ -298,7 +296,7 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 		if (!(this.beanFactory instanceof ListableBeanFactory factory)) {
 			throw new IllegalStateException("No BeanFactory set");
 		}
-		return this.backends.locks(backend, factory, this.tasks, this.tickClock, defaults().clockTolerance());
+		return this.backends.locks(backend, factory, this.tasks, defaults().clockTolerance());
 	}
 
 	/**
@@ -366,11 +364,16 @@ public class SingleInstanceScheduledBeanPostProcessor implements BeanPostProcess
 	}
 
 	/**
-	 * How far this instance's clock is from the lock backend's, as the claims of ticks measure
-	 * it, and which jobs run no ticks here because of it.
+	 * How far this instance's clock is from the default lock backend's, as the claims of ticks
+	 * measure it, and which jobs run no ticks here because of it.
 	 */
 	public TickClock tickClock() {
-		return this.tickClock;
+		return tickClock(BackendChoice.DEFAULT);
+	}
+
+	/** The same of the named backend {@code backend} ({@code holdfast.backends.<name>}). */
+	public TickClock tickClock(String backend) {
+		return this.backends.tickClock(backend);
 	}
 
 	/** The tasks this post-processor scheduled. */

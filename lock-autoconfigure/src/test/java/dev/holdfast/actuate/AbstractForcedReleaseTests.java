@@ -86,7 +86,7 @@ abstract class AbstractForcedReleaseTests {
 		assertThat(listed.instance()).isEqualTo("web-1");
 		assertThat(listed.key()).as("masked as show-values says").matches("holdfast:" + name + ":\\*{6}#[0-9a-f]{4}");
 
-		ForcedReleaseDescriptor answer = endpoint.release(ALICE, listed.key(), lease.fencingToken());
+		ForcedReleaseDescriptor answer = endpoint.release(ALICE, listed.key(), lease.fencingToken(), null);
 		assertThat(answer.released()).as(String.valueOf(answer.reason())).isTrue();
 		assertThat(output).contains("released by force by alice");
 
@@ -107,7 +107,7 @@ abstract class AbstractForcedReleaseTests {
 		DefaultLockTemplate operator = template("web-2", new LockMetricsListener(new SimpleMeterRegistry()));
 		LocksEndpoint endpoint = new LocksEndpoint(operator, "web-2", Show.ALWAYS, Set.of(), 100, null);
 		try (Lease lease = holder.acquire("nightly-" + UUID.randomUUID(), null, LockOptions.defaults())) {
-			ForcedReleaseDescriptor answer = endpoint.release(ALICE, lease.key(), lease.fencingToken() - 1);
+			ForcedReleaseDescriptor answer = endpoint.release(ALICE, lease.key(), lease.fencingToken() - 1, null);
 			assertThat(answer.released()).isFalse();
 			assertThat(lease.isValid()).isTrue();
 		}

@@ -43,31 +43,13 @@ class LocksEndpointTests {
 
 	@Test
 	void backendThatCannotListTheClusterIsAnsweredAsUnsupported() {
-		InMemoryLockBackend memory = new InMemoryLockBackend();
-		LockBackend locksOnly = new LockBackend() {
-
-			@Override
-			public String name() {
-				return "locks-only";
-			}
-
-			@Override
-			public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
-				return memory.tryAcquire(key, owner, ttl);
-			}
-
-			@Override
-			public boolean release(String key, String owner) {
-				return memory.release(key, owner);
-			}
-
-		};
+		LockBackend locksOnly = locksOnly();
 		try (DefaultLockTemplate template = new DefaultLockTemplate(locksOnly, LockSettings.defaults())) {
 			LocksEndpoint endpoint = new LocksEndpoint(template);
 			ClusterLocksDescriptor cluster = (ClusterLocksDescriptor) endpoint.scope(SecurityContext.NONE, "cluster");
 			assertThat(cluster.supported()).isFalse();
 			assertThat(cluster.note()).contains("locks-only backend cannot list");
-			assertThat(endpoint.release(SecurityContext.NONE, "holdfast:job", null).reason())
+			assertThat(endpoint.release(SecurityContext.NONE, "holdfast:job", null, null).reason())
 				.contains("locks-only backend cannot");
 			assertThat(endpoint.scope(SecurityContext.NONE, "other")).as("another scope: not found").isNull();
 		}
@@ -114,6 +96,29 @@ class LocksEndpointTests {
 			this.finish.await(10, TimeUnit.SECONDS);
 		}
 
+	}
+
+	/** A backend named {@code locks-only}, in memory, that cannot list or release the locks of others. */
+	static LockBackend locksOnly() {
+		InMemoryLockBackend memory = new InMemoryLockBackend();
+		return new LockBackend() {
+
+			@Override
+			public String name() {
+				return "locks-only";
+			}
+
+			@Override
+			public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+				return memory.tryAcquire(key, owner, ttl);
+			}
+
+			@Override
+			public boolean release(String key, String owner) {
+				return memory.release(key, owner);
+			}
+
+		};
 	}
 
 }

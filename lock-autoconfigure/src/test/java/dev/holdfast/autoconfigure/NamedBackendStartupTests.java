@@ -22,6 +22,8 @@ import org.springframework.core.NestedExceptionUtils;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
 import dev.holdfast.DistributedLock;
+import dev.holdfast.DistributedSemaphore;
+import dev.holdfast.LeaderOnly;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.SingleInstanceScheduled;
@@ -261,6 +263,32 @@ class NamedBackendStartupTests {
 	}
 
 	@Test
+	void anUnknownBackendOnASemaphoreFailsAtStartupNamingTheKnownOnes() {
+		this.runner.withUserConfiguration(UnknownSemaphoreBackendConfiguration.class).run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).rootCause()
+				.isInstanceOf(LockConfigurationException.class)
+				.hasMessageContaining("@DistributedSemaphore")
+				.hasMessageContaining("names the backend 'job', which is not configured")
+				.hasMessageContaining("\"\" (the default), jobs, zk");
+		});
+	}
+
+	@Test
+	void anUnknownBackendOnALeaderOnlyMethodFailsAtStartupNamingTheKnownOnes() {
+		this.runner.withConfiguration(AutoConfigurations.of(HoldfastLeaderAutoConfiguration.class))
+			.withUserConfiguration(UnknownLeaderBackendConfiguration.class)
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).rootCause()
+					.isInstanceOf(LockConfigurationException.class)
+					.hasMessageContaining("@LeaderOnly")
+					.hasMessageContaining("names the backend 'zookeeper', which is not configured")
+					.hasMessageContaining("\"\" (the default), jobs, zk");
+			});
+	}
+
+	@Test
 	void aNamedBackendWithoutATypeFailsAtStartupNamingTheProperty() {
 		this.runner.withPropertyValues("holdfast.backends.orders.client=dataSource").run((context) -> {
 			assertThat(context).hasFailed();
@@ -402,4 +430,41 @@ class NamedBackendStartupTests {
 		}
 
 	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UnknownSemaphoreBackendConfiguration {
+
+		@Bean
+		MisnamedSemaphore misnamedSemaphore() {
+			return new MisnamedSemaphore();
+		}
+
+	}
+
+	static class MisnamedSemaphore {
+
+		@DistributedSemaphore(name = "exports", permits = 2, backend = "job")
+		public void export() {
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UnknownLeaderBackendConfiguration {
+
+		@Bean
+		MisnamedLeader misnamedLeader() {
+			return new MisnamedLeader();
+		}
+
+	}
+
+	static class MisnamedLeader {
+
+		@LeaderOnly(group = "relay", backend = "zookeeper")
+		public void poll() {
+		}
+
+	}
+
 }

@@ -28,6 +28,7 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.health.contributor.CompositeHealthContributor;
+import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.context.ApplicationContext;
@@ -52,8 +53,10 @@ import dev.holdfast.actuate.LeadersEndpoint.LeadersDescriptor;
 import dev.holdfast.actuate.LocksEndpoint;
 import dev.holdfast.actuate.LocksEndpoint.LeaseDescriptor;
 import dev.holdfast.actuate.LocksEndpoint.LocksDescriptor;
+import dev.holdfast.actuate.TickClockMetrics;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
 import dev.holdfast.test.server.PostgresServer;
 import dev.holdfast.test.server.RedisServer;
 import dev.holdfast.test.server.ZooKeeperServer;
@@ -205,6 +208,26 @@ class NamedBackendsTests {
 	}
 
 	@Test
+	void aJobOnTheJdbcBackendIsJudgedByThatBackendsClockAlone() {
+		this.runner.withUserConfiguration(JobConfiguration.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(Job.class).runs.poll(20, TimeUnit.SECONDS)).isNotNull();
+			SingleInstanceScheduledBeanPostProcessor scheduling = context
+				.getBean(SingleInstanceScheduledBeanPostProcessor.class);
+			assertThat(scheduling.tickClock("jobs").offset()).as("measured by the jobs backend's claims").isPresent();
+			assertThat(scheduling.tickClock().offset()).as("the default backend claimed no tick").isEmpty();
+			MeterRegistry meters = context.getBean(MeterRegistry.class);
+			context.getBean(TickClockMetrics.class).bindTo(meters);
+			assertThat(meters.get(TickClockMetrics.OFFSET).tag("backend", "jobs").gauge().value()).isNotNaN();
+			assertThat(meters.get(TickClockMetrics.OFFSET).tag("backend", "redis").gauge().value()).isNaN();
+			assertThat(meters.get(TickClockMetrics.OFFSET).tag("backend", "zk").gauge().value()).isNaN();
+			assertThat(healthOf(context, "jobs").getDetails()).containsKey("clockOffset");
+			assertThat(healthOf(context, "holdfast").getDetails()).doesNotContainKey("clockOffset");
+			assertThat(healthOf(context, "zk").getDetails()).doesNotContainKey("clockOffset");
+		});
+	}
+
+	@Test
 	void aLeaderGroupOnTheZooKeeperBackendIsElectedThereAndItsElectionsAreInjectedByQualifier() {
 		this.runner.withConfiguration(AutoConfigurations.of(HoldfastLeaderAutoConfiguration.class))
 			.withUserConfiguration(LeaderConfiguration.class)
@@ -255,11 +278,15 @@ class NamedBackendsTests {
 
 	/** The health of the default backend ({@code holdfast}) or of the named one {@code backend}. */
 	private static Status health(ApplicationContext context, String backend) {
+		return healthOf(context, backend).getStatus();
+	}
+
+	private static Health healthOf(ApplicationContext context, String backend) {
 		HealthIndicator indicator = backend.equals("holdfast")
 				? context.getBean("holdfastHealthIndicator", HealthIndicator.class)
 				: (HealthIndicator) context.getBean("holdfastBackendsHealthContributor", CompositeHealthContributor.class)
 					.getContributor(backend);
-		return indicator.health().getStatus();
+		return indicator.health();
 	}
 
 	@Configuration(proxyBeanMethods = false)
