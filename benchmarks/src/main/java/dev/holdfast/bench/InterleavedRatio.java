@@ -6,6 +6,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -49,8 +50,9 @@ public final class InterleavedRatio {
 
 	/**
 	 * Ops/s of each contender in each measured round: two warmup rounds, then {@code rounds} rounds of
-	 * {@code roundMillis} in which every contender runs in turn, in rotating order so that no
-	 * contender always goes first. All contenders' clients are open throughout.
+	 * {@code roundMillis} in which every contender runs in turn, in an order shuffled per round (fixed
+	 * seed), so that no contender always goes first nor always follows the same one (whose work left
+	 * in the background, such as releases, would slow it). All contenders' clients are open throughout.
 	 */
 	static Map<String, List<Double>> measure(List<String> contenders, int threads, int rounds, long roundMillis)
 			throws Exception {
@@ -63,8 +65,9 @@ public final class InterleavedRatio {
 				opsPerSecond.put(contender, new ArrayList<>());
 			}
 			List<String> order = new ArrayList<>(contenders);
+			Random random = new Random(31);
 			for (int round = -2; round < rounds; round++) {
-				Collections.rotate(order, 1);
+				Collections.shuffle(order, random);
 				for (String contender : order) {
 					double rate = round(clients.get(contender), contender, threads, roundMillis, pool);
 					if (round >= 0) {
