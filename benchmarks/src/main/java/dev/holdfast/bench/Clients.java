@@ -3,6 +3,7 @@ package dev.holdfast.bench;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
@@ -69,6 +70,10 @@ public final class Clients {
 			case "redlock-floor" -> RedlockFloorClients.create(redlockPorts());
 			case "redlock-holdfast" -> HoldfastRedlockClients.create(redlockPorts());
 			case "redlock-redisson" -> redissonRedLock(redlockClients());
+			case "redis-floor-2keys", "redis-floor-2keys-1rt", "redis-holdfast-2keys-serial", "redis-holdfast-2keys",
+					"redis-holdfast-permit", "jdbc-floor-2keys", "jdbc-floor-2keys-1rt", "jdbc-holdfast-2keys-serial",
+					"jdbc-holdfast-2keys", "jdbc-holdfast-permit" ->
+				SeveralKeysClients.create(id);
 			case "zookeeper-floor", "zookeeper-holdfast", "zookeeper-curator", "zookeeper-shedlock" ->
 				ZooKeeperClients.create(id);
 			default -> throw new IllegalArgumentException("Unknown contender " + id);
@@ -331,9 +336,7 @@ public final class Clients {
 	 * or expired, on the database clock) and one owner-checked {@code DELETE} to release.
 	 */
 	static LockClient jdbcFloor(HikariDataSource dataSource) {
-		String acquire = "INSERT INTO bench_floor_lock (lock_key, owner_token, expires_at) VALUES (?, ?, now() + interval '30 seconds') "
-				+ "ON CONFLICT (lock_key) DO UPDATE SET owner_token = excluded.owner_token, expires_at = excluded.expires_at "
-				+ "WHERE bench_floor_lock.expires_at < now()";
+		String acquire = floorUpsert(1);
 		String release = "DELETE FROM bench_floor_lock WHERE lock_key = ? AND owner_token = ?";
 		return new LockClient() {
 
@@ -362,19 +365,11 @@ public final class Clients {
 			}
 
 			private boolean tryAcquire(String key, String owner) throws Exception {
-				try (var connection = dataSource.getConnection(); var ps = connection.prepareStatement(acquire)) {
-					ps.setString(1, key);
-					ps.setString(2, owner);
-					return ps.executeUpdate() == 1;
-				}
+				return update(dataSource, acquire, key, owner) == 1;
 			}
 
 			private void release(String key, String owner) throws Exception {
-				try (var connection = dataSource.getConnection(); var ps = connection.prepareStatement(release)) {
-					ps.setString(1, key);
-					ps.setString(2, owner);
-					ps.executeUpdate();
-				}
+				update(dataSource, release, key, owner);
 			}
 
 			@Override
@@ -383,6 +378,28 @@ public final class Clients {
 			}
 
 		};
+	}
+
+	/**
+	 * The floor's upsert of {@code rows} rows (parameters: key and owner of each), each taken only if
+	 * absent or expired, on the database clock.
+	 */
+	static String floorUpsert(int rows) {
+		String row = "(?, ?, now() + interval '30 seconds')";
+		return "INSERT INTO bench_floor_lock (lock_key, owner_token, expires_at) VALUES "
+				+ String.join(", ", Collections.nCopies(rows, row))
+				+ " ON CONFLICT (lock_key) DO UPDATE SET owner_token = excluded.owner_token, expires_at = excluded.expires_at "
+				+ "WHERE bench_floor_lock.expires_at < now()";
+	}
+
+	/** One autocommit statement on a pooled connection, its parameters strings; the rows it changed. */
+	static int update(HikariDataSource dataSource, String sql, String... parameters) throws Exception {
+		try (var connection = dataSource.getConnection(); var ps = connection.prepareStatement(sql)) {
+			for (int i = 0; i < parameters.length; i++) {
+				ps.setString(i + 1, parameters[i]);
+			}
+			return ps.executeUpdate();
+		}
 	}
 
 	static LockClient shedLockJdbc(HikariDataSource dataSource) {

@@ -36,11 +36,21 @@ final class HoldfastClients {
 	}
 
 	static LockClient redisTemplate(LettuceConnectionFactory factory) {
+		Closing redis = redisBackendTemplate(factory);
+		return templateClient(redis.template(), redis.onClose());
+	}
+
+	/** The template over {@code RedisLockBackend.of(factory, ...)}, and what closes the backend and the factory. */
+	static Closing redisBackendTemplate(LettuceConnectionFactory factory) {
 		RedisLockBackend backend = RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
-		return templateClient(template(backend), () -> {
+		return new Closing(template(backend), () -> {
 			backend.close();
 			factory.destroy();
 		});
+	}
+
+	/** A template, and what to close after it (its backend's connections). */
+	record Closing(DefaultLockTemplate template, AutoCloseable onClose) {
 	}
 
 	/** {@link #redisTemplate} with {@code holdfast.release-in-background=false}: close() waits for Redis. */

@@ -15,9 +15,15 @@ final class HoldfastJdbcClients {
 	}
 
 	static LockClient create(DataSource dataSource) {
+		HoldfastClients.Closing jdbc = template(dataSource);
+		return HoldfastClients.templateClient(jdbc.template(), jdbc.onClose());
+	}
+
+	/** The template over the backend, and what closes the pool. */
+	static HoldfastClients.Closing template(DataSource dataSource) {
 		JdbcLockBackend backend = new JdbcLockBackend(dataSource);
 		backend.setFairHandoff(!"false".equals(System.getProperty("bench.jdbc.fairHandoff", "true")));
-		return HoldfastClients.templateClient(HoldfastClients.template(backend),
+		return new HoldfastClients.Closing(HoldfastClients.template(backend),
 				() -> ((AutoCloseable) dataSource).close());
 	}
 

@@ -6,6 +6,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -33,6 +34,28 @@ public final class InterleavedRatio {
 		long roundMillis = (args.length > 2) ? Long.parseLong(args[2]) : 500;
 		List<String> contenders = (args.length > 3) ? Arrays.asList(args).subList(3, args.length)
 				: List.of("redis-floor", "redis-holdfast");
+		Map<String, List<Double>> opsPerSecond = measure(contenders, threads, rounds, roundMillis);
+		List<Double> base = opsPerSecond.get(contenders.get(0));
+		System.out.printf("%d thread(s), %d rounds of %d ms; ratio = contender / %s in the same round%n", threads,
+				rounds, roundMillis, contenders.get(0));
+		for (String contender : contenders) {
+			List<Double> ratios = ratios(opsPerSecond.get(contender), base);
+			List<Double> rates = new ArrayList<>(opsPerSecond.get(contender));
+			Collections.sort(rates);
+			System.out.printf("%-26s median %,9.0f ops/s, best %,9.0f | ratio median %.2f×, quartiles %.2f–%.2f×%n",
+					contender, median(rates), rates.get(rates.size() - 1), median(ratios),
+					ratios.get(ratios.size() / 4), ratios.get(ratios.size() * 3 / 4));
+		}
+	}
+
+	/**
+	 * Ops/s of each contender in each measured round: two warmup rounds, then {@code rounds} rounds of
+	 * {@code roundMillis} in which every contender runs in turn, in an order shuffled per round (fixed
+	 * seed), so that no contender always goes first nor always follows the same one (whose work left
+	 * in the background, such as releases, would slow it). All contenders' clients are open throughout.
+	 */
+	static Map<String, List<Double>> measure(List<String> contenders, int threads, int rounds, long roundMillis)
+			throws Exception {
 		Map<String, LockClient> clients = new LinkedHashMap<>();
 		Map<String, List<Double>> opsPerSecond = new LinkedHashMap<>();
 		ExecutorService pool = Executors.newFixedThreadPool(threads);
@@ -42,9 +65,9 @@ public final class InterleavedRatio {
 				opsPerSecond.put(contender, new ArrayList<>());
 			}
 			List<String> order = new ArrayList<>(contenders);
-			// Two rounds of warmup, then rounds in rotating order so that no contender always goes first.
+			Random random = new Random(31);
 			for (int round = -2; round < rounds; round++) {
-				Collections.rotate(order, 1);
+				Collections.shuffle(order, random);
 				for (String contender : order) {
 					double rate = round(clients.get(contender), contender, threads, roundMillis, pool);
 					if (round >= 0) {
@@ -59,21 +82,17 @@ public final class InterleavedRatio {
 				client.close();
 			}
 		}
-		List<Double> base = opsPerSecond.get(contenders.get(0));
-		System.out.printf("%d thread(s), %d rounds of %d ms; ratio = contender / %s in the same round%n", threads,
-				rounds, roundMillis, contenders.get(0));
-		for (String contender : contenders) {
-			List<Double> ratios = new ArrayList<>();
-			for (int i = 0; i < base.size(); i++) {
-				ratios.add(opsPerSecond.get(contender).get(i) / base.get(i));
-			}
-			List<Double> rates = new ArrayList<>(opsPerSecond.get(contender));
-			Collections.sort(ratios);
-			Collections.sort(rates);
-			System.out.printf("%-26s median %,9.0f ops/s, best %,9.0f | ratio median %.2f×, quartiles %.2f–%.2f×%n",
-					contender, median(rates), rates.get(rates.size() - 1), median(ratios),
-					ratios.get(ratios.size() / 4), ratios.get(ratios.size() * 3 / 4));
+		return opsPerSecond;
+	}
+
+	/** The ratios of two contenders' rates round by round, sorted. */
+	static List<Double> ratios(List<Double> rates, List<Double> base) {
+		List<Double> ratios = new ArrayList<>();
+		for (int i = 0; i < base.size(); i++) {
+			ratios.add(rates.get(i) / base.get(i));
 		}
+		Collections.sort(ratios);
+		return ratios;
 	}
 
 	private static double round(LockClient client, String contender, int threads, long millis, ExecutorService pool)
@@ -97,7 +116,7 @@ public final class InterleavedRatio {
 		return operations.sum() * 1000.0 / millis;
 	}
 
-	private static double median(List<Double> sorted) {
+	static double median(List<Double> sorted) {
 		return sorted.get(sorted.size() / 2);
 	}
 

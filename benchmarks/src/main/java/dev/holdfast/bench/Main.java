@@ -34,7 +34,8 @@ import dev.holdfast.test.server.ZooKeeperServer;
  * ports) and PostgreSQL (embedded, or {@code -Dbench.pg=local}).
  * <p>
  * System properties: {@code bench.quick=true} (smoke run, a few seconds per benchmark),
- * {@code bench.only=redis,jdbc,redlock,zookeeper,annotation,contended,trybusy,leases} (a subset),
+ * {@code bench.only=redis,jdbc,redlock,zookeeper,annotation,contended,trybusy,leases} (a subset; {@code multi},
+ * issue 31's several keys and semaphore permits, runs only when named),
  * {@code bench.contenders=redis-floor,redis-holdfast} (only these contenders, or ids beginning so),
  * {@code bench.threads=1,8}, {@code bench.prof=jfr} (a JMH profiler for every fork),
  * {@code bench.out=path} (where the Markdown table goes, besides standard output).
@@ -87,6 +88,12 @@ public final class Main {
 	/** CPU ns per call, by benchmark method of the annotation group. */
 	private Map<String, Double> annotationCpu = Map.of();
 
+	/** {@link #throughput} of the {@code multi} group ({@link SeveralKeysClients}). */
+	private final Map<String, Map<Integer, double[]>> severalKeys = new LinkedHashMap<>();
+
+	/** The {@code multi} group in alternating rounds ({@link InterleavedRatio}): by thread count, ops/s per round by contender. */
+	private final Map<Integer, Map<String, List<Double>>> severalKeysRounds = new LinkedHashMap<>();
+
 	private final List<ContendedHarness.Result> contended = new ArrayList<>();
 
 	private final List<ContendedHarness.Result> tryBusy = new ArrayList<>();
@@ -109,7 +116,7 @@ public final class Main {
 		Runtime.getRuntime().addShutdownHook(stopServers);
 		try {
 			RedisServer redis = null;
-			if (needs("redis", "contended", "trybusy", "leases", "redlock")) {
+			if (needs("redis", "contended", "trybusy", "leases", "redlock", "multi")) {
 				redis = RedisServer.start();
 				servers.add(redis);
 				this.jvmArgs.add("-Dbench.redis.port=" + redis.port());
@@ -142,7 +149,7 @@ public final class Main {
 						+ " inside the runner's JVM (Curator's TestingServer, forceSync=no), Curator 5.9.0 clients.");
 			}
 			Postgres postgres = null;
-			if (needs("jdbc", "contended", "trybusy")) {
+			if (needs("jdbc", "contended", "trybusy", "multi")) {
 				postgres = startPostgres();
 				servers.add(postgres);
 				postgres.createTables();
@@ -159,16 +166,20 @@ public final class Main {
 				this.notes.add("Database: " + postgres.description());
 			}
 			if (needs("redis")) {
-				uncontended("redis", REDIS);
+				uncontended("redis", REDIS, this.throughput);
 			}
 			if (needs("jdbc")) {
-				uncontended("jdbc", JDBC);
+				uncontended("jdbc", JDBC, this.throughput);
 			}
 			if (needs("redlock")) {
-				uncontended("redlock", REDLOCK);
+				uncontended("redlock", REDLOCK, this.throughput);
 			}
 			if (needs("zookeeper")) {
-				uncontended("zookeeper", ZOOKEEPER);
+				uncontended("zookeeper", ZOOKEEPER, this.throughput);
+			}
+			if (needs("multi")) {
+				uncontended("multi", SeveralKeysClients.CONTENDERS, this.severalKeys);
+				severalKeysInRounds();
 			}
 			if (needs("annotation")) {
 				this.provenance.start("annotation");
@@ -201,7 +212,7 @@ public final class Main {
 		}
 		String report = new Report(this.quick, this.throughput, this.annotation, this.annotationCpu, this.contended,
 				this.tryBusy, this.leases, this.notes, this.provenance, Duration.ofNanos(System.nanoTime() - started))
-			.render();
+			.render() + SeveralKeysTable.render(this.severalKeys, this.severalKeysRounds, this.provenance);
 		System.out.println();
 		System.out.println(report);
 		Path out = Path.of(System.getProperty("bench.out",
@@ -306,7 +317,8 @@ public final class Main {
 		this.provenance.end(section);
 	}
 
-	private void uncontended(String group, List<String> all) throws Exception {
+	private void uncontended(String group, List<String> all, Map<String, Map<Integer, double[]>> scores)
+			throws Exception {
 		List<String> contenders = selected(all);
 		if (contenders.isEmpty()) {
 			return;
@@ -321,13 +333,36 @@ public final class Main {
 				.build()).run();
 			for (RunResult result : results) {
 				String contender = result.getParams().getParam("contender");
-				this.throughput.computeIfAbsent(contender, (c) -> new LinkedHashMap<>())
+				scores.computeIfAbsent(contender, (c) -> new LinkedHashMap<>())
 					.put(threadCount, new double[] { result.getPrimaryResult().getScore(),
 							result.getPrimaryResult().getScoreError(), best(result, true), bytesPerOp(result),
 							secondary(result, ServerCpuProfiler.SERVER), secondary(result, ServerCpuProfiler.CLIENT) });
 			}
 		}
 		this.provenance.end(group);
+	}
+
+	/**
+	 * The {@code multi} contenders again, each backend's in alternating rounds of 500 ms in this JVM
+	 * (20 rounds, 6 in a quick run): ratios of rounds a second apart, steadier on a loaded machine
+	 * than those of JMH forks minutes apart.
+	 */
+	private void severalKeysInRounds() throws Exception {
+		this.provenance.start("multi-rounds");
+		for (int threadCount : this.threads) {
+			Map<String, List<Double>> rounds = this.severalKeysRounds.computeIfAbsent(threadCount,
+					(t) -> new LinkedHashMap<>());
+			for (String backend : new String[] { "redis-", "jdbc-" }) {
+				List<String> contenders = selected(SeveralKeysClients.CONTENDERS).stream()
+					.filter((c) -> c.startsWith(backend))
+					.toList();
+				if (!contenders.isEmpty()) {
+					log("several keys in rounds, " + threadCount + " thread(s): " + contenders);
+					rounds.putAll(InterleavedRatio.measure(contenders, threadCount, this.quick ? 6 : 20, 500));
+				}
+			}
+		}
+		this.provenance.end("multi-rounds");
 	}
 
 	private void annotationOverhead() throws Exception {

@@ -213,7 +213,7 @@ final class LeaderScenarios {
 				+ history.tokenRegressions() + " token regressions");
 	}
 
-	private void record(String backend, String figure, double value) {
+	void record(String backend, String figure, double value) {
 		this.figures.computeIfAbsent(figure, (key) -> new LinkedHashMap<>())
 			.computeIfAbsent(backend, (key) -> new ArrayList<>())
 			.add(value);
