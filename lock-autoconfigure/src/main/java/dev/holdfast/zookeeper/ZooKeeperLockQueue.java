@@ -13,6 +13,7 @@ import org.apache.commons.logging.LogFactory;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.data.Stat;
@@ -33,7 +34,9 @@ import dev.holdfast.spi.WaitQueue.Outcome;
  * find the turn is sent after the wait ran out. So a call returns within {@code maxWait} + the
  * client's connection timeout, and a grant is never returned later: the node of an acquisition
  * that gives up is deleted, also when its create is answered only after that. (A watch also
- * wakes on the connection's events; the loop then reads the queue again.)
+ * wakes on the connection's events; the loop then reads the queue again. A request of the wait
+ * answered ConnectionLoss is followed by that read too, once the client is connected again on
+ * the node's session within the wait: ZK-11.)
  */
 final class ZooKeeperLockQueue {
 
@@ -118,115 +121,143 @@ final class ZooKeeperLockQueue {
 		long touchEveryNanos = Math.max(1, ttl.toNanos() / 3);
 		boolean waited = false;
 		while (true) {
-			// The parent goes only once it is empty: this node is gone too then.
-			// No release watch: this read follows this attempt's own create, and its delete would fire it.
-			List<String> children = this.once.children(key, parent, false, deadline);
-			if (children == null) {
-				throw lostNode(key);
-			}
-			children.sort(Comparator.comparing(ZooKeeperPaths::sequence));
-			int index = children.indexOf(node);
-			if (index < 0) {
-				throw lostNode(key);
-			}
-			if (index == 0) {
-				// This read listed this node first: on the node's own session it is the check a
-				// takeover makes, so only a stale node is written again. A read on a later session
-				// can list it too: Curator injects a session expiration locally (SUSPENDED for the
-				// session timeout) while the server still keeps the old session and its node, which
-				// then goes when the server expires it. So on another session, even without a wait,
-				// takeHead reads the node and fails on its ephemeralOwner.
-				boolean ownSession = this.backend.sessionId() == own.getEphemeralOwner();
-				long confirmed = (waited || !ownSession)
-						? takeHead(key, path, data, ttl, serverTimeNanos, ownSession, deadline) : serverTimeNanos;
-				return held(owner, key, path, ttl, own, confirmed);
-			}
-			String holder = parent + "/" + children.get(0);
-			String predecessor = parent + "/" + children.get(index - 1);
-			CountDownLatch turn = new CountDownLatch(1);
-			boolean[] holderDeleted = new boolean[1];
-			Watcher watcher = (watched) -> {
-				if (watched.getType() == Watcher.Event.EventType.NodeDeleted && holder.equals(watched.getPath())) {
-					holderDeleted[0] = true;
+			try {
+				// The parent goes only once it is empty: this node is gone too then.
+				// No release watch: this read follows this attempt's own create, and its delete would fire it.
+				List<String> children = this.once.children(key, parent, false, deadline);
+				if (children == null) {
+					throw lostNode(key);
 				}
-				turn.countDown();
-			};
-			long holderRemaining = -1;
-			if (index == 1 || oneShot) {
-				CuratorEvent read = this.backend.request("acquire", key, deadline, (callback) -> (oneShot)
-						? this.client.getData().inBackground(callback).forPath(holder)
-						: this.client.getData().usingWatcher(watcher).inBackground(callback).forPath(holder));
-				Code code = Code.get(read.getResultCode());
-				if (code == Code.NONODE) {
-					if (index > 1) {
-						continue;
-					}
-					// The only node before ours, listed by the read just before this one, is gone:
-					// this node heads the queue (none can come before it again), and this read was
-					// answered on a live session after that read listed it. What the queue's read
-					// would tell, so the hold starts here, as after a takeover: only a stale node is
-					// written again. Only if it was answered on the session that owns this node:
-					// Curator retries a read across a session's expiry on the next session, and a
-					// read on the next session sees the state after the server deleted this node.
-					// Session ids are never reused and Curator never goes back to an old session,
-					// so the node's session still being the client's now means this read ran on it.
-					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos,
-							this.backend.sessionId() == own.getEphemeralOwner(), deadline);
+				children.sort(Comparator.comparing(ZooKeeperPaths::sequence));
+				int index = children.indexOf(node);
+				if (index < 0) {
+					throw lostNode(key);
+				}
+				if (index == 0) {
+					// This read listed this node first: on the node's own session it is the check a
+					// takeover makes, so only a stale node is written again. A read on a later session
+					// can list it too: Curator injects a session expiration locally (SUSPENDED for the
+					// session timeout) while the server still keeps the old session and its node, which
+					// then goes when the server expires it. So on another session, even without a wait,
+					// takeHead reads the node and fails on its ephemeralOwner.
+					boolean ownSession = this.backend.sessionId() == own.getEphemeralOwner();
+					long confirmed = (waited || !ownSession)
+							? takeHead(key, path, data, ttl, serverTimeNanos, ownSession, deadline) : serverTimeNanos;
 					return held(owner, key, path, ttl, own, confirmed);
 				}
-				if (code != Code.OK) {
-					throw this.backend.failure("acquire", key, read);
+				String holder = parent + "/" + children.get(0);
+				String predecessor = parent + "/" + children.get(index - 1);
+				CountDownLatch turn = new CountDownLatch(1);
+				boolean[] holderDeleted = new boolean[1];
+				Watcher watcher = (watched) -> {
+					if (watched.getType() == Watcher.Event.EventType.NodeDeleted && holder.equals(watched.getPath())) {
+						holderDeleted[0] = true;
+					}
+					turn.countDown();
+				};
+				long holderRemaining = -1;
+				if (index == 1 || oneShot) {
+					CuratorEvent read = this.backend.request("acquire", key, deadline, (callback) -> (oneShot)
+							? this.client.getData().inBackground(callback).forPath(holder)
+							: this.client.getData().usingWatcher(watcher).inBackground(callback).forPath(holder));
+					Code code = Code.get(read.getResultCode());
+					if (code == Code.NONODE) {
+						if (index > 1) {
+							continue;
+						}
+						// The only node before ours, listed by the read just before this one, is gone:
+						// this node heads the queue (none can come before it again), and this read was
+						// answered on a live session after that read listed it. What the queue's read
+						// would tell, so the hold starts here, as after a takeover: only a stale node is
+						// written again. Only if it was answered on the session that owns this node:
+						// Curator retries a read across a session's expiry on the next session, and a
+						// read on the next session sees the state after the server deleted this node.
+						// Session ids are never reused and Curator never goes back to an old session,
+						// so the node's session still being the client's now means this read ran on it.
+						long confirmed = takeHead(key, path, data, ttl, serverTimeNanos,
+								this.backend.sessionId() == own.getEphemeralOwner(), deadline);
+						return held(owner, key, path, ttl, own, confirmed);
+					}
+					if (code != Code.OK) {
+						throw this.backend.failure("acquire", key, read);
+					}
+					long expiresAt = saturatedAdd(read.getStat().getMtime(), ttlMillis(read.getData()));
+					long estimatedNow = serverTime + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - serverTimeNanos);
+					if (estimatedNow >= expiresAt && waited) {
+						// Judge by the ensemble's clock: the time it stamps on a write of ours now.
+						serverTimeNanos = System.nanoTime();
+						serverTime = touch(key, path, data, deadline).getMtime();
+						this.once.stamped(serverTime, serverTimeNanos);
+						estimatedNow = serverTime;
+					}
+					if (serverTime >= expiresAt) {
+						deleteExpired(key, holder, read.getStat(), deadline);
+						continue;
+					}
+					holderRemaining = Math.max(0, expiresAt - estimatedNow);
 				}
-				long expiresAt = saturatedAdd(read.getStat().getMtime(), ttlMillis(read.getData()));
-				long estimatedNow = serverTime + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - serverTimeNanos);
-				if (estimatedNow >= expiresAt && waited) {
-					// Judge by the ensemble's clock: the time it stamps on a write of ours now.
+				long remaining = waitEnd - System.nanoTime();
+				if (oneShot || remaining <= 0) {
+					return new Outcome(AcquireResult.held(holderRemaining), 0);
+				}
+				if (System.nanoTime() - serverTimeNanos >= touchEveryNanos) {
 					serverTimeNanos = System.nanoTime();
 					serverTime = touch(key, path, data, deadline).getMtime();
 					this.once.stamped(serverTime, serverTimeNanos);
-					estimatedNow = serverTime;
 				}
-				if (serverTime >= expiresAt) {
-					deleteExpired(key, holder, read.getStat(), deadline);
+				if (index > 1 && exists(key, predecessor, watcher, deadline) == null) {
 					continue;
 				}
-				holderRemaining = Math.max(0, expiresAt - estimatedNow);
+				long sleep = Math.min(waitEnd - System.nanoTime(), serverTimeNanos + touchEveryNanos - System.nanoTime());
+				if (holderRemaining >= 0) {
+					sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(holderRemaining + 1));
+				}
+				boolean woken = turn.await(sleep, TimeUnit.NANOSECONDS);
+				waited = true;
+				if (woken && index == 1 && holderDeleted[0]) {
+					// The holder's node is gone and no node before ours can appear (sequence numbers
+					// only grow, and the parent is replaced only when empty): this waiter heads the
+					// queue, no read of the queue needed. The read in the watch's registration saw the
+					// holder, so the deletion is the holder's release, expiry or session end. takeHead
+					// still confirms, with one read, that this node and session are alive: the event
+					// does not prove it (it may have waited in the socket while the session ended
+					// behind it, the watch may be on the session after the node's, and a deletion of
+					// this node by anyone else sends no event here; see docs/decisions/0032).
+					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos, false, deadline);
+					return held(owner, key, path, ttl, own, confirmed);
+				}
+				if (!woken && waitEnd - System.nanoTime() <= 0) {
+					// The wait ran out with no turn: no request after it looks for one.
+					return new Outcome(AcquireResult.held(holderRemaining), 0);
+				}
 			}
-			long remaining = waitEnd - System.nanoTime();
-			if (oneShot || remaining <= 0) {
-				return new Outcome(AcquireResult.held(holderRemaining), 0);
-			}
-			if (System.nanoTime() - serverTimeNanos >= touchEveryNanos) {
-				serverTimeNanos = System.nanoTime();
-				serverTime = touch(key, path, data, deadline).getMtime();
-				this.once.stamped(serverTime, serverTimeNanos);
-			}
-			if (index > 1 && exists(key, predecessor, watcher, deadline) == null) {
-				continue;
-			}
-			long sleep = Math.min(waitEnd - System.nanoTime(), serverTimeNanos + touchEveryNanos - System.nanoTime());
-			if (holderRemaining >= 0) {
-				sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(holderRemaining + 1));
-			}
-			boolean woken = turn.await(sleep, TimeUnit.NANOSECONDS);
-			waited = true;
-			if (woken && index == 1 && holderDeleted[0]) {
-				// The holder's node is gone and no node before ours can appear (sequence numbers
-				// only grow, and the parent is replaced only when empty): this waiter heads the
-				// queue, no read of the queue needed. The read in the watch's registration saw the
-				// holder, so the deletion is the holder's release, expiry or session end. takeHead
-				// still confirms, with one read, that this node and session are alive: the event
-				// does not prove it (it may have waited in the socket while the session ended
-				// behind it, the watch may be on the session after the node's, and a deletion of
-				// this node by anyone else sends no event here; see docs/decisions/0032).
-				long confirmed = takeHead(key, path, data, ttl, serverTimeNanos, false, deadline);
-				return held(owner, key, path, ttl, own, confirmed);
-			}
-			if (!woken && waitEnd - System.nanoTime() <= 0) {
-				// The wait ran out with no turn: no request after it looks for one.
-				return new Outcome(AcquireResult.held(holderRemaining), 0);
+			catch (LockBackendException ex) {
+				// ZK-11: a request lost with the connection; the next loop reads the queue again.
+				reconnected(key, ex, own, waitEnd);
+				waited = true;
 			}
 		}
+	}
+
+	/**
+	 * After a request of the wait was answered ConnectionLoss (Curator's retries spent): waits for
+	 * the connection until the wait ends; returns once connected on the session that owns the
+	 * waiter's node (ZK-11).
+	 * @throws LockBackendException {@code failure} when it is not a ConnectionLoss or the wait ran
+	 * out first; the node lost when the client is on another session
+	 */
+	private void reconnected(String key, LockBackendException failure, Stat own, long waitEnd)
+			throws InterruptedException {
+		long left = waitEnd - System.nanoTime();
+		if (!(failure.getCause() instanceof KeeperException.ConnectionLossException) || left <= 0
+				|| !this.client.blockUntilConnected((int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(left)),
+						TimeUnit.MILLISECONDS)) {
+			throw failure;
+		}
+		if (this.backend.sessionId() != own.getEphemeralOwner()) {
+			throw lostNode(key);
+		}
+		logger.debug("Holdfast reads the queue of lock '" + key + "' again after a connection loss");
 	}
 
 	private Outcome held(String owner, String key, String path, Duration ttl, Stat own, long confirmed) {

@@ -354,6 +354,53 @@ class ZooKeeperLockBackendTests {
 		}
 	}
 
+	/**
+	 * The server is down for longer than Curator retries a read (a connection timeout of 1 s, then
+	 * 3 retries: about 2.5 s), well within the waiter's session and wait: the waiter, woken by the
+	 * disconnection, reads the queue again once the server is back, on its session, keeps its place
+	 * and takes the lock on the holder's release.
+	 */
+	@Test
+	void waiterWhoseServerIsDownBrieflyKeepsItsPlaceAndTakesTheReleasedLock() throws Exception {
+		ZooKeeperLockBackend holderBackend = backend();
+		String key = "holdfast:" + uniqueName();
+		AcquireResult held = holderBackend.tryAcquire(key, "holder", Duration.ofMinutes(1));
+		assertThat(held.acquired()).isTrue();
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		ZooKeeperLockBackend waiterBackend = closing(ZooKeeperLockBackend.owning(
+				ZooKeeperClients.connect(server.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(1)),
+				"/holdfast"));
+		long session = waiterBackend.sessionId();
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			Future<Outcome> waiting = pool
+				.submit(() -> waiterBackend.acquire(key, "waiter", Duration.ofMinutes(1), Duration.ofSeconds(30)));
+			await().atMost(Duration.ofSeconds(10)).until(() -> watchesOn(parent).size() == 1);
+
+			server.stop(0);
+			try {
+				await("the waiter still waiting while the server is down").during(Duration.ofSeconds(4))
+					.atMost(Duration.ofSeconds(5))
+					.until(() -> !waiting.isDone());
+			}
+			finally {
+				server.restart(0);
+			}
+
+			await().atMost(Duration.ofSeconds(15))
+				.until(() -> holderBackend.client().getZookeeperClient().isConnected());
+			assertThat(holderBackend.release(key, "holder")).isTrue();
+			Outcome outcome = waiting.get(20, TimeUnit.SECONDS);
+			assertThat(outcome.result().acquired()).isTrue();
+			assertThat(outcome.result().fencingToken()).isGreaterThan(held.fencingToken());
+			assertThat(waiterBackend.sessionId()).as("the same session, reconnected").isEqualTo(session);
+			assertThat(waiterBackend.release(key, "waiter")).isTrue();
+		}
+		finally {
+			pool.shutdownNow();
+		}
+	}
+
 	/** A client of the server through {@code proxy}: session 10 s, connection timeout 2 s. */
 	private static CuratorFramework proxiedClient(BlackholeProxy proxy) throws InterruptedException {
 		CuratorFramework client = CuratorFrameworkFactory.builder()
