@@ -17,6 +17,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiFunction;
 import java.util.function.Consumer;
 
 import org.apache.curator.drivers.TracerDriver;
@@ -416,6 +417,26 @@ class ZooKeeperLockBackendTests {
 
 	@Test
 	void connectionLossDuringCreateLeavesNoOrphanNode() throws Exception {
+		connectionLossDuringCreate((backend, key) -> () -> backend.tryAcquire(key, "owner", Duration.ofSeconds(30)));
+	}
+
+	/**
+	 * A waiter's create is answered ConnectionLoss (ZK-11): its outcome is unknown, so it is not
+	 * sent again within the wait; the call fails and Curator's protected mode deletes the node.
+	 */
+	@Test
+	void waiterWhoseCreateIsAnsweredConnectionLossFailsAndLeavesNoNode() throws Exception {
+		connectionLossDuringCreate((backend, key) -> () -> backend.acquire(key, "owner", Duration.ofSeconds(30),
+				Duration.ofSeconds(20)));
+	}
+
+	/**
+	 * Runs the call that {@code call} makes of a backend on a client without retries, whose
+	 * server applies the create but whose answer is lost with the connection: the call fails, and
+	 * the node is deleted on the same session.
+	 */
+	private void connectionLossDuringCreate(BiFunction<ZooKeeperLockBackend, String, Callable<?>> call)
+			throws Exception {
 		DefaultLockTemplate warmup = template(backend(), LockListener.NONE);
 		String name = uniqueName();
 		// the parent exists, so that the create under test is one request
@@ -436,7 +457,7 @@ class ZooKeeperLockBackendTests {
 		ExecutorService pool = Executors.newSingleThreadExecutor();
 		try {
 			proxy.dropAnswers(true);
-			Future<AcquireResult> attempt = pool.submit(() -> backend.tryAcquire(key, "owner", Duration.ofSeconds(30)));
+			Future<?> attempt = pool.submit(call.apply(backend, key));
 			// the create reached the server, its answer did not reach the client
 			await().atMost(Duration.ofSeconds(5)).until(() -> !observer.getChildren().forPath(parent).isEmpty());
 			proxy.dropAnswers(false);
