@@ -15,6 +15,7 @@ import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.data.Stat;
 import org.jspecify.annotations.Nullable;
@@ -36,7 +37,7 @@ import dev.holdfast.spi.WaitQueue.Outcome;
  * that gives up is deleted, also when its create is answered only after that. (A watch also
  * wakes on the connection's events; the loop then reads the queue again. A request of the wait
  * answered ConnectionLoss is followed by that read too, once the client is connected again on
- * the node's session within the wait: ZK-11.)
+ * the node's session within the wait; freshness runs from the node's last answered write: ZK-11.)
  */
 final class ZooKeeperLockQueue {
 
@@ -50,12 +51,15 @@ final class ZooKeeperLockQueue {
 
 	private final ZooKeeperTryOnce once;
 
+	private final ZooKeeperSession session;
+
 	private final String locksPath;
 
-	ZooKeeperLockQueue(ZooKeeperLockBackend backend, ZooKeeperTryOnce once) {
+	ZooKeeperLockQueue(ZooKeeperLockBackend backend, ZooKeeperTryOnce once, ZooKeeperSession session) {
 		this.backend = backend;
 		this.client = backend.client();
 		this.once = once;
+		this.session = session;
 		this.locksPath = backend.path("locks");
 	}
 
@@ -76,6 +80,7 @@ final class ZooKeeperLockQueue {
 				return once;
 			}
 		}
+		long losses = this.session.losses();
 		long createSent = System.nanoTime();
 		CompletableFuture<CuratorEvent> created = this.backend.send("acquire", key, (callback) -> this.client.create()
 			.creatingParentContainersIfNeeded()
@@ -98,8 +103,8 @@ final class ZooKeeperLockQueue {
 					throw lostNode(key);
 				}
 			}
-			Outcome outcome = waitForTurn(key, owner, ttl, parent, path, data, own, createSent, oneShot, waitEnd,
-					deadline);
+			Outcome outcome = waitForTurn(key, owner, ttl, parent, path, data, own, createSent, losses, oneShot,
+					waitEnd, deadline);
 			acquired = outcome.result().acquired();
 			return outcome;
 		}
@@ -111,10 +116,13 @@ final class ZooKeeperLockQueue {
 	}
 
 	private Outcome waitForTurn(String key, String owner, Duration ttl, String parent, String path, byte[] data,
-			Stat own, long createSent, boolean oneShot, long waitEnd, long deadline) throws InterruptedException {
+			Stat own, long createSent, long losses, boolean oneShot, long waitEnd, long deadline)
+			throws InterruptedException {
 		String node = ZooKeeperPaths.nodeName(path);
+		// serverTime: the mtime of this node's last answered write, sent at serverTimeNanos (ZK-11)
 		long serverTime = own.getMtime();
 		long serverTimeNanos = createSent;
+		Turn turn = new Turn();
 		this.once.stamped(serverTime, serverTimeNanos);
 		// A waiter keeps its node fresh, as a holder does, so that it is never judged expired
 		// in the moment between becoming the head of the queue and taking the hold.
@@ -147,19 +155,12 @@ final class ZooKeeperLockQueue {
 				}
 				String holder = parent + "/" + children.get(0);
 				String predecessor = parent + "/" + children.get(index - 1);
-				CountDownLatch turn = new CountDownLatch(1);
-				boolean[] holderDeleted = new boolean[1];
-				Watcher watcher = (watched) -> {
-					if (watched.getType() == Watcher.Event.EventType.NodeDeleted && holder.equals(watched.getPath())) {
-						holderDeleted[0] = true;
-					}
-					turn.countDown();
-				};
+				CountDownLatch woken = turn.next(holder);
 				long holderRemaining = -1;
 				if (index == 1 || oneShot) {
 					CuratorEvent read = this.backend.request("acquire", key, deadline, (callback) -> (oneShot)
 							? this.client.getData().inBackground(callback).forPath(holder)
-							: this.client.getData().usingWatcher(watcher).inBackground(callback).forPath(holder));
+							: this.client.getData().usingWatcher(turn).inBackground(callback).forPath(holder));
 					Code code = Code.get(read.getResultCode());
 					if (code == Code.NONODE) {
 						if (index > 1) {
@@ -185,8 +186,9 @@ final class ZooKeeperLockQueue {
 					long estimatedNow = serverTime + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - serverTimeNanos);
 					if (estimatedNow >= expiresAt && waited) {
 						// Judge by the ensemble's clock: the time it stamps on a write of ours now.
-						serverTimeNanos = System.nanoTime();
+						long sent = System.nanoTime();
 						serverTime = touch(key, path, data, deadline).getMtime();
+						serverTimeNanos = sent;
 						this.once.stamped(serverTime, serverTimeNanos);
 						estimatedNow = serverTime;
 					}
@@ -201,20 +203,21 @@ final class ZooKeeperLockQueue {
 					return new Outcome(AcquireResult.held(holderRemaining), 0);
 				}
 				if (System.nanoTime() - serverTimeNanos >= touchEveryNanos) {
-					serverTimeNanos = System.nanoTime();
+					long sent = System.nanoTime();
 					serverTime = touch(key, path, data, deadline).getMtime();
+					serverTimeNanos = sent;
 					this.once.stamped(serverTime, serverTimeNanos);
 				}
-				if (index > 1 && exists(key, predecessor, watcher, deadline) == null) {
+				if (index > 1 && exists(key, predecessor, turn, deadline) == null) {
 					continue;
 				}
 				long sleep = Math.min(waitEnd - System.nanoTime(), serverTimeNanos + touchEveryNanos - System.nanoTime());
 				if (holderRemaining >= 0) {
 					sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(holderRemaining + 1));
 				}
-				boolean woken = turn.await(sleep, TimeUnit.NANOSECONDS);
+				boolean wokenUp = woken.await(sleep, TimeUnit.NANOSECONDS);
 				waited = true;
-				if (woken && index == 1 && holderDeleted[0]) {
+				if (wokenUp && index == 1 && turn.holderDeleted) {
 					// The holder's node is gone and no node before ours can appear (sequence numbers
 					// only grow, and the parent is replaced only when empty): this waiter heads the
 					// queue, no read of the queue needed. The read in the watch's registration saw the
@@ -226,14 +229,14 @@ final class ZooKeeperLockQueue {
 					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos, false, deadline);
 					return held(owner, key, path, ttl, own, confirmed);
 				}
-				if (!woken && waitEnd - System.nanoTime() <= 0) {
+				if (!wokenUp && waitEnd - System.nanoTime() <= 0) {
 					// The wait ran out with no turn: no request after it looks for one.
 					return new Outcome(AcquireResult.held(holderRemaining), 0);
 				}
 			}
 			catch (LockBackendException ex) {
 				// ZK-11: a request lost with the connection; the next loop reads the queue again.
-				reconnected(key, ex, own, waitEnd);
+				reconnected(key, ex, own, losses, waitEnd);
 				waited = true;
 			}
 		}
@@ -241,23 +244,59 @@ final class ZooKeeperLockQueue {
 
 	/**
 	 * After a request of the wait was answered ConnectionLoss (Curator's retries spent): waits for
-	 * the connection until the wait ends; returns once connected on the session that owns the
-	 * waiter's node (ZK-11).
-	 * @throws LockBackendException {@code failure} when it is not a ConnectionLoss or the wait ran
-	 * out first; the node lost when the client is on another session
+	 * the connection until the wait ends; returns once connected to the quorum on the session that
+	 * owns the waiter's node, within the wait (ZK-11).
+	 * @throws LockBackendException {@code failure} when it is not a ConnectionLoss, the wait ran
+	 * out first or the client or backend closed; the node lost when the session was lost
 	 */
-	private void reconnected(String key, LockBackendException failure, Stat own, long waitEnd)
+	private void reconnected(String key, LockBackendException failure, Stat own, long losses, long waitEnd)
 			throws InterruptedException {
-		long left = waitEnd - System.nanoTime();
-		if (!(failure.getCause() instanceof KeeperException.ConnectionLossException) || left <= 0
-				|| !this.client.blockUntilConnected((int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(left)),
-						TimeUnit.MILLISECONDS)) {
+		if (!(failure.getCause() instanceof KeeperException.ConnectionLossException)) {
 			throw failure;
 		}
-		if (this.backend.sessionId() != own.getEphemeralOwner()) {
-			throw lostNode(key);
+		switch (this.session.awaitConnection(own.getEphemeralOwner(), losses, waitEnd)) {
+			case LOST -> throw lostNode(key);
+			case GAVE_UP -> throw failure;
+			case SAME_SESSION -> {
+				// ZK-9: no request looks for the turn after the wait.
+				if (waitEnd - System.nanoTime() <= 0) {
+					throw failure;
+				}
+			}
 		}
 		logger.debug("Holdfast reads the queue of lock '" + key + "' again after a connection loss");
+	}
+
+	/**
+	 * The one watch of a {@code waitForTurn}, registered again on each pass (the client keeps one
+	 * registration of it per node): it wakes the pass in progress, and tells whether the holder
+	 * that pass saw was deleted.
+	 */
+	private static final class Turn implements Watcher {
+
+		private volatile String holder = "";
+
+		private volatile boolean holderDeleted;
+
+		private volatile CountDownLatch woken = new CountDownLatch(1);
+
+		/** A new pass, behind {@code holder}: returns the latch the watch counts down. */
+		CountDownLatch next(String holder) {
+			this.holderDeleted = false;
+			this.holder = holder;
+			CountDownLatch latch = new CountDownLatch(1);
+			this.woken = latch;
+			return latch;
+		}
+
+		@Override
+		public void process(WatchedEvent event) {
+			if (event.getType() == Watcher.Event.EventType.NodeDeleted && this.holder.equals(event.getPath())) {
+				this.holderDeleted = true;
+			}
+			this.woken.countDown();
+		}
+
 	}
 
 	private Outcome held(String owner, String key, String path, Duration ttl, Stat own, long confirmed) {
