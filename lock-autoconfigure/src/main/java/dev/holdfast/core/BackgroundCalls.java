@@ -63,8 +63,9 @@ final class BackgroundCalls {
 		this.backend = backend;
 		this.failures = failures;
 		this.firstRetryMillis = firstRetryMillis;
-		// One thread at most, started on demand and ended after a second idle; the queue is
-		// bounded by MAX_PENDING.
+		// One thread at most, started on demand and ended after a second idle; the queue is bounded
+		// by MAX_PENDING. Calls may run out of the order queued (one queued as the thread ends can go
+		// after a later one): none depends on another, each owner-checked by its own token.
 		this.blocking = new ThreadPoolExecutor(1, 1, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), (task) -> {
 			Thread thread = new Thread(task, "holdfast-background-" + failures.backendName());
 			thread.setDaemon(true);

@@ -74,6 +74,8 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 	private AcknowledgedAcquisitions(LettuceConnectionFactory factory, ReplicaAcks acks) {
 		this.factory = factory;
 		this.acks = acks;
+		// Every task is the same (open one connection, hand it to the first waiting acquisition),
+		// so their order, which a plain executor may change as its idle thread ends, does not matter.
 		this.connecting = new ThreadPoolExecutor(1, 1, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), (task) -> {
 			Thread thread = new Thread(task, "holdfast-redis-ack-connect");
 			thread.setDaemon(true);

@@ -235,7 +235,10 @@ final class RedisReleaseSubscription implements AutoCloseable {
 
 	/**
 	 * One daemon thread at most, started on demand and ended after {@link #IDLE_THREAD_KEEP_ALIVE}
-	 * idle: an open subscription needs no thread of its own (DESIGN.md, RED-8).
+	 * idle: an open subscription needs no thread of its own (DESIGN.md, RED-8). Its tasks may run
+	 * out of the order queued when the thread ends as one is queued, which does not matter: an
+	 * opening checks its generation under the lifecycle lock, and each container's subscription
+	 * tasks are its own.
 	 */
 	private static ExecutorService daemonThread(String name) {
 		ThreadPoolExecutor executor = new ThreadPoolExecutor(1, 1, IDLE_THREAD_KEEP_ALIVE.toMillis(),

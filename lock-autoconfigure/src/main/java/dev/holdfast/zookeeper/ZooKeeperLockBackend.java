@@ -114,7 +114,7 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 		this.session = new ZooKeeperSession(client, this.holds, this.basePath.isEmpty() ? "/" : this.basePath,
 				this.connectionTimeoutMillis);
 		this.once = new ZooKeeperTryOnce(this);
-		this.queue = new ZooKeeperLockQueue(this, this.once);
+		this.queue = new ZooKeeperLockQueue(this, this.once, this.session);
 		this.health = new ZooKeeperHealth(this, this.session, this.basePath, this.connectionTimeoutMillis);
 	}
 

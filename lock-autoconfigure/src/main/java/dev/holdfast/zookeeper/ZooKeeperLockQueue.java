@@ -13,7 +13,9 @@ import org.apache.commons.logging.LogFactory;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.data.Stat;
 import org.jspecify.annotations.Nullable;
@@ -33,7 +35,9 @@ import dev.holdfast.spi.WaitQueue.Outcome;
  * find the turn is sent after the wait ran out. So a call returns within {@code maxWait} + the
  * client's connection timeout, and a grant is never returned later: the node of an acquisition
  * that gives up is deleted, also when its create is answered only after that. (A watch also
- * wakes on the connection's events; the loop then reads the queue again.)
+ * wakes on the connection's events; the loop then reads the queue again. A request of the wait
+ * answered ConnectionLoss is followed by that read too, once the client is connected again on
+ * the node's session within the wait; freshness runs from the node's last answered write: ZK-11.)
  */
 final class ZooKeeperLockQueue {
 
@@ -47,12 +51,15 @@ final class ZooKeeperLockQueue {
 
 	private final ZooKeeperTryOnce once;
 
+	private final ZooKeeperSession session;
+
 	private final String locksPath;
 
-	ZooKeeperLockQueue(ZooKeeperLockBackend backend, ZooKeeperTryOnce once) {
+	ZooKeeperLockQueue(ZooKeeperLockBackend backend, ZooKeeperTryOnce once, ZooKeeperSession session) {
 		this.backend = backend;
 		this.client = backend.client();
 		this.once = once;
+		this.session = session;
 		this.locksPath = backend.path("locks");
 	}
 
@@ -73,6 +80,7 @@ final class ZooKeeperLockQueue {
 				return once;
 			}
 		}
+		long losses = this.session.losses();
 		long createSent = System.nanoTime();
 		CompletableFuture<CuratorEvent> created = this.backend.send("acquire", key, (callback) -> this.client.create()
 			.creatingParentContainersIfNeeded()
@@ -95,8 +103,8 @@ final class ZooKeeperLockQueue {
 					throw lostNode(key);
 				}
 			}
-			Outcome outcome = waitForTurn(key, owner, ttl, parent, path, data, own, createSent, oneShot, waitEnd,
-					deadline);
+			Outcome outcome = waitForTurn(key, owner, ttl, parent, path, data, own, createSent, losses, oneShot,
+					waitEnd, deadline);
 			acquired = outcome.result().acquired();
 			return outcome;
 		}
@@ -108,125 +116,187 @@ final class ZooKeeperLockQueue {
 	}
 
 	private Outcome waitForTurn(String key, String owner, Duration ttl, String parent, String path, byte[] data,
-			Stat own, long createSent, boolean oneShot, long waitEnd, long deadline) throws InterruptedException {
+			Stat own, long createSent, long losses, boolean oneShot, long waitEnd, long deadline)
+			throws InterruptedException {
 		String node = ZooKeeperPaths.nodeName(path);
+		// serverTime: the mtime of this node's last answered write, sent at serverTimeNanos (ZK-11)
 		long serverTime = own.getMtime();
 		long serverTimeNanos = createSent;
+		Turn turn = new Turn();
 		this.once.stamped(serverTime, serverTimeNanos);
 		// A waiter keeps its node fresh, as a holder does, so that it is never judged expired
 		// in the moment between becoming the head of the queue and taking the hold.
 		long touchEveryNanos = Math.max(1, ttl.toNanos() / 3);
 		boolean waited = false;
 		while (true) {
-			// The parent goes only once it is empty: this node is gone too then.
-			// No release watch: this read follows this attempt's own create, and its delete would fire it.
-			List<String> children = this.once.children(key, parent, false, deadline);
-			if (children == null) {
-				throw lostNode(key);
-			}
-			children.sort(Comparator.comparing(ZooKeeperPaths::sequence));
-			int index = children.indexOf(node);
-			if (index < 0) {
-				throw lostNode(key);
-			}
-			if (index == 0) {
-				// This read listed this node first: on the node's own session it is the check a
-				// takeover makes, so only a stale node is written again. A read on a later session
-				// can list it too: Curator injects a session expiration locally (SUSPENDED for the
-				// session timeout) while the server still keeps the old session and its node, which
-				// then goes when the server expires it. So on another session, even without a wait,
-				// takeHead reads the node and fails on its ephemeralOwner.
-				boolean ownSession = this.backend.sessionId() == own.getEphemeralOwner();
-				long confirmed = (waited || !ownSession)
-						? takeHead(key, path, data, ttl, serverTimeNanos, ownSession, deadline) : serverTimeNanos;
-				return held(owner, key, path, ttl, own, confirmed);
-			}
-			String holder = parent + "/" + children.get(0);
-			String predecessor = parent + "/" + children.get(index - 1);
-			CountDownLatch turn = new CountDownLatch(1);
-			boolean[] holderDeleted = new boolean[1];
-			Watcher watcher = (watched) -> {
-				if (watched.getType() == Watcher.Event.EventType.NodeDeleted && holder.equals(watched.getPath())) {
-					holderDeleted[0] = true;
+			try {
+				// The parent goes only once it is empty: this node is gone too then.
+				// No release watch: this read follows this attempt's own create, and its delete would fire it.
+				List<String> children = this.once.children(key, parent, false, deadline);
+				if (children == null) {
+					throw lostNode(key);
 				}
-				turn.countDown();
-			};
-			long holderRemaining = -1;
-			if (index == 1 || oneShot) {
-				CuratorEvent read = this.backend.request("acquire", key, deadline, (callback) -> (oneShot)
-						? this.client.getData().inBackground(callback).forPath(holder)
-						: this.client.getData().usingWatcher(watcher).inBackground(callback).forPath(holder));
-				Code code = Code.get(read.getResultCode());
-				if (code == Code.NONODE) {
-					if (index > 1) {
-						continue;
-					}
-					// The only node before ours, listed by the read just before this one, is gone:
-					// this node heads the queue (none can come before it again), and this read was
-					// answered on a live session after that read listed it. What the queue's read
-					// would tell, so the hold starts here, as after a takeover: only a stale node is
-					// written again. Only if it was answered on the session that owns this node:
-					// Curator retries a read across a session's expiry on the next session, and a
-					// read on the next session sees the state after the server deleted this node.
-					// Session ids are never reused and Curator never goes back to an old session,
-					// so the node's session still being the client's now means this read ran on it.
-					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos,
-							this.backend.sessionId() == own.getEphemeralOwner(), deadline);
+				children.sort(Comparator.comparing(ZooKeeperPaths::sequence));
+				int index = children.indexOf(node);
+				if (index < 0) {
+					throw lostNode(key);
+				}
+				if (index == 0) {
+					// This read listed this node first: on the node's own session it is the check a
+					// takeover makes, so only a stale node is written again. A read on a later session
+					// can list it too: Curator injects a session expiration locally (SUSPENDED for the
+					// session timeout) while the server still keeps the old session and its node, which
+					// then goes when the server expires it. So on another session, even without a wait,
+					// takeHead reads the node and fails on its ephemeralOwner.
+					boolean ownSession = this.backend.sessionId() == own.getEphemeralOwner();
+					long confirmed = (waited || !ownSession)
+							? takeHead(key, path, data, ttl, serverTimeNanos, ownSession, deadline) : serverTimeNanos;
 					return held(owner, key, path, ttl, own, confirmed);
 				}
-				if (code != Code.OK) {
-					throw this.backend.failure("acquire", key, read);
+				String holder = parent + "/" + children.get(0);
+				String predecessor = parent + "/" + children.get(index - 1);
+				CountDownLatch woken = turn.next(holder);
+				long holderRemaining = -1;
+				if (index == 1 || oneShot) {
+					CuratorEvent read = this.backend.request("acquire", key, deadline, (callback) -> (oneShot)
+							? this.client.getData().inBackground(callback).forPath(holder)
+							: this.client.getData().usingWatcher(turn).inBackground(callback).forPath(holder));
+					Code code = Code.get(read.getResultCode());
+					if (code == Code.NONODE) {
+						if (index > 1) {
+							continue;
+						}
+						// The only node before ours, listed by the read just before this one, is gone:
+						// this node heads the queue (none can come before it again), and this read was
+						// answered on a live session after that read listed it. What the queue's read
+						// would tell, so the hold starts here, as after a takeover: only a stale node is
+						// written again. Only if it was answered on the session that owns this node:
+						// Curator retries a read across a session's expiry on the next session, and a
+						// read on the next session sees the state after the server deleted this node.
+						// Session ids are never reused and Curator never goes back to an old session,
+						// so the node's session still being the client's now means this read ran on it.
+						long confirmed = takeHead(key, path, data, ttl, serverTimeNanos,
+								this.backend.sessionId() == own.getEphemeralOwner(), deadline);
+						return held(owner, key, path, ttl, own, confirmed);
+					}
+					if (code != Code.OK) {
+						throw this.backend.failure("acquire", key, read);
+					}
+					long expiresAt = saturatedAdd(read.getStat().getMtime(), ttlMillis(read.getData()));
+					long estimatedNow = serverTime + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - serverTimeNanos);
+					if (estimatedNow >= expiresAt && waited) {
+						// Judge by the ensemble's clock: the time it stamps on a write of ours now.
+						long sent = System.nanoTime();
+						serverTime = touch(key, path, data, deadline).getMtime();
+						serverTimeNanos = sent;
+						this.once.stamped(serverTime, serverTimeNanos);
+						estimatedNow = serverTime;
+					}
+					if (serverTime >= expiresAt) {
+						deleteExpired(key, holder, read.getStat(), deadline);
+						continue;
+					}
+					holderRemaining = Math.max(0, expiresAt - estimatedNow);
 				}
-				long expiresAt = saturatedAdd(read.getStat().getMtime(), ttlMillis(read.getData()));
-				long estimatedNow = serverTime + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - serverTimeNanos);
-				if (estimatedNow >= expiresAt && waited) {
-					// Judge by the ensemble's clock: the time it stamps on a write of ours now.
-					serverTimeNanos = System.nanoTime();
+				long remaining = waitEnd - System.nanoTime();
+				if (oneShot || remaining <= 0) {
+					return new Outcome(AcquireResult.held(holderRemaining), 0);
+				}
+				if (System.nanoTime() - serverTimeNanos >= touchEveryNanos) {
+					long sent = System.nanoTime();
 					serverTime = touch(key, path, data, deadline).getMtime();
+					serverTimeNanos = sent;
 					this.once.stamped(serverTime, serverTimeNanos);
-					estimatedNow = serverTime;
 				}
-				if (serverTime >= expiresAt) {
-					deleteExpired(key, holder, read.getStat(), deadline);
+				if (index > 1 && exists(key, predecessor, turn, deadline) == null) {
 					continue;
 				}
-				holderRemaining = Math.max(0, expiresAt - estimatedNow);
+				long sleep = Math.min(waitEnd - System.nanoTime(), serverTimeNanos + touchEveryNanos - System.nanoTime());
+				if (holderRemaining >= 0) {
+					sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(holderRemaining + 1));
+				}
+				boolean wokenUp = woken.await(sleep, TimeUnit.NANOSECONDS);
+				waited = true;
+				if (wokenUp && index == 1 && turn.holderDeleted) {
+					// The holder's node is gone and no node before ours can appear (sequence numbers
+					// only grow, and the parent is replaced only when empty): this waiter heads the
+					// queue, no read of the queue needed. The read in the watch's registration saw the
+					// holder, so the deletion is the holder's release, expiry or session end. takeHead
+					// still confirms, with one read, that this node and session are alive: the event
+					// does not prove it (it may have waited in the socket while the session ended
+					// behind it, the watch may be on the session after the node's, and a deletion of
+					// this node by anyone else sends no event here; see docs/decisions/0032).
+					long confirmed = takeHead(key, path, data, ttl, serverTimeNanos, false, deadline);
+					return held(owner, key, path, ttl, own, confirmed);
+				}
+				if (!wokenUp && waitEnd - System.nanoTime() <= 0) {
+					// The wait ran out with no turn: no request after it looks for one.
+					return new Outcome(AcquireResult.held(holderRemaining), 0);
+				}
 			}
-			long remaining = waitEnd - System.nanoTime();
-			if (oneShot || remaining <= 0) {
-				return new Outcome(AcquireResult.held(holderRemaining), 0);
-			}
-			if (System.nanoTime() - serverTimeNanos >= touchEveryNanos) {
-				serverTimeNanos = System.nanoTime();
-				serverTime = touch(key, path, data, deadline).getMtime();
-				this.once.stamped(serverTime, serverTimeNanos);
-			}
-			if (index > 1 && exists(key, predecessor, watcher, deadline) == null) {
-				continue;
-			}
-			long sleep = Math.min(waitEnd - System.nanoTime(), serverTimeNanos + touchEveryNanos - System.nanoTime());
-			if (holderRemaining >= 0) {
-				sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(holderRemaining + 1));
-			}
-			boolean woken = turn.await(sleep, TimeUnit.NANOSECONDS);
-			waited = true;
-			if (woken && index == 1 && holderDeleted[0]) {
-				// The holder's node is gone and no node before ours can appear (sequence numbers
-				// only grow, and the parent is replaced only when empty): this waiter heads the
-				// queue, no read of the queue needed. The read in the watch's registration saw the
-				// holder, so the deletion is the holder's release, expiry or session end. takeHead
-				// still confirms, with one read, that this node and session are alive: the event
-				// does not prove it (it may have waited in the socket while the session ended
-				// behind it, the watch may be on the session after the node's, and a deletion of
-				// this node by anyone else sends no event here; see docs/decisions/0032).
-				long confirmed = takeHead(key, path, data, ttl, serverTimeNanos, false, deadline);
-				return held(owner, key, path, ttl, own, confirmed);
-			}
-			if (!woken && waitEnd - System.nanoTime() <= 0) {
-				// The wait ran out with no turn: no request after it looks for one.
-				return new Outcome(AcquireResult.held(holderRemaining), 0);
+			catch (LockBackendException ex) {
+				// ZK-11: a request lost with the connection; the next loop reads the queue again.
+				reconnected(key, ex, own, losses, waitEnd);
+				waited = true;
 			}
 		}
+	}
+
+	/**
+	 * After a request of the wait was answered ConnectionLoss (Curator's retries spent): waits for
+	 * the connection until the wait ends; returns once connected to the quorum on the session that
+	 * owns the waiter's node, within the wait (ZK-11).
+	 * @throws LockBackendException {@code failure} when it is not a ConnectionLoss, the wait ran
+	 * out first or the client or backend closed; the node lost when the session was lost
+	 */
+	private void reconnected(String key, LockBackendException failure, Stat own, long losses, long waitEnd)
+			throws InterruptedException {
+		if (!(failure.getCause() instanceof KeeperException.ConnectionLossException)) {
+			throw failure;
+		}
+		switch (this.session.awaitConnection(own.getEphemeralOwner(), losses, waitEnd)) {
+			case LOST -> throw lostNode(key);
+			case GAVE_UP -> throw failure;
+			case SAME_SESSION -> {
+				// ZK-9: no request looks for the turn after the wait.
+				if (waitEnd - System.nanoTime() <= 0) {
+					throw failure;
+				}
+			}
+		}
+		logger.debug("Holdfast reads the queue of lock '" + key + "' again after a connection loss");
+	}
+
+	/**
+	 * The one watch of a {@code waitForTurn}, registered again on each pass (the client keeps one
+	 * registration of it per node): it wakes the pass in progress, and tells whether the holder
+	 * that pass saw was deleted.
+	 */
+	private static final class Turn implements Watcher {
+
+		private volatile String holder = "";
+
+		private volatile boolean holderDeleted;
+
+		private volatile CountDownLatch woken = new CountDownLatch(1);
+
+		/** A new pass, behind {@code holder}: returns the latch the watch counts down. */
+		CountDownLatch next(String holder) {
+			this.holderDeleted = false;
+			this.holder = holder;
+			CountDownLatch latch = new CountDownLatch(1);
+			this.woken = latch;
+			return latch;
+		}
+
+		@Override
+		public void process(WatchedEvent event) {
+			if (event.getType() == Watcher.Event.EventType.NodeDeleted && this.holder.equals(event.getPath())) {
+				this.holderDeleted = true;
+			}
+			this.woken.countDown();
+		}
+
 	}
 
 	private Outcome held(String owner, String key, String path, Duration ttl, Stat own, long confirmed) {

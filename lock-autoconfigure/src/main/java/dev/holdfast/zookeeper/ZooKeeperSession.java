@@ -1,7 +1,9 @@
 package dev.holdfast.zookeeper;
 
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -12,9 +14,11 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.state.ConnectionStateListener;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
 
 import dev.holdfast.spi.SessionLeases.LostListener;
@@ -81,6 +85,28 @@ final class ZooKeeperSession {
 	private volatile long syncSentNanos;
 
 	private final AtomicLong droppedAtNanos = new AtomicLong(System.nanoTime());
+
+	/** How many times Curator reported the session LOST. */
+	private final AtomicLong losses = new AtomicLong();
+
+	/** One latch per acquisition awaiting the connection (ZK-11), counted down on every state change and on close. */
+	private final Set<CountDownLatch> connectionWaits = ConcurrentHashMap.newKeySet();
+
+	private volatile boolean closed;
+
+	/** What {@link #awaitConnection} found. */
+	enum Reconnection {
+
+		/** Connected to the quorum again, on the session that owns the node. */
+		SAME_SESSION,
+
+		/** The session that owns the node is lost: Curator reported it LOST, or the client is on another one. */
+		LOST,
+
+		/** No connection before the wait ended, or the client or this backend closed. */
+		GAVE_UP
+
+	}
 
 	/** Starts listening to {@code client}'s connection states. */
 	ZooKeeperSession(CuratorFramework client, ConcurrentHashMap<String, ZooKeeperHold> holds, String syncPath,
@@ -188,8 +214,61 @@ final class ZooKeeperSession {
 		}
 	}
 
-	/** Stops listening to the connection and stops the heartbeat. */
+	/** How many times Curator reported the session LOST so far, for {@link #awaitConnection}. */
+	long losses() {
+		return this.losses.get();
+	}
+
+	/**
+	 * ZK-11: waits until the client is connected to the quorum (not to a read-only server) on a
+	 * session, until {@code waitEnd} at most; wakes on every connection state change and on
+	 * {@link #close}, and looks again at least every connection timeout (Curator's own close tells
+	 * no listener). A session id of 0 is a session being established: it waits on.
+	 * @param nodeSession the session that owns the waiter's node
+	 * @param lossesBefore {@link #losses()} before the node was created
+	 */
+	Reconnection awaitConnection(long nodeSession, long lossesBefore, long waitEnd) throws InterruptedException {
+		while (true) {
+			CountDownLatch changed = new CountDownLatch(1);
+			this.connectionWaits.add(changed);
+			try {
+				if (this.losses.get() != lossesBefore) {
+					return Reconnection.LOST;
+				}
+				if (this.closed || this.client.getState() != CuratorFrameworkState.STARTED) {
+					return Reconnection.GAVE_UP;
+				}
+				long session = connectedSession();
+				if (session != 0) {
+					return (session == nodeSession) ? Reconnection.SAME_SESSION : Reconnection.LOST;
+				}
+				long left = waitEnd - System.nanoTime();
+				if (left <= 0) {
+					return Reconnection.GAVE_UP;
+				}
+				changed.await(Math.min(left, this.connectionTimeoutNanos), TimeUnit.NANOSECONDS);
+			}
+			finally {
+				this.connectionWaits.remove(changed);
+			}
+		}
+	}
+
+	/** The session of the client's connection to the quorum; 0 when disconnected, read only or establishing one. */
+	private long connectedSession() {
+		try {
+			ZooKeeper zooKeeper = this.client.getZookeeperClient().getZooKeeper();
+			return (zooKeeper.getState() == ZooKeeper.States.CONNECTED) ? zooKeeper.getSessionId() : 0;
+		}
+		catch (Exception ex) {
+			return 0;
+		}
+	}
+
+	/** Stops listening to the connection and stops the heartbeat; connection waits end. */
 	void close() {
+		this.closed = true;
+		this.connectionWaits.forEach(CountDownLatch::countDown);
 		this.client.getConnectionStateListenable().removeListener(this.stateListener);
 		this.executor.shutdownNow();
 	}
@@ -263,6 +342,7 @@ final class ZooKeeperSession {
 				this.suspendListeners.forEach(Runnable::run);
 			}
 			case LOST -> {
+				this.losses.incrementAndGet();
 				this.suspended = true;
 				this.suspendListeners.forEach(Runnable::run);
 				loseAll("its ZooKeeper session was lost");
@@ -278,6 +358,7 @@ final class ZooKeeperSession {
 				}
 			}
 		}
+		this.connectionWaits.forEach(CountDownLatch::countDown);
 	}
 
 	/**

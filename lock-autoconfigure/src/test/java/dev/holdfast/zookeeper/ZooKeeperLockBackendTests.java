@@ -4,6 +4,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -17,6 +19,8 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiFunction;
 import java.util.function.Consumer;
 
 import org.apache.curator.drivers.TracerDriver;
@@ -24,9 +28,12 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
 import org.apache.curator.framework.api.transaction.OperationType;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.RetryPolicy;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.AsyncCallback;
 import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
@@ -354,6 +361,238 @@ class ZooKeeperLockBackendTests {
 		}
 	}
 
+	/**
+	 * The server is down for longer than Curator retries a read (a connection timeout of 1 s, then
+	 * 3 retries: about 2.5 s), well within the sessions (30 s) and the wait: the waiter, woken by the
+	 * disconnection, reads the queue again once the server is back, on its session, keeps its place
+	 * and takes the lock on the holder's release.
+	 */
+	@Test
+	void waiterWhoseServerIsDownBrieflyKeepsItsPlaceAndTakesTheReleasedLock() throws Exception {
+		ZooKeeperLockBackend holderBackend = longSessionBackend();
+		String key = "holdfast:" + uniqueName();
+		AcquireResult held = holderBackend.tryAcquire(key, "holder", Duration.ofMinutes(1));
+		assertThat(held.acquired()).isTrue();
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		ZooKeeperLockBackend waiterBackend = longSessionBackend();
+		long session = waiterBackend.sessionId();
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			Future<Outcome> waiting = pool
+				.submit(() -> waiterBackend.acquire(key, "waiter", Duration.ofMinutes(1), Duration.ofSeconds(30)));
+			await().atMost(Duration.ofSeconds(10)).until(() -> watchesOn(parent).size() == 1);
+
+			server.stop(0);
+			try {
+				await("the waiter still waiting while the server is down").during(Duration.ofSeconds(4))
+					.atMost(Duration.ofSeconds(5))
+					.until(() -> !waiting.isDone());
+			}
+			finally {
+				server.restart(0);
+			}
+
+			await().atMost(Duration.ofSeconds(15))
+				.until(() -> holderBackend.client().getZookeeperClient().isConnected());
+			assertThat(holderBackend.release(key, "holder")).isTrue();
+			Outcome outcome = waiting.get(20, TimeUnit.SECONDS);
+			assertThat(outcome.result().acquired()).isTrue();
+			assertThat(outcome.result().fencingToken()).isGreaterThan(held.fencingToken());
+			assertThat(waiterBackend.sessionId()).as("the same session, reconnected").isEqualTo(session);
+			assertThat(waiterBackend.release(key, "waiter")).isTrue();
+		}
+		finally {
+			pool.shutdownNow();
+		}
+	}
+
+	/**
+	 * The server stays down past the wait: the waiter, past Curator's retries, awaits the
+	 * connection until its wait ends and fails then, within its wait + one connection timeout
+	 * (ZK-9, ZK-11); its node is deleted once the server is back.
+	 */
+	@Test
+	void waiterWhoseServerStaysDownPastTheWaitFailsWithinTheWaitPlusTheConnectionTimeoutAndLeavesNoNode()
+			throws Exception {
+		waiterInAnOutage(longSessionBackend(), Duration.ofSeconds(6), (waiting, start) -> {
+			assertThatThrownBy(() -> waiting.get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+				.cause()
+				.isInstanceOf(LockBackendException.class);
+			Duration took = Duration.ofNanos(System.nanoTime() - start);
+			assertThat(took).as("past Curator's retries (about 2.5 s): to the end of the wait")
+				.isGreaterThan(Duration.ofMillis(5500));
+			assertThat(took).as("wait 6 s + connection timeout 1 s + slack").isLessThan(Duration.ofMillis(7500));
+		});
+	}
+
+	/**
+	 * The server is down for longer than the waiter's session (6 s): Curator reports the session
+	 * LOST while the waiter awaits the connection, and the call fails at once, its node lost,
+	 * long before its wait (60 s) ends; the node is gone once the server is back.
+	 */
+	@Test
+	void waiterWhoseSessionIsLostWhileItAwaitsTheConnectionFailsAtOnceAndItsNodeGoes() throws Exception {
+		ZooKeeperLockBackend waiterBackend = closing(ZooKeeperLockBackend.owning(
+				ZooKeeperClients.connect(server.connectString(), Duration.ofSeconds(6), Duration.ofSeconds(1)),
+				"/holdfast"));
+		AtomicBoolean lost = new AtomicBoolean();
+		waiterBackend.client().getConnectionStateListenable().addListener((client, state) -> {
+			if (state == ConnectionState.LOST) {
+				lost.set(true);
+			}
+		});
+		waiterInAnOutage(waiterBackend, Duration.ofSeconds(60), (waiting, start) -> {
+			await().atMost(Duration.ofSeconds(30)).untilTrue(lost);
+			long lostAt = System.nanoTime();
+			assertThatThrownBy(() -> waiting.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+				.cause()
+				.isInstanceOf(LockBackendException.class)
+				.hasMessageContaining("lost its queued node");
+			assertThat(Duration.ofNanos(System.nanoTime() - lostAt)).as("at once, not at the end of the wait")
+				.isLessThan(Duration.ofSeconds(2));
+		});
+	}
+
+	/**
+	 * A holder on a session of 30 s, and a waiter on {@code waiterBackend} that waits {@code wait}
+	 * behind it: the server is stopped once the waiter watches, {@code outage} runs, and the server
+	 * starts again. Then the waiter's node goes, and the holder releases.
+	 */
+	private void waiterInAnOutage(ZooKeeperLockBackend waiterBackend, Duration wait, Outage outage) throws Exception {
+		ZooKeeperLockBackend holderBackend = longSessionBackend();
+		String key = "holdfast:" + uniqueName();
+		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofMinutes(1)).acquired()).isTrue();
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		List<String> holderOnly = observer.getChildren().forPath(parent);
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			long start = System.nanoTime();
+			Future<Outcome> waiting = pool.submit(() -> waiterBackend.acquire(key, "waiter", Duration.ofMinutes(1), wait));
+			await().atMost(Duration.ofSeconds(5)).until(() -> watchesOn(parent).size() == 1);
+			server.stop(0);
+			try {
+				outage.run(waiting, start);
+			}
+			finally {
+				server.restart(0);
+			}
+			await().atMost(Duration.ofSeconds(30)).untilAsserted(
+					() -> assertThat(observer.getChildren().forPath(parent)).as("the holder's node only")
+						.isEqualTo(holderOnly));
+			await().atMost(Duration.ofSeconds(15))
+				.until(() -> holderBackend.client().getZookeeperClient().isConnected());
+			assertThat(holderBackend.release(key, "holder")).isTrue();
+		}
+		finally {
+			pool.shutdownNow();
+		}
+	}
+
+	/** What a test checks while the server is down: the waiting call, started at {@code start}. */
+	@FunctionalInterface
+	private interface Outage {
+
+		void run(Future<Outcome> waiting, long start) throws Exception;
+
+	}
+
+	/**
+	 * The backend is closed (application shutdown) while its waiter awaits the connection to a
+	 * server that is down: the call ends at once, not at the end of its wait (60 s).
+	 */
+	@Test
+	void closingTheBackendEndsAWaiterThatAwaitsTheConnection() throws Exception {
+		ZooKeeperLockBackend holderBackend = longSessionBackend();
+		String key = "holdfast:" + uniqueName();
+		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofMinutes(1)).acquired()).isTrue();
+		String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+		ZooKeeperLockBackend waiterBackend = ZooKeeperLockBackend.owning(
+				ZooKeeperClients.connect(server.connectString(), Duration.ofSeconds(30), Duration.ofSeconds(1)),
+				"/holdfast");
+		AtomicReference<Thread> waiter = new AtomicReference<>();
+		ExecutorService pool = Executors.newSingleThreadExecutor();
+		try {
+			Future<Outcome> waiting = pool.submit(() -> {
+				waiter.set(Thread.currentThread());
+				return waiterBackend.acquire(key, "waiter", Duration.ofMinutes(1), Duration.ofSeconds(60));
+			});
+			await().atMost(Duration.ofSeconds(5)).until(() -> watchesOn(parent).size() == 1);
+			server.stop(0);
+			try {
+				await("Curator's retries spent: the waiter awaits the connection").atMost(Duration.ofSeconds(15))
+					.until(() -> awaitsTheConnection(waiter.get()));
+				long closed = System.nanoTime();
+				waiterBackend.close();
+				assertThatThrownBy(() -> waiting.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+					.cause()
+					.isInstanceOf(LockBackendException.class);
+				assertThat(Duration.ofNanos(System.nanoTime() - closed)).as("at once, not at the end of the wait")
+					.isLessThan(Duration.ofSeconds(2));
+			}
+			finally {
+				server.restart(0);
+			}
+		}
+		finally {
+			pool.shutdownNow();
+			waiterBackend.close();
+		}
+		await().atMost(Duration.ofSeconds(15))
+			.until(() -> holderBackend.client().getZookeeperClient().isConnected());
+		assertThat(holderBackend.release(key, "holder")).isTrue();
+	}
+
+	/**
+	 * ZK-11: freshness runs from the waiter's last answered write. Its write to judge the holder's
+	 * expiry by the ensemble's clock is answered ConnectionLoss (not sent), and the holder releases
+	 * meanwhile: once connected again, the waiter heads the queue, but its last answered write is
+	 * its create, 4 s earlier, more than a hundredth of its time to live (2 s of 200 s): it writes
+	 * its node again before it holds. Counting the lost write as written, it would hold at once,
+	 * with a lease counted from a write that never happened.
+	 */
+	@Test
+	void waiterWhoseWriteIsAnsweredConnectionLossWritesItsNodeAgainBeforeItHolds() throws Exception {
+		ZooKeeperLockBackend holderBackend = backend();
+		String key = "holdfast:" + uniqueName();
+		// no renewal: expired by the ensemble's clock after 4 s
+		assertThat(holderBackend.tryAcquire(key, "holder", Duration.ofSeconds(4)).acquired()).isTrue();
+		HookedClient hooked = new HookedClient("setData", new RetryNTimes(0, 0));
+		ZooKeeperLockBackend waiterBackend = closing(ZooKeeperLockBackend.owning(hooked.client, "/holdfast"));
+		AtomicReference<Stat> beforeTheLostWrite = new AtomicReference<>();
+		AtomicReference<String> waiterNode = new AtomicReference<>();
+		hooked.hook = () -> {
+			String parent = "/holdfast/locks/" + ZooKeeperPaths.encode(key);
+			List<String> queue = observer.getChildren().forPath(parent);
+			queue.sort(Comparator.comparing(ZooKeeperPaths::sequence));
+			waiterNode.set(parent + "/" + queue.get(1));
+			beforeTheLostWrite.set(observer.checkExists().forPath(waiterNode.get()));
+			assertThat(holderBackend.release(key, "holder")).isTrue();
+		};
+
+		Outcome outcome = waiterBackend.acquire(key, "waiter", Duration.ofSeconds(200), Duration.ofSeconds(20));
+
+		assertThat(hooked.fired).as("the write to judge the holder's expiry was answered ConnectionLoss").isTrue();
+		assertThat(outcome.result().acquired()).isTrue();
+		Stat held = observer.checkExists().forPath(waiterNode.get());
+		assertThat(held.getVersion()).as("written again before it held")
+			.isEqualTo(beforeTheLostWrite.get().getVersion() + 1);
+		assertThat(held.getMtime()).isGreaterThan(beforeTheLostWrite.get().getMtime());
+		assertThat(waiterBackend.release(key, "waiter")).isTrue();
+	}
+
+	/** A backend whose client has a session of 30 s, which outlives a server stopped for a few seconds. */
+	private ZooKeeperLockBackend longSessionBackend() {
+		return closing(ZooKeeperLockBackend.owning(
+				ZooKeeperClients.connect(server.connectString(), Duration.ofSeconds(30), Duration.ofSeconds(1)),
+				"/holdfast"));
+	}
+
+	/** Whether {@code thread} awaits the connection after a request answered ConnectionLoss (ZK-11). */
+	private static boolean awaitsTheConnection(@Nullable Thread thread) {
+		return thread != null && Arrays.stream(thread.getStackTrace())
+			.anyMatch((frame) -> frame.getMethodName().equals("reconnected"));
+	}
+
 	/** A client of the server through {@code proxy}: session 10 s, connection timeout 2 s. */
 	private static CuratorFramework proxiedClient(BlackholeProxy proxy) throws InterruptedException {
 		CuratorFramework client = CuratorFrameworkFactory.builder()
@@ -369,6 +608,26 @@ class ZooKeeperLockBackendTests {
 
 	@Test
 	void connectionLossDuringCreateLeavesNoOrphanNode() throws Exception {
+		connectionLossDuringCreate((backend, key) -> () -> backend.tryAcquire(key, "owner", Duration.ofSeconds(30)));
+	}
+
+	/**
+	 * A waiter's create is answered ConnectionLoss (ZK-11): its outcome is unknown, so it is not
+	 * sent again within the wait; the call fails and Curator's protected mode deletes the node.
+	 */
+	@Test
+	void waiterWhoseCreateIsAnsweredConnectionLossFailsAndLeavesNoNode() throws Exception {
+		connectionLossDuringCreate((backend, key) -> () -> backend.acquire(key, "owner", Duration.ofSeconds(30),
+				Duration.ofSeconds(20)));
+	}
+
+	/**
+	 * Runs the call that {@code call} makes of a backend on a client without retries, whose
+	 * server applies the create but whose answer is lost with the connection: the call fails, and
+	 * the node is deleted on the same session.
+	 */
+	private void connectionLossDuringCreate(BiFunction<ZooKeeperLockBackend, String, Callable<?>> call)
+			throws Exception {
 		DefaultLockTemplate warmup = template(backend(), LockListener.NONE);
 		String name = uniqueName();
 		// the parent exists, so that the create under test is one request
@@ -389,7 +648,7 @@ class ZooKeeperLockBackendTests {
 		ExecutorService pool = Executors.newSingleThreadExecutor();
 		try {
 			proxy.dropAnswers(true);
-			Future<AcquireResult> attempt = pool.submit(() -> backend.tryAcquire(key, "owner", Duration.ofSeconds(30)));
+			Future<?> attempt = pool.submit(call.apply(backend, key));
 			// the create reached the server, its answer did not reach the client
 			await().atMost(Duration.ofSeconds(5)).until(() -> !observer.getChildren().forPath(parent).isEmpty());
 			proxy.dropAnswers(false);
@@ -1046,6 +1305,7 @@ class ZooKeeperLockBackendTests {
 	 * calling thread just before the first asynchronous {@code getChildren} or {@code getData}
 	 * (as {@code method} says) is sent; that request then goes to the client's handle of the
 	 * moment, as Curator's retry of it would. The client's event thread stays free meanwhile.
+	 * For {@code setData} the request is not sent at all: it is answered ConnectionLoss.
 	 */
 	static final class HookedClient {
 
@@ -1057,11 +1317,15 @@ class ZooKeeperLockBackendTests {
 		final AtomicBoolean fired = new AtomicBoolean();
 
 		HookedClient(String method) throws InterruptedException {
+			this(method, new RetryNTimes(3, 100));
+		}
+
+		HookedClient(String method, RetryPolicy retryPolicy) throws InterruptedException {
 			this.client = CuratorFrameworkFactory.builder()
 				.connectString(server.connectString())
 				.sessionTimeoutMs(10_000)
 				.connectionTimeoutMs(3_000)
-				.retryPolicy(new RetryNTimes(3, 100))
+				.retryPolicy(retryPolicy)
 				.zookeeperFactory((connectString, sessionTimeout, watcher, canBeReadOnly) -> new ZooKeeper(connectString,
 						sessionTimeout, watcher, canBeReadOnly) {
 
@@ -1084,6 +1348,17 @@ class ZooKeeperLockBackendTests {
 						}
 						else {
 							super.getData(path, watching, callback, context);
+						}
+					}
+
+					@Override
+					public void setData(String path, byte[] data, int version, AsyncCallback.StatCallback callback,
+							Object context) {
+						if (fire("setData")) {
+							callback.processResult(KeeperException.Code.CONNECTIONLOSS.intValue(), path, context, null);
+						}
+						else {
+							super.setData(path, data, version, callback, context);
 						}
 					}
 
