@@ -1,9 +1,12 @@
 package dev.holdfast.core;
 
 import java.util.ArrayDeque;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -35,6 +38,8 @@ final class Lines implements AutoCloseable {
 	private final @Nullable WaiterHandoff handoff;
 
 	private final ConcurrentHashMap<String, Line> lines = new ConcurrentHashMap<>();
+
+	private final CopyOnWriteArrayList<Consumer<@Nullable String>> told = new CopyOnWriteArrayList<>();
 
 	private final ReentrantLock subscribeLock = new ReentrantLock();
 
@@ -125,8 +130,9 @@ final class Lines implements AutoCloseable {
 		return (head != null) ? head.owner : null;
 	}
 
-	/** Wakes the head of {@code key}'s line, if any. */
+	/** Wakes the head of {@code key}'s line, if any, and tells the permit calls. */
 	void wake(String key) {
+		this.told.forEach((waiter) -> waiter.accept(key));
 		Line line = this.lines.get(key);
 		Acquisition head = (line != null) ? line.head : null;
 		if (head != null) {
@@ -134,14 +140,10 @@ final class Lines implements AutoCloseable {
 		}
 	}
 
-	/** Wakes every acquisition of every line (events interrupted, or the template shuts down). */
+	/** Wakes every line's head and permit call (events interrupted, or the template shuts down). */
 	void wakeAll() {
-		for (Line line : this.lines.values()) {
-			Acquisition head = line.head;
-			if (head != null) {
-				head.wake();
-			}
-		}
+		this.told.forEach((waiter) -> waiter.accept(null));
+		this.lines.values().forEach((line) -> Optional.ofNullable(line.head).ifPresent(Acquisition::wake));
 	}
 
 	/**
@@ -207,6 +209,12 @@ final class Lines implements AutoCloseable {
 		finally {
 			this.subscribeLock.unlock();
 		}
+	}
+
+	/** Tells {@code waiter} (a permit call, SEM-7) each key that wakes a head, null at wakeAll: the stop, or null if it can't. */
+	@Nullable Runnable tell(Consumer<@Nullable String> waiter) {
+		boolean heard = this.handoff == null && this.events != null && subscribed() && this.events.isListening();
+		return (heard && this.told.add(waiter)) ? () -> this.told.remove(waiter) : null;
 	}
 
 	/** Whether a release subscription is open (it may not listen yet). */

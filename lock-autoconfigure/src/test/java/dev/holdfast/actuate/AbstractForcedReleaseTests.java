@@ -2,6 +2,7 @@ package dev.holdfast.actuate;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
@@ -20,12 +21,16 @@ import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
 import dev.holdfast.actuate.ClusterLocksView.ClusterLockDescriptor;
 import dev.holdfast.actuate.ClusterLocksView.ClusterLocksDescriptor;
+import dev.holdfast.actuate.ClusterLocksView.ClusterPermitDescriptor;
+import dev.holdfast.actuate.ClusterLocksView.ClusterSemaphoreDescriptor;
 import dev.holdfast.actuate.ClusterLocksView.ForcedReleaseDescriptor;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
+import dev.holdfast.semaphore.PermitSlots;
 import dev.holdfast.spi.LockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -99,6 +104,85 @@ abstract class AbstractForcedReleaseTests {
 			assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
 		}
 		lease.close();
+	}
+
+	@Test
+	void aSemaphoreIsOneEntryWithItsPermitsHereAndInTheClusterView() {
+		DefaultLockTemplate web1 = template("web-1", new LockMetricsListener(new SimpleMeterRegistry()));
+		DefaultLockTemplate web2 = template("web-2", new LockMetricsListener(new SimpleMeterRegistry()));
+		LocksEndpoint here = new LocksEndpoint(web1, "web-1", Show.NEVER, Set.of(), 100, null);
+		String name = "exports-" + UUID.randomUUID();
+		String semaphore = LockSettings.masked(web1.keyFor(name, "eu"), web1.keyPrefix());
+		try (Lease first = web1.acquirePermit(name, "eu", 3, LockOptions.defaults());
+				Lease second = web1.acquirePermit(name, "eu", 3, LockOptions.defaults());
+				Lease third = web2.acquirePermit(name, "eu", 3, LockOptions.defaults());
+				Lease lock = web1.acquire(name, "eu", LockOptions.defaults())) {
+			assertThat(web2.tryAcquirePermit(name, "eu", 3, LockOptions.defaults())).as("a 4th of 3: checks slot #3")
+				.isEmpty();
+			LocksEndpoint.LocksDescriptor locks = here.locks(ALICE);
+			assertThat(locks.leases()).as("the lock, no permit").extracting(LocksEndpoint.LeaseDescriptor::fencingToken)
+				.containsExactly(lock.fencingToken());
+			assertThat(locks.semaphores()).singleElement().satisfies((held) -> {
+				assertThat(held.name()).isEqualTo(name);
+				assertThat(held.key()).isEqualTo(semaphore).matches("holdfast:" + name + ":\\*{6}#[0-9a-f]{4}");
+				assertThat(held.permits()).extracting(LocksEndpoint.PermitDescriptor::slot)
+					.containsExactlyElementsOf(slots(first, second));
+				assertThat(held.permits()).extracting(LocksEndpoint.PermitDescriptor::fencingToken)
+					.containsExactlyInAnyOrder(first.fencingToken(), second.fencingToken());
+				assertThat(held.permits()).allSatisfy((permit) -> {
+					assertThat(permit.valid()).isTrue();
+					assertThat(permit.key()).isEqualTo(LockSettings.masked(web1.keyFor(name, "eu").concat("#" + permit.slot()),
+							web1.keyPrefix()));
+				});
+			});
+
+			ClusterLocksDescriptor cluster = (ClusterLocksDescriptor) here.scope(ALICE, "cluster");
+			assertThat(cluster.locks()).as("the lock, no permit slot").extracting(ClusterLockDescriptor::fencingToken)
+				.contains(lock.fencingToken())
+				.doesNotContain(first.fencingToken(), second.fencingToken(), third.fencingToken());
+			assertThat(cluster.locks()).extracting(ClusterLockDescriptor::key).noneMatch((key) -> key.contains("#-1"));
+			ClusterSemaphoreDescriptor listed = cluster.semaphores()
+				.stream()
+				.filter((entry) -> entry.key().equals(semaphore))
+				.findFirst()
+				.orElseThrow();
+			assertThat(listed.permits()).as("by slot, the check slot #-1 not a permit")
+				.extracting(ClusterPermitDescriptor::slot)
+				.containsExactlyElementsOf(slots(first, second, third));
+			assertThat(listed.permits()).extracting(ClusterPermitDescriptor::instance, ClusterPermitDescriptor::fencingToken)
+				.containsExactlyInAnyOrderElementsOf(List.of(tuple("web-1", first.fencingToken()),
+						tuple("web-1", second.fencingToken()),
+						tuple("web-2", third.fencingToken())));
+			assertThat(listed.permits()).allSatisfy((permit) -> assertThat(permit.remainingMillis()).isPositive());
+		}
+	}
+
+	@Test
+	void aPermitShownMaskedIsReleasedByForce() {
+		DefaultLockTemplate holder = template("web-1", new LockMetricsListener(new SimpleMeterRegistry()));
+		DefaultLockTemplate operator = template("web-2", new LockMetricsListener(new SimpleMeterRegistry()));
+		LocksEndpoint endpoint = new LocksEndpoint(operator, "web-2", Show.NEVER, Set.of(), 100, null);
+		String name = "exports-" + UUID.randomUUID();
+		try (Lease permit = holder.acquirePermit(name, "eu", 2, LockOptions.defaults())) {
+			String semaphore = LockSettings.masked(holder.keyFor(name, "eu"), holder.keyPrefix());
+			ClusterPermitDescriptor listed = ((ClusterLocksDescriptor) endpoint.scope(ALICE, "cluster")).semaphores()
+				.stream()
+				.filter((entry) -> entry.key().equals(semaphore))
+				.findFirst()
+				.orElseThrow()
+				.permits()
+				.get(0);
+			assertThat(listed.key()).matches("holdfast:" + name + ":\\*{6}#[01]#[0-9a-f]{4}");
+			ForcedReleaseDescriptor answer = endpoint.release(ALICE, listed.key(), permit.fencingToken(), null);
+			assertThat(answer.released()).as(String.valueOf(answer.reason())).isTrue();
+		}
+	}
+
+	private static List<Integer> slots(Lease... permits) {
+		return Arrays.stream(permits)
+			.map((permit) -> PermitSlots.slotOf(permit.key()))
+			.sorted()
+			.toList();
 	}
 
 	@Test
