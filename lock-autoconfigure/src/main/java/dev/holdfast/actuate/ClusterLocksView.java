@@ -38,8 +38,8 @@ public final class ClusterLocksView {
 	/** How a forced release names the default backend. */
 	public static final String DEFAULT_BACKEND = "default";
 
-	/** A key masked by {@link LockSettings#masked}, a permit slot's index kept ({@code …:******#2#3f2a}). */
-	private static final Pattern MASKED = Pattern.compile(".*:\\*{6}(#-?[0-9]{1,2})?#[0-9a-f]{4}");
+	/** A key masked as {@link #shown} masks it: a lock's, or a permit's ({@code …:******#3f2a#2}). */
+	private static final Pattern MASKED = Pattern.compile(".*:\\*{6}#[0-9a-f]{4}(#-?[0-9]{1,2})?");
 
 	private static final Log logger = LogFactory.getLog(LocksEndpoint.class);
 
@@ -174,10 +174,19 @@ public final class ClusterLocksView {
 		}
 		String target = key;
 		if (isMasked(key)) {
-			List<BackendLock> matching = locks.listLocks(backend.prefix(), this.maxListed)
-				.locks()
+			// a masked key names one of 65,536 fingerprints: one match proves something only in a whole listing,
+			// or among the locks of the fencing token given (the backend checks it too)
+			Listing listing = locks.listLocks(backend.prefix(), this.maxListed);
+			if (!listing.complete() && fencingToken == null) {
+				return new ForcedReleaseDescriptor(key, false, "The listing is incomplete (more than "
+						+ "management.endpoint.locks.max-listed=" + this.maxListed + " locks, or Redis stopped its SCAN):"
+						+ " a masked key may name a lock not listed; give the whole key (shown with"
+						+ " management.endpoint.locks.show-values) or the lock's fencingToken");
+			}
+			List<BackendLock> matching = listing.locks()
 				.stream()
-				.filter((lock) -> owners(lock.key()).contains(backend) && shown(backend, lock.key(), false).equals(key))
+				.filter((lock) -> owners(lock.key()).contains(backend) && shown(backend, lock.key(), false).equals(key)
+						&& (fencingToken == null || lock.fencingToken() == fencingToken))
 				.toList();
 			if (matching.size() != 1) {
 				return new ForcedReleaseDescriptor(key, false, matching.isEmpty() ? "No lock listed has this key"
@@ -230,7 +239,17 @@ public final class ClusterLocksView {
 	}
 
 	private static String shown(Backend backend, String key, boolean shown) {
-		return shown ? key : LockSettings.masked(key, backend.prefix());
+		return shown ? key : masked(key, backend.prefix());
+	}
+
+	/**
+	 * {@code key} masked by {@link LockSettings#masked}; a permit's slot key as its semaphore's masked key and
+	 * {@code #<slot>} ({@code …:******#3f2a#2}), one fingerprint for a semaphore and its permits (OBS-15).
+	 */
+	static String masked(String key, String prefix) {
+		Integer slot = PermitSlots.slotOf(key);
+		return (slot != null) ? LockSettings.masked(key.substring(0, key.lastIndexOf('#')), prefix) + "#" + slot
+				: LockSettings.masked(key, prefix);
 	}
 
 	private static boolean isMasked(String key) {

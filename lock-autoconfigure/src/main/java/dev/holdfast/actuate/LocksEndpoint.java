@@ -131,7 +131,7 @@ public class LocksEndpoint {
 		ClusterLocksView.bySemaphore(infos, LeaseInfo::key).forEach((key, permits) -> semaphores.add(
 				new SemaphoreDescriptor(permits.get(0).name(), shown ? key : LockSettings.masked(key, prefix),
 						permits.stream().map((info) -> new PermitDescriptor(PermitSlots.slotOf(info.key()),
-								shown ? info.key() : LockSettings.masked(info.key(), prefix), info.fencingToken(),
+								shown ? info.key() : ClusterLocksView.masked(info.key(), prefix), info.fencingToken(),
 								info.acquiredAt(), info.expiresAt(), info.valid())).toList())));
 		return new BackendLeases(engine.backendName(), leases, semaphores.isEmpty() ? null : semaphores);
 	}
@@ -158,7 +158,8 @@ public class LocksEndpoint {
 	 * holder is told it lost the lock (WARN, {@code holdfast.lock.lost}), and the next holder's
 	 * fencing token is larger. Logged at WARN with the caller's principal.
 	 * @param key the lock's backend key as {@code locks/cluster} shows it; a masked key is
-	 * accepted when exactly one listed lock has it
+	 * accepted when exactly one listed lock has it (and {@code fencingToken}, if given), refused when the
+	 * listing is incomplete unless {@code fencingToken} is given
 	 * @param fencingToken release only if the holder's token is this one, so that a lock taken
 	 * by another holder since it was listed is left alone
 	 * @param backend with named backends, the one that holds the lock ({@code default} for the

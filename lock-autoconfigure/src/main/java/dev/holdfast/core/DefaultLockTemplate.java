@@ -6,9 +6,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.function.IntConsumer;
 import java.util.function.Supplier;
-import java.util.stream.IntStream;
 
 import io.micrometer.observation.Observation;
 import org.apache.commons.logging.Log;
@@ -130,6 +128,12 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		return lease;
 	}
 
+	/**
+	 * Acquires a lock, or returns {@code null} if it stayed held for the wait time.
+	 * @throws LockBackendException if the backend failed
+	 * @throws LockInterruptedException if the thread was interrupted while waiting or during a backend
+	 * call
+	 */
 	@Override
 	public @Nullable Lease acquireOrNull(String name, @Nullable Object key, LockOptions options) {
 		return acquireOrNull(name, keyFor(name, key), true, options);
@@ -142,13 +146,6 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			lease.detachFromThread();
 		}
 		return lease;
-	}
-
-	@Override
-	public @Nullable Runnable tellSlotReleases(String name, @Nullable Object key, int permits, IntConsumer released) {
-		List<String> slots = IntStream.range(0, permits).mapToObj((slot) -> this.keys.encodeSlot(name, key, slot)).toList();
-		return this.lines.tell((heard) -> IntStream.range(0, permits)
-			.filter((slot) -> heard == null || heard.equals(slots.get(slot))).forEach(released));
 	}
 
 	private @Nullable LeaseHandle acquireOrNull(String name, String fullKey, boolean reentrant, LockOptions options) {
@@ -188,11 +185,13 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		}
 	}
 
+	/** The backend key of a lock, as {@link LockKeys} encodes it. */
 	@Override
 	public String keyFor(String name, @Nullable Object key) {
 		return this.keys.encode(name, key);
 	}
 
+	/** The leases this template holds now, and the locks {@linkplain #listHeld listed} with them. */
 	@Override
 	public List<LeaseInfo> heldLeases() {
 		return this.leases.list();
@@ -204,6 +203,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		return this.leases.listHeld(lock);
 	}
 
+	/** The backend this template uses. */
 	@Override
 	public LockBackend backend() {
 		return this.backend;
@@ -367,6 +367,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		this.lines.closeSubscription(false);
 	}
 
+	/** {@code key} as logs and messages show it: see {@link LockSettings#showKeyValues()}. */
 	@Override
 	public String shownKey(String key) {
 		return this.failures.shown(key);

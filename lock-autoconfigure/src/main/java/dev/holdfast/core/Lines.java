@@ -1,12 +1,9 @@
 package dev.holdfast.core;
 
 import java.util.ArrayDeque;
-import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Consumer;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -38,8 +35,6 @@ final class Lines implements AutoCloseable {
 	private final @Nullable WaiterHandoff handoff;
 
 	private final ConcurrentHashMap<String, Line> lines = new ConcurrentHashMap<>();
-
-	private final CopyOnWriteArrayList<Consumer<@Nullable String>> told = new CopyOnWriteArrayList<>();
 
 	private final ReentrantLock subscribeLock = new ReentrantLock();
 
@@ -130,9 +125,8 @@ final class Lines implements AutoCloseable {
 		return (head != null) ? head.owner : null;
 	}
 
-	/** Wakes the head of {@code key}'s line, if any, and tells the permit calls. */
+	/** Wakes the head of {@code key}'s line, if any. */
 	void wake(String key) {
-		this.told.forEach((waiter) -> waiter.accept(key));
 		Line line = this.lines.get(key);
 		Acquisition head = (line != null) ? line.head : null;
 		if (head != null) {
@@ -140,10 +134,14 @@ final class Lines implements AutoCloseable {
 		}
 	}
 
-	/** Wakes every line's head and permit call (events interrupted, or the template shuts down). */
+	/** Wakes every acquisition of every line (events interrupted, or the template shuts down). */
 	void wakeAll() {
-		this.told.forEach((waiter) -> waiter.accept(null));
-		this.lines.values().forEach((line) -> Optional.ofNullable(line.head).ifPresent(Acquisition::wake));
+		for (Line line : this.lines.values()) {
+			Acquisition head = line.head;
+			if (head != null) {
+				head.wake();
+			}
+		}
 	}
 
 	/**
@@ -209,12 +207,6 @@ final class Lines implements AutoCloseable {
 		finally {
 			this.subscribeLock.unlock();
 		}
-	}
-
-	/** Tells {@code waiter} (a permit call, SEM-7) each key that wakes a head, null at wakeAll: the stop, or null if it can't. */
-	@Nullable Runnable tell(Consumer<@Nullable String> waiter) {
-		boolean heard = this.handoff == null && this.events != null && subscribed() && this.events.isListening();
-		return (heard && this.told.add(waiter)) ? () -> this.told.remove(waiter) : null;
 	}
 
 	/** Whether a release subscription is open (it may not listen yet). */

@@ -2,7 +2,6 @@ package dev.holdfast.core;
 
 import java.time.Clock;
 import java.time.Duration;
-import java.util.function.IntConsumer;
 import java.util.function.Supplier;
 
 import org.jspecify.annotations.Nullable;
@@ -57,9 +56,6 @@ public interface LockEngine extends HeldLeases {
 	 * ({@link LockKeys#encodeSlot}): always a new lease, never a reentrant hold, bound to no thread (SEM-1, SEM-3).
 	 */
 	@Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options);
-
-	/** Tells {@code released} of each slot of (name, key) released, all if events stop: the stop, or null if it can't (SEM-7). */
-	@Nullable Runnable tellSlotReleases(String name, @Nullable Object key, int permits, IntConsumer released);
 
 	/** The wait time of an acquisition with {@code options}: theirs, else the engine's default. */
 	Duration waitTime(LockOptions options);

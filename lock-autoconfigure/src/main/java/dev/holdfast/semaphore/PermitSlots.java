@@ -4,17 +4,12 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.WeakHashMap;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.IntConsumer;
 
 import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.Lease;
 import dev.holdfast.LockContext;
-import dev.holdfast.LockInterruptedException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.PermitNotAcquiredException;
@@ -30,9 +25,7 @@ import dev.holdfast.core.LockEngine;
  * <ul>
  * <li>each round tries every slot once, starting at a random one; the first free slot is the
  * permit (one backend round trip when it is the first tried);</li>
- * <li>a call that waits is told of the release of any of its slots where the engine's release
- * events reach every refused waiter (SEM-7), and tries that slot; a round lasts the poll interval,
- * jittered; elsewhere it waits on one slot per round (round robin), for a slice that starts at
+ * <li>a call that waits waits on one slot per round (round robin), for a slice that starts at
  * {@link #SLICE} and doubles per fruitless round up to the poll interval (woken by that slot's
  * release events, or polling as the engine does); that wait's first attempt is the round's try
  * of that slot;</li>
@@ -96,41 +89,24 @@ public final class PermitSlots {
 		ThreadLocalRandom random = ThreadLocalRandom.current();
 		int start = random.nextInt(permits);
 		long slice = SLICE.toNanos();
-		long poll = engine.pollInterval().toNanos();
-		Told told = new Told();
 		for (int round = 0;; round++) {
 			int waited = (start + round) % permits;
+			// a call that waits tries the slot it waits on with its wait's first attempt, not twice
 			boolean waits = deadline - System.nanoTime() > 0;
-			// SEM-7: told of releases from before the round's first try, else waiting on one slot
-			Runnable telling = waits ? engine.tellSlotReleases(name, key, permits, told) : null;
-			try {
-				// a call that waits on one slot tries it with its wait's first attempt, not twice
-				boolean onOneSlot = waits && telling == null;
-				for (int i = 0; i < permits; i++) {
-					int slot = (start + i) % permits;
-					Lease lease = (onOneSlot && slot == waited) ? null : engine.acquireSlot(name, key, slot, once);
-					if (lease != null) {
-						return lease;
-					}
-				}
-				long left = Math.max(0, deadline - System.nanoTime());
-				Lease lease = null;
-				if (telling != null) {
-					// a round as an engine's head pauses where releases are announced: the poll interval, jittered
-					lease = told.await(engine, name, key, once, Math.min(left, poll / 2 + random.nextLong(poll / 2 + 1)));
-				}
-				else if (waits) {
-					Duration wait = Duration.ofNanos(Math.min(left, slice / 2 + random.nextLong(slice)));
-					slice = Math.max(SLICE.toNanos(), Math.min(slice * 2, poll));
-					lease = engine.acquireSlot(name, key, waited, options.waitTime(wait));
-				}
+			for (int i = 0; i < permits; i++) {
+				int slot = (start + i) % permits;
+				Lease lease = (waits && slot == waited) ? null : engine.acquireSlot(name, key, slot, once);
 				if (lease != null) {
 					return lease;
 				}
 			}
-			finally {
-				if (telling != null) {
-					telling.run();
+			if (waits) {
+				long left = Math.max(0, deadline - System.nanoTime());
+				Duration wait = Duration.ofNanos(Math.min(left, slice / 2 + random.nextLong(slice)));
+				slice = Math.max(SLICE.toNanos(), Math.min(slice * 2, engine.pollInterval().toNanos()));
+				Lease lease = engine.acquireSlot(name, key, waited, options.waitTime(wait));
+				if (lease != null) {
+					return lease;
 				}
 			}
 			if (!checked && checkNoSlotBeyond(engine, name, key, permits, options)) {
@@ -262,55 +238,6 @@ public final class PermitSlots {
 				checking.close();
 			}
 		}
-	}
-
-	/**
-	 * SEM-7: a waiting call told of the releases of its slots, on the event's thread (no blocking: a
-	 * bit per slot, a wake-up), and its wait for them.
-	 */
-	private static final class Told implements IntConsumer {
-
-		/** The slots (bits, at most {@value #MAX_PERMITS}) whose release it was told of and has not tried since. */
-		private final AtomicLong released = new AtomicLong();
-
-		private final Semaphore wakeups = new Semaphore(0);
-
-		@Override
-		public void accept(int slot) {
-			this.released.getAndUpdate((slots) -> slots | (1L << slot));
-			this.wakeups.release();
-		}
-
-		/**
-		 * Tries each slot it is told of once, until one is taken or {@code nanos} passed.
-		 * @return the lease of the slot taken, or {@code null}
-		 * @throws LockInterruptedException if the thread is interrupted while it waits
-		 */
-		@Nullable Lease await(LockEngine engine, String name, @Nullable Object key, LockOptions once, long nanos) {
-			long end = System.nanoTime() + nanos;
-			while (true) {
-				// wake-ups from now on end the next wait: a release told meanwhile is tried then
-				this.wakeups.drainPermits();
-				long slots = this.released.getAndSet(0);
-				for (int slot = 0; slots != 0; slot++, slots >>>= 1) {
-					Lease lease = ((slots & 1) != 0) ? engine.acquireSlot(name, key, slot, once) : null;
-					if (lease != null) {
-						return lease;
-					}
-				}
-				long left = end - System.nanoTime();
-				try {
-					if (left <= 0 || !this.wakeups.tryAcquire(left, TimeUnit.NANOSECONDS)) {
-						return null;
-					}
-				}
-				catch (InterruptedException ex) {
-					Thread.currentThread().interrupt();
-					throw new LockInterruptedException(engine.shownKey(engine.keyFor(name, key)), ex);
-				}
-			}
-		}
-
 	}
 
 	/** The permits an engine gives a semaphore, and until when (monotonic nanoseconds) its check passed. */
