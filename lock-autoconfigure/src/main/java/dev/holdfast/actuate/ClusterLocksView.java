@@ -3,9 +3,11 @@ package dev.holdfast.actuate;
 import java.security.Principal;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Function;
 import java.util.regex.Pattern;
 
 import org.apache.commons.logging.Log;
@@ -17,6 +19,7 @@ import org.springframework.boot.actuate.endpoint.SecurityContext;
 
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.core.LockSettings;
+import dev.holdfast.semaphore.PermitSlots;
 import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.ClusterLocks.BackendLock;
 import dev.holdfast.spi.ClusterLocks.Listing;
@@ -35,7 +38,8 @@ public final class ClusterLocksView {
 	/** How a forced release names the default backend. */
 	public static final String DEFAULT_BACKEND = "default";
 
-	private static final Pattern MASKED = Pattern.compile(".*:\\*{6}#[0-9a-f]{4}");
+	/** A key masked as {@link #shown} masks it: a lock's, or a permit's ({@code …:******#3f2a#2}). */
+	private static final Pattern MASKED = Pattern.compile(".*:\\*{6}#[0-9a-f]{4}(#-?[0-9]{1,2})?");
 
 	private static final Log logger = LogFactory.getLog(LocksEndpoint.class);
 
@@ -87,20 +91,47 @@ public final class ClusterLocksView {
 		LockEngine engine = backend.engine();
 		if (!(engine.backend() instanceof ClusterLocks locks)) {
 			return new ClusterLocksDescriptor(engine.backendName(), false, unsupported(backend), true, List.of(),
-					named);
+					null, named);
 		}
 		Listing listing = locks.listLocks(backend.prefix(), this.maxListed);
 		Instant now = engine.clock().instant();
-		List<ClusterLockDescriptor> described = listing.locks()
-			.stream()
-			.filter((lock) -> owners(lock.key()).contains(backend))
+		List<BackendLock> own = listing.locks().stream().filter((lock) -> owners(lock.key()).contains(backend)).toList();
+		List<ClusterLockDescriptor> described = own.stream()
+			.filter((lock) -> PermitSlots.slotOf(lock.key()) == null)
 			.map((lock) -> new ClusterLockDescriptor(shown(backend, lock.key(), shown), lock.instance(),
-					lock.fencingToken(), lock.remainingMillis(),
-					(lock.remainingMillis() >= 0) ? now.plusMillis(lock.remainingMillis()) : null))
+					lock.fencingToken(), lock.remainingMillis(), expires(lock, now)))
 			.toList();
+		List<ClusterSemaphoreDescriptor> semaphores = new ArrayList<>();
+		bySemaphore(own, BackendLock::key).forEach((key, permits) -> semaphores.add(new ClusterSemaphoreDescriptor(
+				shown(backend, key, shown), permits.stream().map((lock) -> new ClusterPermitDescriptor(
+						PermitSlots.slotOf(lock.key()), shown(backend, lock.key(), shown), lock.instance(),
+						lock.fencingToken(), lock.remainingMillis(), expires(lock, now))).toList())));
 		String note = listing.complete() ? null
 				: "Listing stopped at its bound (management.endpoint.locks.max-listed=" + this.maxListed + ")";
-		return new ClusterLocksDescriptor(engine.backendName(), true, note, listing.complete(), described, named);
+		return new ClusterLocksDescriptor(engine.backendName(), true, note, listing.complete(), described,
+				semaphores.isEmpty() ? null : semaphores, named);
+	}
+
+	private static @Nullable Instant expires(BackendLock lock, Instant now) {
+		return (lock.remainingMillis() >= 0) ? now.plusMillis(lock.remainingMillis()) : null;
+	}
+
+	/**
+	 * The permits among {@code held}, by the key of their semaphore (a slot key less {@code #<slot>}), in key
+	 * order, each semaphore's by slot; the check slot {@code #-1} is none (OBS-15).
+	 */
+	static <T> Map<String, List<T>> bySemaphore(List<T> held, Function<T, String> keyOf) {
+		Map<String, List<T>> semaphores = new TreeMap<>();
+		for (T lease : held) {
+			String key = keyOf.apply(lease);
+			Integer slot = PermitSlots.slotOf(key);
+			if (slot != null && slot >= 0) {
+				semaphores.computeIfAbsent(key.substring(0, key.lastIndexOf('#')), (k) -> new ArrayList<>()).add(lease);
+			}
+		}
+		semaphores.values()
+			.forEach((permits) -> permits.sort(Comparator.comparing((lease) -> PermitSlots.slotOf(keyOf.apply(lease)))));
+		return semaphores;
 	}
 
 	/**
@@ -143,10 +174,19 @@ public final class ClusterLocksView {
 		}
 		String target = key;
 		if (isMasked(key)) {
-			List<BackendLock> matching = locks.listLocks(backend.prefix(), this.maxListed)
-				.locks()
+			// a masked key names one of 65,536 fingerprints: one match proves something only in a whole listing,
+			// or among the locks of the fencing token given (the backend checks it too)
+			Listing listing = locks.listLocks(backend.prefix(), this.maxListed);
+			if (!listing.complete() && fencingToken == null) {
+				return new ForcedReleaseDescriptor(key, false, "The listing is incomplete (more than "
+						+ "management.endpoint.locks.max-listed=" + this.maxListed + " locks, or Redis stopped its SCAN):"
+						+ " a masked key may name a lock not listed; give the whole key (shown with"
+						+ " management.endpoint.locks.show-values) or the lock's fencingToken");
+			}
+			List<BackendLock> matching = listing.locks()
 				.stream()
-				.filter((lock) -> owners(lock.key()).contains(backend) && shown(backend, lock.key(), false).equals(key))
+				.filter((lock) -> owners(lock.key()).contains(backend) && shown(backend, lock.key(), false).equals(key)
+						&& (fencingToken == null || lock.fencingToken() == fencingToken))
 				.toList();
 			if (matching.size() != 1) {
 				return new ForcedReleaseDescriptor(key, false, matching.isEmpty() ? "No lock listed has this key"
@@ -199,7 +239,17 @@ public final class ClusterLocksView {
 	}
 
 	private static String shown(Backend backend, String key, boolean shown) {
-		return shown ? key : LockSettings.masked(key, backend.prefix());
+		return shown ? key : masked(key, backend.prefix());
+	}
+
+	/**
+	 * {@code key} masked by {@link LockSettings#masked}; a permit's slot key as its semaphore's masked key and
+	 * {@code #<slot>} ({@code …:******#3f2a#2}), one fingerprint for a semaphore and its permits (OBS-15).
+	 */
+	static String masked(String key, String prefix) {
+		Integer slot = PermitSlots.slotOf(key);
+		return (slot != null) ? LockSettings.masked(key.substring(0, key.lastIndexOf('#')), prefix) + "#" + slot
+				: LockSettings.masked(key, prefix);
 	}
 
 	private static boolean isMasked(String key) {
@@ -213,13 +263,37 @@ public final class ClusterLocksView {
 	 * @param supported whether the backend can list them
 	 * @param note why not, or why the list is incomplete
 	 * @param complete whether every lock is listed
-	 * @param locks the locks, ordered by key
+	 * @param locks the locks, ordered by key, permits left out
+	 * @param semaphores the semaphores with permits held, ordered by key; {@code null}, absent in the JSON, for none
 	 * @param backends the same of each named backend ({@code holdfast.backends.<name>}), by name;
 	 * {@code null}, absent in the JSON, without named backends
 	 */
 	public record ClusterLocksDescriptor(String backend, boolean supported, @Nullable String note, boolean complete,
-			List<ClusterLockDescriptor> locks, @Nullable Map<String, ClusterLocksDescriptor> backends)
-			implements OperationResponseBody {
+			List<ClusterLockDescriptor> locks, @Nullable List<ClusterSemaphoreDescriptor> semaphores,
+			@Nullable Map<String, ClusterLocksDescriptor> backends) implements OperationResponseBody {
+	}
+
+	/**
+	 * A semaphore with permits held on the backend.
+	 *
+	 * @param key its backend key (its permits' keys less {@code #<slot>}), its key part masked unless shown
+	 * @param permits the permits held, by slot
+	 */
+	public record ClusterSemaphoreDescriptor(String key, List<ClusterPermitDescriptor> permits) {
+	}
+
+	/**
+	 * A permit held on the backend: one slot's lock.
+	 *
+	 * @param slot the slot's index
+	 * @param key the slot's backend key, its key part masked unless shown
+	 * @param instance the name of the instance that holds it, when the backend tells
+	 * @param fencingToken its holder's fencing token
+	 * @param remainingMillis how long it lives unless renewed, by the backend's clock; -1 unknown
+	 * @param expires when it expires unless renewed, by this instance's clock
+	 */
+	public record ClusterPermitDescriptor(int slot, String key, @Nullable String instance, long fencingToken,
+			long remainingMillis, @Nullable Instant expires) {
 	}
 
 	/**

@@ -8,6 +8,7 @@ import io.micrometer.observation.ObservationView;
 import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.LockListener;
+import dev.holdfast.semaphore.PermitSlots;
 
 /**
  * Observes every acquisition of Holdfast's lock engine and every hold
@@ -23,7 +24,8 @@ import dev.holdfast.LockListener;
  * runs is no longer exclusive).</li>
  * </ul>
  * Low-cardinality key values, which become meter tags: {@value #NAME} (the lock name, never the
- * key), {@value #BACKEND} and {@value #OUTCOME}. High-cardinality, spans only:
+ * key), {@value #BACKEND}, {@value #MODE} ({@code exclusive}, or {@code permit} for a permit of
+ * a semaphore, told by its slot key) and {@value #OUTCOME}. High-cardinality, spans only:
  * {@value #FENCING_TOKEN} once acquired. The backend key is left out because it can contain user
  * data; it is on the {@link LockObservationContext} for an application that wants it.
  * <p>
@@ -37,6 +39,9 @@ public class LockObservationListener implements LockListener {
 
 	/** Low-cardinality key of the backend name. */
 	public static final String BACKEND = "backend";
+
+	/** Low-cardinality key of what is taken: {@code exclusive} (a lock) or {@code permit} (a semaphore's). */
+	public static final String MODE = "mode";
 
 	/** Low-cardinality key of how the acquisition or the hold ended. */
 	public static final String OUTCOME = "outcome";
@@ -94,7 +99,8 @@ public class LockObservationListener implements LockListener {
 				.parentObservation(this.parent)
 				.contextualName(action + context.getLockName())
 				.lowCardinalityKeyValue(NAME, context.getLockName())
-				.lowCardinalityKeyValue(BACKEND, context.getBackend());
+				.lowCardinalityKeyValue(BACKEND, context.getBackend())
+				.lowCardinalityKeyValue(MODE, (PermitSlots.slotOf(context.getKey()) != null) ? "permit" : "exclusive");
 		}
 
 		@Override

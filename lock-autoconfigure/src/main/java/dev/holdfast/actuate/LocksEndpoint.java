@@ -1,6 +1,7 @@
 package dev.holdfast.actuate;
 
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
@@ -26,6 +27,7 @@ import dev.holdfast.actuate.ClusterLocksView.ForcedReleaseDescriptor;
 import dev.holdfast.actuate.JobsView.JobRunDescriptor;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.core.LockSettings;
+import dev.holdfast.semaphore.PermitSlots;
 
 /**
  * The {@code locks} Actuator endpoint: the leases this instance holds now, including the locks
@@ -108,19 +110,30 @@ public class LocksEndpoint {
 	public LocksDescriptor locks(SecurityContext securityContext) {
 		boolean shown = shown(securityContext);
 		Map<String, BackendLeases> named = new TreeMap<>();
-		this.named.forEach((name, engine) -> named.put(name,
-				new BackendLeases(engine.backendName(), leases(engine, shown))));
-		return new LocksDescriptor(this.engine.backendName(), this.instance, leases(this.engine, shown),
+		this.named.forEach((name, engine) -> {
+			BackendLeases held = held(engine, shown);
+			named.put(name, new BackendLeases(engine.backendName(), held.leases(), held.semaphores()));
+		});
+		BackendLeases held = held(this.engine, shown);
+		return new LocksDescriptor(this.engine.backendName(), this.instance, held.leases(), held.semaphores(),
 				named.isEmpty() ? null : named);
 	}
 
-	private static List<LeaseDescriptor> leases(LockEngine engine, boolean shown) {
+	/** The leases of {@code engine} but its permits, and its semaphores with their permits (OBS-15). */
+	private static BackendLeases held(LockEngine engine, boolean shown) {
 		String prefix = engine.keyPrefix();
-		return engine.heldLeases()
-			.stream()
-			.sorted(Comparator.comparing(LeaseInfo::key))
+		List<LeaseInfo> infos = engine.heldLeases().stream().sorted(Comparator.comparing(LeaseInfo::key)).toList();
+		List<LeaseDescriptor> leases = infos.stream()
+			.filter((info) -> PermitSlots.slotOf(info.key()) == null)
 			.map((info) -> new LeaseDescriptor(info, shown ? info.key() : LockSettings.masked(info.key(), prefix)))
 			.toList();
+		List<SemaphoreDescriptor> semaphores = new ArrayList<>();
+		ClusterLocksView.bySemaphore(infos, LeaseInfo::key).forEach((key, permits) -> semaphores.add(
+				new SemaphoreDescriptor(permits.get(0).name(), shown ? key : LockSettings.masked(key, prefix),
+						permits.stream().map((info) -> new PermitDescriptor(PermitSlots.slotOf(info.key()),
+								shown ? info.key() : ClusterLocksView.masked(info.key(), prefix), info.fencingToken(),
+								info.acquiredAt(), info.expiresAt(), info.valid())).toList())));
+		return new BackendLeases(engine.backendName(), leases, semaphores.isEmpty() ? null : semaphores);
 	}
 
 	/**
@@ -145,7 +158,8 @@ public class LocksEndpoint {
 	 * holder is told it lost the lock (WARN, {@code holdfast.lock.lost}), and the next holder's
 	 * fencing token is larger. Logged at WARN with the caller's principal.
 	 * @param key the lock's backend key as {@code locks/cluster} shows it; a masked key is
-	 * accepted when exactly one listed lock has it
+	 * accepted when exactly one listed lock has it (and {@code fencingToken}, if given), refused when the
+	 * listing is incomplete unless {@code fencingToken} is given
 	 * @param fencingToken release only if the holder's token is this one, so that a lock taken
 	 * by another holder since it was listed is left alone
 	 * @param backend with named backends, the one that holds the lock ({@code default} for the
@@ -190,21 +204,50 @@ public class LocksEndpoint {
 	 *
 	 * @param backend the backend name
 	 * @param instance the name of this instance ({@code holdfast.instance-name})
-	 * @param leases the leases, ordered by key
+	 * @param leases the leases, ordered by key, permits left out
+	 * @param semaphores the semaphores of which this instance holds permits, ordered by key; {@code null},
+	 * absent in the JSON, for none
 	 * @param backends the leases held on each named backend ({@code holdfast.backends.<name>}), by name;
 	 * {@code null}, absent in the JSON, without named backends
 	 */
 	public record LocksDescriptor(String backend, String instance, List<LeaseDescriptor> leases,
-			@Nullable Map<String, BackendLeases> backends) implements OperationResponseBody {
+			@Nullable List<SemaphoreDescriptor> semaphores, @Nullable Map<String, BackendLeases> backends)
+			implements OperationResponseBody {
 	}
 
 	/**
 	 * The leases held on one named backend.
 	 *
 	 * @param type the backend's type ({@code jdbc}, ...)
-	 * @param leases the leases, ordered by key
+	 * @param leases the leases, ordered by key, permits left out
+	 * @param semaphores the semaphores of which this instance holds permits, ordered by key; {@code null} for none
 	 */
-	public record BackendLeases(String type, List<LeaseDescriptor> leases) {
+	public record BackendLeases(String type, List<LeaseDescriptor> leases,
+			@Nullable List<SemaphoreDescriptor> semaphores) {
+	}
+
+	/**
+	 * A semaphore of which this instance holds permits.
+	 *
+	 * @param name the semaphore's name
+	 * @param key its backend key (its permits' keys less {@code #<slot>}), its key part masked unless shown
+	 * @param permits the permits held here, by slot
+	 */
+	public record SemaphoreDescriptor(String name, String key, List<PermitDescriptor> permits) {
+	}
+
+	/**
+	 * A permit held here: the lease of one slot of its semaphore.
+	 *
+	 * @param slot the slot's index
+	 * @param key the slot's backend key as a forced release takes it, its key part masked unless shown
+	 * @param fencingToken the fencing token of the slot's acquisition
+	 * @param acquired when it was acquired
+	 * @param expires when it expires unless renewed
+	 * @param valid whether this instance still holds it for sure
+	 */
+	public record PermitDescriptor(int slot, String key, long fencingToken, Instant acquired, Instant expires,
+			boolean valid) {
 	}
 
 	/**

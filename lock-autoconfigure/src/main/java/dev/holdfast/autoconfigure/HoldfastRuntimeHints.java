@@ -38,6 +38,8 @@ class HoldfastRuntimeHints implements RuntimeHintsRegistrar {
 					MemberCategory.ACCESS_DECLARED_FIELDS);
 		for (Class<?> descriptor : List.of(ClusterLocksView.ClusterLocksDescriptor.class,
 				ClusterLocksView.ClusterLockDescriptor.class, ClusterLocksView.ForcedReleaseDescriptor.class,
+				ClusterLocksView.ClusterSemaphoreDescriptor.class, ClusterLocksView.ClusterPermitDescriptor.class,
+				LocksEndpoint.SemaphoreDescriptor.class, LocksEndpoint.PermitDescriptor.class,
 				JobsView.JobsDescriptor.class, JobsView.JobDescriptor.class, JobsView.JobRunDescriptor.class)) {
 			hints.reflection()
 				.registerType(descriptor, MemberCategory.INVOKE_PUBLIC_METHODS, MemberCategory.ACCESS_DECLARED_FIELDS);

@@ -126,6 +126,16 @@ public final class PermitSlots {
 	}
 
 	/**
+	 * The index of the permit slot whose key {@code key} is ({@code <semaphore key>#<index>}, made by
+	 * {@link dev.holdfast.core.LockKeys#encodeSlot}, not shortened); {@code null} for a lock's key.
+	 */
+	public static @Nullable Integer slotOf(String key) {
+		int index = key.lastIndexOf('#');
+		return (index > 0 && key.length() - index <= 3 && key.substring(index + 1).matches("-?[0-9]+"))
+				? Integer.valueOf(key.substring(index + 1)) : null;
+	}
+
+	/**
 	 * Checks that {@code permits} is 1 to {@value #MAX_PERMITS}.
 	 * @throws IllegalArgumentException naming the semaphore and the fix otherwise
 	 */

@@ -159,6 +159,24 @@ class LockObservationTests {
 	}
 
 	@Test
+	void aPermitIsObservedWithModePermitAndALockWithModeExclusive() {
+		this.runner.run((context) -> {
+			context.getBean(Orders.class).reserve(this.id);
+			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+			template.executeWithPermit("exports", "eu", 2, LockOptions.defaults(), () -> "exported");
+			MeterRegistry meters = context.getBean(MeterRegistry.class);
+			for (String timer : List.of(LockMetricsListener.ACQUIRE, LockMetricsListener.HELD)) {
+				assertThat(meters.get(timer).tags("name", "exports", "mode", "permit").timer().count()).as(timer)
+					.isEqualTo(1);
+				assertThat(meters.get(timer).tags("name", "orders", "mode", "exclusive").timer().count()).as(timer)
+					.isEqualTo(1);
+			}
+			assertThat(spans("lock held exports")).singleElement()
+				.satisfies((span) -> assertThat(span.getTags()).containsEntry("mode", "permit"));
+		});
+	}
+
+	@Test
 	void observationsCanBeTurnedOffWithBootsProperty() {
 		this.runner.withPropertyValues("management.observations.enable.holdfast=false").run((context) -> {
 			assertThat(context.getBean(Orders.class).reserve(this.id)).isEqualTo(this.id);
