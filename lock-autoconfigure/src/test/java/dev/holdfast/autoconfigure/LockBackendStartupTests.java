@@ -38,8 +38,9 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * What Holdfast does when the application context starts: one INFO line naming the backend and
- * why, the backend probed and its release subscription opened before the context has started,
- * and an unreachable backend reported (or, with {@code holdfast.fail-fast}, fatal).
+ * why, the backend probed and its release subscription opened in the background while the other
+ * beans are created (awaited only with {@code holdfast.fail-fast}), and an unreachable backend
+ * reported (or, with {@code holdfast.fail-fast}, fatal).
  */
 @ExtendWith(OutputCaptureExtension.class)
 class LockBackendStartupTests {
@@ -91,13 +92,36 @@ class LockBackendStartupTests {
 	}
 
 	@Test
-	void releaseSubscriptionListensOnceTheContextHasStarted() {
-		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
+	void withFailFastTheReleaseSubscriptionListensOnceTheContextHasStarted() {
+		this.runner
+			.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s",
+					"holdfast.fail-fast=true")
 			.run((context) -> {
 				assertThat(context).hasNotFailed();
 				// Before, the first contended acquisition opened it and missed the releases meanwhile.
 				assertThat(context.getBean(RedisLockBackend.class).isListening()).isTrue();
 			});
+	}
+
+	@Test
+	void aStartWithoutFailFastWaitsNeitherForTheProbeNorForTheSubscription() throws IOException {
+		// Accepts connections (the kernel does) and never answers: the probe and the subscription hang.
+		try (ServerSocket silent = new ServerSocket(0)) {
+			this.runner
+				.withPropertyValues("spring.data.redis.port=" + silent.getLocalPort(),
+						"spring.data.redis.timeout=10s")
+				.run((context) -> {
+					assertThat(context).hasNotFailed();
+					LockBackendStartup startup = new LockBackendStartup(context.getBean(DefaultLockTemplate.class),
+							"test", false, null);
+					long start = System.nanoTime();
+					startup.start();
+					// Before, it waited up to 2 s (READY_WAIT) for both.
+					assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(1));
+					assertThat(context.getBean(RedisLockBackend.class).isListening()).isFalse();
+					startup.stop();
+				});
+		}
 	}
 
 	@Test
@@ -161,7 +185,7 @@ class LockBackendStartupTests {
 		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
 			.run((context) -> {
 				RedisLockBackend backend = context.getBean(RedisLockBackend.class);
-				assertThat(backend.isListening()).isTrue();
+				await().atMost(Duration.ofSeconds(10)).until(backend::isListening);
 				logFrom[0] = output.length();
 				context.close();
 				// Closed before the connection factory stops, not twice after it.
