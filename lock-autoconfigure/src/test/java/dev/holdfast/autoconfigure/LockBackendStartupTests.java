@@ -195,6 +195,24 @@ class LockBackendStartupTests {
 	}
 
 	@Test
+	void closingTheContextWhileTheSubscriptionOpensLogsNoWarning(CapturedOutput output) throws IOException {
+		// Accepts connections and never answers: the subscription is still opening when the context closes.
+		try (ServerSocket silent = new ServerSocket(0)) {
+			int[] logFrom = new int[1];
+			this.runner.withPropertyValues("spring.data.redis.port=" + silent.getLocalPort(), "spring.data.redis.timeout=3s")
+				.run((context) -> {
+					assertThat(context).hasNotFailed();
+					assertThat(context.getBean(RedisLockBackend.class).isListening()).isFalse();
+					logFrom[0] = output.length();
+				});
+			// The opening attempt fails after the close (interrupted, or at the connection timeout).
+			await().atMost(Duration.ofSeconds(10)).until(() -> !threadAlive("holdfast-redis-subscribe"));
+			assertThat(output.toString().substring(logFrom[0]).lines().filter((line) -> line.matches(".*\\b(WARN|ERROR)\\b.*")))
+				.as("WARN and ERROR lines after the close").isEmpty();
+		}
+	}
+
+	@Test
 	void unreachableBackendAtStartupIsAWarningNamingTheSettingsToCheck(CapturedOutput output) {
 		this.runner.withPropertyValues("spring.data.redis.port=" + unusedPort(), "spring.data.redis.timeout=500ms")
 			.run((context) -> {
@@ -244,6 +262,10 @@ class LockBackendStartupTests {
 			this.listening = backend.isListening();
 		}
 
+	}
+
+	private static boolean threadAlive(String name) {
+		return Thread.getAllStackTraces().keySet().stream().anyMatch((thread) -> thread.getName().equals(name));
 	}
 
 	private static int unusedPort() {
