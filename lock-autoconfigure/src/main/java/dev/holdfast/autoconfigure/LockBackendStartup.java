@@ -7,6 +7,7 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.beans.factory.DisposableBean;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.core.NestedExceptionUtils;
 
@@ -29,9 +30,10 @@ import dev.holdfast.spi.LockBackend;
  * </ul>
  * Runs once per context, after the connection factories start and before the web server does;
  * when the context stops, it closes the release subscription before the connection factories
- * stop.
+ * stop. Destroyed without a stop (a context that failed to start), it interrupts the probe, which
+ * then says nothing (BSL-11).
  */
-final class LockBackendStartup implements SmartLifecycle {
+final class LockBackendStartup implements SmartLifecycle, DisposableBean {
 
 	/** After connection factories (phase 0), before the web server starts (DEFAULT_PHASE - 2048). */
 	static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 4096;
@@ -60,7 +62,10 @@ final class LockBackendStartup implements SmartLifecycle {
 
 	private volatile boolean running;
 
-	/** Set when the context stops: a probe that fails on the closing connections then says nothing. */
+	/**
+	 * Set when the context stops or this bean is destroyed: a probe that fails on the closing
+	 * connections then says nothing.
+	 */
 	private volatile boolean stopped;
 
 	private boolean started;
@@ -208,6 +213,19 @@ final class LockBackendStartup implements SmartLifecycle {
 		this.running = false;
 		this.stopped = true;
 		this.template.closeReleaseEvents();
+	}
+
+	/**
+	 * Ends the probe: Spring stops only started lifecycles, so a context that fails to start
+	 * destroys this bean without a {@link #stop()}, and the probe must not go on against destroyed
+	 * connection factories, nor WARN about them (BSL-11).
+	 */
+	@Override
+	public void destroy() {
+		this.stopped = true;
+		if (this.prober != null) {
+			this.prober.interrupt();
+		}
 	}
 
 	@Override

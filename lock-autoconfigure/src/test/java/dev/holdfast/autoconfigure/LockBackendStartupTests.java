@@ -13,6 +13,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.context.LifecycleAutoConfiguration;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
@@ -213,6 +214,19 @@ class LockBackendStartupTests {
 	}
 
 	@Test
+	void aContextThatFailsToStartEndsTheProbeQuietly(CapturedOutput output) throws IOException {
+		// Spring stops only started lifecycles: the probe of a context that failed to start went on
+		// against destroyed connection factories and logged a WARN about the backend.
+		try (ServerSocket silent = new ServerSocket(0)) {
+			this.runner.withPropertyValues("spring.data.redis.port=" + silent.getLocalPort(), "spring.data.redis.timeout=10s")
+				.withBean(FailsTheStart.class)
+				.run((context) -> assertThat(context).hasFailed());
+			await().atMost(Duration.ofSeconds(5)).until(() -> !threadAlive("holdfast-startup-probe"));
+			assertThat(output).doesNotContain("Holdfast could not reach");
+		}
+	}
+
+	@Test
 	void unreachableBackendAtStartupIsAWarningNamingTheSettingsToCheck(CapturedOutput output) {
 		this.runner.withPropertyValues("spring.data.redis.port=" + unusedPort(), "spring.data.redis.timeout=500ms")
 			.run((context) -> {
@@ -245,6 +259,16 @@ class LockBackendStartupTests {
 			.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s",
 					"holdfast.fail-fast=true")
 			.run((context) -> assertThat(context).hasNotFailed());
+	}
+
+	/** Fails the context's start after every singleton, {@link LockBackendStartup} included, was created. */
+	static class FailsTheStart implements SmartInitializingSingleton {
+
+		@Override
+		public void afterSingletonsInstantiated() {
+			throw new IllegalStateException("an unrelated bean fails the start");
+		}
+
 	}
 
 	/** A bean created after the template, before the context starts: is the subscription listening by then? */
