@@ -46,8 +46,10 @@ import java.util.stream.Stream;
  * then, after a full GC, heap used and non-heap used (metaspace and code cache).</li>
  * </ul>
  * A second comparison, {@code app-uses-redis}, adds {@link StartupRedisUse} to both sides: an
- * application that opens its own Redis connection at startup pays the Lettuce client itself.
- * {@code bench.startup.only=sample} or {@code =app-uses-redis} runs one of the two.
+ * application that opens its own Redis connection at startup pays the Lettuce client itself. A
+ * third, {@code app-schedules-a-job}, adds {@link StartupScheduledJob} to both sides: an
+ * application that runs a scheduled job has Spring Boot's scheduler, on which Holdfast's jobs then
+ * run. {@code bench.startup.only} names the ones to run (comma-separated ids).
  */
 public final class StartupCost {
 
@@ -112,7 +114,9 @@ public final class StartupCost {
 		List<Comparison> comparisons = new ArrayList<>(List.of(
 				new Comparison("sample", "The sample as it is (its only use of Redis is Holdfast's)", List.of()),
 				new Comparison("app-uses-redis", "The sample as an application that opens its own Redis connection "
-						+ "at startup (`StartupRedisUse` on both sides)", List.of(StartupRedisUse.class.getName()))));
+						+ "at startup (`StartupRedisUse` on both sides)", List.of(StartupRedisUse.class.getName())),
+				new Comparison("app-schedules-a-job", "The sample as an application that schedules a job of its own "
+						+ "every 2 s (`StartupScheduledJob` on both sides)", List.of(StartupScheduledJob.class.getName()))));
 		Set<String> only = Set.of(System.getProperty("bench.startup.only", "sample,app-uses-redis").split(","));
 		comparisons.removeIf((comparison) -> !only.contains(comparison.id()));
 		StringBuilder report = new StringBuilder();
@@ -157,7 +161,7 @@ public final class StartupCost {
 			fail("Could not extract " + this.jar + ": see " + this.work.resolve("extract.log"));
 		}
 		for (Class<?> type : List.of(StartupBaseline.class, StartupBaseline.NoLeases.class, StartupRedisUse.class,
-				StartupRedisUse.Ping.class)) {
+				StartupRedisUse.Ping.class, StartupScheduledJob.class)) {
 			String resource = type.getName().replace('.', '/') + ".class";
 			Path target = baseline.resolve(resource);
 			Files.createDirectories(target.getParent());

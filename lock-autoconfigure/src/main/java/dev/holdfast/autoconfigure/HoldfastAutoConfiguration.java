@@ -74,7 +74,7 @@ public final class HoldfastAutoConfiguration {
 					"Correct holdfast.key-prefix or holdfast.max-key-length.");
 		}
 		// Starts opening the release subscription in the background now, so that it overlaps the
-		// creation of the other beans; LockBackendStartup awaits it before the context has started.
+		// creation of the other beans; LockBackendStartup awaits it only with holdfast.fail-fast.
 		template.prepare();
 		return template;
 	}

@@ -7,6 +7,7 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.beans.factory.DisposableBean;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.core.NestedExceptionUtils;
 
@@ -16,28 +17,28 @@ import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.LockBackend;
 
 /**
- * Gets the lock backend ready when the application context starts, so that the first
- * acquisition does not pay for opening connections and the release subscription:
+ * Gets the lock backend ready without delaying the start, so that the first acquisition does not
+ * pay for opening connections and the release subscription:
  * <ul>
- * <li>logs one INFO line naming the backend and why it was chosen;</li>
- * <li>opens the template's release subscription, if the template has not started opening it
- * already when it was created (in the background, as the backend does it);</li>
  * <li>probes the backend once ({@link BackendHealth#checkHealth()}, bounded by the backend's
- * own timeout), which also opens its connections; when it does not answer, logs a WARN naming
- * the settings to check, or, with {@code holdfast.fail-fast=true}, fails the context.</li>
+ * own timeout) on a thread of its own from its creation, which also opens its connections, while
+ * the other beans are created, as the template's release subscription opens (BSL-6, BSL-9);</li>
+ * <li>logs one INFO line naming the backend and why it was chosen, when the context starts;</li>
+ * <li>without {@code holdfast.fail-fast} waits for nothing: a probe that fails logs a WARN naming
+ * the settings to check; with it, waits for the probe, failing the context if the backend does
+ * not answer, and for the subscription at most {@link #READY_WAIT}.</li>
  * </ul>
- * Without fail-fast the probe runs on a thread of its own, and the start waits for it and for
- * the subscription at most {@link #READY_WAIT}: a healthy backend is ready by then, an unreachable
- * one delays the start no longer, and its WARN follows when the probe gives up. Runs once per
- * context, after the connection factories start and before the web server does; when the context
- * stops, it closes the release subscription before the connection factories stop.
+ * Runs once per context, after the connection factories start and before the web server does;
+ * when the context stops, it closes the release subscription before the connection factories
+ * stop. Destroyed without a stop (a context that failed to start), it interrupts the probe, which
+ * then says nothing (BSL-11).
  */
-final class LockBackendStartup implements SmartLifecycle {
+final class LockBackendStartup implements SmartLifecycle, DisposableBean {
 
 	/** After connection factories (phase 0), before the web server starts (DEFAULT_PHASE - 2048). */
 	static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 4096;
 
-	/** How long a start without fail-fast waits for the probe and the subscription. */
+	/** How long a start with fail-fast waits for the subscription once the probe answered. */
 	static final Duration READY_WAIT = Duration.ofSeconds(2);
 
 	private static final Log logger = LogFactory.getLog(LockBackendStartup.class);
@@ -53,7 +54,19 @@ final class LockBackendStartup implements SmartLifecycle {
 	/** The named backend's name ({@code holdfast.backends.<name>}), {@code null} for the default one. */
 	private final @Nullable String name;
 
+	/** Probes the backend from this bean's creation; {@code null} for a backend without health checks. */
+	private final @Nullable Thread prober;
+
+	/** Why the probe found the backend unable to serve locks; {@code null} if it could or has not answered yet. */
+	private volatile @Nullable String failure;
+
 	private volatile boolean running;
+
+	/**
+	 * Set when the context stops or this bean is destroyed: a probe that fails on the closing
+	 * connections then says nothing.
+	 */
+	private volatile boolean stopped;
 
 	private boolean started;
 
@@ -67,6 +80,12 @@ final class LockBackendStartup implements SmartLifecycle {
 		this.choice = choice;
 		this.failFast = failFast;
 		this.name = name;
+		this.prober = (template.backend() instanceof BackendHealth) ? new Thread(this::probe, "holdfast-startup-probe")
+				: null;
+		if (this.prober != null) {
+			this.prober.setDaemon(true);
+			this.prober.start();
+		}
 	}
 
 	@Override
@@ -79,26 +98,23 @@ final class LockBackendStartup implements SmartLifecycle {
 		this.started = true;
 		LockBackend backend = this.template.backend();
 		logger.info("Holdfast keeps locks in the " + backend.name() + " backend (" + this.choice + ")");
-		long deadline = System.nanoTime() + READY_WAIT.toNanos();
 		this.template.prepare();
 		if (this.failFast) {
-			String failure = probe(backend);
+			awaitProbe();
+			String failure = this.failure;
 			if (failure != null) {
 				throw unreachable(shown(backend), failure, settingsOf(backend.name(), this.name));
 			}
+			awaitSubscription(System.nanoTime() + READY_WAIT.toNanos());
 		}
-		else {
-			Thread prober = new Thread(() -> warnUnlessReachable(backend), "holdfast-startup-probe");
-			prober.setDaemon(true);
-			prober.start();
-			await(prober, deadline);
-		}
-		awaitSubscription(deadline);
 	}
 
-	private void warnUnlessReachable(LockBackend backend) {
+	/** On the prober thread: probes once, and without fail-fast logs a WARN if the backend does not answer. */
+	private void probe() {
+		LockBackend backend = this.template.backend();
 		String failure = probe(backend);
-		if (failure != null) {
+		this.failure = failure;
+		if (failure != null && !this.failFast && !this.stopped) {
 			logger.warn("Holdfast could not reach its " + shown(backend) + " at startup: " + failure
 					+ ". Locks fail with LockBackendException until it answers. Check "
 					+ settingsOf(backend.name(), this.name)
@@ -161,12 +177,18 @@ final class LockBackendStartup implements SmartLifecycle {
 		};
 	}
 
-	private static void await(Thread thread, long deadline) {
+	/** Waits for the probe, which the backend's own timeouts bound. */
+	private void awaitProbe() {
+		if (this.prober == null) {
+			return;
+		}
 		try {
-			thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+			this.prober.join();
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
+			throw new LockConfigurationException("Interrupted while Holdfast probed its " + shown(this.template.backend())
+					+ " at startup", "Start the application again.");
 		}
 	}
 
@@ -189,7 +211,21 @@ final class LockBackendStartup implements SmartLifecycle {
 	@Override
 	public void stop() {
 		this.running = false;
+		this.stopped = true;
 		this.template.closeReleaseEvents();
+	}
+
+	/**
+	 * Ends the probe: Spring stops only started lifecycles, so a context that fails to start
+	 * destroys this bean without a {@link #stop()}, and the probe must not go on against destroyed
+	 * connection factories, nor WARN about them (BSL-11).
+	 */
+	@Override
+	public void destroy() {
+		this.stopped = true;
+		if (this.prober != null) {
+			this.prober.interrupt();
+		}
 	}
 
 	@Override

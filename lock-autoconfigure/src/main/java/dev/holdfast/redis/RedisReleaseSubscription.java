@@ -165,6 +165,12 @@ final class RedisReleaseSubscription implements AutoCloseable {
 			}
 			catch (RuntimeException ex) {
 				destroy(candidate);
+				if (isAbandoned(generation)) {
+					// Closed (or left) while it opened: the failure is the close's, not Redis's (SHD-5).
+					logger.debug("Redis subscribe to channel '" + this.channel + "' abandoned: closed while it opened",
+							ex);
+					return;
+				}
 				failures++;
 				String message = "Redis subscribe to channel '" + this.channel + "' failed (attempt " + failures
 						+ "); waiters poll until it opens: " + NestedExceptionUtils.getMostSpecificCause(ex).getMessage();
@@ -181,6 +187,17 @@ final class RedisReleaseSubscription implements AutoCloseable {
 			catch (InterruptedException ex) {
 				Thread.currentThread().interrupt();
 			}
+		}
+	}
+
+	/** Whether the subscription closed or its last listener left since the opening of {@code generation} began. */
+	private boolean isAbandoned(int generation) {
+		this.lifecycleLock.lock();
+		try {
+			return this.closed || this.generation != generation;
+		}
+		finally {
+			this.lifecycleLock.unlock();
 		}
 	}
 

@@ -9,6 +9,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 
 import org.apache.commons.logging.Log;
@@ -132,6 +133,9 @@ public final class RedlockLockBackend
 	private final long nodeTimeoutNanos;
 
 	private final Acquisitions acquisitions;
+
+	/** The open release subscriptions, one per template in practice. */
+	private final List<RedlockReleaseEvents> subscriptions = new CopyOnWriteArrayList<>();
 
 	/**
 	 * Creates a backend over clients that the caller owns and closes.
@@ -355,7 +359,30 @@ public final class RedlockLockBackend
 	 */
 	@Override
 	public AutoCloseable subscribe(Consumer<String> listener) {
-		return RedlockReleaseEvents.subscribe(this.nodes.list(), this.settings.releaseChannel(), listener);
+		RedlockReleaseEvents events = RedlockReleaseEvents.subscribe(this.nodes.list(), this.quorum,
+				this.settings.releaseChannel(), listener);
+		this.subscriptions.add(events);
+		return () -> {
+			this.subscriptions.remove(events);
+			events.close();
+		};
+	}
+
+	/**
+	 * Whether release deliveries have started: a subscription is open and each open one was
+	 * registered by a quorum of nodes (Redisson registers them in the background).
+	 */
+	@Override
+	public boolean isListening() {
+		if (this.subscriptions.isEmpty()) {
+			return false;
+		}
+		for (RedlockReleaseEvents events : this.subscriptions) {
+			if (!events.isListening()) {
+				return false;
+			}
+		}
+		return true;
 	}
 
 	/**

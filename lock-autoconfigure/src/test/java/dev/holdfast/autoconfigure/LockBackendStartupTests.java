@@ -13,6 +13,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.context.LifecycleAutoConfiguration;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
@@ -38,8 +39,9 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * What Holdfast does when the application context starts: one INFO line naming the backend and
- * why, the backend probed and its release subscription opened before the context has started,
- * and an unreachable backend reported (or, with {@code holdfast.fail-fast}, fatal).
+ * why, the backend probed and its release subscription opened in the background while the other
+ * beans are created (awaited only with {@code holdfast.fail-fast}), and an unreachable backend
+ * reported (or, with {@code holdfast.fail-fast}, fatal).
  */
 @ExtendWith(OutputCaptureExtension.class)
 class LockBackendStartupTests {
@@ -91,13 +93,36 @@ class LockBackendStartupTests {
 	}
 
 	@Test
-	void releaseSubscriptionListensOnceTheContextHasStarted() {
-		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
+	void withFailFastTheReleaseSubscriptionListensOnceTheContextHasStarted() {
+		this.runner
+			.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s",
+					"holdfast.fail-fast=true")
 			.run((context) -> {
 				assertThat(context).hasNotFailed();
 				// Before, the first contended acquisition opened it and missed the releases meanwhile.
 				assertThat(context.getBean(RedisLockBackend.class).isListening()).isTrue();
 			});
+	}
+
+	@Test
+	void aStartWithoutFailFastWaitsNeitherForTheProbeNorForTheSubscription() throws IOException {
+		// Accepts connections (the kernel does) and never answers: the probe and the subscription hang.
+		try (ServerSocket silent = new ServerSocket(0)) {
+			this.runner
+				.withPropertyValues("spring.data.redis.port=" + silent.getLocalPort(),
+						"spring.data.redis.timeout=10s")
+				.run((context) -> {
+					assertThat(context).hasNotFailed();
+					LockBackendStartup startup = new LockBackendStartup(context.getBean(DefaultLockTemplate.class),
+							"test", false, null);
+					long start = System.nanoTime();
+					startup.start();
+					// Before, it waited up to 2 s (READY_WAIT) for both.
+					assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(1));
+					assertThat(context.getBean(RedisLockBackend.class).isListening()).isFalse();
+					startup.stop();
+				});
+		}
 	}
 
 	@Test
@@ -161,13 +186,44 @@ class LockBackendStartupTests {
 		this.runner.withPropertyValues("spring.data.redis.port=" + server.port(), "spring.data.redis.timeout=2s")
 			.run((context) -> {
 				RedisLockBackend backend = context.getBean(RedisLockBackend.class);
-				assertThat(backend.isListening()).isTrue();
+				await().atMost(Duration.ofSeconds(10)).until(backend::isListening);
 				logFrom[0] = output.length();
 				context.close();
 				// Closed before the connection factory stops, not twice after it.
 				assertThat(backend.isListening()).isFalse();
 			});
 		assertThat(output.toString().substring(logFrom[0])).doesNotContain("WARN").doesNotContain("ERROR");
+	}
+
+	@Test
+	void closingTheContextWhileTheSubscriptionOpensLogsNoWarning(CapturedOutput output) throws IOException {
+		// Accepts connections and never answers: the subscription is still opening when the context closes.
+		try (ServerSocket silent = new ServerSocket(0)) {
+			int[] logFrom = new int[1];
+			this.runner.withPropertyValues("spring.data.redis.port=" + silent.getLocalPort(), "spring.data.redis.timeout=3s")
+				.run((context) -> {
+					assertThat(context).hasNotFailed();
+					assertThat(context.getBean(RedisLockBackend.class).isListening()).isFalse();
+					logFrom[0] = output.length();
+				});
+			// The opening attempt fails after the close (interrupted, or at the connection timeout).
+			await().atMost(Duration.ofSeconds(10)).until(() -> !threadAlive("holdfast-redis-subscribe"));
+			assertThat(output.toString().substring(logFrom[0]).lines().filter((line) -> line.matches(".*\\b(WARN|ERROR)\\b.*")))
+				.as("WARN and ERROR lines after the close").isEmpty();
+		}
+	}
+
+	@Test
+	void aContextThatFailsToStartEndsTheProbeQuietly(CapturedOutput output) throws IOException {
+		// Spring stops only started lifecycles: the probe of a context that failed to start went on
+		// against destroyed connection factories and logged a WARN about the backend.
+		try (ServerSocket silent = new ServerSocket(0)) {
+			this.runner.withPropertyValues("spring.data.redis.port=" + silent.getLocalPort(), "spring.data.redis.timeout=10s")
+				.withBean(FailsTheStart.class)
+				.run((context) -> assertThat(context).hasFailed());
+			await().atMost(Duration.ofSeconds(5)).until(() -> !threadAlive("holdfast-startup-probe"));
+			assertThat(output).doesNotContain("Holdfast could not reach");
+		}
 	}
 
 	@Test
@@ -205,6 +261,16 @@ class LockBackendStartupTests {
 			.run((context) -> assertThat(context).hasNotFailed());
 	}
 
+	/** Fails the context's start after every singleton, {@link LockBackendStartup} included, was created. */
+	static class FailsTheStart implements SmartInitializingSingleton {
+
+		@Override
+		public void afterSingletonsInstantiated() {
+			throw new IllegalStateException("an unrelated bean fails the start");
+		}
+
+	}
+
 	/** A bean created after the template, before the context starts: is the subscription listening by then? */
 	static class ListeningWhenCreated {
 
@@ -220,6 +286,10 @@ class LockBackendStartupTests {
 			this.listening = backend.isListening();
 		}
 
+	}
+
+	private static boolean threadAlive(String name) {
+		return Thread.getAllStackTraces().keySet().stream().anyMatch((thread) -> thread.getName().equals(name));
 	}
 
 	private static int unusedPort() {

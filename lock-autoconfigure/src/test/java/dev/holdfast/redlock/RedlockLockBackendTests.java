@@ -525,6 +525,26 @@ class RedlockLockBackendTests {
 	}
 
 	@Test
+	void listensOnceAQuorumOfNodesRegisteredTheSubscription() throws Exception {
+		RedlockLockBackend backend = backend();
+		assertThat(backend.isListening()).as("without a subscription").isFalse();
+		// The clients (lazily initialized here) connect while every node answers.
+		backend.setupWarnings();
+		// Three of five nodes do not answer SUBSCRIBE: two registrations, below the quorum of three.
+		servers.get(0).pause();
+		servers.get(1).pause();
+		servers.get(2).pause();
+		try (AutoCloseable subscription = backend.subscribe((key) -> {
+		})) {
+			// Before, it said it listened while Redisson still registered the subscription in the background.
+			await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(1)).until(() -> !backend.isListening());
+			servers.get(0).resume();
+			await().atMost(Duration.ofSeconds(10)).until(backend::isListening);
+		}
+		assertThat(backend.isListening()).as("once the subscription closed").isFalse();
+	}
+
+	@Test
 	void setupWarningsNameTheUnsafeSetup() {
 		RedlockLockBackend volatileNodes = backend();
 		assertThat(volatileNodes.setupWarnings()).singleElement()
