@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
@@ -221,15 +222,18 @@ class NamedBackendClusterLocksTests {
 			assertThat(endpoint.groupOn("zk", this.name)).satisfies((group) -> assertThat(group.leader()).isTrue());
 			assertThat(endpoint.groupOn("cache", this.name)).isNull();
 
-			YieldDescriptor refused = endpoint.yield(SecurityContext.NONE, this.name);
-			assertThat(refused.yielded()).isFalse();
-			assertThat(refused.reason()).isEqualTo("Joined on a named backend, not on the default one: yield it with"
-					+ " POST /actuator/leaders/zk/" + this.name);
-			assertThat(endpoint.yieldOn(SecurityContext.NONE, "zkk", this.name).reason())
-				.startsWith("No backend 'zkk': the named backends are [cache, jobs, local, zk]");
+			WebEndpointResponse<YieldDescriptor> refused = endpoint.yield(SecurityContext.NONE, this.name);
+			assertThat(refused.getStatus()).isEqualTo(404);
+			assertThat(refused.getBody().reason()).isEqualTo("Joined on a named backend, not on the default one:"
+					+ " yield it with POST /actuator/leaders/zk/" + this.name);
+			WebEndpointResponse<YieldDescriptor> unknown = endpoint.yieldOn(SecurityContext.NONE, "zkk", this.name);
+			assertThat(unknown.getStatus()).isEqualTo(404);
+			assertThat(unknown.getBody().reason()).isEqualTo("No backend 'zkk': the named backends are [cache, jobs,"
+					+ " local, zk]");
+			assertThat(endpoint.yieldOn(SecurityContext.NONE, "cache", this.name).getStatus()).isEqualTo(404);
 			assertThat(onZk.isLeader()).isTrue();
 
-			YieldDescriptor yielded = endpoint.yieldOn(SecurityContext.NONE, "zk", this.name);
+			YieldDescriptor yielded = endpoint.yieldOn(SecurityContext.NONE, "zk", this.name).getBody();
 			assertThat(yielded.yielded()).isTrue();
 			assertThat(yielded.fencingToken()).isEqualTo(token);
 			assertThat(onZk.term()).isEmpty();
