@@ -238,6 +238,13 @@ public final class ClusterLocksView {
 	public record ClusterLocksDescriptor(String backend, boolean supported, @Nullable String note, boolean complete,
 			List<ClusterLockDescriptor> locks, @Nullable Map<String, ClusterLocksDescriptor> backends)
 			implements OperationResponseBody {
+
+		/** Without named backends. */
+		public ClusterLocksDescriptor(String backend, boolean supported, @Nullable String note, boolean complete,
+				List<ClusterLockDescriptor> locks) {
+			this(backend, supported, note, complete, locks, null);
+		}
+
 	}
 
 	/**

@@ -192,12 +192,12 @@ public class LeadersEndpoint {
 		if (term.isEmpty()) {
 			logger.info("Leader group '" + group + "'" + of + ": yield asked by " + caller
 					+ ", but this instance does not lead it");
-			return new YieldDescriptor(group, false, null, null);
+			return new YieldDescriptor(group, false, null);
 		}
 		logger.warn("Leader group '" + group + "'" + of + ": term " + term.get().fencingToken() + " yielded by "
 				+ caller + " through the leaders endpoint");
 		leadership.yield();
-		return new YieldDescriptor(group, true, term.get().fencingToken(), null);
+		return new YieldDescriptor(group, true, term.get().fencingToken());
 	}
 
 	private static Optional<Leadership> find(Source backend, String group) {
@@ -299,6 +299,12 @@ public class LeadersEndpoint {
 	 */
 	public record YieldDescriptor(String group, boolean yielded, @Nullable Long fencingToken,
 			@Nullable String reason) implements OperationResponseBody {
+
+		/** A yield done, or nothing to yield: no {@code reason}. */
+		public YieldDescriptor(String group, boolean yielded, @Nullable Long fencingToken) {
+			this(group, yielded, fencingToken, null);
+		}
+
 	}
 
 }
