@@ -159,6 +159,14 @@ public class LocksEndpoint {
 	}
 
 	/**
+	 * {@link #release(SecurityContext, String, Long, String)} without {@code backend}, for Java
+	 * callers of the endpoint before named backends; not an operation of its own.
+	 */
+	public ForcedReleaseDescriptor release(SecurityContext securityContext, String key, @Nullable Long fencingToken) {
+		return release(securityContext, key, fencingToken, null);
+	}
+
+	/**
 	 * {@code jobs/<name>}: runs this instance's job {@code name} once now, unless its job lock is
 	 * held (a run anywhere, or its lock kept for {@code lockAtLeastFor}): one attempt on the job
 	 * lock, answered at once; the run goes on on the job's scheduler. HTTP status: 200 started,
