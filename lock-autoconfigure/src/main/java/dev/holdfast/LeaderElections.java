@@ -15,7 +15,9 @@ public interface LeaderElections {
 	 * Joins {@code group}: this instance campaigns for its leadership, from now or, in an
 	 * application, once it is ready. Joining a group joined already returns the same
 	 * {@link Leadership} while it is not closed.
-	 * @param group the group name, not empty; any characters (it is encoded into the backend key)
+	 * @param group the group name, not empty, without {@code /} (the {@code leaders} endpoint reads
+	 * {@code leaders/<backend>/<group>}); any other characters (it is encoded into the backend key)
+	 * @throws IllegalArgumentException for an empty name or one with {@code /}
 	 */
 	Leadership join(String group);
 

@@ -28,7 +28,7 @@ import dev.holdfast.spi.ClusterLocks.Listing;
  * What the {@code locks} endpoint shows of the locks of every instance, and its forced release,
  * through each backend's {@link ClusterLocks}; a backend without it is answered as unsupported.
  * With named backends ({@code holdfast.backends.<name>}), each is listed under its name, and a
- * forced release goes to the backend whose keys the key is (NBK-9 in docs/DESIGN.md).
+ * forced release goes to the backend whose key the key is (NBK-9 in docs/DESIGN.md).
  */
 public final class ClusterLocksView {
 
@@ -95,7 +95,7 @@ public final class ClusterLocksView {
 		}
 		Listing listing = locks.listLocks(backend.prefix(), this.maxListed);
 		Instant now = engine.clock().instant();
-		List<BackendLock> own = listing.locks().stream().filter((lock) -> owners(lock.key()).contains(backend)).toList();
+		List<BackendLock> own = listing.locks().stream().filter((lock) -> isKeyOf(lock.key(), backend)).toList();
 		List<ClusterLockDescriptor> described = own.stream()
 			.filter((lock) -> PermitSlots.slotOf(lock.key()) == null)
 			.map((lock) -> new ClusterLockDescriptor(shown(backend, lock.key(), shown), lock.instance(),
@@ -136,10 +136,11 @@ public final class ClusterLocksView {
 
 	/**
 	 * @param backendName the backend that holds {@code key} ({@value #DEFAULT_BACKEND} or a named
-	 * one); {@code null}: the one whose key prefix, the longest, {@code key} starts with
+	 * one); {@code null}: the one backend whose key it is ({@link #owners})
 	 */
 	ForcedReleaseDescriptor forceRelease(SecurityContext securityContext, String key, @Nullable Long fencingToken,
 			@Nullable String backendName) {
+		List<Backend> owners = owners(key);
 		Backend backend;
 		if (backendName != null) {
 			backend = this.backends.stream().filter((known) -> known.name().equals(backendName)).findFirst().orElse(null);
@@ -147,24 +148,28 @@ public final class ClusterLocksView {
 				return new ForcedReleaseDescriptor(key, false,
 						"No backend '" + backendName + "': set backend to one of " + names(this.backends));
 			}
-			if (!key.startsWith(backend.prefix())) {
-				return new ForcedReleaseDescriptor(key, false, "Not a lock of " + backend.described()
-						+ ": its keys start with '" + backend.prefix() + "'");
+			if (!owners.contains(backend)) {
+				return new ForcedReleaseDescriptor(key, false, "Not a lock of " + backend.described() + ": "
+						+ (owners.isEmpty() ? noneOf() : "a key of " + prefixes(owners) + ": set backend to "
+								+ String.join(" or ", names(owners))));
 			}
 		}
 		else {
-			List<Backend> owners = owners(key);
 			if (owners.isEmpty()) {
-				return new ForcedReleaseDescriptor(key, false, "Not a lock of this application: its keys start with '"
-						+ this.backends.get(0).prefix() + "'");
+				return new ForcedReleaseDescriptor(key, false, "Not a lock of this application: " + noneOf());
 			}
 			if (owners.size() > 1) {
-				return new ForcedReleaseDescriptor(key, false, "The backends " + names(owners) + " keep their keys"
-						+ " under '" + owners.get(0).prefix() + "': set backend to the one that holds the lock");
+				return new ForcedReleaseDescriptor(key, false, "A key of each of the backends " + prefixes(owners)
+						+ " (on different servers): set backend to the one that holds the lock");
 			}
 			backend = owners.get(0);
 		}
 		return forceRelease(securityContext, key, fencingToken, backend);
+	}
+
+	/** Why a key is of no backend: the keys of each. */
+	private String noneOf() {
+		return "the keys of " + prefixes(this.backends) + " are <prefix><name> or <prefix><name>:<key>";
 	}
 
 	private ForcedReleaseDescriptor forceRelease(SecurityContext securityContext, String key,
@@ -185,7 +190,7 @@ public final class ClusterLocksView {
 			}
 			List<BackendLock> matching = listing.locks()
 				.stream()
-				.filter((lock) -> owners(lock.key()).contains(backend) && shown(backend, lock.key(), false).equals(key)
+				.filter((lock) -> isKeyOf(lock.key(), backend) && shown(backend, lock.key(), false).equals(key)
 						&& (fencingToken == null || lock.fencingToken() == fencingToken))
 				.toList();
 			if (matching.size() != 1) {
@@ -211,18 +216,31 @@ public final class ClusterLocksView {
 	}
 
 	/**
-	 * The backends whose key {@code key} can be: those of the longest key prefix it starts with
-	 * (a named backend's keys start with the default's prefix, then {@code <name>::}: NBK-6).
+	 * The backends whose key {@code key} is: it starts with their key prefix, then is
+	 * {@code <name>} or {@code <name>:<key>}, encoded (KEY-1: no ':' in either). Of backends on one
+	 * client at most one (NBK-6); several only on different servers, where only the operator knows
+	 * which holds the lock.
 	 */
 	private List<Backend> owners(String key) {
-		int longest = this.backends.stream()
-			.filter((backend) -> key.startsWith(backend.prefix()))
-			.mapToInt((backend) -> backend.prefix().length())
-			.max()
-			.orElse(-1);
-		return this.backends.stream()
-			.filter((backend) -> key.startsWith(backend.prefix()) && backend.prefix().length() == longest)
-			.toList();
+		return this.backends.stream().filter((backend) -> isKeyOf(key, backend)).toList();
+	}
+
+	private static boolean isKeyOf(String key, Backend backend) {
+		String prefix = backend.prefix();
+		if (!key.startsWith(prefix)) {
+			return false;
+		}
+		int colon = key.indexOf(':', prefix.length());
+		return key.length() > prefix.length() && colon != prefix.length()
+				&& (colon < 0 || key.indexOf(':', colon + 1) < 0);
+	}
+
+	/** {@code [default: 'holdfast:', jobs: 'holdfast:jobs::']}. */
+	private static String prefixes(List<Backend> backends) {
+		return backends.stream()
+			.map((backend) -> backend.name() + ": '" + backend.prefix() + "'")
+			.toList()
+			.toString();
 	}
 
 	private static List<String> names(List<Backend> backends) {
@@ -271,6 +289,19 @@ public final class ClusterLocksView {
 	public record ClusterLocksDescriptor(String backend, boolean supported, @Nullable String note, boolean complete,
 			List<ClusterLockDescriptor> locks, @Nullable List<ClusterSemaphoreDescriptor> semaphores,
 			@Nullable Map<String, ClusterLocksDescriptor> backends) implements OperationResponseBody {
+
+		/** Without semaphores. */
+		public ClusterLocksDescriptor(String backend, boolean supported, @Nullable String note, boolean complete,
+				List<ClusterLockDescriptor> locks, @Nullable Map<String, ClusterLocksDescriptor> backends) {
+			this(backend, supported, note, complete, locks, null, backends);
+		}
+
+		/** Without named backends and semaphores. */
+		public ClusterLocksDescriptor(String backend, boolean supported, @Nullable String note, boolean complete,
+				List<ClusterLockDescriptor> locks) {
+			this(backend, supported, note, complete, locks, null, null);
+		}
+
 	}
 
 	/**

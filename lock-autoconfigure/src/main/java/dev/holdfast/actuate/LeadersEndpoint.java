@@ -19,6 +19,7 @@ import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
 import org.springframework.boot.actuate.endpoint.annotation.Selector;
 import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
+import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
 
 import dev.holdfast.LeaderTerm;
 import dev.holdfast.Leadership;
@@ -143,11 +144,11 @@ public class LeadersEndpoint {
 	 * Yields the leadership of {@code group} when this instance leads it: the term is revoked
 	 * (reason {@code YIELDED}), its lease released, and this instance does not campaign again for
 	 * a second, so that another instance leads. Nothing happens when it does not lead.
-	 * @return what was done; nothing (404) when this instance did not join the group, or a
-	 * refusal naming the path to use when it joined it on a named backend only
+	 * @return what was done (200); 404 when this instance did not join the group on the default
+	 * backend, with a {@code reason} naming the paths to use when it joined it on named backends
 	 */
 	@WriteOperation
-	public @Nullable YieldDescriptor yield(SecurityContext securityContext, @Selector String group) {
+	public WebEndpointResponse<YieldDescriptor> yield(SecurityContext securityContext, @Selector String group) {
 		Optional<Leadership> found = find(this.source, group);
 		if (found.isEmpty()) {
 			List<String> joinedOn = this.named.entrySet()
@@ -155,28 +156,33 @@ public class LeadersEndpoint {
 				.filter((backend) -> find(backend.getValue(), group).isPresent())
 				.map((backend) -> "POST /actuator/leaders/" + backend.getKey() + "/" + group)
 				.toList();
-			return joinedOn.isEmpty() ? null : new YieldDescriptor(group, false, null,
-					"Joined on a named backend, not on the default one: yield it with " + String.join(" or ", joinedOn));
+			return joinedOn.isEmpty() ? notFound(null) : notFound(new YieldDescriptor(group, false, null,
+					"Joined on a named backend, not on the default one: yield it with " + String.join(" or ", joinedOn)));
 		}
-		return yieldTerm(securityContext, found.get(), "");
+		return new WebEndpointResponse<>(yieldTerm(securityContext, found.get(), ""));
 	}
 
 	/**
 	 * {@code leaders/<backend>/<group>}: yields the leadership of {@code group} on the named
 	 * backend {@code backend}, as {@link #yield(SecurityContext, String)} does on the default one.
-	 * @return what was done, nothing (404) when this instance did not join the group there, or a
-	 * refusal naming the backends when {@code backend} is none of them
+	 * @return what was done (200); 404 when this instance did not join the group there, with a
+	 * {@code reason} naming the backends when {@code backend} is none of them
 	 */
 	@WriteOperation
-	public @Nullable YieldDescriptor yieldOn(SecurityContext securityContext, @Selector String backend,
+	public WebEndpointResponse<YieldDescriptor> yieldOn(SecurityContext securityContext, @Selector String backend,
 			@Selector String group) {
 		Source source = this.named.get(backend);
 		if (source == null) {
-			return new YieldDescriptor(group, false, null, "No backend '" + backend + "': the named backends are "
-					+ this.named.keySet() + "; yield a group of the default one with POST /actuator/leaders/" + group);
+			return notFound(new YieldDescriptor(group, false, null,
+					"No backend '" + backend + "': the named backends are " + this.named.keySet()));
 		}
 		Optional<Leadership> found = find(source, group);
-		return found.isEmpty() ? null : yieldTerm(securityContext, found.get(), " of backend '" + backend + "'");
+		return found.isEmpty() ? notFound(null)
+				: new WebEndpointResponse<>(yieldTerm(securityContext, found.get(), " of backend '" + backend + "'"));
+	}
+
+	private static WebEndpointResponse<YieldDescriptor> notFound(@Nullable YieldDescriptor answer) {
+		return new WebEndpointResponse<>(answer, WebEndpointResponse.STATUS_NOT_FOUND);
 	}
 
 	private static YieldDescriptor yieldTerm(SecurityContext securityContext, Leadership leadership, String of) {
@@ -186,12 +192,12 @@ public class LeadersEndpoint {
 		if (term.isEmpty()) {
 			logger.info("Leader group '" + group + "'" + of + ": yield asked by " + caller
 					+ ", but this instance does not lead it");
-			return new YieldDescriptor(group, false, null, null);
+			return new YieldDescriptor(group, false, null);
 		}
 		logger.warn("Leader group '" + group + "'" + of + ": term " + term.get().fencingToken() + " yielded by "
 				+ caller + " through the leaders endpoint");
 		leadership.yield();
-		return new YieldDescriptor(group, true, term.get().fencingToken(), null);
+		return new YieldDescriptor(group, true, term.get().fencingToken());
 	}
 
 	private static Optional<Leadership> find(Source backend, String group) {
@@ -288,11 +294,17 @@ public class LeadersEndpoint {
 	 * @param group the group name
 	 * @param yielded whether a term was yielded (false: this instance did not lead the group)
 	 * @param fencingToken the yielded term's fencing token
-	 * @param reason why nothing was done: the group is on a named backend, or the backend named is
-	 * none of them; {@code null}, absent in the JSON, otherwise
+	 * @param reason why nothing was done (404): the group is on a named backend, or the backend
+	 * named is none of them; {@code null}, absent in the JSON, otherwise
 	 */
 	public record YieldDescriptor(String group, boolean yielded, @Nullable Long fencingToken,
 			@Nullable String reason) implements OperationResponseBody {
+
+		/** A yield done, or nothing to yield: no {@code reason}. */
+		public YieldDescriptor(String group, boolean yielded, @Nullable Long fencingToken) {
+			this(group, yielded, fencingToken, null);
+		}
+
 	}
 
 }

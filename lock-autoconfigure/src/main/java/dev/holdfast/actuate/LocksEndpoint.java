@@ -163,12 +163,21 @@ public class LocksEndpoint {
 	 * @param fencingToken release only if the holder's token is this one, so that a lock taken
 	 * by another holder since it was listed is left alone
 	 * @param backend with named backends, the one that holds the lock ({@code default} for the
-	 * default backend); when not given, the one whose keys start as {@code key} does
+	 * default backend), refused unless {@code key} is one of its keys; when not given, the one
+	 * backend whose key {@code key} is
 	 */
 	@WriteOperation
 	public ForcedReleaseDescriptor release(SecurityContext securityContext, String key, @Nullable Long fencingToken,
 			@Nullable String backend) {
 		return this.cluster.forceRelease(securityContext, key, fencingToken, backend);
+	}
+
+	/**
+	 * {@link #release(SecurityContext, String, Long, String)} without {@code backend}, for Java
+	 * callers of the endpoint before named backends; not an operation of its own.
+	 */
+	public ForcedReleaseDescriptor release(SecurityContext securityContext, String key, @Nullable Long fencingToken) {
+		return release(securityContext, key, fencingToken, null);
 	}
 
 	/**

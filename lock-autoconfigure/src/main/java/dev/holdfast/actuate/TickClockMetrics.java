@@ -20,14 +20,32 @@ public class TickClockMetrics implements MeterBinder {
 	/** Gauge of the clock offset. */
 	public static final String OFFSET = "holdfast.scheduling.clock.offset";
 
+	/** By the {@code backend} tag: the default backend's type (its {@code name()}), a named backend's name. */
 	private final Map<String, TickClock> tickClocks;
 
 	/**
-	 * @param tickClocks the tick clock of each backend, by its {@code backend} tag: the default
-	 * backend's type, a named backend's name
+	 * The gauge of the default backend's tick clock alone, tagged {@code backend=default}.
 	 */
-	public TickClockMetrics(Map<String, TickClock> tickClocks) {
-		this.tickClocks = new TreeMap<>(tickClocks);
+	public TickClockMetrics(TickClock tickClock) {
+		this("default", tickClock, Map.of());
+	}
+
+	/**
+	 * @param defaultBackend the default backend's name ({@code LockBackend.name()}), its tag
+	 * @param tickClock the default backend's tick clock
+	 * @param named the tick clock of each named backend ({@code holdfast.backends.<name>}), by name
+	 * @throws IllegalArgumentException when {@code defaultBackend} is also a named backend's name:
+	 * their gauges would be one
+	 */
+	public TickClockMetrics(String defaultBackend, TickClock tickClock, Map<String, TickClock> named) {
+		if (named.containsKey(defaultBackend)) {
+			throw new IllegalArgumentException("The default backend's name '" + defaultBackend
+					+ "' (its LockBackend's name()) is also the named backend holdfast.backends." + defaultBackend
+					+ ": their meters, tagged backend=" + defaultBackend + ", would be one. Rename the named backend,"
+					+ " or give the default LockBackend bean another name()");
+		}
+		this.tickClocks = new TreeMap<>(named);
+		this.tickClocks.put(defaultBackend, tickClock);
 	}
 
 	@Override

@@ -127,12 +127,12 @@ public final class HoldfastActuatorAutoConfiguration {
 		@ConditionalOnMissingBean
 		TickClockMetrics holdfastTickClockMetrics(SingleInstanceScheduledBeanPostProcessor scheduling,
 				ObjectProvider<LockEngine> engine, Environment environment, ListableBeanFactory beanFactory) {
-			Map<String, TickClock> tickClocks = new TreeMap<>();
-			LockEngine defaultEngine = engine.getIfUnique();
-			tickClocks.put((defaultEngine != null) ? defaultEngine.backendName() : "default", scheduling.tickClock());
+			Map<String, TickClock> named = new TreeMap<>();
 			NamedBackendsRegistrar.names(environment, beanFactory)
-				.forEach((name) -> tickClocks.put(name, scheduling.tickClock(name)));
-			return new TickClockMetrics(tickClocks);
+				.forEach((name) -> named.put(name, scheduling.tickClock(name)));
+			LockEngine defaultEngine = engine.getIfUnique();
+			return new TickClockMetrics((defaultEngine != null) ? defaultEngine.backendName() : "default",
+					scheduling.tickClock(), named);
 		}
 
 	}

@@ -88,6 +88,12 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 		if (group.isEmpty()) {
 			throw new IllegalArgumentException("A leader group's name must not be empty");
 		}
+		if (group.indexOf('/') >= 0) {
+			// leaders/{backend}/{group} of the leaders endpoint would read it as a group of a named backend
+			throw new IllegalArgumentException("Leader group '" + group + "' contains '/', which the leaders endpoint"
+					+ " reads as <backend>/<group>: name it with another separator, such as '" + group.replace('/', '.')
+					+ "'");
+		}
 		ElectedLeadership joined = this.groups.get(group);
 		if (joined != null && !joined.isClosed()) {
 			// Every @LeaderOnly call comes here: no key encoding, no lock.

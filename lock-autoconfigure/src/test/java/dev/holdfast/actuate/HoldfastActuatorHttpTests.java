@@ -5,6 +5,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -26,11 +27,14 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.security.config.annotation.web.builders.HttpSecurity;
 import org.springframework.security.web.SecurityFilterChain;
 
+import dev.holdfast.LeaderElections;
+import dev.holdfast.Leadership;
 import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The endpoint, health and metrics as an operator reads them: over HTTP from a running
@@ -38,7 +42,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 @SpringBootTest(classes = HoldfastActuatorHttpTests.App.class, webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "holdfast.backend=memory", "management.endpoints.web.exposure.include=locks,leaders,health,metrics",
-				"management.endpoint.health.show-details=always" })
+				"management.endpoint.health.show-details=always", "management.endpoint.leaders.access=unrestricted" })
 class HoldfastActuatorHttpTests {
 
 	private final HttpClient http = HttpClient.newHttpClient();
@@ -51,6 +55,9 @@ class HoldfastActuatorHttpTests {
 
 	@Autowired
 	MeterRegistry meters;
+
+	@Autowired
+	LeaderElections elections;
 
 	@Test
 	void endpointHealthAndMetricsDescribeAHeldLock() throws Exception {
@@ -101,8 +108,21 @@ class HoldfastActuatorHttpTests {
 		try (Lease lease = this.locks.acquire("report-" + UUID.randomUUID(), null, LockOptions.defaults())) {
 			assertThat(get("/actuator/locks").read("$", Map.class).keySet()).containsExactlyInAnyOrder("backend",
 					"instance", "leases");
+			assertThat(get("/actuator/locks/cluster").read("$", Map.class).keySet())
+				.containsExactlyInAnyOrder("backend", "supported", "complete", "locks");
 			assertThat(get("/actuator/leaders").read("$", Map.class).keySet()).containsExactlyInAnyOrder("backend",
 					"groups");
+			assertThat(get("/actuator/metrics/" + TickClockMetrics.OFFSET).read("$.availableTags[*].tag", List.class))
+				.containsExactly("backend");
+			assertThat(this.meters.get(TickClockMetrics.OFFSET).tag("backend", "memory").gauge()).isNotNull();
+		}
+		try (Leadership leadership = this.elections.join("report-" + UUID.randomUUID())) {
+			await().atMost(Duration.ofSeconds(20)).until(leadership::isLeader);
+			assertThat(send("POST", "/actuator/leaders/" + leadership.group(), "{}").read("$", Map.class).keySet())
+				.containsExactlyInAnyOrder("group", "yielded", "fencingToken");
+			assertThat(send("POST", "/actuator/leaders/" + leadership.group(), "{}").read("$", Map.class))
+				.as("not leading: no reason either")
+				.containsOnlyKeys("group", "yielded");
 		}
 	}
 
@@ -119,7 +139,15 @@ class HoldfastActuatorHttpTests {
 	}
 
 	private DocumentContext get(String path) throws IOException, InterruptedException {
-		HttpRequest request = HttpRequest.newBuilder(URI.create("http://localhost:" + this.port + path)).build();
+		return send("GET", path, null);
+	}
+
+	private DocumentContext send(String method, String path, String body) throws IOException, InterruptedException {
+		HttpRequest request = HttpRequest.newBuilder(URI.create("http://localhost:" + this.port + path))
+			.header("Content-Type", "application/json")
+			.method(method, (body != null) ? HttpRequest.BodyPublishers.ofString(body)
+					: HttpRequest.BodyPublishers.noBody())
+			.build();
 		HttpResponse<String> response = this.http.send(request, HttpResponse.BodyHandlers.ofString());
 		assertThat(response.statusCode()).as(path + ": " + response.body()).isEqualTo(200);
 		return JsonPath.parse(response.body());
@@ -132,7 +160,9 @@ class HoldfastActuatorHttpTests {
 		/** Open to all: the endpoints' security is {@link LocksEndpointSecurityTests}' concern. */
 		@Bean
 		SecurityFilterChain openToAll(HttpSecurity http) throws Exception {
-			return http.authorizeHttpRequests((requests) -> requests.anyRequest().permitAll()).build();
+			return http.authorizeHttpRequests((requests) -> requests.anyRequest().permitAll())
+				.csrf((csrf) -> csrf.disable())
+				.build();
 		}
 
 	}

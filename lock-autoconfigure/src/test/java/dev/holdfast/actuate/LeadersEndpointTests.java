@@ -63,7 +63,7 @@ class LeadersEndpointTests {
 			assertThat(endpoint.group("not-joined")).isNull();
 
 			long start = System.nanoTime();
-			assertThat(endpoint.yield(SecurityContext.NONE, this.group).yielded()).isTrue();
+			assertThat(endpoint.yield(SecurityContext.NONE, this.group).getBody().yielded()).isTrue();
 			await().atMost(Duration.ofSeconds(2)).until(two::isLeader);
 			Duration takeover = Duration.ofNanos(System.nanoTime() - start);
 			System.out.println("Takeover after a yield through the leaders endpoint: " + takeover.toMillis() + " ms");
@@ -72,9 +72,9 @@ class LeadersEndpointTests {
 			assertThat(two.term().orElseThrow().fencingToken()).isGreaterThan(firstToken);
 			assertThat(endpoint.group(this.group).leaderInstance()).as("seen from the instance that yielded")
 				.isEqualTo("second");
-			assertThat(endpoint.yield(SecurityContext.NONE, this.group).yielded()).as("not leading any more")
+			assertThat(endpoint.yield(SecurityContext.NONE, this.group).getBody().yielded()).as("not leading any more")
 				.isFalse();
-			assertThat(endpoint.yield(SecurityContext.NONE, "not-joined")).isNull();
+			assertThat(endpoint.yield(SecurityContext.NONE, "not-joined").getStatus()).isEqualTo(404);
 		}));
 	}
 

@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
@@ -123,7 +124,11 @@ class NamedBackendClusterLocksTests {
 			Lease cache = leases.get(3);
 			try {
 				assertThat(endpoint.release(SecurityContext.NONE, jobs.key(), null, "zk").reason())
-					.isEqualTo("Not a lock of the backend 'zk': its keys start with 'holdfast:zk::'");
+					.isEqualTo("Not a lock of the backend 'zk': a key of [jobs: 'holdfast:jobs::']: set backend to jobs");
+				assertThat(endpoint.release(SecurityContext.NONE, "app:" + this.name, null, null).reason())
+					.isEqualTo("Not a lock of this application: the keys of [default: 'holdfast:', cache: 'holdfast:cache::',"
+							+ " jobs: 'holdfast:jobs::', local: 'holdfast:local::', zk: 'holdfast:zk::'] are"
+							+ " <prefix><name> or <prefix><name>:<key>");
 				assertThat(endpoint.release(SecurityContext.NONE, jobs.key(), null, "jbos").reason())
 					.isEqualTo("No backend 'jbos': set backend to one of [default, cache, jobs, local, zk]");
 				assertThat(endpoint.release(SecurityContext.NONE, "holdfast:local::" + this.name, null, null).reason())
@@ -146,6 +151,64 @@ class NamedBackendClusterLocksTests {
 	}
 
 	@Test
+	void aKeyOfANamedBackendOnTheDefaultsDatabaseIsNotReleasedAsTheDefaults() {
+		this.runner.run((context) -> {
+			assertThat(context).hasNotFailed();
+			LocksEndpoint endpoint = context.getBean(LocksEndpoint.class);
+			List<Lease> leases = acquireOnEach(context);
+			Lease jobs = leases.get(1);
+			try {
+				ForcedReleaseDescriptor refused = endpoint.release(SecurityContext.NONE, jobs.key(), null, "default");
+				assertThat(refused.released()).isFalse();
+				assertThat(refused.reason()).isEqualTo("Not a lock of the jdbc backend: a key of"
+						+ " [jobs: 'holdfast:jobs::']: set backend to jobs");
+				ClusterLocksDescriptor cluster = (ClusterLocksDescriptor) endpoint.scope(SecurityContext.NONE, "cluster");
+				assertThat(keys(cluster.backends().get("jobs"))).as("still held").containsExactly(jobs.key());
+				assertThat(jobs.isValid()).isTrue();
+			}
+			finally {
+				leases.forEach(Lease::close);
+			}
+		});
+	}
+
+	@Test
+	void aKeyOfTwoBackendsOnTwoServersIsListedByBothAndReleasedOnlyWhereTheOperatorSays() {
+		this.runner
+			.withPropertyValues("holdfast.backends.tenant-a.type=redis", "holdfast.backends.tenant-a.key-prefix=holdfast:tenant-a:")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				LocksEndpoint endpoint = context.getBean(LocksEndpoint.class);
+				String key = "k" + UUID.randomUUID().toString().replace("-", "");
+				// default lock 'tenant-a' key <key> on PostgreSQL; tenant-a's lock <key> on Redis: one key string
+				Lease onDefault = context.getBean(LockTemplate.class).acquire("tenant-a", key, LockOptions.defaults());
+				Lease onTenant = template(context, "tenant-a").acquire(key, null, LockOptions.defaults());
+				try {
+					assertThat(onDefault.key()).isEqualTo(onTenant.key()).isEqualTo("holdfast:tenant-a:" + key);
+					ClusterLocksDescriptor cluster = (ClusterLocksDescriptor) endpoint.scope(SecurityContext.NONE,
+							"cluster");
+					assertThat(cluster.locks()).extracting(ClusterLockDescriptor::key).contains(onDefault.key());
+					assertThat(cluster.backends().get("tenant-a").locks()).extracting(ClusterLockDescriptor::key)
+						.contains(onTenant.key());
+
+					ForcedReleaseDescriptor refused = endpoint.release(SecurityContext.NONE, onDefault.key(), null, null);
+					assertThat(refused.released()).isFalse();
+					assertThat(refused.reason()).isEqualTo("A key of each of the backends [default: 'holdfast:',"
+							+ " tenant-a: 'holdfast:tenant-a:'] (on different servers): set backend to the one that"
+							+ " holds the lock");
+					assertThat(endpoint.release(SecurityContext.NONE, onDefault.key(), null, "default").released())
+						.isTrue();
+					await().atMost(Duration.ofSeconds(20)).until(() -> !onDefault.isValid());
+					assertThat(onTenant.isValid()).isTrue();
+				}
+				finally {
+					onDefault.close();
+					onTenant.close();
+				}
+			});
+	}
+
+	@Test
 	void aLeaderGroupOfANamedBackendIsYieldedThereAndTheDefaultsPathSaysWhichToUse() {
 		this.runner.run((context) -> {
 			assertThat(context).hasNotFailed();
@@ -159,15 +222,18 @@ class NamedBackendClusterLocksTests {
 			assertThat(endpoint.groupOn("zk", this.name)).satisfies((group) -> assertThat(group.leader()).isTrue());
 			assertThat(endpoint.groupOn("cache", this.name)).isNull();
 
-			YieldDescriptor refused = endpoint.yield(SecurityContext.NONE, this.name);
-			assertThat(refused.yielded()).isFalse();
-			assertThat(refused.reason()).isEqualTo("Joined on a named backend, not on the default one: yield it with"
-					+ " POST /actuator/leaders/zk/" + this.name);
-			assertThat(endpoint.yieldOn(SecurityContext.NONE, "zkk", this.name).reason())
-				.startsWith("No backend 'zkk': the named backends are [cache, jobs, local, zk]");
+			WebEndpointResponse<YieldDescriptor> refused = endpoint.yield(SecurityContext.NONE, this.name);
+			assertThat(refused.getStatus()).isEqualTo(404);
+			assertThat(refused.getBody().reason()).isEqualTo("Joined on a named backend, not on the default one:"
+					+ " yield it with POST /actuator/leaders/zk/" + this.name);
+			WebEndpointResponse<YieldDescriptor> unknown = endpoint.yieldOn(SecurityContext.NONE, "zkk", this.name);
+			assertThat(unknown.getStatus()).isEqualTo(404);
+			assertThat(unknown.getBody().reason()).isEqualTo("No backend 'zkk': the named backends are [cache, jobs,"
+					+ " local, zk]");
+			assertThat(endpoint.yieldOn(SecurityContext.NONE, "cache", this.name).getStatus()).isEqualTo(404);
 			assertThat(onZk.isLeader()).isTrue();
 
-			YieldDescriptor yielded = endpoint.yieldOn(SecurityContext.NONE, "zk", this.name);
+			YieldDescriptor yielded = endpoint.yieldOn(SecurityContext.NONE, "zk", this.name).getBody();
 			assertThat(yielded.yielded()).isTrue();
 			assertThat(yielded.fencingToken()).isEqualTo(token);
 			assertThat(onZk.term()).isEmpty();

@@ -6,6 +6,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 
 import com.jayway.jsonpath.DocumentContext;
@@ -30,6 +31,7 @@ import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -63,8 +65,9 @@ class NamedBackendEndpointsHttpTests {
 		Lease lease = this.side.acquire(this.name, null, LockOptions.defaults());
 		try {
 			DocumentContext cluster = send("GET", "/actuator/locks/cluster", null);
-			assertThat(cluster.read("$.backends.side.locks[0].key", String.class))
-				.isEqualTo("holdfast:side::" + this.name);
+			assertThat(cluster.read("$.backends.side.locks[*].key", List.class))
+				.as("among the other tests' leader leases")
+				.contains("holdfast:side::" + this.name);
 			DocumentContext released = send("POST", "/actuator/locks",
 					"{\"key\": \"" + lease.key() + "\", \"backend\": \"side\"}");
 			assertThat(released.read("$.released", Boolean.class)).isTrue();
@@ -79,21 +82,36 @@ class NamedBackendEndpointsHttpTests {
 		Leadership leadership = this.sideElections.join(this.name);
 		await().atMost(Duration.ofSeconds(20)).until(leadership::isLeader);
 		assertThat(send("GET", "/actuator/leaders/side/" + this.name, null).read("$.leader", Boolean.class)).isTrue();
-		assertThat(send("POST", "/actuator/leaders/" + this.name, "{}").read("$.reason", String.class))
+		assertThat(send("POST", "/actuator/leaders/" + this.name, "{}", 404).read("$.reason", String.class))
 			.endsWith("POST /actuator/leaders/side/" + this.name);
+		assertThat(send("POST", "/actuator/leaders/sdie/" + this.name, "{}", 404).read("$.reason", String.class))
+			.isEqualTo("No backend 'sdie': the named backends are [side]");
+		assertThat(leadership.isLeader()).isTrue();
 		DocumentContext yielded = send("POST", "/actuator/leaders/side/" + this.name, "{}");
 		assertThat(yielded.read("$.yielded", Boolean.class)).isTrue();
 		assertThat(leadership.term()).isEmpty();
 	}
 
+	@Test
+	void aGroupNameWithASlashIsRefusedAtJoinAsTheEndpointWouldReadItAsBackendAndGroup() {
+		assertThatIllegalArgumentException().isThrownBy(() -> this.sideElections.join("team/relay"))
+			.withMessage("Leader group 'team/relay' contains '/', which the leaders endpoint reads as"
+					+ " <backend>/<group>: name it with another separator, such as 'team.relay'");
+	}
+
 	private DocumentContext send(String method, String path, String body) throws IOException, InterruptedException {
+		return send(method, path, body, 200);
+	}
+
+	private DocumentContext send(String method, String path, String body, int status)
+			throws IOException, InterruptedException {
 		HttpRequest request = HttpRequest.newBuilder(URI.create("http://localhost:" + this.port + path))
 			.header("Content-Type", "application/json")
 			.method(method, (body != null) ? HttpRequest.BodyPublishers.ofString(body)
 					: HttpRequest.BodyPublishers.noBody())
 			.build();
 		HttpResponse<String> response = this.http.send(request, HttpResponse.BodyHandlers.ofString());
-		assertThat(response.statusCode()).as(method + " " + path + ": " + response.body()).isEqualTo(200);
+		assertThat(response.statusCode()).as(method + " " + path + ": " + response.body()).isEqualTo(status);
 		return JsonPath.parse(response.body());
 	}
 

@@ -76,7 +76,7 @@ class ZooKeeperLeadersEndpointTests {
 			assertThat(secondView.group(this.group).leader()).isFalse();
 			assertThat(secondView.group(this.group).leaderInstance()).isEqualTo("zk-one");
 
-			assertThat(firstView.yield(SecurityContext.NONE, this.group).yielded()).isTrue();
+			assertThat(firstView.yield(SecurityContext.NONE, this.group).getBody().yielded()).isTrue();
 			await().atMost(Duration.ofSeconds(5)).until(two::isLeader);
 			assertThat(firstView.group(this.group).leaderInstance()).isEqualTo("zk-two");
 			assertThat(secondView.group(this.group).leaderInstance()).isEqualTo("zk-two");

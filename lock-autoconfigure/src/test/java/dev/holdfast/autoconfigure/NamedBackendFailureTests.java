@@ -1,5 +1,6 @@
 package dev.holdfast.autoconfigure;
 
+import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
@@ -7,7 +8,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -31,6 +35,7 @@ import org.springframework.boot.health.autoconfigure.application.AvailabilityHea
 import org.springframework.boot.health.autoconfigure.contributor.HealthContributorAutoConfiguration;
 import org.springframework.boot.health.autoconfigure.registry.HealthContributorRegistryAutoConfiguration;
 import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
@@ -42,7 +47,11 @@ import dev.holdfast.LockBackendException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.NotLeaderException;
 import dev.holdfast.SingleInstanceScheduled;
+import dev.holdfast.actuate.TickClockMetrics;
 import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.memory.InMemoryLockBackend;
+import dev.holdfast.scheduling.SingleInstanceScheduledBeanPostProcessor;
+import dev.holdfast.scheduling.TickClock;
 import dev.holdfast.test.server.RedisServer;
 import dev.holdfast.test.server.ZooKeeperServer;
 
@@ -51,9 +60,10 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * A named backend's failure and shutdown are its own (NBK-8, NBK-11 in docs/DESIGN.md): the default
- * backend on a real Redis, a named {@code zk} on a real ZooKeeper server of each test's own, and a
- * named {@code cache} on the same Redis.
+ * A named backend's failure, clock and shutdown are its own (NBK-8, NBK-10, NBK-11 in
+ * docs/DESIGN.md): the default backend on a real Redis, a named {@code zk} on a real ZooKeeper
+ * server of each test's own, and a named {@code cache} on the same Redis; for the clock, two
+ * in-memory backends, one whose clock is two minutes ahead.
  */
 class NamedBackendFailureTests {
 
@@ -193,6 +203,63 @@ class NamedBackendFailureTests {
 		return ((List<?>) redis.command("KEYS", "*" + this.name + "*")).stream()
 			.filter((key) -> !key.toString().endsWith(":fence"))
 			.toList();
+	}
+
+	@Test
+	void aBackendWhoseClockIsOffRefusesItsJobsTicksWhileTheDefaultsJobsRun() {
+		new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(HoldfastAutoConfiguration.class,
+					HoldfastActuatorAutoConfiguration.class, MetricsAutoConfiguration.class))
+			.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+			.withUserConfiguration(SkewedJobsConfiguration.class)
+			.withPropertyValues("holdfast.backend=memory", "holdfast.backends.skewed.bean=skewedLocks")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				SkewedJobs jobs = context.getBean(SkewedJobs.class);
+				TickClock skewed = context.getBean(SingleInstanceScheduledBeanPostProcessor.class).tickClock("skewed");
+				await().atMost(Duration.ofSeconds(20))
+					.until(() -> jobs.onDefault.get() >= 3 && skewed.refusedJobs().containsKey("on-skewed"));
+				assertThat(jobs.onSkewed.get()).as("ticks run on the backend whose clock is off").isZero();
+				MeterRegistry meters = context.getBean(MeterRegistry.class);
+				assertThat(meters.get(TickClockMetrics.OFFSET).tag("backend", "skewed").gauge().value())
+					.as("this instance's clock less the skewed backend's, auto-configured gauge")
+					.isLessThan(-50);
+				assertThat(meters.get(TickClockMetrics.OFFSET).tag("backend", "memory").gauge().value())
+					.isBetween(-1.0, 1.0);
+			});
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class SkewedJobsConfiguration {
+
+		@Bean(defaultCandidate = false)
+		InMemoryLockBackend skewedLocks() {
+			return new InMemoryLockBackend(Clock.offset(Clock.systemUTC(), Duration.ofMinutes(2)));
+		}
+
+		@Bean
+		SkewedJobs skewedJobs() {
+			return new SkewedJobs();
+		}
+
+	}
+
+	static class SkewedJobs {
+
+		final AtomicInteger onDefault = new AtomicInteger();
+
+		final AtomicInteger onSkewed = new AtomicInteger();
+
+		@SingleInstanceScheduled(name = "on-default", cron = "* * * * * *")
+		void runOnDefault() {
+			this.onDefault.incrementAndGet();
+		}
+
+		@SingleInstanceScheduled(name = "on-skewed", cron = "* * * * * *", backend = "skewed")
+		void runOnSkewed() {
+			this.onSkewed.incrementAndGet();
+		}
+
 	}
 
 	@Configuration(proxyBeanMethods = false)

@@ -4,6 +4,7 @@ import java.time.Duration;
 
 import javax.sql.DataSource;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -84,6 +85,27 @@ class NamedBackendStartupTests {
 							+ " candidate");
 				assertThat(((LockConfigurationException) context.getStartupFailure()).getAction())
 					.contains("@Bean(defaultCandidate = false)");
+			});
+	}
+
+	@Test
+	void aDefaultBackendNamedAsANamedBackendFailsAtStartupInsteadOfSharingItsClockOffsetGauge() {
+		this.runner.withConfiguration(AutoConfigurations.of(HoldfastActuatorAutoConfiguration.class))
+			.withBean(SimpleMeterRegistry.class)
+			.withBean(LockBackend.class, () -> new InMemoryLockBackend() {
+
+				@Override
+				public String name() {
+					return "zk";
+				}
+
+			})
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).rootCause()
+					.hasMessage("The default backend's name 'zk' (its LockBackend's name()) is also the named backend"
+							+ " holdfast.backends.zk: their meters, tagged backend=zk, would be one. Rename the named"
+							+ " backend, or give the default LockBackend bean another name()");
 			});
 	}
 
