@@ -25,6 +25,7 @@ import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.SessionLeases;
+import dev.holdfast.support.CompositeLockListener;
 
 /**
  * The locking engine: turns one {@link LockBackend} into a {@link dev.holdfast.LockTemplate}
@@ -183,6 +184,21 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			Thread.currentThread().interrupt();
 			throw new LockInterruptedException(shownKey(fullKey), ex);
 		}
+	}
+
+	@Override
+	public @Nullable List<Lease> acquireAllAtOnce(String name, List<String> keys, LockOptions options) {
+		if (this.closed || this.acquisitions.isDraining()) {
+			return null;
+		}
+		for (String key : keys) {
+			HeldLease held = this.leases.get(key);
+			if (held != null && held.isHeldBy(Thread.currentThread())) {
+				return null;
+			}
+		}
+		List<HeldLease> taken = this.acquisitions.acquireAll(name, keys, leaseTime(options), options.isRenew());
+		return (taken != null) ? taken.stream().<Lease>map(LeaseHandle::new).toList() : null;
 	}
 
 	/** The backend key of a lock, as {@link LockKeys} encodes it. */

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -27,6 +28,7 @@ import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.KeySetAcquisition;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
@@ -70,16 +72,12 @@ import static dev.holdfast.redis.RedisCalls.failure;
  * is best effort: a waiter that misses its reservation claims it with its next poll, which the
  * reserved lock's remaining time bounds.</li>
  * <li><b>Fencing tokens.</b> Each successful acquisition sets the counter {@code {<key>}:fence}
- * to {@code max(counter + 1, Redis TIME in microseconds)} in the same script and returns it.
- * Within one Redis, scripts run one at a time, so a later holder's token is larger than every
- * earlier holder's as long as the counter survives. When it does not (a Redis without
- * persistence restarts, or the counter's 24-hour expiry passes without an acquisition), the
- * token falls back to Redis's clock, which is at least as large as every earlier token
- * provided that Redis's clock has not stepped back: an earlier token was at most the clock at
- * its time plus the number of acquisitions made faster than one per microsecond, a margin
- * that the clock overtakes within microseconds. Hence the counter may expire after 24 hours
- * without losing order, and no key lives forever. Tokens stay below 2<sup>53</sup> (Lua
- * numbers are doubles); an acquisition that would pass it fails.</li>
+ * to {@code max(counter + 1, Redis TIME in microseconds)} in the same script and returns it:
+ * scripts run one at a time, so a later holder's token is larger while the counter lives, and
+ * when it is gone (a restart without persistence, its 24-hour expiry) Redis's clock is above
+ * every earlier token unless it stepped back (docs/decisions/0018). Tokens stay below
+ * 2<sup>53</sup> (Lua numbers are doubles); an acquisition that would pass it fails.</li>
+ * <li><b>Several keys</b>: all or none in one script where one script can ({@link RedisKeySets}).</li>
  * <li><b>Redis Cluster.</b> Lock key and counter share the hash tag {@code {<key>}}, so both
  * live in one slot. Keys must therefore not contain braces.</li>
  * <li><b>Failures.</b> Every Redis error or timeout becomes a {@link LockBackendException}
@@ -99,7 +97,7 @@ import static dev.holdfast.redis.RedisCalls.failure;
  */
 public class RedisLockBackend
 		implements LockBackend, LeaseRenewal, ReleaseEvents, WaiterHandoff, BackendHealth, TickClaims, ClusterLocks,
-		AutoCloseable {
+		KeySetAcquisition, AutoCloseable {
 
 	/** The channel on which releases are published unless another one is configured. */
 	public static final String DEFAULT_CHANNEL = "holdfast:released";
@@ -135,6 +133,8 @@ public class RedisLockBackend
 	private final RedisTickClaims tickClaims;
 
 	private final RedisClusterLocks clusterLocks;
+
+	private final RedisKeySets keySets;
 
 	/** Where acquisitions and their WAIT run when replicas must acknowledge them on Lettuce. */
 	final @Nullable AcknowledgedAcquisitions acknowledged;
@@ -175,6 +175,7 @@ public class RedisLockBackend
 		this.tickClaims = new RedisTickClaims(connectionFactory);
 		this.clusterLocks = new RedisClusterLocks(connectionFactory);
 		this.acks = acks;
+		this.keySets = new RedisKeySets(connectionFactory, acks);
 		this.acknowledged = (acks.replicas() > 0 && LETTUCE_PRESENT)
 				? AcknowledgedAcquisitions.of(connectionFactory, acks) : null;
 	}
@@ -212,7 +213,6 @@ public class RedisLockBackend
 		return this.acks;
 	}
 
-	/** Returns {@code redis}. */
 	@Override
 	public String name() {
 		return "redis";
@@ -332,8 +332,7 @@ public class RedisLockBackend
 	/**
 	 * Deletes the lock with one script call if {@code owner} holds it, or, if waiters are
 	 * recorded, reserves it for one of them and publishes the reservation.
-	 * @throws IllegalArgumentException if the key or owner is not one that {@link #tryAcquire}
-	 * accepts
+	 * @throws IllegalArgumentException if the key or owner is not one that {@link #tryAcquire} accepts
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error
 	 */
 	@Override
@@ -368,18 +367,19 @@ public class RedisLockBackend
 		return released(reply);
 	}
 
-	/**
-	 * Sets each lock's time to live where its owner still holds it: one script call on a
-	 * standalone or Sentinel Redis (per 10,000 keys, so that one script never blocks Redis long),
-	 * one script call per hash slot on Redis Cluster, pipelined where the connection can (Lettuce:
-	 * the calls to one node travel together and the nodes answer in parallel), else one slot after
-	 * the other (Jedis).
-	 * @throws LockBackendException if Redis cannot be reached or answers with an error; which
-	 * locks were renewed is unknown then
-	 */
 	@Override
 	public Set<String> renew(Collection<HeldLock> locks) {
 		return this.renewal.renew(locks);
+	}
+
+	@Override
+	public boolean acquiresKeySets() {
+		return this.keySets.offered();
+	}
+
+	@Override
+	public long @Nullable [] tryAcquireAll(List<HeldLock> locks) {
+		return this.keySets.tryAcquireAll(this, locks);
 	}
 
 	/**
