@@ -76,7 +76,9 @@ final class RedisScripts {
 	// absent (a reserved one is another owner's), never recorded. A lock already held by its own
 	// owner is this request run again (a resend): it keeps its token, as ACQUIRE answers. Any lock
 	// held otherwise refuses them all: the locks its owners hold (from a first run whose answer was
-	// lost) are deleted, and the answer is empty. Else answers the tokens, in order.
+	// lost) are deleted, and the answer is empty. A fencing counter at 2^53 - 1 of a lock to take
+	// is an error reply; every refusal and error is found before the first write (no partial take).
+	// Else answers the tokens, in order.
 	@SuppressWarnings("rawtypes")
 	static final RedisScript<List> ACQUIRE_ALL = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
@@ -88,6 +90,10 @@ final class RedisScripts {
 						if redis.call('GET', KEYS[2 * j - 1]) == ARGV[2 * j - 1] then redis.call('DEL', KEYS[2 * j - 1]) end
 					end
 					return {}
+				end
+				local last = tonumber(redis.call('GET', KEYS[2 * i]))
+				if not holder and last and last + 1 >= 9007199254740992 then
+					return redis.error_reply('fencing counter ' .. KEYS[2 * i] .. ' reached 2^53')
 				end
 			end
 			local tokens = {}

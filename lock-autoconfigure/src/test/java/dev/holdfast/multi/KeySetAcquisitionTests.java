@@ -35,6 +35,7 @@ import org.springframework.jdbc.datasource.init.ResourceDatabasePopulator;
 import dev.holdfast.Lease;
 import dev.holdfast.LeaseInfo;
 import dev.holdfast.Leases;
+import dev.holdfast.LockBackendException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
@@ -50,6 +51,7 @@ import dev.holdfast.test.server.RedisSentinels;
 import dev.holdfast.test.server.RedisServer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -202,6 +204,19 @@ class KeySetAcquisitionTests {
 		assertThat(batch.tryAcquireAll(locks)).isNull();
 		assertThat(backend.tryAcquire(prefix + ":a", "free", TTL).acquired()).as("the free key, left free").isTrue();
 		assertThat(backend.tryAcquire(reserved, "x3", TTL).acquired()).as("the reserved key").isFalse();
+	}
+
+	@Test
+	void aFencingCounterAtItsLimitFailsTheBatchBeforeAnyKeyIsTaken() {
+		LockBackend backend = backend("redis");
+		KeySetAcquisition batch = (KeySetAcquisition) backend;
+		String prefix = "batch-" + UUID.randomUUID();
+		redis.command("SET", "{" + prefix + ":b}:fence", Long.toString((1L << 53) - 1));
+		List<HeldLock> locks = List.of(new HeldLock(prefix + ":a", "x1", TTL), new HeldLock(prefix + ":b", "x2", TTL));
+		assertThatExceptionOfType(LockBackendException.class).isThrownBy(() -> batch.tryAcquireAll(locks))
+			.withMessageContaining("2^53");
+		assertThat(redis.command("EXISTS", "{" + prefix + ":a}")).as("the first key, untouched").isEqualTo(0L);
+		assertThat(backend.tryAcquire(prefix + ":a", "free", TTL).acquired()).as("the first key, free").isTrue();
 	}
 
 	@Test
