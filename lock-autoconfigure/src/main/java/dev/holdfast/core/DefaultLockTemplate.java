@@ -192,8 +192,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			return null;
 		}
 		for (String key : keys) {
-			HeldLease held = this.leases.get(key);
-			if (held != null && held.isHeldBy(Thread.currentThread())) {
+			// held or being released here, or a local waiter first in line (ACQ-1, ACQ-5): the per-key path
+			if (this.leases.get(key) != null || this.lines.wanted(key)) {
 				return null;
 			}
 		}

@@ -61,7 +61,8 @@ public interface LockEngine extends HeldLeases {
 	/**
 	 * The leases of {@code keys} (backend keys of {@code name}) taken in one backend call, a try-once of each
 	 * ({@link dev.holdfast.spi.KeySetAcquisition}, MKY-6), each as {@link #acquireOrNull} gives it; {@code null},
-	 * nothing taken, when refused, when the backend cannot now, or when this thread holds one of the keys.
+	 * nothing taken, when refused, when the backend cannot now, or when a key has a lease of this template or a
+	 * local waiter.
 	 * @throws dev.holdfast.LockBackendException if the backend failed
 	 */
 	@Nullable List<Lease> acquireAllAtOnce(String name, List<String> keys, LockOptions options);

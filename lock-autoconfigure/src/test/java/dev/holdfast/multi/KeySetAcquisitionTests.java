@@ -8,6 +8,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -15,6 +17,7 @@ import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -246,6 +249,39 @@ class KeySetAcquisitionTests {
 				assertThat(calls(server) - before).as("backend calls: b alone").isOne();
 				assertThat(leases.lease("a").fencingToken()).as("a, reentered").isEqualTo(outer.fencingToken());
 			}
+		}
+	}
+
+	@Test
+	void aKeyALocalWaiterWaitsForTakesThePerKeyPath() throws Exception {
+		AtomicLong batches = new AtomicLong();
+		RedisLockBackend backend = new RedisLockBackend(redisFactory("jedis"), RedisLockBackend.DEFAULT_CHANNEL) {
+			@Override
+			public long @Nullable [] tryAcquireAll(List<HeldLock> locks) {
+				batches.incrementAndGet();
+				return super.tryAcquireAll(locks);
+			}
+		};
+		this.closeAfterTest.add(backend);
+		DefaultLockTemplate template = new DefaultLockTemplate(backend, LockSettings.defaults());
+		this.closeAfterTest.add(template);
+		DefaultLockTemplate elsewhere = template("redis");
+		String name = "batch-" + UUID.randomUUID();
+		Lease held = elsewhere.acquire(name, "a", LockOptions.defaults());
+		CompletableFuture<Long> waiter = CompletableFuture.supplyAsync(() -> {
+			try (Lease lease = template.acquire(name, "a", LockOptions.defaults().waitTime(Duration.ofSeconds(20)))) {
+				return lease.fencingToken();
+			}
+		}, (task) -> new Thread(task, "local-waiter").start());
+		String waiters = "{" + template.keyFor(name, "a") + "}:waiters";
+		await().atMost(Duration.ofSeconds(5)).until(() -> Long.valueOf(1).equals(redis.command("EXISTS", waiters)));
+		assertThat(template.tryAcquireAll(name, List.of("a", "b"), LockOptions.defaults().waitTime(Duration.ZERO)))
+			.isEmpty();
+		assertThat(batches).as("batch calls, a's line not empty here").hasValue(0);
+		held.close();
+		assertThat(waiter.get(10, TimeUnit.SECONDS)).as("the local waiter's token").isGreaterThan(held.fencingToken());
+		try (Leases both = template.acquireAll(name, List.of("a", "b"), LockOptions.defaults())) {
+			assertThat(batches).as("batch calls, a free and wanted by nobody").hasValue(1);
 		}
 	}
 
