@@ -24,7 +24,8 @@ public interface KeySetAcquisition {
 	 * fencing token that acquisition would get.
 	 * @param locks distinct keys, each with an owner token unique to it
 	 * @return the fencing token of each lock, in the order of {@code locks}, when all were taken;
-	 * {@code null} when one was held and none was taken
+	 * {@code null} when one was held and none was taken, or when the backend found it cannot take
+	 * them at once after all (none taken; {@link #acquiresKeySets} is false from then on)
 	 * @throws dev.holdfast.LockBackendException when the backend cannot be reached; the locks may
 	 * or may not have been taken then
 	 */

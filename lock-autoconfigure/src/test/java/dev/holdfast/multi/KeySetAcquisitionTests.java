@@ -25,6 +25,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.beans.factory.DisposableBean;
+import org.springframework.beans.factory.InitializingBean;
+import org.springframework.context.SmartLifecycle;
 import org.springframework.core.io.ClassPathResource;
 import org.springframework.data.redis.connection.RedisClusterConfiguration;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
@@ -50,6 +52,7 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.KeySetAcquisition;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.test.server.PostgresServer;
+import dev.holdfast.test.server.RedisCluster;
 import dev.holdfast.test.server.RedisSentinels;
 import dev.holdfast.test.server.RedisServer;
 
@@ -282,6 +285,32 @@ class KeySetAcquisitionTests {
 		assertThat(waiter.get(10, TimeUnit.SECONDS)).as("the local waiter's token").isGreaterThan(held.fencingToken());
 		try (Leases both = template.acquireAll(name, List.of("a", "b"), LockOptions.defaults())) {
 			assertThat(batches).as("batch calls, a free and wanted by nobody").hasValue(1);
+		}
+	}
+
+	@ParameterizedTest
+	@ValueSource(strings = { "lettuce", "jedis" })
+	void anErrorReplyTurnsTheBatchOffAndTheKeysAreTakenOneByOne(String client) throws Exception {
+		// a standalone client on a sharded endpoint, as behind a proxy: a script of keys in several slots is CROSSSLOT
+		try (RedisCluster sharded = RedisCluster.start(1, 0, Duration.ofSeconds(5))) {
+			RedisStandaloneConfiguration configuration = new RedisStandaloneConfiguration("127.0.0.1",
+					sharded.nodes().get(0).port());
+			RedisConnectionFactory factory = client.equals("jedis") ? new JedisConnectionFactory(configuration)
+					: new LettuceConnectionFactory(configuration);
+			((InitializingBean) factory).afterPropertiesSet();
+			((SmartLifecycle) factory).start();
+			this.closeAfterTest.add(((DisposableBean) factory)::destroy);
+			RedisLockBackend backend = RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL);
+			this.closeAfterTest.add(backend);
+			DefaultLockTemplate template = new DefaultLockTemplate(backend, LockSettings.defaults());
+			this.closeAfterTest.add(template);
+			String name = "batch-" + UUID.randomUUID();
+			assertThat(backend.acquiresKeySets()).isTrue();
+			try (Leases leases = template.acquireAll(name, List.of("a", "b"), LockOptions.defaults())) {
+				assertThat(leases.leases()).hasSize(2).allSatisfy((lease) -> assertThat(lease.isValid()).isTrue());
+			}
+			assertThat(backend.acquiresKeySets()).as("the batch, after an error reply").isFalse();
+			template.acquireAll(name, List.of("c", "d"), LockOptions.defaults()).close();
 		}
 	}
 
