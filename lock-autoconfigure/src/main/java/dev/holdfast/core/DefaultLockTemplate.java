@@ -191,6 +191,10 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		if (this.closed || this.acquisitions.isDraining()) {
 			return null;
 		}
+		if (Thread.currentThread().isInterrupted()) {
+			// as the blocking path: the flag stays set, nothing is taken
+			throw new LockInterruptedException(shownKey(keys.get(0)), new InterruptedException());
+		}
 		for (String key : keys) {
 			// held or being released here, or a local waiter first in line (ACQ-1, ACQ-5): the per-key path
 			if (this.leases.get(key) != null || this.lines.wanted(key)) {

@@ -70,6 +70,7 @@ public final class KeySetLocking {
 					+ "': pass at least one key, or lock the name alone with acquire(name, null, options)");
 		}
 		Duration waitTime = waitTime(template, options);
+		long deadline = System.nanoTime() + waitTime.toNanos();
 		if (template instanceof LockEngine engine && ordered.size() > 1) {
 			// The ordered keys are the engine's backend keys: all at once if all are free (MKY-6).
 			List<Lease> all = engine.acquireAllAtOnce(name, new ArrayList<>(ordered.keySet()), options);
@@ -77,7 +78,6 @@ public final class KeySetLocking {
 				return new HeldKeys(all, new ArrayList<>(ordered.keySet()), order);
 			}
 		}
-		long deadline = System.nanoTime() + waitTime.toNanos();
 		List<Lease> taken = new ArrayList<>(ordered.size());
 		try {
 			for (Object key : ordered.values()) {

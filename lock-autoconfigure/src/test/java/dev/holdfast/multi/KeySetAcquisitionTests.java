@@ -41,6 +41,7 @@ import dev.holdfast.Lease;
 import dev.holdfast.LeaseInfo;
 import dev.holdfast.Leases;
 import dev.holdfast.LockBackendException;
+import dev.holdfast.LockInterruptedException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
@@ -312,6 +313,33 @@ class KeySetAcquisitionTests {
 			assertThat(backend.acquiresKeySets()).as("the batch, after an error reply").isFalse();
 			template.acquireAll(name, List.of("c", "d"), LockOptions.defaults()).close();
 		}
+	}
+
+	@Test
+	void anInterruptedThreadTakesNoKeyAndKeepsItsFlag() {
+		AtomicLong batches = new AtomicLong();
+		RedisLockBackend backend = new RedisLockBackend(redisFactory("jedis"), RedisLockBackend.DEFAULT_CHANNEL) {
+			@Override
+			public long @Nullable [] tryAcquireAll(List<HeldLock> locks) {
+				batches.incrementAndGet();
+				return super.tryAcquireAll(locks);
+			}
+		};
+		this.closeAfterTest.add(backend);
+		DefaultLockTemplate template = new DefaultLockTemplate(backend, LockSettings.defaults());
+		this.closeAfterTest.add(template);
+		String name = "batch-" + UUID.randomUUID();
+		Thread.currentThread().interrupt();
+		try {
+			assertThatExceptionOfType(LockInterruptedException.class)
+				.isThrownBy(() -> template.acquireAll(name, List.of("a", "b"), LockOptions.defaults()));
+			assertThat(Thread.currentThread().isInterrupted()).as("the interrupt flag").isTrue();
+		}
+		finally {
+			Thread.interrupted();
+		}
+		assertThat(batches).as("batch calls").hasValue(0);
+		assertThat(template.heldLeases()).isEmpty();
 	}
 
 	@Test
