@@ -186,9 +186,12 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		}
 	}
 
+	/** The most keys taken in one backend call (MKY-6), so that one script or statement stays short. */
+	static final int MAX_KEYS_AT_ONCE = 1000;
+
 	@Override
 	public @Nullable List<Lease> acquireAllAtOnce(String name, List<String> keys, LockOptions options) {
-		if (this.closed || this.acquisitions.isDraining()) {
+		if (this.closed || this.acquisitions.isDraining() || keys.size() > MAX_KEYS_AT_ONCE) {
 			return null;
 		}
 		if (Thread.currentThread().isInterrupted()) {

@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.IntStream;
 
 import javax.sql.DataSource;
 
@@ -340,6 +341,29 @@ class KeySetAcquisitionTests {
 		}
 		assertThat(batches).as("batch calls").hasValue(0);
 		assertThat(template.heldLeases()).isEmpty();
+	}
+
+	@Test
+	void moreThanAThousandKeysTakeThePerKeyPath() {
+		AtomicLong batches = new AtomicLong();
+		RedisLockBackend backend = new RedisLockBackend(redisFactory("jedis"), RedisLockBackend.DEFAULT_CHANNEL) {
+			@Override
+			public long @Nullable [] tryAcquireAll(List<HeldLock> locks) {
+				batches.incrementAndGet();
+				return super.tryAcquireAll(locks);
+			}
+		};
+		this.closeAfterTest.add(backend);
+		DefaultLockTemplate template = new DefaultLockTemplate(backend, LockSettings.defaults());
+		this.closeAfterTest.add(template);
+		String name = "batch-" + UUID.randomUUID();
+		List<Integer> keys = IntStream.range(0, 1001).boxed().toList();
+		try (Leases leases = template.acquireAll(name, keys, LockOptions.defaults())) {
+			assertThat(leases.leases()).hasSize(1001);
+			assertThat(batches).as("batch calls, 1,001 keys").hasValue(0);
+		}
+		template.acquireAll(name, keys.subList(0, 1000), LockOptions.defaults()).close();
+		assertThat(batches).as("batch calls, 1,000 keys").hasValue(1);
 	}
 
 	@Test
