@@ -19,7 +19,7 @@ import org.springframework.core.env.Environment;
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockListener;
 import dev.holdfast.LockTemplate;
-import dev.holdfast.core.CompositeLockListener;
+import dev.holdfast.support.CompositeLockListener;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.spi.LockBackend;

@@ -1,6 +1,7 @@
 package dev.holdfast.autoconfigure;
 
 import java.time.Duration;
+import java.util.Collection;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -11,6 +12,7 @@ import org.springframework.beans.factory.ObjectProvider;
 
 import dev.holdfast.AsyncLockTemplate;
 import dev.holdfast.Lease;
+import dev.holdfast.Leases;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 
@@ -58,6 +60,16 @@ final class LazyLockTemplate implements AsyncLockTemplate {
 	@Override
 	public Lease acquire(String name, @Nullable Object key, LockOptions options) {
 		return template().acquire(name, key, options);
+	}
+
+	@Override
+	public Optional<Leases> tryAcquireAll(String name, Collection<?> keys, LockOptions options) {
+		return template().tryAcquireAll(name, keys, options);
+	}
+
+	@Override
+	public Leases acquireAll(String name, Collection<?> keys, LockOptions options) {
+		return template().acquireAll(name, keys, options);
 	}
 
 	@Override

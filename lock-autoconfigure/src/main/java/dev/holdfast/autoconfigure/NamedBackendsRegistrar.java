@@ -32,7 +32,7 @@ import org.springframework.util.ClassUtils;
 
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockListener;
-import dev.holdfast.core.CompositeLockListener;
+import dev.holdfast.support.CompositeLockListener;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.leader.DefaultLeaderElections;

@@ -1,6 +1,8 @@
 package dev.holdfast.core;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -21,6 +23,8 @@ import dev.holdfast.LockListener.LockObservation;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AnnouncedReleases;
 import dev.holdfast.spi.AsyncLockBackend;
+import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.KeySetAcquisition;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.WaitQueue;
 import dev.holdfast.spi.WaiterHandoff;
@@ -139,6 +143,42 @@ final class Acquisitions {
 				observation);
 		acquisition.start();
 		return acquisition.result;
+	}
+
+	/**
+	 * Takes {@code keys} with one {@link KeySetAcquisition} call, a try-once of each (MKY-6): their
+	 * registered leases, or {@code null} if the backend cannot now or refused (nothing taken).
+	 * @throws LockBackendException if the call failed; each key is released in the background
+	 */
+	@Nullable List<HeldLease> acquireAll(String name, List<String> keys, Duration ttl, boolean renew) {
+		if (!(this.backend instanceof KeySetAcquisition batch) || !batch.acquiresKeySets()) {
+			return null;
+		}
+		List<HeldLock> locks = keys.stream().map((key) -> new HeldLock(key, this.owners.next(), ttl)).toList();
+		String backendName = this.failures.backendName();
+		long sent = System.nanoTime();
+		long[] tokens;
+		try {
+			tokens = batch.tryAcquireAll(locks);
+		}
+		catch (RuntimeException ex) {
+			locks.forEach((lock) -> this.background.releaseUnknownOutcome(lock.key(), lock.owner()));
+			LockBackendException failure = this.failures.of(ex, "acquire", keys.get(0));
+			this.listener.acquiring(name, keys.get(0), backendName).failed(failure);
+			this.listener.failed(name, backendName, Duration.ofNanos(System.nanoTime() - sent), failure);
+			throw failure;
+		}
+		if (tokens == null) {
+			return null;
+		}
+		List<HeldLease> leases = new ArrayList<>(locks.size());
+		for (int i = 0; i < tokens.length; i++) {
+			HeldLock lock = locks.get(i);
+			leases.add(this.leases.register(name, lock.key(), lock.owner(), tokens[i], ttl, renew, sent,
+					this.listener.acquiring(name, lock.key(), backendName)));
+			this.listener.acquired(name, backendName, Duration.ofNanos(System.nanoTime() - sent));
+		}
+		return leases;
 	}
 
 	/**

@@ -25,6 +25,7 @@ import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.SessionLeases;
+import dev.holdfast.support.CompositeLockListener;
 
 /**
  * The locking engine: turns one {@link LockBackend} into a {@link dev.holdfast.LockTemplate}
@@ -183,6 +184,28 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			Thread.currentThread().interrupt();
 			throw new LockInterruptedException(shownKey(fullKey), ex);
 		}
+	}
+
+	/** The most keys taken in one backend call (MKY-6), so that one script or statement stays short. */
+	static final int MAX_KEYS_AT_ONCE = 1000;
+
+	@Override
+	public @Nullable List<Lease> acquireAllAtOnce(String name, List<String> keys, LockOptions options) {
+		if (this.closed || this.acquisitions.isDraining() || keys.size() > MAX_KEYS_AT_ONCE) {
+			return null;
+		}
+		if (Thread.currentThread().isInterrupted()) {
+			// as the blocking path: the flag stays set, nothing is taken
+			throw new LockInterruptedException(shownKey(keys.get(0)), new InterruptedException());
+		}
+		for (String key : keys) {
+			// held or being released here, or a local waiter first in line (ACQ-1, ACQ-5): the per-key path
+			if (this.leases.get(key) != null || this.lines.wanted(key)) {
+				return null;
+			}
+		}
+		List<HeldLease> taken = this.acquisitions.acquireAll(name, keys, leaseTime(options), options.isRenew());
+		return (taken != null) ? taken.stream().<Lease>map(LeaseHandle::new).toList() : null;
 	}
 
 	/** The backend key of a lock, as {@link LockKeys} encodes it. */

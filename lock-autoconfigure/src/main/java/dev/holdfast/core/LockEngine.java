@@ -2,6 +2,7 @@ package dev.holdfast.core;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.function.Supplier;
 
 import org.jspecify.annotations.Nullable;
@@ -56,6 +57,15 @@ public interface LockEngine extends HeldLeases {
 	 * ({@link LockKeys#encodeSlot}): always a new lease, never a reentrant hold, bound to no thread (SEM-1, SEM-3).
 	 */
 	@Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options);
+
+	/**
+	 * The leases of {@code keys} (backend keys of {@code name}) taken in one backend call, a try-once of each
+	 * ({@link dev.holdfast.spi.KeySetAcquisition}, MKY-6), each as {@link #acquireOrNull} gives it; {@code null},
+	 * nothing taken, when refused, when the backend cannot now, or when a key has a lease of this template or a
+	 * local waiter.
+	 * @throws dev.holdfast.LockBackendException if the backend failed
+	 */
+	@Nullable List<Lease> acquireAllAtOnce(String name, List<String> keys, LockOptions options);
 
 	/** The wait time of an acquisition with {@code options}: theirs, else the engine's default. */
 	Duration waitTime(LockOptions options);

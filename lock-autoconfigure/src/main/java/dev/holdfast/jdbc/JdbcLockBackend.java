@@ -7,6 +7,7 @@ import java.time.Instant;
 import java.util.Collection;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
@@ -28,6 +29,7 @@ import dev.holdfast.spi.AnnouncedReleases;
 import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.KeySetAcquisition;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.TickClaims;
@@ -35,11 +37,9 @@ import dev.holdfast.spi.TickClaims;
 /**
  * Locks in one table of a relational database, one row per held lock.
  * <ul>
- * <li><b>Not reentrant</b>: a second acquisition of a held key fails whoever asks; the engine
- * above handles reentrancy.</li>
- * <li><b>Clock</b>: the database's clock alone decides expiry. Every expiry is computed and
- * compared inside SQL from the database's current time, as microseconds since the Unix epoch,
- * so the time zones and clocks of the JVMs do not matter; the JVM sends durations only.</li>
+ * <li><b>Not reentrant</b>: a held key refuses whoever asks; reentrancy is the engine's.</li>
+ * <li><b>Clock</b>: the database's clock alone decides expiry, computed and compared in SQL in
+ * microseconds since the Unix epoch; the JVM sends durations only.</li>
  * <li><b>Statements</b>: acquisition is one statement that takes the row only if it is absent or
  * expired (PostgreSQL and H2, plus a read of the holder's remaining time when the lock is held;
  * MySQL and MariaDB add a second autocommit statement that reads the fencing token, because
@@ -47,15 +47,12 @@ import dev.holdfast.spi.TickClaims;
  * expires the row in place: it clears the owner, sets the expiry to the database's current time
  * and keeps the fencing token. Renewal updates all due leases, owner-checked, in one statement
  * on PostgreSQL and in one {@code UPDATE} plus one {@code SELECT} elsewhere.</li>
- * <li><b>Sweep</b>: rows stay after release so that the next holder continues from their token.
- * Every 500th release starts, off the releasing thread, a sweep that deletes up to 500 rows that
- * expired, and whose token was issued, longer than the sweep delay ago, checking the condition
- * again as it deletes, so a row taken over meanwhile stays; a failed sweep is logged, and fails
- * no release. The table holds the keys used within the sweep delay, plus those held.</li>
+ * <li><b>Sweep</b>: rows stay after release so that the next holder continues from their token;
+ * every 500th release sweeps, off its thread, up to 500 rows expired longer than the sweep delay
+ * ago ({@link JdbcSweeper}, JDB-4). The table holds the keys used within the sweep delay.</li>
  * <li><b>Transactions</b>: every statement runs on a connection taken from the pool for it, in
- * autocommit mode, so it is its own short transaction and never joins a transaction of the
- * caller: a {@code @Transactional} caller does not keep lock rows locked until it commits. Each
- * operation needs one extra pooled connection for the duration of a statement. Statements run
+ * autocommit mode, never in a transaction of the caller (whose commit would keep rows locked):
+ * each operation needs one extra pooled connection for a statement. Statements run
  * at {@code READ COMMITTED}: where the pool hands out connections at a stricter level
  * ({@code REPEATABLE READ} or {@code SERIALIZABLE}; on MySQL and MariaDB only
  * {@code SERIALIZABLE}), the connection is switched for the call and switched back. A statement
@@ -63,45 +60,35 @@ import dev.holdfast.spi.TickClaims;
  * runs again after a short jittered pause, up to five times in all.</li>
  * <li><b>Waiting</b>: on PostgreSQL with its driver ({@link AnnouncedReleases}), a refused
  * attempt marks the holder's row with its backend instance, and the release of a marked row
- * notifies the table's channel with the key ({@code pg_notify}, delivered when the release
- * commits). The backend listens on one pooled connection, opened in the background on the first
- * subscription and given back when the last subscriber leaves; while it is lost, and on other
- * databases, the backend does not {@linkplain #announcesReleases() announce releases} and the
- * engine polls with jittered, bounded back-off, never past the holder's remaining time, which
- * the backend reports. With {@linkplain #setFairHandoff fair handoff} (on by default), a release
+ * notifies the table's channel with the key ({@code pg_notify}, delivered at the commit), heard on
+ * one pooled connection while subscribers listen; else (lost, other databases) the engine polls,
+ * never past the holder's remaining time, which the backend reports. With {@linkplain #setFairHandoff fair handoff} (on by default), a release
  * that threads of this instance and of the instance refused last wait for reserves the lock for
  * one of the two, drawn, for 100 ms ({@link #releaseWanted}).</li>
  * <li><b>Fencing tokens</b>: a new row gets the database clock in microseconds; a row taken over
- * after expiry or release gets {@code GREATEST(previous + 1, clock)}, under the row's lock. Per
- * lock, tokens therefore increase strictly while the row exists: an acquisition that read the
- * clock before another client took and released the lock finds that client's row, and either
- * continues from its token or, seeing it expire later than its own clock reading, fails and
- * retries. A deleted row (swept, or deleted by an operator) restarts at the clock, which is above
- * every token issued more than the sweep delay ago: the sweep takes only such rows, and no
- * client receives a token from a statement that ran longer than its timeout, which the sweep
- * delay exceeds tenfold. This rests on one assumption: the database clock does not step
- * backwards (it may be slewed, as NTP does).</li>
- * <li><b>Tick claims</b> ({@link TickClaims}): a scheduled job's last claimed tick is one row of
- * the same table, at the job's lock key followed by {@value #TICK_SUFFIX}, with an empty owner
- * and the tick, in microseconds since the epoch, in {@code fence}. A claim moves the row forward
- * only, decided by the database under the row's lock: one statement on PostgreSQL and H2; on
- * MySQL, MariaDB and other databases one {@code UPDATE} when it moves an existing record, plus an
- * {@code INSERT} when that matched nothing. Lock keys must not contain <code>{</code>, so a lock
- * never uses such a row; no release or renewal matches its empty owner, and the sweep deletes it
- * only once it expired longer than the sweep delay ago, as any other row.</li>
+ * after expiry or release gets {@code GREATEST(previous + 1, clock)}, under the row's lock, so
+ * tokens increase strictly while the row exists. A deleted row (swept, or by an operator) restarts
+ * at the clock, above every token issued more than the sweep delay ago (ten query timeouts at
+ * least), unless the database clock steps backwards (docs/decisions/0025).</li>
+ * <li><b>Several keys</b>: all or none in one statement on PostgreSQL ({@link PostgresKeySets}).</li>
+ * <li><b>Tick claims</b> ({@link TickClaims}): a job's last claimed tick is the row at the job's
+ * lock key followed by {@value #TICK_SUFFIX} (lock keys have no <code>{</code>), with an empty owner
+ * (no release or renewal matches it) and the tick in microseconds in {@code fence}, moved forward
+ * only, under the row's lock: one statement on PostgreSQL and H2, an {@code UPDATE} plus, when that
+ * matched nothing, an {@code INSERT} elsewhere; swept as any other row.</li>
  * <li><b>Failures</b>: a database that cannot be reached, stops answering for longer than the
  * configured timeout (a network timeout on the connection), or reports an error makes the call
  * throw {@link LockBackendException}; a failed call may or may not have taken effect. Nothing
- * but an aborted statement is retried here and nothing is cached, so the backend works again as
- * soon as the database does. The startup table check, the health check and the detection of
- * the database are bounded by the same network timeout as lock statements.
- * Waiting for a pooled connection is bounded by the pool's own timeout.</li>
+ * but an aborted statement is retried and nothing is cached, so the backend works again as soon as
+ * the database does. Every statement, the startup and health checks and the detection of the
+ * database included, is bounded by the network timeout; a pooled connection, by the pool's.</li>
  * </ul>
  * The table is {@code holdfast_lock} unless configured; its schema per database ships in this
  * jar as {@code dev/holdfast/jdbc/schema-<platform>.sql}.
  */
 public class JdbcLockBackend
-		implements LockBackend, LeaseRenewal, AnnouncedReleases, BackendHealth, TickClaims, ClusterLocks, AutoCloseable {
+		implements LockBackend, LeaseRenewal, AnnouncedReleases, BackendHealth, TickClaims, ClusterLocks, KeySetAcquisition,
+		AutoCloseable {
 
 	/** The table used unless another is configured. */
 	public static final String DEFAULT_TABLE_NAME = "holdfast_lock";
@@ -274,6 +261,21 @@ public class JdbcLockBackend
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
 		return this.connections.execute("acquire lock", key,
 				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, this.connections.holder()));
+	}
+
+	/** On PostgreSQL, once the first statement told which database this is. */
+	@Override
+	public boolean acquiresKeySets() {
+		// Off (MKY-6): a refused batch locks rows held by others, and renewal and the sweep lock their
+		// rows in another order, so they can deadlock with it (40P01) until they lock in the batch's.
+		return false;
+	}
+
+	@Override
+	public long @Nullable [] tryAcquireAll(List<HeldLock> locks) {
+		locks.forEach((lock) -> checkLockKey(lock.key()));
+		return this.connections.execute("acquire " + locks.size() + " locks from", locks.get(0).key(), (dialect,
+				connection) -> ((PostgreSqlDialect) dialect).keySets.acquireAll(dialect, connection, locks, this.connections.holder()));
 	}
 
 	/**

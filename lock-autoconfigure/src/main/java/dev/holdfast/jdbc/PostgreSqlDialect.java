@@ -45,6 +45,9 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	private final String acquireSql;
 
+	/** Several rows taken, all or none, in one statement with the rules of {@link #acquireSql}. */
+	final PostgresKeySets keySets;
+
 	private final String markSql;
 
 	private final String releaseSql;
@@ -98,8 +101,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		// under its lock; RETURNING gives the row as updated or inserted, and no row when held.
 		// Nothing else: a CTE around it, to also report the holder's remaining time in the same
 		// statement, made every acquisition cost the server about a fifth more (docs/decisions/0027).
-		this.acquireSql = "INSERT INTO " + table + " AS l (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
-				+ " SELECT ?, ?, n.us, n.us + ?, n.us, ? FROM " + NOW + " n ON CONFLICT (lock_key) DO UPDATE SET"
+		String takeRow = " ON CONFLICT (lock_key) DO UPDATE SET"
 				+ " owner_token = EXCLUDED.owner_token, fence = GREATEST(l.fence + 1, EXCLUDED.fence),"
 				+ " expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at,"
 				// A claim of a reservation (a live row) marks the new holder's row for the instance that
@@ -114,7 +116,10 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				// format is not what exclusion rests on; review of 305689e). The statement is built,
 				// and so paid for, on every acquisition: each node costs the server (issue 19).
 				+ " WHERE l.expires_at <= EXCLUDED.acquired_at OR (l.owner_token = '' AND left(l.holder, "
-				+ RESERVED_PREFIX_LENGTH + ") = ?) RETURNING l.fence";
+				+ RESERVED_PREFIX_LENGTH + ") = ?)";
+		String insert = "INSERT INTO " + table + " AS l (lock_key, owner_token, fence, expires_at, acquired_at, holder)";
+		this.acquireSql = insert + " SELECT ?, ?, n.us, n.us + ?, n.us, ? FROM " + NOW + " n" + takeRow + " RETURNING l.fence";
+		this.keySets = new PostgresKeySets(insert, NOW, takeRow, this.reserved);
 		// A refused attempt marks the holder's row (a '*' before the holder's description), so that
 		// its release announces itself; under the row's lock, so a release that committed meanwhile
 		// is seen (no row: retry at once), never a stale remaining time. The mark names the marking

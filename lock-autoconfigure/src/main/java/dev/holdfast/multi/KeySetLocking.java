@@ -17,6 +17,7 @@ import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.core.EngineLease;
+import dev.holdfast.core.LockEngine;
 import dev.holdfast.core.LockKeys;
 import dev.holdfast.support.LeaseView;
 
@@ -32,7 +33,8 @@ import dev.holdfast.support.LeaseView;
  * stays held, or its acquisition fails, the keys already taken are released, in reverse;</li>
  * <li>released in reverse order when the {@link Leases} close.</li>
  * </ul>
- * One backend round trip per free key.
+ * Where the backend can ({@link dev.holdfast.spi.KeySetAcquisition}), all keys are first tried in
+ * one backend call, a try-once of each; refused, they are taken one by one as above.
  */
 public final class KeySetLocking {
 
@@ -69,6 +71,13 @@ public final class KeySetLocking {
 		}
 		Duration waitTime = waitTime(template, options);
 		long deadline = System.nanoTime() + waitTime.toNanos();
+		if (template instanceof LockEngine engine && ordered.size() > 1) {
+			// The ordered keys are the engine's backend keys: all at once if all are free (MKY-6).
+			List<Lease> all = engine.acquireAllAtOnce(name, new ArrayList<>(ordered.keySet()), options);
+			if (all != null) {
+				return new HeldKeys(all, new ArrayList<>(ordered.keySet()), order);
+			}
+		}
 		List<Lease> taken = new ArrayList<>(ordered.size());
 		try {
 			for (Object key : ordered.values()) {

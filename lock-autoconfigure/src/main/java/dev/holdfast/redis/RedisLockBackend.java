@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -27,6 +28,7 @@ import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.KeySetAcquisition;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
@@ -51,46 +53,34 @@ import static dev.holdfast.redis.RedisCalls.failure;
  * Redis's own clock expires it. The application's clock is never consulted.</li>
  * <li><b>One round trip per operation.</b> Acquire, release and renewal are Lua scripts, sent
  * once and then run by SHA ({@code EVALSHA}, falling back to {@code EVAL} when Redis answers
- * {@code NOSCRIPT}, e.g. after a restart). Renewal of any number of locks is one script call on
- * a standalone Redis, and one script call per hash slot on Redis Cluster: pipelined on Lettuce
- * (one batch per node, the nodes in parallel), one slot after the other on Jedis, whose cluster
- * connections cannot pipeline.</li>
- * <li><b>Waiting and fair handoff.</b> A waiting acquisition records its owner in the sorted
- * set {@code {<key>}:waiters} with each refused attempt, scored with Redis's time after which the
- * record is stale (two poll intervals of the engine). The release of a lock with live records
- * does not free it: it reserves it for one of them, drawn at random, for
- * {@value #RESERVATION_WINDOW_MILLIS} ms (the lock's value becomes {@code *<owner>}), and
- * publishes {@code {<key>}<owner>} on one channel ({@value #DEFAULT_CHANNEL} by default). The
- * drawn waiter claims the lock with its own next acquisition, which takes the fencing token;
- * nobody else can take a reserved lock, and a reservation nobody claims expires after its window.
- * A release with no live record deletes the lock and publishes nothing, so pub/sub traffic grows
- * with contention, not with the number of releases. {@link #subscribe} listens to that channel
- * through one subscription per backend instance, opened on first use and closed by
- * {@link #close()}; messages are handed to listeners on the client's I/O thread. Pub/sub delivery
- * is best effort: a waiter that misses its reservation claims it with its next poll, which the
- * reserved lock's remaining time bounds.</li>
- * <li><b>Fencing tokens.</b> Each successful acquisition sets the counter {@code {<key>}:fence}
- * to {@code max(counter + 1, Redis TIME in microseconds)} in the same script and returns it.
- * Within one Redis, scripts run one at a time, so a later holder's token is larger than every
- * earlier holder's as long as the counter survives. When it does not (a Redis without
- * persistence restarts, or the counter's 24-hour expiry passes without an acquisition), the
- * token falls back to Redis's clock, which is at least as large as every earlier token
- * provided that Redis's clock has not stepped back: an earlier token was at most the clock at
- * its time plus the number of acquisitions made faster than one per microsecond, a margin
- * that the clock overtakes within microseconds. Hence the counter may expire after 24 hours
- * without losing order, and no key lives forever. Tokens stay below 2<sup>53</sup> (Lua
- * numbers are doubles); an acquisition that would pass it fails.</li>
+ * {@code NOSCRIPT}, e.g. after a restart); renewal of any number of locks: see {@link #renew}.</li>
+ * <li><b>Waiting and fair handoff.</b> A waiting acquisition records its owner in the sorted set {@code
+ * {<key>}:waiters} with each refused attempt, scored with Redis's time after which the record is stale (two poll
+ * intervals of the engine). The release of a lock with live records does not free it: it reserves it for one of them,
+ * drawn at random, for {@value #RESERVATION_WINDOW_MILLIS} ms (the lock's value becomes {@code *<owner>}), and
+ * publishes {@code {<key>}<owner>} on one channel ({@value #DEFAULT_CHANNEL} by default). The drawn waiter claims the
+ * lock with its own next acquisition, which takes the fencing token; nobody else can take a reserved lock, and a
+ * reservation nobody claims expires after its window. A release with no live record deletes the lock and publishes
+ * nothing, so pub/sub traffic grows with contention, not with the number of releases. {@link #subscribe} listens to
+ * that channel through one subscription per backend instance, opened on first use and closed by {@link #close()};
+ * messages are handed to listeners on the client's I/O thread. Pub/sub delivery is best effort: a waiter that misses
+ * its reservation claims it with its next poll, which the reserved lock's remaining time bounds.</li>
+ * <li><b>Fencing tokens.</b> Each successful acquisition sets the counter {@code {<key>}:fence} to {@code max(counter +
+ * 1, Redis TIME in microseconds)} in the same script and returns it: scripts run one at a time, so a later holder's
+ * token is larger while the counter lives, and when it is gone (a restart without persistence, its 24-hour expiry)
+ * Redis's clock is above every earlier token unless it stepped back (docs/decisions/0018). Tokens stay below
+ * 2<sup>53</sup> (Lua numbers are doubles); an acquisition that would pass it fails.</li>
+ * <li><b>Several keys</b>: all or none in one script where one script can ({@link RedisKeySets}).</li>
  * <li><b>Redis Cluster.</b> Lock key and counter share the hash tag {@code {<key>}}, so both
  * live in one slot. Keys must therefore not contain braces.</li>
- * <li><b>Failures.</b> Every Redis error or timeout becomes a {@link LockBackendException}
- * naming the operation and the key. How long a call can take when Redis does not answer is the
- * connection factory's command timeout ({@code spring.data.redis.timeout}).</li>
- * <li><b>Non-blocking.</b> The backend made by {@link #of} on a standalone or Sentinel
- * {@code LettuceConnectionFactory} that shares its native connection (the default) is also an
- * {@link AsyncLockBackend}: acquire and release send the same scripts on that shared Lettuce
- * connection and complete on its I/O thread, or fail with {@link LockBackendException} after the
- * command timeout. Reactive callers then never block a thread. Its blocking acquire and release
- * use that connection directly too, without spring-data-redis's per-call objects.</li>
+ * <li><b>Failures.</b> Every Redis error or timeout becomes a {@link LockBackendException} naming the operation and the
+ * key. How long a call can take when Redis does not answer is the connection factory's command timeout ({@code
+ * spring.data.redis.timeout}).</li>
+ * <li><b>Non-blocking.</b> The backend made by {@link #of} on a standalone or Sentinel {@code LettuceConnectionFactory}
+ * that shares its native connection (the default) is also an {@link AsyncLockBackend}: acquire and release send the
+ * same scripts on that shared Lettuce connection and complete on its I/O thread, or fail with {@link
+ * LockBackendException} after the command timeout. Reactive callers then never block a thread. Its blocking acquire and
+ * release use that connection directly too, without spring-data-redis's per-call objects.</li>
  * </ul>
  * A failover to a replica that had not received the latest writes can lose a lock or a
  * counter; Redis replication is asynchronous. With {@link ReplicaAcks} (standalone and Sentinel),
@@ -99,7 +89,7 @@ import static dev.holdfast.redis.RedisCalls.failure;
  */
 public class RedisLockBackend
 		implements LockBackend, LeaseRenewal, ReleaseEvents, WaiterHandoff, BackendHealth, TickClaims, ClusterLocks,
-		AutoCloseable {
+		KeySetAcquisition, AutoCloseable {
 
 	/** The channel on which releases are published unless another one is configured. */
 	public static final String DEFAULT_CHANNEL = "holdfast:released";
@@ -135,6 +125,8 @@ public class RedisLockBackend
 	private final RedisTickClaims tickClaims;
 
 	private final RedisClusterLocks clusterLocks;
+
+	private final RedisKeySets keySets;
 
 	/** Where acquisitions and their WAIT run when replicas must acknowledge them on Lettuce. */
 	final @Nullable AcknowledgedAcquisitions acknowledged;
@@ -175,6 +167,7 @@ public class RedisLockBackend
 		this.tickClaims = new RedisTickClaims(connectionFactory);
 		this.clusterLocks = new RedisClusterLocks(connectionFactory);
 		this.acks = acks;
+		this.keySets = new RedisKeySets(connectionFactory, acks);
 		this.acknowledged = (acks.replicas() > 0 && LETTUCE_PRESENT)
 				? AcknowledgedAcquisitions.of(connectionFactory, acks) : null;
 	}
@@ -212,7 +205,6 @@ public class RedisLockBackend
 		return this.acks;
 	}
 
-	/** Returns {@code redis}. */
 	@Override
 	public String name() {
 		return "redis";
@@ -332,8 +324,7 @@ public class RedisLockBackend
 	/**
 	 * Deletes the lock with one script call if {@code owner} holds it, or, if waiters are
 	 * recorded, reserves it for one of them and publishes the reservation.
-	 * @throws IllegalArgumentException if the key or owner is not one that {@link #tryAcquire}
-	 * accepts
+	 * @throws IllegalArgumentException if the key or owner is not one that {@link #tryAcquire} accepts
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error
 	 */
 	@Override
@@ -369,17 +360,26 @@ public class RedisLockBackend
 	}
 
 	/**
-	 * Sets each lock's time to live where its owner still holds it: one script call on a
-	 * standalone or Sentinel Redis (per 10,000 keys, so that one script never blocks Redis long),
-	 * one script call per hash slot on Redis Cluster, pipelined where the connection can (Lettuce:
-	 * the calls to one node travel together and the nodes answer in parallel), else one slot after
-	 * the other (Jedis).
+	 * Sets each lock's time to live where its owner still holds it: one script call on a standalone or Sentinel Redis
+	 * (per 10,000 keys, so that one script never blocks Redis long), one script call per hash slot on Redis Cluster,
+	 * pipelined where the connection can (Lettuce: the calls to one node travel together and the nodes answer in
+	 * parallel), else one slot after the other (Jedis, whose cluster connections cannot pipeline).
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error; which
 	 * locks were renewed is unknown then
 	 */
 	@Override
 	public Set<String> renew(Collection<HeldLock> locks) {
 		return this.renewal.renew(locks);
+	}
+
+	@Override
+	public boolean acquiresKeySets() {
+		return this.keySets.offered();
+	}
+
+	@Override
+	public long @Nullable [] tryAcquireAll(List<HeldLock> locks) {
+		return this.keySets.tryAcquireAll(this, locks);
 	}
 
 	/**

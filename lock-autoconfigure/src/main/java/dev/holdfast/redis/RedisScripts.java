@@ -14,15 +14,15 @@ import org.springframework.data.redis.core.script.RedisScript;
  */
 final class RedisScripts {
 
-	// Takes the fencing token of a new holder into `token`: max(Redis TIME in microseconds, the
-	// counter `fence` + 1), kept below 2^53 (Lua numbers are doubles).
+	// Takes the fencing token of a new holder of `lock` into `token`: max(Redis TIME in
+	// microseconds, the counter `fence` + 1), kept below 2^53 (Lua numbers are doubles).
 	private static final String TAKE_TOKEN = """
 			local tokenTime = redis.call('TIME')
 			token = tonumber(tokenTime[1]) * 1000000 + tonumber(tokenTime[2])
 			local last = tonumber(redis.call('GET', fence))
 			if last and last >= token then token = last + 1 end
 			if token >= 9007199254740992 then
-				redis.call('DEL', KEYS[1])
+				redis.call('DEL', lock)
 				return redis.error_reply('fencing counter ' .. fence .. ' reached 2^53')
 			end
 			redis.call('SET', fence, string.format('%d', token), 'PX', FENCE_TTL_MILLIS)
@@ -45,6 +45,7 @@ final class RedisScripts {
 	static final RedisScript<Long> ACQUIRE = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
 			local owner = ARGV[1]
+			local lock = KEYS[1]
 			local fence = KEYS[2]
 			local recordFor = tonumber(ARGV[3])
 			local holder = redis.call('GET', KEYS[1])
@@ -69,6 +70,48 @@ final class RedisScripts {
 			if remaining < 0 then return 0 end
 			return -1 - remaining
 			""", Long.class);
+
+	// Several locks, all or none (MKY-6). Keys: per lock i, {key} at 2i - 1 and {key}:fence at 2i;
+	// ARGV: its owner at 2i - 1, its ttl in ms at 2i. Each lock is a try-once ACQUIRE: taken if
+	// absent (a reserved one is another owner's), never recorded. A lock already held by its own
+	// owner is this request run again (a resend): it keeps its token, as ACQUIRE answers. Any lock
+	// held otherwise refuses them all: the locks its owners hold (from a first run whose answer was
+	// lost) are deleted, and the answer is empty. A fencing counter at 2^53 - 1 of a lock to take
+	// is an error reply; every refusal and error is found before the first write (no partial take).
+	// Else answers the tokens, in order.
+	@SuppressWarnings("rawtypes")
+	static final RedisScript<List> ACQUIRE_ALL = RedisScript.of("""
+			if redis.replicate_commands ~= nil then redis.replicate_commands() end
+			local count = #KEYS / 2
+			for i = 1, count do
+				local holder = redis.call('GET', KEYS[2 * i - 1])
+				if holder and holder ~= ARGV[2 * i - 1] then
+					for j = 1, count do
+						if redis.call('GET', KEYS[2 * j - 1]) == ARGV[2 * j - 1] then redis.call('DEL', KEYS[2 * j - 1]) end
+					end
+					return {}
+				end
+				local last = tonumber(redis.call('GET', KEYS[2 * i]))
+				if not holder and last and last + 1 >= 9007199254740992 then
+					return redis.error_reply('fencing counter ' .. KEYS[2 * i] .. ' reached 2^53')
+				end
+			end
+			local tokens = {}
+			for i = 1, count do
+				local lock = KEYS[2 * i - 1]
+				local fence = KEYS[2 * i]
+				local token = nil
+				if redis.call('GET', lock) == ARGV[2 * i - 1] then
+					redis.call('PEXPIRE', lock, ARGV[2 * i])
+					token = tonumber(redis.call('GET', fence))
+				else
+					redis.call('SET', lock, ARGV[2 * i - 1], 'PX', ARGV[2 * i])
+			""" + TAKE_TOKEN + """
+				end
+				tokens[i] = token
+			end
+			return tokens
+			""", List.class);
 
 	// The end of RELEASE and WITHDRAW: frees the lock, or reserves it for one recorded waiter.
 	// ARGV[2] is the channel, ARGV[3] the reservation window in ms, also how long ARGV[4] (the

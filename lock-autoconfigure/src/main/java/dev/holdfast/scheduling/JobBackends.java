@@ -12,7 +12,7 @@ import org.springframework.scheduling.TaskScheduler;
 
 import dev.holdfast.LockConfigurationException;
 import dev.holdfast.LockListener;
-import dev.holdfast.core.CompositeLockListener;
+import dev.holdfast.support.CompositeLockListener;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.scan.BackendChoice;
 

@@ -1,4 +1,4 @@
-package dev.holdfast.core;
+package dev.holdfast.support;
 
 import java.util.List;
 import java.util.Queue;
@@ -14,6 +14,9 @@ import dev.holdfast.LockListener.LockObservation;
 import dev.holdfast.LockListener;
 import dev.holdfast.LockOptions;
 import dev.holdfast.actuate.LockObservationListener;
+import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.EngineLease;
+import dev.holdfast.core.LockSettings;
 import dev.holdfast.memory.InMemoryLockBackend;
 
 import static org.assertj.core.api.Assertions.assertThat;

@@ -1,4 +1,4 @@
-package dev.holdfast.core;
+package dev.holdfast.support;
 
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,0 +1,102 @@
+package dev.holdfast.jdbc;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.holdfast.spi.HeldLock;
+
+/**
+ * Several locks, all or none, in one PostgreSQL statement (MKY-6): the upsert of a single
+ * acquisition over arrays, each row taken by its rules (JDB-2: absent, expired, released, or
+ * reserved for this instance; JDB-3: the token {@code GREATEST(fence + 1, clock)} under the row's
+ * lock), in the order given (the canonical order, so that two such statements lock shared rows in
+ * one order). A row not taken makes the statement fail as a whole, so that it takes none: the
+ * rows taken are counted, and a count short of the locks divides by zero (SQLState 22012), which
+ * rolls the statement back (autocommit). No row taken is no failure: nothing to roll back. A
+ * refused row is not marked: the statement records no waiter.
+ */
+final class PostgresKeySets {
+
+	/** What the statement raises when it took some rows but not all. */
+	private static final String NOT_ALL_TAKEN = "22012";
+
+	private final String sql;
+
+	private final String reserved;
+
+	/**
+	 * @param insert the {@code INSERT INTO <table> AS l (columns)} of a single acquisition
+	 * @param now the one-row relation of the database clock, column {@code us}
+	 * @param takeRow the single acquisition's {@code ON CONFLICT} clause, whose one parameter is
+	 * {@code reserved}
+	 * @param reserved what a row reserved for this instance begins with
+	 */
+	PostgresKeySets(String insert, String now, String takeRow, String reserved) {
+		this.reserved = reserved;
+		this.sql = "WITH t AS (" + insert + " SELECT v.k, v.o, n.us, n.us + v.ttl, n.us, ? FROM " + now
+				+ " n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) WITH ORDINALITY AS v(k, o, ttl, i)"
+				+ " ORDER BY v.i" + takeRow + " RETURNING l.lock_key, l.fence)"
+				+ " SELECT t.lock_key, t.fence / (SELECT CASE WHEN count(*) = ? THEN 1 ELSE 0 END FROM t) FROM t";
+	}
+
+	/**
+	 * The fencing token of each lock in the order of {@code locks}, or {@code null} when one was
+	 * held and none was taken.
+	 */
+	long @Nullable [] acquireAll(JdbcLockDialect dialect, Connection connection, List<HeldLock> locks,
+			String holder) throws SQLException {
+		String[] keys = new String[locks.size()];
+		String[] owners = new String[locks.size()];
+		Long[] ttls = new Long[locks.size()];
+		for (int i = 0; i < keys.length; i++) {
+			keys[i] = locks.get(i).key();
+			owners[i] = locks.get(i).owner();
+			ttls[i] = Math.multiplyExact(locks.get(i).ttl().toMillis(), 1000);
+		}
+		Array keyArray = connection.createArrayOf("varchar", keys);
+		Array ownerArray = connection.createArrayOf("varchar", owners);
+		Array ttlArray = connection.createArrayOf("bigint", ttls);
+		Map<String, Long> tokens = new HashMap<>();
+		try (PreparedStatement ps = dialect.prepare(connection, this.sql)) {
+			ps.setString(1, holder);
+			ps.setArray(2, keyArray);
+			ps.setArray(3, ownerArray);
+			ps.setArray(4, ttlArray);
+			ps.setString(5, this.reserved);
+			ps.setInt(6, keys.length);
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					tokens.put(rs.getString(1), rs.getLong(2));
+				}
+			}
+		}
+		catch (SQLException ex) {
+			if (NOT_ALL_TAKEN.equals(ex.getSQLState())) {
+				return null;
+			}
+			throw ex;
+		}
+		finally {
+			keyArray.free();
+			ownerArray.free();
+			ttlArray.free();
+		}
+		if (tokens.isEmpty()) {
+			return null;
+		}
+		long[] answer = new long[keys.length];
+		for (int i = 0; i < keys.length; i++) {
+			answer[i] = tokens.get(keys[i]);
+		}
+		return answer;
+	}
+
+}
