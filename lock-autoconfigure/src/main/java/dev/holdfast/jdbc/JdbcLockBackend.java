@@ -70,7 +70,7 @@ import dev.holdfast.spi.TickClaims;
  * tokens increase strictly while the row exists. A deleted row (swept, or by an operator) restarts
  * at the clock, above every token issued more than the sweep delay ago (ten query timeouts at
  * least), unless the database clock steps backwards (docs/decisions/0025).</li>
- * <li><b>Several keys</b>: all or none in one statement on PostgreSQL ({@link PostgresKeySets}).</li>
+ * <li><b>Several keys</b>: one statement on PostgreSQL ({@link PostgresKeySets}), not offered for now (MKY-6).</li>
  * <li><b>Tick claims</b> ({@link TickClaims}): a job's last claimed tick is the row at the job's
  * lock key followed by {@value #TICK_SUFFIX} (lock keys have no <code>{</code>), with an empty owner
  * (no release or renewal matches it) and the tick in microseconds in {@code fence}, moved forward
@@ -263,11 +263,9 @@ public class JdbcLockBackend
 				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, this.connections.holder()));
 	}
 
-	/** On PostgreSQL, once the first statement told which database this is. */
+	/** Never for now (MKY-6): a refused batch locks rows held by others, which renewal and the sweep lock in another order. */
 	@Override
 	public boolean acquiresKeySets() {
-		// Off (MKY-6): a refused batch locks rows held by others, and renewal and the sweep lock their
-		// rows in another order, so they can deadlock with it (40P01) until they lock in the batch's.
 		return false;
 	}
 
