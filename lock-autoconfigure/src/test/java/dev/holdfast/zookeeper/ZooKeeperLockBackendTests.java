@@ -482,8 +482,10 @@ class ZooKeeperLockBackendTests {
 			await().atMost(Duration.ofSeconds(30)).untilAsserted(
 					() -> assertThat(observer.getChildren().forPath(parent)).as("the holder's node only")
 						.isEqualTo(holderOnly));
+			// Connected is not yet answering: wait for a request of the holder's to be answered.
 			await().atMost(Duration.ofSeconds(15))
-				.until(() -> holderBackend.client().getZookeeperClient().isConnected());
+				.ignoreExceptions()
+				.until(() -> holderBackend.client().checkExists().forPath("/") != null);
 			assertThat(holderBackend.release(key, "holder")).isTrue();
 		}
 		finally {
@@ -540,8 +542,10 @@ class ZooKeeperLockBackendTests {
 			pool.shutdownNow();
 			waiterBackend.close();
 		}
+		// Connected is not yet answering: wait for a request of the holder's to be answered.
 		await().atMost(Duration.ofSeconds(15))
-			.until(() -> holderBackend.client().getZookeeperClient().isConnected());
+			.ignoreExceptions()
+			.until(() -> holderBackend.client().checkExists().forPath("/") != null);
 		assertThat(holderBackend.release(key, "holder")).isTrue();
 	}
 
