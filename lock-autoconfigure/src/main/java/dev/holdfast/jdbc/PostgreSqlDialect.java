@@ -71,6 +71,8 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	private final String renewSql;
 
+	private final String sweepSql;
+
 	private final String claimSql;
 
 	/** The backend instance whose attempts this dialect sends. */
@@ -167,9 +169,16 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ RESERVED + "' AND substr(r.s, 3, " + INSTANCE_LENGTH + ") <> ? THEN pg_notify(?, ? || '{" + RESERVED
 				+ "' || substr(r.s, 3, " + INSTANCE_LENGTH + ") || '}') WHEN left(r.s, 1) = '" + MARK
 				+ "' THEN pg_notify(?, ?) END FROM r";
-		this.renewSql = "WITH n AS " + NOW + " UPDATE " + table + " AS l SET expires_at = n.us + v.ttl"
-				+ " FROM n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
-				+ " WHERE l.lock_key = v.k AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
+		// The rows are locked first in the order of their keys' bytes (s), as the several-key statement
+		// locks them (MKY-6): the update can lock a row only after s did, so no lock-order cycle.
+		this.renewSql = "WITH n AS " + NOW + ", v AS (SELECT * FROM unnest(?::varchar[], ?::varchar[], ?::bigint[])"
+				+ " AS v(k, o, ttl)), s AS (SELECT l.lock_key FROM " + table + " l JOIN v ON l.lock_key = v.k"
+				+ " AND l.owner_token = v.o ORDER BY l.lock_key COLLATE \"C\" FOR UPDATE OF l) UPDATE " + table
+				+ " AS l SET expires_at = n.us + v.ttl FROM n, v, s WHERE l.lock_key = s.lock_key AND l.lock_key = v.k"
+				+ " AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
+		// Rows another statement has locked are skipped, never waited for: the sweep is in no cycle.
+		this.sweepSql = "DELETE FROM " + table + " WHERE lock_key IN (SELECT lock_key FROM " + table
+				+ " WHERE expires_at < ? AND fence < ? LIMIT ? FOR UPDATE SKIP LOCKED) AND expires_at < ? AND fence < ?";
 		// The conflict condition sees the latest committed record, under its row lock.
 		// The tick must be due by the database clock: otherwise the SELECT gives no row to insert.
 		this.claimSql = "WITH n AS " + NOW + ", c AS (INSERT INTO " + table
@@ -435,6 +444,12 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				return AcquireResult.held(rs.next() ? remainingMillis(rs.getLong(1)) : 0);
 			}
 		}
+	}
+
+	@Override
+	int sweep(Connection connection, long sweepAfterMicros, int limit) throws SQLException {
+		long cut = clock(connection) - sweepAfterMicros;
+		return update(connection, this.sweepSql, cut, cut, limit, cut, cut);
 	}
 
 	@Override

@@ -347,7 +347,8 @@ abstract class AbstractJdbcBackendTests {
 			statement.executeUpdate("UPDATE " + table + " SET owner_token = 'new', fence = fence + 1,"
 					+ " expires_at = expires_at + " + 2 * TWO_HOURS_MICROS + " WHERE lock_key = '" + key + "'");
 			Future<Integer> sweep = executor.submit(a.sweeper()::sweep);
-			await().atMost(Duration.ofSeconds(20)).until(() -> lockWaits(operator) > 0);
+			// it waits for the row's lock, or (PostgreSQL: SKIP LOCKED, MKY-6) passes the row by
+			await().atMost(Duration.ofSeconds(20)).until(() -> sweep.isDone() || lockWaits(operator) > 0);
 			takeover.commit();
 			assertThat(sweep.get(20, TimeUnit.SECONDS)).isZero();
 		}
