@@ -18,9 +18,10 @@ import dev.holdfast.spi.HeldLock;
  * acquisition over arrays, each row taken by its rules (JDB-2: absent, expired, released, or
  * reserved for this instance; JDB-3: the token {@code GREATEST(fence + 1, clock)} under the row's
  * lock), in the order of the keys' bytes (collation "C"), the order in which renewal locks its rows
- * too, so that no two statements lock shared rows in opposite orders (the sweep never waits). A row not taken makes the statement fail as a whole, so that it takes none: the
- * rows taken are counted, and a count short of the locks divides by zero (SQLState 22012), which
- * rolls the statement back (autocommit). No row taken is no failure: nothing to roll back. A
+ * too, so that no two statements lock shared rows in opposite orders (the sweep never waits). A
+ * row not taken makes the statement fail as a whole, so that it takes none: the rows taken are
+ * counted, and a count short of the locks divides by zero (SQLState 22012), which rolls the
+ * statement back (autocommit). No row taken is no failure: nothing to roll back. A
  * refused row is not marked: the statement records no waiter.
  */
 final class PostgresKeySets {

@@ -108,6 +108,29 @@ class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
 				+ " WHERE oid = to_regclass('holdfast_fillfactor_lock')", String.class)).isEqualTo("fillfactor=25");
 	}
 
+	@Override
+	protected boolean sweepSkipsLockedRows() {
+		return true;
+	}
+
+	/** The sweep deletes at most its limit of rows. */
+	@Test
+	void sweepDeletesAtMostItsLimit() throws Exception {
+		String table = "holdfast_sweep_limit_lock";
+		JdbcTemplate operator = createTable(table);
+		String longAgo = "(date_part('epoch', clock_timestamp()) * 1000000)::bigint - 14400000000";
+		for (int i = 0; i < 5; i++) {
+			operator.update("INSERT INTO " + table + " VALUES (?, '', " + longAgo + ", " + longAgo + ", 0, 'released')",
+					"old-" + i);
+		}
+		PostgreSqlDialect dialect = new PostgreSqlDialect(table, 5, "holdfast_sweep_limit", PostgreSqlDialect.CLAIM_WINDOW_MICROS,
+				"0123456789ab");
+		try (Connection connection = dataSource().getConnection()) {
+			assertThat(dialect.sweep(connection, 60_000_000, 2)).isEqualTo(2);
+		}
+		assertThat(operator.queryForList("SELECT lock_key FROM " + table, String.class)).hasSize(3);
+	}
+
 	/**
 	 * The sweep passes by a row another statement has locked (SKIP LOCKED) instead of waiting for
 	 * it, so it takes no part in a lock-order cycle with the several-key statement (MKY-6).

@@ -382,11 +382,12 @@ class KeySetAcquisitionTests {
 			.mapToObj((i) -> new HeldLock(prefix + ":" + (100 + i), "holder-" + i, TTL))
 			.toList();
 		held.forEach((lock) -> assertThat(holder.tryAcquire(lock.key(), lock.owner(), TTL).acquired()).isTrue());
-		// renewal given the keys in the opposite order to the batch's: the statement must lock its
-		// rows in the batch's order whatever order it is given (40P01 otherwise)
+		// renewal and the batch given the keys in descending order: each must lock its rows in the
+		// keys' byte order whatever order it is given (40P01 otherwise)
 		List<HeldLock> reversed = new ArrayList<>(held);
 		Collections.reverse(reversed);
-		List<HeldLock> attempts = held.stream().map((lock) -> new HeldLock(lock.key(), "taker-" + lock.owner(), TTL))
+		// the batch is given them reversed too: it must sort them itself
+		List<HeldLock> attempts = reversed.stream().map((lock) -> new HeldLock(lock.key(), "taker-" + lock.owner(), TTL))
 			.toList();
 		long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
 		CompletableFuture<Integer> renewals = CompletableFuture.supplyAsync(() -> {
