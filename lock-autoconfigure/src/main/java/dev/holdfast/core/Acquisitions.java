@@ -370,9 +370,8 @@ final class Acquisitions {
 		}
 
 		/**
-		 * The backend granted a read hold: the calling thread's hold in the read lease it joined, or
-		 * in the one registered now; {@code null} to attempt again, when the lease joined ended
-		 * meanwhile (its owner's hold, just refreshed, is released in the background).
+		 * The read lease now holding the granted read hold, or {@code null} to attempt again when the
+		 * lease joined ended meanwhile (its owner's refreshed hold is released in the background).
 		 */
 		private @Nullable HeldLease tookRead(@Nullable HeldLease joining, long token, long sent) {
 			LocalLeases leases = Acquisitions.this.leases;

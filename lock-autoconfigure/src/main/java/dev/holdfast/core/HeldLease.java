@@ -163,11 +163,7 @@ final class HeldLease {
 		}
 	}
 
-	/**
-	 * A read hold of the calling thread, observed by {@code observation}, enters this read lease
-	 * (reentrant, or a local reader whose shared attempt the backend granted): false when the
-	 * lease has no hold left or is not valid, so the reader takes a lease of its own.
-	 */
+	/** A read hold of the calling thread enters this read lease; false when no hold is left or it is not valid. */
 	boolean enterRead(@Nullable LockObservation observation) {
 		if (!enterReentrant()) {
 			return false;

@@ -105,10 +105,8 @@ final class LocalLeases {
 	}
 
 	/**
-	 * Registers a read lease the backend just gave this template, or, when another local reader
-	 * registered a valid one of {@code key} meanwhile, enters that one (RWL-2): the caller then
-	 * releases {@code owner}'s hold, which no lease has.
-	 * @return the read lease now holding the calling thread's read hold
+	 * Registers a read lease the backend just gave, or enters the valid one another local reader
+	 * registered meanwhile (RWL-2; the caller then releases {@code owner}'s hold): the lease returned.
 	 */
 	HeldLease registerShared(String name, String key, String owner, long token, Duration ttl, boolean renew,
 			long sentNanos, LockObservation observation) {
@@ -135,10 +133,7 @@ final class LocalLeases {
 		return lease;
 	}
 
-	/**
-	 * A read hold of the calling thread, observed by {@code observation}, enters the valid read
-	 * lease {@code lease} (RWL-2); false when it has no hold left or is not valid.
-	 */
+	/** A read hold of the calling thread enters the valid read lease {@code lease}; false if it cannot (RWL-2). */
 	static boolean join(HeldLease lease, LockObservation observation) {
 		if (!lease.isValid()) {
 			return false;
