@@ -14,7 +14,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 import dev.holdfast.Lease;
@@ -22,6 +21,7 @@ import dev.holdfast.LockMode;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.core.LockEngine;
+import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.SharedLocks;
 
@@ -62,24 +62,19 @@ public interface ReadWriteContractTests {
 	void crash(LockTemplate instance) throws Exception;
 
 	/**
-	 * What the test class expects of its backend: {@code true} gives read holds, {@code false}
-	 * refuses them, {@code null} (the default) no expectation. It is checked against the backend,
-	 * which alone decides what runs: a subclass cannot skip the contract of a backend that gives
-	 * read holds.
+	 * What the test class expects of its backend, required: {@code true} gives read holds,
+	 * {@code false} refuses them. It is checked against the backend, which alone decides what runs:
+	 * a test class (or a template decorating the engine) cannot skip the contract of a backend
+	 * that gives read holds.
 	 */
-	default @Nullable Boolean expectsReadHolds() {
-		return null;
-	}
+	boolean expectsReadHolds();
 
 	/** Whether {@code template}'s backend gives read holds; checked against {@link #expectsReadHolds()}. */
 	private boolean givesReadHolds(LockTemplate template) {
 		LockBackend backend = ((LockEngine) template).backend();
 		boolean gives = backend instanceof SharedLocks;
-		Boolean expected = expectsReadHolds();
-		if (expected != null) {
-			assertThat(gives).as("whether the %s backend gives read holds (SharedLocks)", backend.name())
-				.isEqualTo(expected);
-		}
+		assertThat(gives).as("whether the %s backend gives read holds (SharedLocks)", backend.name())
+			.isEqualTo(expectsReadHolds());
 		return gives;
 	}
 
@@ -296,6 +291,99 @@ public interface ReadWriteContractTests {
 		Optional<Lease> after = other.tryAcquire(name, null, read(READ_WRITE_WAIT));
 		assertThat(after).isPresent();
 		after.get().close();
+	}
+
+	@Test
+	default void aJoinAfterForcedReleaseAndAWriteLosesTheOldLease() throws Exception {
+		LockTemplate template = readingInstance();
+		LockTemplate writer = anotherInstance();
+		String name = uniqueName();
+		Lease first = template.acquire(name, null, read(Duration.ZERO));
+		assertThat(operator(template).forceRelease(first.key(), null)).isTrue();
+		try (Lease written = writer.acquire(name, null, LockOptions.defaults().waitTime(READ_WRITE_WAIT))) {
+			assertThat(written.fencingToken()).isGreaterThan(first.fencingToken());
+		}
+		// a second thread of the same template reads while the first lease still looks valid there
+		Lease other = CompletableFuture.supplyAsync(() -> template.acquire(name, null, read(READ_WRITE_WAIT)))
+			.get(30, TimeUnit.SECONDS);
+		assertThat(first.isValid()).as("the first read lease, whose group ended").isFalse();
+		assertThat(other.isValid()).isTrue();
+		assertThat(other.fencingToken()).isGreaterThan(first.fencingToken());
+		first.close();
+		assertThat(writer.tryAcquire(name, null, LockOptions.defaults().waitTime(Duration.ZERO))).isEmpty();
+		other.close();
+	}
+
+	@Test
+	default void aSecondThreadOfTheHoldingInstanceIsRefusedWhileAWriterWaits() throws Exception {
+		LockTemplate holding = readingInstance();
+		LockTemplate writer = anotherInstance();
+		String name = uniqueName();
+		Lease held = holding.acquire(name, null, read(Duration.ZERO));
+		CompletableFuture<Long> writing = CompletableFuture.supplyAsync(() -> {
+			try (Lease lease = writer.acquire(name, null, LockOptions.defaults().waitTime(READ_WRITE_WAIT))) {
+				return lease.fencingToken();
+			}
+		});
+		await().atMost(Duration.ofSeconds(10)).until(() -> {
+			Optional<Lease> reader = CompletableFuture
+				.supplyAsync(() -> holding.tryAcquire(name, null, read(Duration.ZERO)))
+				.get(30, TimeUnit.SECONDS);
+			reader.ifPresent(Lease::close);
+			return reader.isEmpty();
+		});
+		assertThat(held.isValid()).as("a refused join leaves the read lease held").isTrue();
+		assertThat(writing).isNotDone();
+		held.close();
+		assertThat(writing.get(30, TimeUnit.SECONDS)).isGreaterThan(held.fencingToken());
+	}
+
+	@Test
+	default void aMixedJoinStaysValidAfterTheShorterHoldCloses() throws Exception {
+		LockTemplate holding = readingInstance();
+		LockTemplate writer = anotherInstance();
+		LockOptions write = LockOptions.defaults().waitTime(Duration.ZERO);
+		String renewed = uniqueName();
+		// a joiner that renews keeps the lease after the first (not renewed) hold closed
+		Lease first = holding.acquire(renewed, null, read(Duration.ZERO).leaseTime(Duration.ofMillis(600)).renew(false));
+		Lease joiner = CompletableFuture
+			.supplyAsync(() -> holding.acquire(renewed, null,
+					read(Duration.ZERO).leaseTime(Duration.ofMillis(600)).renew(true)))
+			.get(30, TimeUnit.SECONDS);
+		first.close();
+		await().during(Duration.ofMillis(1500)).atMost(Duration.ofSeconds(5)).until(joiner::isValid);
+		assertThat(writer.tryAcquire(renewed, null, write)).isEmpty();
+		joiner.close();
+		// a joiner with a shorter lease never shortens the first hold's
+		String longer = uniqueName();
+		Lease held = holding.acquire(longer, null, read(Duration.ZERO).leaseTime(Duration.ofSeconds(20)).renew(false));
+		CompletableFuture
+			.runAsync(() -> holding.acquire(longer, null,
+					read(Duration.ZERO).leaseTime(Duration.ofMillis(300)).renew(false)).close())
+			.get(30, TimeUnit.SECONDS);
+		await().during(Duration.ofMillis(1000)).atMost(Duration.ofSeconds(5)).until(held::isValid);
+		assertThat(writer.tryAcquire(longer, null, write)).isEmpty();
+		held.close();
+	}
+
+	@Test
+	default void aRefusedReaderRenewalIsLostWhileItsNeighboursSucceeds() {
+		LockTemplate holding = readingInstance();
+		LockOptions renewed = read(Duration.ZERO).leaseTime(Duration.ofMillis(600)).renew(true);
+		Lease refused = holding.acquire(uniqueName(), null, renewed);
+		Lease neighbour = holding.acquire(uniqueName(), null, renewed);
+		assertThat(operator(holding).forceRelease(refused.key(), null)).isTrue();
+		await().atMost(Duration.ofSeconds(5)).until(() -> !refused.isValid());
+		await().during(Duration.ofMillis(1000)).atMost(Duration.ofSeconds(5)).until(neighbour::isValid);
+		refused.close();
+		neighbour.close();
+	}
+
+	/** The backend of {@code template} as an operator, for a forced release (every SharedLocks backend lists and forces: 0048). */
+	private static ClusterLocks operator(LockTemplate template) {
+		LockBackend backend = ((LockEngine) template).backend();
+		assertThat(backend).as("a backend that gives read holds can be force-released").isInstanceOf(ClusterLocks.class);
+		return (ClusterLocks) backend;
 	}
 
 	private static void sleep(Duration duration) {

@@ -30,7 +30,7 @@ class InMemoryContractTests extends LockBackendContractTests
 	}
 
 	@Override
-	public Boolean expectsReadHolds() {
+	public boolean expectsReadHolds() {
 		return true;
 	}
 

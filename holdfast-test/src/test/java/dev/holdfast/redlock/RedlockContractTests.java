@@ -24,7 +24,7 @@ class RedlockContractTests extends LockBackendContractTests implements Leadershi
 
 	/** Redlock refuses read holds (RWL-9, decision 0024): the kit checks that it says so, naming itself. */
 	@Override
-	public Boolean expectsReadHolds() {
+	public boolean expectsReadHolds() {
 		return false;
 	}
 

@@ -125,7 +125,21 @@ final class Acquisitions {
 		Blocking acquisition = new Blocking(name, key, ttl, renew, wait,
 				this.listener.acquiringRead(name, key, this.failures.backendName()), true);
 		HeldLease lease = run(acquisition);
-		return (lease != null) ? new LeaseHandle(lease, acquisition.observation) : null;
+		if (lease == null) {
+			return null;
+		}
+		LeaseHandle hold = new LeaseHandle(lease, acquisition.observation);
+		if (acquisition.coverLeaseTime) {
+			try {
+				// False: the lease was lost (reported to this hold too), as a reentry's (ENG-3).
+				this.leases.coversLeaseTime(lease, ttl);
+			}
+			catch (RuntimeException ex) {
+				hold.close();
+				throw ex;
+			}
+		}
+		return hold;
 	}
 
 	private @Nullable HeldLease run(Blocking acquisition) throws InterruptedException {
@@ -252,6 +266,9 @@ final class Acquisitions {
 
 		private final Semaphore wakeups = new Semaphore(0);
 
+		/** The hold entered a read lease another reader registered: its lease time is covered as on reentry (RWL-16). */
+		boolean coverLeaseTime;
+
 		Blocking(String name, String key, Duration ttl, boolean renew, Duration wait, LockObservation observation,
 				boolean shared) {
 			super(Acquisitions.this, name, key, ttl, renew, wait, observation, shared);
@@ -288,17 +305,20 @@ final class Acquisitions {
 					AcquireResult result;
 					// A local reader not yet holding sends the shared attempt with its read lease's owner (RWL-2).
 					HeldLease joining = this.shared ? readLease() : null;
+					// A join never asks a shorter ttl for the lease's owner than its holders did (RWL-15).
+					Duration ttl = (joining != null) ? Acquisitions.this.leases.joinTtl(joining, this.ttl) : this.ttl;
 					try {
 						if (this.shared) {
 							String owner = (joining != null) ? joining.owner() : this.owner;
+							sent = System.nanoTime();
 							if (Acquisitions.this.queue != null) {
-								WaitQueue.Outcome outcome = Acquisitions.this.shared.acquireShared(this.key, owner,
-										this.ttl, Duration.ofNanos(Math.max(0, this.deadline - sent)));
+								WaitQueue.Outcome outcome = Acquisitions.this.shared.acquireShared(this.key, owner, ttl,
+										Duration.ofNanos(Math.max(0, this.deadline - sent)));
 								result = outcome.result();
 								sent = outcome.confirmedNanos();
 							}
 							else {
-								result = Acquisitions.this.shared.tryAcquireShared(this.key, owner, this.ttl,
+								result = Acquisitions.this.shared.tryAcquireShared(this.key, owner, ttl,
 										this.waits ? recordFor() : Duration.ZERO);
 							}
 						}
@@ -318,7 +338,9 @@ final class Acquisitions {
 						}
 					}
 					catch (RuntimeException ex) {
-						LockBackendException failure = failed(ex, (joining != null) ? null : this.owner);
+						// A join's owner is released only if its lease ended: other local readers hold it (RWL-15).
+						LockBackendException failure = failed(ex,
+								(joining == null) ? this.owner : joining.ended() ? joining.owner() : null);
 						if (Thread.interrupted()) {
 							// Not the backend's failure: those behind in the line carry on.
 							this.failure = null;
@@ -330,9 +352,13 @@ final class Acquisitions {
 						throw failure;
 					}
 					if (result.acquired()) {
-						HeldLease lease = this.shared ? tookRead(joining, result.fencingToken(), sent)
+						HeldLease lease = this.shared ? tookRead(joining, result.fencingToken(), sent, ttl)
 								: took(result.fencingToken(), sent);
 						if (lease == null) {
+							// A join that did not enter: attempted again with a new owner within the wait (ACQ-1).
+							if (!this.waits || this.deadline - System.nanoTime() <= 0) {
+								return null;
+							}
 							continue;
 						}
 						took = true;
@@ -370,23 +396,25 @@ final class Acquisitions {
 		}
 
 		/**
-		 * The read lease now holding the granted read hold, or {@code null} to attempt again when the
-		 * lease joined ended meanwhile (its owner's refreshed hold is released in the background).
+		 * The backend granted a read hold: the calling thread's hold in the read lease it joined
+		 * (RWL-15), or in the one registered now (RWL-16); {@code null} to attempt again with a new
+		 * owner, when the join did not enter (the lease's owner released if the lease ended).
 		 */
-		private @Nullable HeldLease tookRead(@Nullable HeldLease joining, long token, long sent) {
+		private @Nullable HeldLease tookRead(@Nullable HeldLease joining, long token, long sent, Duration sentTtl) {
 			LocalLeases leases = Acquisitions.this.leases;
 			if (joining != null) {
-				if (LocalLeases.join(joining, this.observation)) {
-					return joining;
+				HeldLease lease = leases.joined(joining, token, sent, sentTtl, this.renew, this.observation);
+				if (lease == null && joining.ended()) {
+					Acquisitions.this.background.releaseUnknownOutcome(this.key, joining.owner());
 				}
-				Acquisitions.this.background.releaseUnknownOutcome(this.key, joining.owner());
-				return null;
+				return lease;
 			}
 			HeldLease lease = leases.registerShared(this.name, this.key, this.owner, token, this.ttl, this.renew, sent,
 					this.observation);
 			if (lease.owner() != this.owner) {
 				// Another local reader registered one first: this hold is its, ours is given back.
 				Acquisitions.this.background.releaseUnknownOutcome(this.key, this.owner);
+				this.coverLeaseTime = true;
 			}
 			return lease;
 		}

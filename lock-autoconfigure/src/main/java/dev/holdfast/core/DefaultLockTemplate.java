@@ -220,7 +220,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		}
 		HeldLease current = this.leases.get(fullKey);
 		if (current != null && current.isHeldBy(Thread.currentThread())
-				&& (current.isShared() ? current.enterRead(null) : current.enterReentrant())) {
+				&& (current.isShared() ? current.enterRead() : current.enterReentrant())) {
 			LeaseHandle hold = reentered(current,
 					current.isShared() ? new LeaseHandle(current, null) : new LeaseHandle(current), options);
 			if (hold != null) {

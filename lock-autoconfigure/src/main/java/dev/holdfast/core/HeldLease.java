@@ -33,7 +33,8 @@ final class HeldLease {
 
 	private final long fencingToken;
 
-	private final boolean renew;
+	/** Whether it is renewed; a joining reader that renews turns it on (RWL-15). */
+	private volatile boolean renew;
 
 	private final Instant acquiredAt;
 
@@ -87,7 +88,11 @@ final class HeldLease {
 	 */
 	private volatile @Nullable CompletableFuture<Void> releasing;
 
+	/** What requests for this lease ask: at least every earlier one for a read lease (RWL-15). */
 	private volatile Duration ttl;
+
+	/** The time to live of the last confirmation, nanoseconds: renewals are due by it. */
+	private volatile long confirmedTtlNanos;
 
 	/** Start of the last successful acquire or renew request, System.nanoTime. */
 	private volatile long confirmedNanos;
@@ -146,8 +151,49 @@ final class HeldLease {
 	 */
 	void confirmed(long startNanos, Duration ttl) {
 		this.ttl = ttl;
+		this.confirmedTtlNanos = ttl.toNanos();
 		this.confirmedNanos = startNanos;
 		this.validUntilNanos = startNanos + ttl.toNanos() - this.leases.driftNanos(ttl);
+	}
+
+	/**
+	 * A join's attempt sent at {@code startNanos} with {@code ttl} was granted with this lease's
+	 * token (RWL-15): it is confirmed from then, only if that ends later than what it had.
+	 */
+	void confirmedExtending(long startNanos, Duration ttl) {
+		long until = startNanos + ttl.toNanos() - this.leases.driftNanos(ttl);
+		if (until - this.validUntilNanos > 0) {
+			this.confirmedTtlNanos = ttl.toNanos();
+			this.confirmedNanos = startNanos;
+			this.validUntilNanos = until;
+		}
+	}
+
+	/**
+	 * Raises what requests for this lease ask to at least {@code ttl}, with its time-to-live lock
+	 * held (RWL-15); returns what they ask now.
+	 */
+	Duration raiseTtl(Duration ttl) {
+		Duration current = this.ttl;
+		if (ttl.compareTo(current) > 0) {
+			this.ttl = ttl;
+			return ttl;
+		}
+		return current;
+	}
+
+	/** Turns its renewal on (a joining reader asks for it: RWL-15); true if it was off. */
+	boolean renewOn() {
+		if (this.renew) {
+			return false;
+		}
+		this.renew = true;
+		return true;
+	}
+
+	/** Whether it ended: lost, released, or its last hold left (its release is starting). */
+	boolean ended() {
+		return !isActive() || this.holds <= 0;
 	}
 
 	boolean enterReentrant() {
@@ -163,12 +209,15 @@ final class HeldLease {
 		}
 	}
 
-	/** A read hold of the calling thread enters this read lease; false when no hold is left or it is not valid. */
-	boolean enterRead(@Nullable LockObservation observation) {
+	/**
+	 * A reentrant read hold of the calling thread enters this read lease: false when the lease
+	 * has no hold left or is not valid.
+	 */
+	boolean enterRead() {
 		if (!enterReentrant()) {
 			return false;
 		}
-		this.readers.enter(Thread.currentThread(), observation);
+		this.readers.enter(Thread.currentThread(), null);
 		return true;
 	}
 
@@ -246,7 +295,7 @@ final class HeldLease {
 
 	/** When the next renewal is due: a third of the time to live after the last confirmation. */
 	long renewDueNanos() {
-		return this.confirmedNanos + this.ttl.toNanos() / 3;
+		return this.confirmedNanos + this.confirmedTtlNanos / 3;
 	}
 
 	Duration heldFor() {

@@ -181,13 +181,18 @@ final class LeaseRenewer {
 	 * {@link LeaseRenewal#renew}: one call each per tick (RWL-5), none when there is nothing to send.
 	 */
 	private Set<String> renewEither(List<HeldLease> leases, List<HeldLock> locks) {
+		int readLeases = 0;
+		for (HeldLease lease : leases) {
+			readLeases += lease.isShared() ? 1 : 0;
+		}
+		if (readLeases == 0) {
+			// No read lease due: nothing allocated on the write-only path.
+			return this.renewal.renew(locks);
+		}
 		List<HeldLock> exclusive = new ArrayList<>(locks.size());
 		List<HeldLock> read = new ArrayList<>();
 		for (int i = 0; i < leases.size(); i++) {
 			(leases.get(i).isShared() ? read : exclusive).add(locks.get(i));
-		}
-		if (read.isEmpty()) {
-			return this.renewal.renew(exclusive);
 		}
 		Set<String> renewed = new HashSet<>(this.shared.renewShared(read));
 		if (!exclusive.isEmpty()) {

@@ -105,42 +105,100 @@ final class LocalLeases {
 	}
 
 	/**
-	 * Registers a read lease the backend just gave, or enters the valid one another local reader
-	 * registered meanwhile (RWL-2; the caller then releases {@code owner}'s hold): the lease returned.
+	 * Registers a read lease the backend just gave this template with {@code owner}, or, when
+	 * another local reader registered a valid one of {@code key} in the same group (same token)
+	 * meanwhile, enters that one (RWL-16): the caller then releases {@code owner}'s hold, which no
+	 * lease has, and covers its lease time ({@link #coversLeaseTime}). A valid read lease of
+	 * another token is lost (its group ended on the backend); one whose holds reached 0 is
+	 * replaced without a loss.
+	 * @return the read lease now holding the calling thread's read hold
 	 */
 	HeldLease registerShared(String name, String key, String owner, long token, Duration ttl, boolean renew,
 			long sentNanos, LockObservation observation) {
 		HeldLease[] replaced = new HeldLease[1];
 		HeldLease[] created = new HeldLease[1];
 		HeldLease lease = this.held.compute(key, (k, previous) -> {
-			if (previous != null && previous.isShared() && join(previous, observation)) {
+			if (previous != null && previous.isShared() && previous.fencingToken() == token
+					&& previous.enterReentrant()) {
 				return previous;
 			}
-			replaced[0] = (previous != null && previous.isActive()) ? previous : null;
-			observation.acquired(token);
-			ReadHolds readers = new ReadHolds();
-			readers.enter(Thread.currentThread(), observation);
+			replaced[0] = (previous != null && !previous.ended()) ? previous : null;
 			created[0] = new HeldLease(this, name, key, owner, token, ttl, renew, sentNanos, now(), observation,
-					readers);
+					new ReadHolds());
 			return created[0];
 		});
+		// Listener code outside the map update.
+		startReadHold(lease, observation);
 		if (replaced[0] != null) {
-			lost(replaced[0], "its lock expired on the backend and was acquired again");
+			lost(replaced[0], "its read group ended on the backend and a new one was formed");
 		}
-		if (created[0] != null && renew && this.renewer != null) {
-			this.renewer.add(lease);
+		if (created[0] != null) {
+			if (renew && this.renewer != null) {
+				this.renewer.add(lease);
+			}
+		}
+		else {
+			renewIfAsked(lease, renew);
 		}
 		return lease;
 	}
 
-	/** A read hold of the calling thread enters the valid read lease {@code lease}; false if it cannot (RWL-2). */
-	static boolean join(HeldLease lease, LockObservation observation) {
-		if (!lease.isValid()) {
-			return false;
+	/**
+	 * Before a join's shared attempt with {@code lease}'s owner (RWL-15): raises what requests for
+	 * it ask to at least {@code ttl}, waiting for a renewal in flight; returns the ttl to send.
+	 */
+	Duration joinTtl(HeldLease lease, Duration ttl) {
+		ReentrantLock timeToLive = lease.timeToLiveLock();
+		timeToLive.lock();
+		try {
+			return lease.raiseTtl(ttl);
 		}
-		// The hold starts before the lease can be lost or released.
+		finally {
+			timeToLive.unlock();
+		}
+	}
+
+	/**
+	 * The backend granted a join's shared attempt with {@code lease}'s owner, sent at
+	 * {@code sentNanos} with {@code sentTtl}, with {@code token} (RWL-15): the calling thread's hold
+	 * entered it, or {@code null} when it did not (the caller releases the owner if the lease
+	 * {@linkplain HeldLease#ended ended}). Another token is a new group: the lease is lost.
+	 */
+	@Nullable HeldLease joined(HeldLease lease, long token, long sentNanos, Duration sentTtl, boolean renew,
+			LockObservation observation) {
+		if (token != lease.fencingToken()) {
+			lost(lease, "its read group ended on the backend and its owner was granted again in a new one");
+			return null;
+		}
+		if (!lease.isActive()) {
+			return null;
+		}
+		// Same group: the owner's hold was refreshed for sentTtl (covering the joiner's lease time, ENG-3).
+		lease.confirmedExtending(sentNanos, sentTtl);
+		if (!lease.enterReentrant()) {
+			return null;
+		}
+		startReadHold(lease, observation);
+		renewIfAsked(lease, renew);
+		return lease;
+	}
+
+	/**
+	 * A hold counted in {@code lease} starts: observed acquired, then listed with its readers;
+	 * lost at once if the lease was lost before it was listed.
+	 */
+	private static void startReadHold(HeldLease lease, LockObservation observation) {
 		observation.acquired(lease.fencingToken());
-		return lease.enterRead(observation);
+		lease.readers().enter(Thread.currentThread(), observation);
+		if (!lease.isActive()) {
+			lease.readers().lostIfOpen(observation);
+		}
+	}
+
+	private void renewIfAsked(HeldLease lease, boolean renew) {
+		if (renew && this.renewer != null && lease.renewOn()) {
+			this.renewer.add(lease);
+		}
 	}
 
 	/**
@@ -212,17 +270,19 @@ final class LocalLeases {
 			if (!lease.isActive()) {
 				return false;
 			}
+			// A read lease's owner is never asked a shorter ttl than before (RWL-15).
+			Duration sent = (shared != null) ? lease.raiseTtl(ttl) : ttl;
 			long start = System.nanoTime();
 			Set<String> renewed;
 			try {
-				List<HeldLock> locks = List.of(new HeldLock(lease.key(), lease.owner(), ttl));
+				List<HeldLock> locks = List.of(new HeldLock(lease.key(), lease.owner(), sent));
 				renewed = (shared != null) ? shared.renewShared(locks) : renewal.renew(locks);
 			}
 			catch (RuntimeException ex) {
 				throw this.failures.of(ex, "extend", lease.key());
 			}
 			if (renewed.contains(lease.key())) {
-				lease.confirmed(start, ttl);
+				lease.confirmed(start, sent);
 				return true;
 			}
 		}
@@ -267,9 +327,12 @@ final class LocalLeases {
 		logger.warn("Holdfast lost lock '" + this.failures.shown(lease.key()) + "' (fencing token "
 				+ lease.fencingToken() + ") because " + reason
 				+ ". Code that still runs under it is no longer exclusive; fencing tokens protect the resource.");
-		lease.observation().lost();
 		if (lease.readers() != null) {
+			// Every open read hold once, the first reader's among them.
 			lease.readers().lost();
+		}
+		else {
+			lease.observation().lost();
 		}
 		this.listener.leaseLost(lease.name(), this.backend.name());
 	}

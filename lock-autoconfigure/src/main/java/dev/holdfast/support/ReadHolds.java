@@ -42,7 +42,18 @@ public final class ReadHolds {
 
 	/** The lease was lost: each open hold's observation ends lost. */
 	public void lost() {
-		this.observations.forEach(LockObservation::lost);
+		for (LockObservation observation : this.observations) {
+			lostIfOpen(observation);
+		}
+	}
+
+	/** Ends the hold observed by {@code observation} lost unless it ended already; true if it did now. */
+	public boolean lostIfOpen(LockObservation observation) {
+		if (!this.observations.remove(observation)) {
+			return false;
+		}
+		observation.lost();
+		return true;
 	}
 
 }
