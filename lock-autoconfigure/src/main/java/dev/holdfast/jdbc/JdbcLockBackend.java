@@ -70,7 +70,7 @@ import dev.holdfast.spi.TickClaims;
  * tokens increase strictly while the row exists. A deleted row (swept, or by an operator) restarts
  * at the clock, above every token issued more than the sweep delay ago (ten query timeouts at
  * least), unless the database clock steps backwards (docs/decisions/0025).</li>
- * <li><b>Several keys</b>: one statement on PostgreSQL ({@link PostgresKeySets}), not offered for now (MKY-6).</li>
+ * <li><b>Several keys</b>: one statement on PostgreSQL ({@link PostgresKeySets}), MKY-6.</li>
  * <li><b>Tick claims</b> ({@link TickClaims}): a job's last claimed tick is the row at the job's
  * lock key followed by {@value #TICK_SUFFIX} (lock keys have no <code>{</code>), with an empty owner
  * (no release or renewal matches it) and the tick in microseconds in {@code fence}, moved forward
@@ -263,10 +263,10 @@ public class JdbcLockBackend
 				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, this.connections.holder()));
 	}
 
-	/** Never for now (MKY-6): a refused batch locks rows held by others, which renewal and the sweep lock in another order. */
+	/** On PostgreSQL, once the first statement told which database this is (MKY-6). */
 	@Override
 	public boolean acquiresKeySets() {
-		return false;
+		return this.connections.dialect() instanceof PostgreSqlDialect;
 	}
 
 	@Override

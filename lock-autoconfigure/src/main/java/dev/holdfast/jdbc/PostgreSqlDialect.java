@@ -71,6 +71,8 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	private final String renewSql;
 
+	private final String sweepSql;
+
 	private final String claimSql;
 
 	/** The backend instance whose attempts this dialect sends. */
@@ -167,9 +169,18 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ RESERVED + "' AND substr(r.s, 3, " + INSTANCE_LENGTH + ") <> ? THEN pg_notify(?, ? || '{" + RESERVED
 				+ "' || substr(r.s, 3, " + INSTANCE_LENGTH + ") || '}') WHEN left(r.s, 1) = '" + MARK
 				+ "' THEN pg_notify(?, ?) END FROM r";
-		this.renewSql = "WITH n AS " + NOW + " UPDATE " + table + " AS l SET expires_at = n.us + v.ttl"
-				+ " FROM n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
-				+ " WHERE l.lock_key = v.k AND l.owner_token = v.o AND l.expires_at > n.us RETURNING l.lock_key";
+		// The rows are locked first in the order of their keys' bytes (s), as the several-key statement
+		// locks them (MKY-6): the update touches only rows s locked, so no lock-order cycle. s carries
+		// owner and time to live, so that a generic plan does not join the arrays twice.
+		this.renewSql = "WITH n AS " + NOW + ", s AS (SELECT l.lock_key, v.o, v.ttl FROM " + table + " l JOIN"
+				+ " unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl) ON l.lock_key = v.k AND l.owner_token = v.o"
+				+ " ORDER BY l.lock_key COLLATE \"C\" FOR NO KEY UPDATE OF l) UPDATE " + table
+				+ " AS l SET expires_at = n.us + s.ttl FROM n, s WHERE l.lock_key = s.lock_key AND l.owner_token = s.o"
+				+ " AND l.expires_at > n.us RETURNING l.lock_key";
+		// Rows another statement has locked are skipped, never waited for: the sweep is in no cycle.
+		// The candidates are locked once (an InitPlan), then deleted by primary key.
+		this.sweepSql = "DELETE FROM " + table + " WHERE lock_key = ANY(ARRAY(SELECT lock_key FROM " + table
+				+ " WHERE expires_at < ? AND fence < ? LIMIT ? FOR UPDATE SKIP LOCKED)) AND expires_at < ? AND fence < ?";
 		// The conflict condition sees the latest committed record, under its row lock.
 		// The tick must be due by the database clock: otherwise the SELECT gives no row to insert.
 		this.claimSql = "WITH n AS " + NOW + ", c AS (INSERT INTO " + table
@@ -435,6 +446,16 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				return AcquireResult.held(rs.next() ? remainingMillis(rs.getLong(1)) : 0);
 			}
 		}
+	}
+
+	/**
+	 * {@link JdbcLockDialect#sweep}, locking its candidates with {@code SKIP LOCKED}: a row another
+	 * statement has locked is passed by, never waited for (MKY-6).
+	 */
+	@Override
+	int sweep(Connection connection, long sweepAfterMicros, int limit) throws SQLException {
+		long cut = clock(connection) - sweepAfterMicros;
+		return update(connection, this.sweepSql, cut, cut, limit, cut, cut);
 	}
 
 	@Override

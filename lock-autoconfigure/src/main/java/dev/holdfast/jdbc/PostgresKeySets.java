@@ -17,10 +17,11 @@ import dev.holdfast.spi.HeldLock;
  * Several locks, all or none, in one PostgreSQL statement (MKY-6): the upsert of a single
  * acquisition over arrays, each row taken by its rules (JDB-2: absent, expired, released, or
  * reserved for this instance; JDB-3: the token {@code GREATEST(fence + 1, clock)} under the row's
- * lock), in the order given (the canonical order, so that two such statements lock shared rows in
- * one order). A row not taken makes the statement fail as a whole, so that it takes none: the
- * rows taken are counted, and a count short of the locks divides by zero (SQLState 22012), which
- * rolls the statement back (autocommit). No row taken is no failure: nothing to roll back. A
+ * lock), in the order of the keys' bytes (collation "C"), the order in which renewal locks its rows
+ * too, so that no two statements lock shared rows in opposite orders (the sweep never waits). A
+ * row not taken makes the statement fail as a whole, so that it takes none: the rows taken are
+ * counted, and a count short of the locks divides by zero (SQLState 22012), which rolls the
+ * statement back (autocommit). No row taken is no failure: nothing to roll back. A
  * refused row is not marked: the statement records no waiter.
  */
 final class PostgresKeySets {
@@ -42,8 +43,8 @@ final class PostgresKeySets {
 	PostgresKeySets(String insert, String now, String takeRow, String reserved) {
 		this.reserved = reserved;
 		this.sql = "WITH t AS (" + insert + " SELECT v.k, v.o, n.us, n.us + v.ttl, n.us, ? FROM " + now
-				+ " n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) WITH ORDINALITY AS v(k, o, ttl, i)"
-				+ " ORDER BY v.i" + takeRow + " RETURNING l.lock_key, l.fence)"
+				+ " n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
+				+ " ORDER BY v.k COLLATE \"C\"" + takeRow + " RETURNING l.lock_key, l.fence)"
 				+ " SELECT t.lock_key, t.fence / (SELECT CASE WHEN count(*) = ? THEN 1 ELSE 0 END FROM t) FROM t";
 	}
 

@@ -6,7 +6,12 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLFeatureNotSupportedException;
+import java.sql.Statement;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
 
@@ -101,6 +106,56 @@ class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
 		JdbcTemplate operator = createTable("holdfast_fillfactor_lock");
 		assertThat(operator.queryForObject("SELECT array_to_string(reloptions, ',') FROM pg_class"
 				+ " WHERE oid = to_regclass('holdfast_fillfactor_lock')", String.class)).isEqualTo("fillfactor=25");
+	}
+
+	@Override
+	protected boolean sweepSkipsLockedRows() {
+		return true;
+	}
+
+	/** The sweep deletes at most its limit of rows. */
+	@Test
+	void sweepDeletesAtMostItsLimit() throws Exception {
+		String table = "holdfast_sweep_limit_lock";
+		JdbcTemplate operator = createTable(table);
+		String longAgo = "(date_part('epoch', clock_timestamp()) * 1000000)::bigint - 14400000000";
+		for (int i = 0; i < 5; i++) {
+			operator.update("INSERT INTO " + table + " VALUES (?, '', " + longAgo + ", " + longAgo + ", 0, 'released')",
+					"old-" + i);
+		}
+		PostgreSqlDialect dialect = new PostgreSqlDialect(table, 5, "holdfast_sweep_limit", PostgreSqlDialect.CLAIM_WINDOW_MICROS,
+				"0123456789ab");
+		try (Connection connection = dataSource().getConnection()) {
+			assertThat(dialect.sweep(connection, 60_000_000, 2)).isEqualTo(2);
+		}
+		assertThat(operator.queryForList("SELECT lock_key FROM " + table, String.class)).hasSize(3);
+	}
+
+	/**
+	 * The sweep passes by a row another statement has locked (SKIP LOCKED) instead of waiting for
+	 * it, so it takes no part in a lock-order cycle with the several-key statement (MKY-6).
+	 */
+	@Test
+	void sweepPassesByARowAnotherStatementHasLockedWithoutWaiting() throws Exception {
+		String table = "holdfast_sweep_skip_lock";
+		JdbcTemplate operator = createTable(table);
+		JdbcLockBackend backend = newBackend(dataSource(), table);
+		String longAgo = "(date_part('epoch', clock_timestamp()) * 1000000)::bigint - 14400000000";
+		for (String key : List.of("locked", "free")) {
+			operator.update("INSERT INTO " + table + " VALUES (?, '', " + longAgo + ", " + longAgo + ", 0, 'released')",
+					key);
+		}
+		ExecutorService executor = Executors.newSingleThreadExecutor();
+		try (Connection other = dataSource().getConnection(); Statement statement = other.createStatement()) {
+			other.setAutoCommit(false);
+			statement.executeQuery("SELECT 1 FROM " + table + " WHERE lock_key = 'locked' FOR UPDATE").close();
+			assertThat(executor.submit(backend.sweeper()::sweep).get(10, TimeUnit.SECONDS)).as("rows swept").isOne();
+			other.commit();
+		}
+		finally {
+			executor.shutdownNow();
+		}
+		assertThat(operator.queryForList("SELECT lock_key FROM " + table, String.class)).containsExactly("locked");
 	}
 
 	/**

@@ -4,8 +4,11 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -52,6 +55,7 @@ import dev.holdfast.redis.ReplicaAcks;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.KeySetAcquisition;
+import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.test.server.PostgresServer;
 import dev.holdfast.test.server.RedisCluster;
@@ -84,6 +88,9 @@ class KeySetAcquisitionTests {
 	/** Statements prepared on the PostgreSQL backends' connections. */
 	private final AtomicLong statements = new AtomicLong();
 
+	/** Statements PostgreSQL aborted as deadlocked (40P01), which the backend runs again (JDB-5). */
+	private final AtomicLong deadlocks = new AtomicLong();
+
 	@AfterEach
 	void close() throws Exception {
 		for (int i = this.closeAfterTest.size() - 1; i >= 0; i--) {
@@ -102,7 +109,7 @@ class KeySetAcquisitionTests {
 	}
 
 	@ParameterizedTest
-	@ValueSource(strings = { "redis", "jedis", "sentinel" })
+	@ValueSource(strings = { "redis", "jedis", "sentinel", "postgresql" })
 	void twoFreeKeysAreTakenInOneBackendCallAsTwoLeases(String server) {
 		DefaultLockTemplate template = template(server);
 		DefaultLockTemplate other = template(server);
@@ -160,7 +167,7 @@ class KeySetAcquisitionTests {
 	}
 
 	@ParameterizedTest
-	@ValueSource(strings = { "redis", "jedis", "sentinel" })
+	@ValueSource(strings = { "redis", "jedis", "sentinel", "postgresql" })
 	void aHeldKeyMakesTheBatchTakeNothing(String server) {
 		LockBackend backend = backend(server);
 		KeySetAcquisition batch = (KeySetAcquisition) backend;
@@ -367,14 +374,48 @@ class KeySetAcquisitionTests {
 	}
 
 	@Test
-	void notOfferedOnRedisClusterNorWithReplicasToAcknowledgeNorOnPostgreSql() {
+	void onPostgreSqlTheBatchAndRenewalLockSharedRowsInOneOrderSoTheyNeverDeadlock() throws Exception {
+		LockBackend holder = backend("postgresql");
+		KeySetAcquisition taker = (KeySetAcquisition) backend("postgresql");
+		String prefix = "batch-" + UUID.randomUUID();
+		List<HeldLock> held = IntStream.range(0, 40)
+			.mapToObj((i) -> new HeldLock(prefix + ":" + (100 + i), "holder-" + i, TTL))
+			.toList();
+		held.forEach((lock) -> assertThat(holder.tryAcquire(lock.key(), lock.owner(), TTL).acquired()).isTrue());
+		// renewal and the batch given the keys in descending order: each must lock its rows in the
+		// keys' byte order whatever order it is given (40P01 otherwise)
+		List<HeldLock> reversed = new ArrayList<>(held);
+		Collections.reverse(reversed);
+		// the batch is given them reversed too: it must sort them itself
+		List<HeldLock> attempts = reversed.stream().map((lock) -> new HeldLock(lock.key(), "taker-" + lock.owner(), TTL))
+			.toList();
+		long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
+		CompletableFuture<Integer> renewals = CompletableFuture.supplyAsync(() -> {
+			int rounds = 0;
+			while (System.nanoTime() - end < 0) {
+				assertThat(((LeaseRenewal) holder).renew(reversed)).hasSize(held.size());
+				rounds++;
+			}
+			return rounds;
+		});
+		int batches = 0;
+		while (System.nanoTime() - end < 0) {
+			assertThat(taker.tryAcquireAll(attempts)).as("refused: every key is held").isNull();
+			batches++;
+		}
+		assertThat(renewals.get(30, TimeUnit.SECONDS)).as("renewal rounds").isPositive();
+		assertThat(batches).as("refused batches").isPositive();
+		assertThat(this.deadlocks).as("statements aborted as deadlocked (40P01)").hasValue(0);
+	}
+
+	@Test
+	void notOfferedOnRedisClusterNorWithReplicasToAcknowledge() {
 		LettuceConnectionFactory cluster = new LettuceConnectionFactory(new RedisClusterConfiguration(List.of("127.0.0.1:1")));
 		assertThat(new RedisLockBackend(cluster).acquiresKeySets()).isFalse();
 		LettuceConnectionFactory single = new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", 1));
 		assertThat(new RedisLockBackend(single, RedisLockBackend.DEFAULT_CHANNEL,
 				new ReplicaAcks(1, Duration.ofMillis(100))).acquiresKeySets()).isFalse();
 		assertThat(new RedisLockBackend(single).acquiresKeySets()).isTrue();
-		assertThat(((KeySetAcquisition) backend("postgresql")).acquiresKeySets()).as("PostgreSQL, for now").isFalse();
 	}
 
 	/** Takes and releases two other keys: scripts cached, the database known. */
@@ -463,10 +504,23 @@ class KeySetAcquisitionTests {
 					if (result instanceof Connection connection) {
 						return Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] { Connection.class },
 								(p, m, a) -> {
-									if (m.getName().equals("prepareStatement")) {
-										this.statements.incrementAndGet();
+									if (!m.getName().equals("prepareStatement")) {
+										return invoke(connection, m, a);
 									}
-									return invoke(connection, m, a);
+									this.statements.incrementAndGet();
+									Object statement = invoke(connection, m, a);
+									return Proxy.newProxyInstance(getClass().getClassLoader(),
+											new Class<?>[] { PreparedStatement.class }, (sp, sm, sa) -> {
+												try {
+													return invoke(statement, sm, sa);
+												}
+												catch (SQLException ex) {
+													if ("40P01".equals(ex.getSQLState())) {
+														this.deadlocks.incrementAndGet();
+													}
+													throw ex;
+												}
+											});
 								});
 					}
 					return result;
