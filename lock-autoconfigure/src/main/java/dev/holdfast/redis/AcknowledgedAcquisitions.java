@@ -108,9 +108,12 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 		return acquire(RedisScripts.ACQUIRE, key, keys, args, releaseKeys, releaseArgs);
 	}
 
-	/** {@link #acquire} with {@code script} as the acquire script (the read hold's too: RED-6). */
+	/**
+	 * {@link #acquire} with {@code script} as the acquire script (the read hold's too: RED-6); with
+	 * {@code releaseKeys} {@code null} a shortfall releases nothing (a read hold's: RWL-28).
+	 */
 	CompletableFuture<AcquireResult> acquire(RedisScript<Long> script, String key, byte[][] keys, byte[][] args,
-			byte[][] releaseKeys, byte[][] releaseArgs) {
+			byte @Nullable [][] releaseKeys, byte @Nullable [][] releaseArgs) {
 		CompletableFuture<AcquireResult> result = new CompletableFuture<>();
 		borrow().whenComplete((connection, ex) -> {
 			if (ex != null) {
@@ -144,7 +147,7 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 	}
 
 	private void attempt(RedisScript<Long> script, String key, StatefulRedisConnection<byte[], byte[]> connection,
-			byte[][] keys, byte[][] args, byte[][] releaseKeys, byte[][] releaseArgs,
+			byte[][] keys, byte[][] args, byte @Nullable [][] releaseKeys, byte @Nullable [][] releaseArgs,
 			CompletableFuture<AcquireResult> result) {
 		call(() -> evalsha(connection, script, keys, args)).whenComplete((reply, ex) -> {
 			AcquireResult answer;
@@ -164,12 +167,20 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 	}
 
 	private void awaitReplicas(String key, StatefulRedisConnection<byte[], byte[]> connection, AcquireResult acquired,
-			byte[][] releaseKeys, byte[][] releaseArgs, CompletableFuture<AcquireResult> result) {
+			byte @Nullable [][] releaseKeys, byte @Nullable [][] releaseArgs, CompletableFuture<AcquireResult> result) {
 		int replicas = this.acks.replicas();
 		call(() -> connection.async().waitForReplication(replicas, this.acks.timeout().toMillis()))
 			.whenComplete((acknowledged, waitFailure) -> {
 				if (waitFailure == null && acknowledged != null && acknowledged >= replicas) {
 					finish(connection, true, result, acquired, null);
+					return;
+				}
+				if (releaseKeys == null || releaseArgs == null) {
+					LockBackendException shortfall = this.acks.shortfall(key, (acknowledged != null) ? acknowledged : -1);
+					if (waitFailure != null) {
+						shortfall.addSuppressed(waitFailure);
+					}
+					finish(connection, waitFailure == null, result, null, shortfall);
 					return;
 				}
 				// Behind the WAIT on this connection, which keeps the order of its commands;

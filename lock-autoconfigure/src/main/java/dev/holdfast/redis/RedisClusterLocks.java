@@ -42,7 +42,7 @@ final class RedisClusterLocks {
 
 	/**
 	 * A lock's value, remaining time and fencing counter; nothing for a free or reserved lock. A
-	 * read-held lock's value is '~readers' and its live reader entries counted (RWL-28).
+	 * read-held lock's value is '~readers' and its live reader entries counted (RWL-27).
 	 */
 	private static final RedisScript<List<?>> INSPECT = RedisScript.of("""
 			local holder = redis.call('GET', KEYS[1])
@@ -60,7 +60,7 @@ final class RedisClusterLocks {
 	/**
 	 * Deletes a held lock whoever holds it (when ARGV[1] is a token: only if the fencing counter,
 	 * the holder's token, is that one); the counter stays, so the next holder's token is larger.
-	 * A read-held lock's reader entries go with it: the group ends (RWL-28).
+	 * A read-held lock's reader entries go with it: the group ends (RWL-27).
 	 */
 	private static final RedisScript<Long> FORCE_RELEASE = RedisScript.of("""
 			local holder = redis.call('GET', KEYS[1])

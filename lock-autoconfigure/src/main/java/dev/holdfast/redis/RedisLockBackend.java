@@ -247,12 +247,17 @@ public class RedisLockBackend
 				this.calls.acquireArguments(owner, ttl, recordFor));
 	}
 
-	/** Runs an acquire script ({@code ACQUIRE}, {@code ACQUIRE_SHARED}), with replicas awaited (RED-6). */
+	/**
+	 * Runs an acquire script ({@code ACQUIRE}, {@code ACQUIRE_SHARED}), with replicas awaited (RED-6). A shortfall
+	 * of {@code ACQUIRE_SHARED} releases nothing: the entry may be a hold from before the attempt (a join), which
+	 * its caller releases (RWL-28).
+	 */
 	AcquireResult acquire(RedisScript<Long> script, String key, String owner, byte[][] keys, byte[][] args) {
 		if (this.acks.replicas() > 0) {
+			boolean release = script != RedisScripts.ACQUIRE_SHARED;
 			return (this.acknowledged != null)
-					? AcknowledgedAcquisitions.await(key, this.acknowledged.acquire(script, key, keys, args, releaseKeys(key),
-							this.calls.releaseArguments(owner, null)))
+					? AcknowledgedAcquisitions.await(key, this.acknowledged.acquire(script, key, keys, args,
+							release ? releaseKeys(key) : null, release ? this.calls.releaseArguments(owner, null) : null))
 					: acquireAcknowledged(script, key, owner, keys, args);
 		}
 		Object reply;
@@ -267,7 +272,8 @@ public class RedisLockBackend
 
 	/**
 	 * The acquire script, then, if it took the lock, {@code WAIT replicas timeout} on the same connection of the
-	 * factory, which no other caller uses meanwhile (Jedis); refused on Cluster. A shortfall releases it and fails.
+	 * factory, which no other caller uses meanwhile (Jedis); refused on Cluster. A shortfall releases it (not a read
+	 * hold: RWL-28) and fails.
 	 */
 	private AcquireResult acquireAcknowledged(RedisScript<Long> script, String key, String owner, byte[][] keys,
 			byte[][] args) {
@@ -291,6 +297,9 @@ public class RedisLockBackend
 		}
 		if (acknowledged >= this.acks.replicas()) {
 			return result;
+		}
+		if (script == RedisScripts.ACQUIRE_SHARED) {
+			throw this.acks.shortfall(key, acknowledged);
 		}
 		Boolean released;
 		try {

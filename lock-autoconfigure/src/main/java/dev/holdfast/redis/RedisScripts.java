@@ -219,7 +219,8 @@ final class RedisScripts {
 	// the lock is held otherwise (answers -1 - its PTTL, or 0) or a live writer record exists
 	// (answers -1 - that record's remaining ms), then a waiting reader records itself in
 	// {key}:readwait. Else the entry '<generation>:<owner>' is scored with TIME + ttl in ms
-	// (a resend or join of a live entry sets it again), the lock is '~readers' expiring with the
+	// (a resend or join of a live entry only lengthens it, never shortens it: RWL-21; no ZADD GT,
+	// Redis 6.2+), the lock is '~readers' expiring with the
 	// latest entry, a free lock's older entries deleted first; answers the fence (stored from
 	// TIME in µs where it was gone), whose expiry is refreshed.
 	static final RedisScript<Long> ACQUIRE_SHARED = RedisScript.of("""
@@ -258,7 +259,11 @@ final class RedisScripts {
 				redis.call('PEXPIRE', KEYS[2], FENCE_TTL_MILLIS)
 				redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', string.format('%d', now))
 			end
-			redis.call('ZADD', KEYS[4], string.format('%d', now + tonumber(ARGV[2])), fence .. ':' .. owner)
+			local member = fence .. ':' .. owner
+			local old = redis.call('ZSCORE', KEYS[4], member)
+			if not old or tonumber(old) < now + tonumber(ARGV[2]) then
+				redis.call('ZADD', KEYS[4], string.format('%d', now + tonumber(ARGV[2])), member)
+			end
 			local top = redis.call('ZREVRANGE', KEYS[4], 0, 0, 'WITHSCORES')[2]
 			redis.call('PEXPIREAT', KEYS[1], top)
 			redis.call('PEXPIREAT', KEYS[4], top)
@@ -272,6 +277,7 @@ final class RedisScripts {
 	// current fence); answers the indexes renewed.
 	@SuppressWarnings("rawtypes")
 	static final RedisScript<List> RENEW_SHARED = RedisScript.of("""
+			if redis.replicate_commands ~= nil then redis.replicate_commands() end
 			local time = redis.call('TIME')
 			local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 			local renewed = {}

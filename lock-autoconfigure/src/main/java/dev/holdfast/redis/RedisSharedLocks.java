@@ -34,7 +34,7 @@ import static dev.holdfast.redis.RedisCalls.readersKey;
 import static dev.holdfast.redis.RedisCalls.ttlMillis;
 
 /**
- * The read holds of a {@link RedisLockBackend} (decision 0048, rules RWL-20 to RWL-29):
+ * The read holds of a {@link RedisLockBackend} (decision 0048, rules RWL-20 to RWL-28):
  * <ul>
  * <li>While read-held, the lock {@code {<key>}} holds {@code ~readers} (owners never start with
  * {@code ~}), expiring with the latest live reader entry; every exclusive attempt is refused by

@@ -43,6 +43,16 @@ public record ReplicaAcks(int replicas, Duration timeout) {
 	LockBackendException shortfall(String key, long acknowledged, @Nullable Boolean released) {
 		String release = (released == null) ? "could not release it, it expires after its ttl"
 				: released ? "released it" : "it was gone already";
+		return shortfall(key, acknowledged, release);
+	}
+
+	/** The failure of a read hold that fewer replicas acknowledged: not released, its caller releases it (RWL-28). */
+	LockBackendException shortfall(String key, long acknowledged) {
+		return shortfall(key, acknowledged, "the read hold is not released (it may be one from before), its owner's "
+				+ "release or ttl ends it");
+	}
+
+	private LockBackendException shortfall(String key, long acknowledged, String release) {
 		return new LockBackendException("Redis acquire of lock '" + key + "': " + Math.max(acknowledged, 0)
 				+ " of " + this.replicas + " replica(s) acknowledged it within " + this.timeout.toMillis()
 				+ "ms (holdfast.redis.replicas-to-ack); " + release, null);

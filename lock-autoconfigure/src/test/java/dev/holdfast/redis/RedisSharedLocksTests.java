@@ -194,6 +194,22 @@ class RedisSharedLocksTests {
 
 	@ParameterizedTest
 	@EnumSource(Client.class)
+	void aJoinWithAShorterTtlNeverShortensTheEntryOrTheLock(Client client) {
+		RedisLockBackend backend = backend(client);
+		AcquireResult first = backend.tryAcquireShared(this.key, "r", TTL, ONCE);
+		long before = raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS);
+		AcquireResult join = backend.tryAcquireShared(this.key, "r", Duration.ofMillis(200), ONCE);
+		assertThat(join.acquired()).isTrue();
+		assertThat(join.fencingToken()).isEqualTo(first.fencingToken());
+		assertThat(raw().getExpire(this.lockKey, TimeUnit.MILLISECONDS)).as("the first take's expiry kept")
+			.isGreaterThan(before - PROMPT.toMillis());
+		assertThat(raw().getExpire(this.lockKey + ":readers", TimeUnit.MILLISECONDS))
+			.isGreaterThan(before - PROMPT.toMillis());
+		assertThat(backend.tryAcquire(this.key, "w", TTL).acquired()).as("still read-held").isFalse();
+	}
+
+	@ParameterizedTest
+	@EnumSource(Client.class)
 	void readerTokensLieBetweenTheWritesAroundThemAndTheFenceIsKept(Client client) {
 		RedisLockBackend backend = backend(client);
 		long write1 = backend.tryAcquire(this.key, "w1", TTL).fencingToken();
