@@ -28,6 +28,7 @@ import static dev.holdfast.redis.RedisCalls.checkOwner;
 import static dev.holdfast.redis.RedisCalls.evalSha;
 import static dev.holdfast.redis.RedisCalls.failure;
 import static dev.holdfast.redis.RedisCalls.fenceKey;
+import static dev.holdfast.redis.RedisCalls.hasMessage;
 import static dev.holdfast.redis.RedisCalls.lockKey;
 import static dev.holdfast.redis.RedisCalls.ownerBytes;
 import static dev.holdfast.redis.RedisCalls.readersKey;
@@ -105,15 +106,34 @@ final class RedisSharedLocks {
 				}
 			}
 			for (List<HeldLock> group : groups) {
-				List<?> reply = evalSha(connection, RedisScripts.RENEW_SHARED, ReturnType.MULTI, group.size() * 3,
-						renewArguments(group));
-				collectRenewed(group, reply, renewed);
+				renewGroup(connection, group, renewed);
 			}
 			return renewed;
 		}
 		catch (RuntimeException ex) {
 			throw failure("renewal of read holds of lock '" + batch.get(0).key() + "'"
 					+ ((batch.size() > 1) ? " and " + (batch.size() - 1) + " more" : ""), ex);
+		}
+	}
+
+	/**
+	 * One script call for the group; while its slot moves to another node and its keys are split
+	 * between the two ({@code TRYAGAIN}, RED-5), one call per hold, each followed where it is ({@code ASK}).
+	 */
+	private static void renewGroup(RedisConnection connection, List<HeldLock> group, Set<String> renewed) {
+		try {
+			collectRenewed(group, evalSha(connection, RedisScripts.RENEW_SHARED, ReturnType.MULTI, group.size() * 3,
+					renewArguments(group)), renewed);
+		}
+		catch (RuntimeException ex) {
+			if (group.size() == 1 || !hasMessage(ex, "TRYAGAIN")) {
+				throw ex;
+			}
+			for (HeldLock hold : group) {
+				List<HeldLock> one = List.of(hold);
+				collectRenewed(one, evalSha(connection, RedisScripts.RENEW_SHARED, ReturnType.MULTI, 3,
+						renewArguments(one)), renewed);
+			}
 		}
 	}
 

@@ -221,6 +221,36 @@ abstract class RedisClusterLockBackendTests {
 	}
 
 	@Test
+	void readHoldsOfASlotHalfMovedAreRenewedOneByOne() {
+		RedisLockBackend readers = newBackend();
+		String moved = "cluster-read-move:" + UUID.randomUUID();
+		int slot = RedisCluster.slot("{" + moved + "}");
+		String stays;
+		do {
+			stays = "cluster-read-move:" + UUID.randomUUID();
+		}
+		while (RedisCluster.slot("{" + stays + "}") != slot);
+		for (String key : List.of(moved, stays)) {
+			assertThat(readers.tryAcquireShared(key, "r", Duration.ofSeconds(10), Duration.ZERO).acquired()).isTrue();
+		}
+		RedisServer source = cluster().primaryOf(slot);
+		RedisServer target = cluster().primaries().stream().filter((node) -> node != source).findFirst().orElseThrow();
+		String slotText = Integer.toString(slot);
+		target.command("CLUSTER", "SETSLOT", slotText, "IMPORTING", cluster().id(source));
+		source.command("CLUSTER", "SETSLOT", slotText, "MIGRATING", cluster().id(target));
+		// One hold's keys moved, the other's not: a call over both is refused (TRYAGAIN).
+		source.command("MIGRATE", "127.0.0.1", Integer.toString(target.port()), "", "0", "5000", "KEYS",
+				"{" + moved + "}", "{" + moved + "}:fence", "{" + moved + "}:readers");
+		List<HeldLock> holds = List.of(new HeldLock(moved, "r", Duration.ofMinutes(5)),
+				new HeldLock(stays, "r", Duration.ofMinutes(5)));
+		assertThat(readers.renewShared(holds)).containsExactlyInAnyOrder(moved, stays);
+		cluster().migrateSlot(slot, target, 100, () -> {
+		});
+		assertThat(readers.renewShared(holds)).containsExactlyInAnyOrder(moved, stays);
+		assertThat((Long) target.command("PTTL", "{" + stays + "}")).isBetween(290_000L, 300_000L);
+	}
+
+	@Test
 	void renewalSendsTheScriptAgainToNodesThatForgotIt() {
 		RedisLockBackend backend = newBackend();
 		String prefix = "cluster-noscript:" + UUID.randomUUID();
