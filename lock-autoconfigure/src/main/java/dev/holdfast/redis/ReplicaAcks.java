@@ -12,7 +12,8 @@ import dev.holdfast.LockBackendException;
  * How many replicas must acknowledge an acquisition before it counts, and how long to wait
  * for them: after the acquire script, the backend sends {@code WAIT replicas timeout} on the
  * connection that wrote the lock. If fewer replicas acknowledged it in time, it releases the
- * lock and fails with {@link LockBackendException} (fail closed): a failover to a replica
+ * lock (not a read hold, which may be one from before: its owner releases it) and fails with
+ * {@link LockBackendException} (fail closed): a failover to a replica
  * that never received the lock then cannot let a second holder in. Renewals and releases are
  * not awaited. Redis answers nothing else on a connection while its {@code WAIT} runs, so
  * on Lettuce the acquisitions and their {@code WAIT}s run on at most four connections that
