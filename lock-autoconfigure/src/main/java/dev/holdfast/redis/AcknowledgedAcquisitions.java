@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -104,6 +105,15 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 	 */
 	CompletableFuture<AcquireResult> acquire(String key, byte[][] keys, byte[][] args, byte[][] releaseKeys,
 			byte[][] releaseArgs) {
+		return acquire(RedisScripts.ACQUIRE, key, keys, args, releaseKeys, releaseArgs);
+	}
+
+	/**
+	 * {@link #acquire} with {@code script} as the acquire script (the read hold's too: RED-6); with
+	 * {@code releaseKeys} {@code null} a shortfall releases nothing (a read hold's: RWL-28).
+	 */
+	CompletableFuture<AcquireResult> acquire(RedisScript<Long> script, String key, byte[][] keys, byte[][] args,
+			byte @Nullable [][] releaseKeys, byte @Nullable [][] releaseArgs) {
 		CompletableFuture<AcquireResult> result = new CompletableFuture<>();
 		borrow().whenComplete((connection, ex) -> {
 			if (ex != null) {
@@ -114,15 +124,32 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 				giveBack(connection);
 			}
 			else {
-				attempt(key, connection, keys, args, releaseKeys, releaseArgs, result);
+				attempt(script, key, connection, keys, args, releaseKeys, releaseArgs, result);
 			}
 		});
 		return result;
 	}
 
-	private void attempt(String key, StatefulRedisConnection<byte[], byte[]> connection, byte[][] keys,
-			byte[][] args, byte[][] releaseKeys, byte[][] releaseArgs, CompletableFuture<AcquireResult> result) {
-		call(() -> evalsha(connection, RedisScripts.ACQUIRE, keys, args)).whenComplete((reply, ex) -> {
+	/** Waits for an acquisition on a connection of its own; an interrupt gives up waiting. */
+	static AcquireResult await(String key, CompletableFuture<AcquireResult> acquisition) {
+		try {
+			return acquisition.get();
+		}
+		catch (InterruptedException ex) {
+			// Not sent yet: it never will be; else the engine releases what it may have taken.
+			acquisition.cancel(false);
+			Thread.currentThread().interrupt();
+			throw failure("acquire", key, ex);
+		}
+		catch (ExecutionException ex) {
+			throw failure("acquire", key, ex.getCause());
+		}
+	}
+
+	private void attempt(RedisScript<Long> script, String key, StatefulRedisConnection<byte[], byte[]> connection,
+			byte[][] keys, byte[][] args, byte @Nullable [][] releaseKeys, byte @Nullable [][] releaseArgs,
+			CompletableFuture<AcquireResult> result) {
+		call(() -> evalsha(connection, script, keys, args)).whenComplete((reply, ex) -> {
 			AcquireResult answer;
 			try {
 				answer = LockScriptCalls.acquireResult(key, reply);
@@ -140,12 +167,20 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 	}
 
 	private void awaitReplicas(String key, StatefulRedisConnection<byte[], byte[]> connection, AcquireResult acquired,
-			byte[][] releaseKeys, byte[][] releaseArgs, CompletableFuture<AcquireResult> result) {
+			byte @Nullable [][] releaseKeys, byte @Nullable [][] releaseArgs, CompletableFuture<AcquireResult> result) {
 		int replicas = this.acks.replicas();
 		call(() -> connection.async().waitForReplication(replicas, this.acks.timeout().toMillis()))
 			.whenComplete((acknowledged, waitFailure) -> {
 				if (waitFailure == null && acknowledged != null && acknowledged >= replicas) {
 					finish(connection, true, result, acquired, null);
+					return;
+				}
+				if (releaseKeys == null || releaseArgs == null) {
+					LockBackendException shortfall = this.acks.shortfall(key, (acknowledged != null) ? acknowledged : -1);
+					if (waitFailure != null) {
+						shortfall.addSuppressed(waitFailure);
+					}
+					finish(connection, waitFailure == null, result, null, shortfall);
 					return;
 				}
 				// Behind the WAIT on this connection, which keeps the order of its commands;

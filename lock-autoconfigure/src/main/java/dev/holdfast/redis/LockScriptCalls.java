@@ -14,6 +14,8 @@ import static dev.holdfast.redis.RedisCalls.failure;
 import static dev.holdfast.redis.RedisCalls.fenceKey;
 import static dev.holdfast.redis.RedisCalls.lockKey;
 import static dev.holdfast.redis.RedisCalls.ownerBytes;
+import static dev.holdfast.redis.RedisCalls.readWaitKey;
+import static dev.holdfast.redis.RedisCalls.readersKey;
 import static dev.holdfast.redis.RedisCalls.ttlMillis;
 import static dev.holdfast.redis.RedisCalls.waitersKey;
 
@@ -76,8 +78,14 @@ final class LockScriptCalls {
 	private record TtlBytes(long millis, byte[] bytes) {
 	}
 
+	/** The keys of {@code RELEASE} and {@code WITHDRAW}: the lock's, and its readers' (RWL-23). */
 	static byte[][] releaseKeys(String key) {
-		return new byte[][] { lockKey(key), waitersKey(key) };
+		return new byte[][] { lockKey(key), waitersKey(key), readWaitKey(key), readersKey(key), fenceKey(key) };
+	}
+
+	/** The keys of {@link RedisScripts#ACQUIRE_SHARED}. */
+	static byte[][] sharedKeys(String key) {
+		return new byte[][] { lockKey(key), fenceKey(key), waitersKey(key), readersKey(key), readWaitKey(key) };
 	}
 
 	/**

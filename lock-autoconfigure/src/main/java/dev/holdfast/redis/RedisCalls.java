@@ -114,6 +114,16 @@ final class RedisCalls {
 		return hashTagged(key, "}:waiters");
 	}
 
+	/** The sorted set of a read-held lock's reader entries ({@link RedisSharedLocks}), in the lock's slot. */
+	static byte[] readersKey(String key) {
+		return hashTagged(key, "}:readers");
+	}
+
+	/** The sorted set of a lock's waiting readers' records, in the lock's slot. */
+	static byte[] readWaitKey(String key) {
+		return hashTagged(key, "}:readwait");
+	}
+
 	/**
 	 * {@code "{" + key + suffix} in UTF-8; an ASCII key (the usual case) is copied straight into
 	 * the one array, without the concatenated string and its encoding.
@@ -152,9 +162,9 @@ final class RedisCalls {
 
 	static String checkOwner(String owner) {
 		Assert.hasLength(owner, "Lock owner must not be empty");
-		if (owner.charAt(0) == RedisLockBackend.RESERVED) {
+		if (owner.charAt(0) == RedisLockBackend.RESERVED || owner.charAt(0) == '~') {
 			throw new IllegalArgumentException("Lock owner '" + owner + "' must not start with '" + RedisLockBackend.RESERVED
-					+ "': the Redis backend marks a lock reserved for a waiter with it");
+					+ "': the Redis backend marks a lock reserved for a waiter ('*') or read-held ('~') with it");
 		}
 		return owner;
 	}

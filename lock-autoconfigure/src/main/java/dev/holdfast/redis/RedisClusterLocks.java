@@ -25,6 +25,7 @@ import static dev.holdfast.redis.RedisCalls.evalSha;
 import static dev.holdfast.redis.RedisCalls.failure;
 import static dev.holdfast.redis.RedisCalls.fenceKey;
 import static dev.holdfast.redis.RedisCalls.lockKey;
+import static dev.holdfast.redis.RedisCalls.readersKey;
 
 /**
  * The locks of every instance, for operators (see {@link RedisLockBackend#listLocks}): {@code SCAN}
@@ -39,22 +40,33 @@ final class RedisClusterLocks {
 	/** How long a listing may scan before it stops, incomplete. */
 	private static final long SCAN_BUDGET_NANOS = 2_000_000_000L;
 
-	/** A lock's value, remaining time and fencing counter; nothing for a free or reserved lock. */
+	/**
+	 * A lock's value, remaining time and fencing counter; nothing for a free or reserved lock. A
+	 * read-held lock's value is '~readers' and its live reader entries counted (RWL-27).
+	 */
 	private static final RedisScript<List<?>> INSPECT = RedisScript.of("""
 			local holder = redis.call('GET', KEYS[1])
 			if not holder or string.sub(holder, 1, 1) == '*' then return {} end
-			return {holder, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '0'}
+			local fence = redis.call('GET', KEYS[2]) or '0'
+			if holder == '~readers' then
+				local time = redis.call('TIME')
+				local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+				local live = redis.call('ZCOUNT', KEYS[3], string.format('(%d', now), '+inf')
+				holder = '~readers:' .. live
+			end
+			return {holder, redis.call('PTTL', KEYS[1]), fence}
 			""");
 
 	/**
 	 * Deletes a held lock whoever holds it (when ARGV[1] is a token: only if the fencing counter,
 	 * the holder's token, is that one); the counter stays, so the next holder's token is larger.
+	 * A read-held lock's reader entries go with it: the group ends (RWL-27).
 	 */
 	private static final RedisScript<Long> FORCE_RELEASE = RedisScript.of("""
 			local holder = redis.call('GET', KEYS[1])
 			if not holder or string.sub(holder, 1, 1) == '*' then return 0 end
 			if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-			redis.call('DEL', KEYS[1])
+			redis.call('DEL', KEYS[1], KEYS[3])
 			return 1
 			""", Long.class);
 
@@ -117,7 +129,7 @@ final class RedisClusterLocks {
 	boolean forceRelease(String key, @Nullable Long fencingToken) {
 		try (RedisConnection connection = this.connectionFactory.getConnection()) {
 			Long released = evalSha(connection, FORCE_RELEASE, ReturnType.INTEGER,
-					new byte[][] { lockKey(key), fenceKey(key) },
+					new byte[][] { lockKey(key), fenceKey(key), readersKey(key) },
 					new byte[][] { bytes((fencingToken != null) ? Long.toString(fencingToken) : "") });
 			return released != null && released == 1;
 		}
@@ -127,15 +139,17 @@ final class RedisClusterLocks {
 	}
 
 	private static @Nullable BackendLock inspect(RedisConnection connection, String key) {
-		List<?> answer = evalSha(connection, INSPECT, ReturnType.MULTI, new byte[][] { lockKey(key), fenceKey(key) },
-				new byte[0][]);
+		List<?> answer = evalSha(connection, INSPECT, ReturnType.MULTI,
+				new byte[][] { lockKey(key), fenceKey(key), readersKey(key) }, new byte[0][]);
 		if (answer == null || answer.size() != 3) {
 			return null;
 		}
 		String owner = new String((byte[]) answer.get(0), StandardCharsets.UTF_8);
 		long remaining = ((Number) answer.get(1)).longValue();
 		long token = Long.parseLong(new String((byte[]) answer.get(2), StandardCharsets.US_ASCII));
-		return new BackendLock(key, InstanceNames.of(owner), token, (remaining >= 0) ? remaining : -1);
+		// A read-held lock is shown as held by its readers: "<n> readers" (their instances are not told).
+		String instance = owner.startsWith("~readers:") ? owner.substring(9) + " readers" : InstanceNames.of(owner);
+		return new BackendLock(key, instance, token, (remaining >= 0) ? remaining : -1);
 	}
 
 	/** {@code prefix} with the characters that {@code SCAN MATCH} reads as a pattern escaped. */

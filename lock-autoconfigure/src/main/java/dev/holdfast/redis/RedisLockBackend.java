@@ -7,8 +7,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.function.Consumer;
 
 import org.jspecify.annotations.Nullable;
@@ -32,6 +30,7 @@ import dev.holdfast.spi.KeySetAcquisition;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.SharedLocks;
 import dev.holdfast.spi.TickClaims;
 import dev.holdfast.spi.WaiterHandoff;
 
@@ -70,7 +69,8 @@ import static dev.holdfast.redis.RedisCalls.failure;
  * token is larger while the counter lives, and when it is gone (a restart without persistence, its 24-hour expiry)
  * Redis's clock is above every earlier token unless it stepped back (docs/decisions/0018). Tokens stay below
  * 2<sup>53</sup> (Lua numbers are doubles); an acquisition that would pass it fails.</li>
- * <li><b>Several keys</b>: all or none in one script where one script can ({@link RedisKeySets}).</li>
+ * <li><b>Several keys</b>: all or none in one script where one script can ({@link RedisKeySets}). <b>Read
+ * holds</b>: {@link RedisSharedLocks}.</li>
  * <li><b>Redis Cluster.</b> Lock key and counter share the hash tag {@code {<key>}}, so both
  * live in one slot. Keys must therefore not contain braces.</li>
  * <li><b>Failures.</b> Every Redis error or timeout becomes a {@link LockBackendException} naming the operation and the
@@ -82,14 +82,13 @@ import static dev.holdfast.redis.RedisCalls.failure;
  * LockBackendException} after the command timeout. Reactive callers then never block a thread. Its blocking acquire and
  * release use that connection directly too, without spring-data-redis's per-call objects.</li>
  * </ul>
- * A failover to a replica that had not received the latest writes can lose a lock or a
- * counter; Redis replication is asynchronous. With {@link ReplicaAcks} (standalone and Sentinel),
- * an acquisition counts only once that many replicas have it, and runs on a connection of its own
- * (see there); else use the Redlock backend.
+ * A failover to a replica that had not received the latest writes can lose a lock or a counter; Redis replication
+ * is asynchronous. With {@link ReplicaAcks} (standalone and Sentinel), an acquisition counts only once that many
+ * replicas have it, and runs on a connection of its own (see there); else use the Redlock backend.
  */
 public class RedisLockBackend
 		implements LockBackend, LeaseRenewal, ReleaseEvents, WaiterHandoff, BackendHealth, TickClaims, ClusterLocks,
-		KeySetAcquisition, AutoCloseable {
+		KeySetAcquisition, SharedLocks, AutoCloseable {
 
 	/** The channel on which releases are published unless another one is configured. */
 	public static final String DEFAULT_CHANNEL = "holdfast:released";
@@ -113,7 +112,6 @@ public class RedisLockBackend
 
 	private final String channel;
 
-	/** Used by the non-blocking subclass, too. */
 	final LockScriptCalls calls;
 
 	private final RedisReleaseSubscription subscription;
@@ -127,6 +125,8 @@ public class RedisLockBackend
 	private final RedisClusterLocks clusterLocks;
 
 	private final RedisKeySets keySets;
+
+	private final RedisSharedLocks sharedLocks;
 
 	/** Where acquisitions and their WAIT run when replicas must acknowledge them on Lettuce. */
 	final @Nullable AcknowledgedAcquisitions acknowledged;
@@ -168,6 +168,7 @@ public class RedisLockBackend
 		this.clusterLocks = new RedisClusterLocks(connectionFactory);
 		this.acks = acks;
 		this.keySets = new RedisKeySets(connectionFactory, acks);
+		this.sharedLocks = new RedisSharedLocks(this, connectionFactory);
 		this.acknowledged = (acks.replicas() > 0 && LETTUCE_PRESENT)
 				? AcknowledgedAcquisitions.of(connectionFactory, acks) : null;
 	}
@@ -233,8 +234,7 @@ public class RedisLockBackend
 	 * {@link #tryAcquire}, also taking the lock when a release reserved it for {@code owner}; when
 	 * refused, records {@code owner} as a waiter of the key for {@code recordFor} by Redis's clock
 	 * (see {@link WaiterHandoff}).
-	 * @throws IllegalArgumentException as {@link #tryAcquire}, or if {@code recordFor} is below
-	 * one millisecond
+	 * @throws IllegalArgumentException as {@link #tryAcquire}, or if {@code recordFor} is below 1 ms
 	 * @throws LockBackendException if Redis cannot be reached or answers with an error
 	 */
 	@Override
@@ -243,17 +243,26 @@ public class RedisLockBackend
 	}
 
 	private AcquireResult acquire(String key, String owner, Duration ttl, @Nullable Duration recordFor) {
-		byte[][] keys = acquireKeys(key);
-		byte[][] args = this.calls.acquireArguments(owner, ttl, recordFor);
+		return acquire(RedisScripts.ACQUIRE, key, owner, acquireKeys(key),
+				this.calls.acquireArguments(owner, ttl, recordFor));
+	}
+
+	/**
+	 * Runs an acquire script ({@code ACQUIRE}, {@code ACQUIRE_SHARED}), with replicas awaited (RED-6). A shortfall
+	 * of {@code ACQUIRE_SHARED} releases nothing: the entry may be a hold from before the attempt (a join), which
+	 * its caller releases (RWL-28).
+	 */
+	AcquireResult acquire(RedisScript<Long> script, String key, String owner, byte[][] keys, byte[][] args) {
 		if (this.acks.replicas() > 0) {
+			boolean release = script != RedisScripts.ACQUIRE_SHARED;
 			return (this.acknowledged != null)
-					? await(key, this.acknowledged.acquire(key, keys, args, releaseKeys(key),
-							this.calls.releaseArguments(owner, null)))
-					: acquireAcknowledged(key, owner, keys, args);
+					? AcknowledgedAcquisitions.await(key, this.acknowledged.acquire(script, key, keys, args,
+							release ? releaseKeys(key) : null, release ? this.calls.releaseArguments(owner, null) : null))
+					: acquireAcknowledged(script, key, owner, keys, args);
 		}
 		Object reply;
 		try {
-			reply = eval(RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args);
+			reply = eval(script, ReturnType.INTEGER, keys, args);
 		}
 		catch (RuntimeException ex) {
 			throw failure("acquire", key, ex);
@@ -261,28 +270,13 @@ public class RedisLockBackend
 		return acquireResult(key, reply);
 	}
 
-	/** Waits for an acquisition on a connection of its own; an interrupt gives up waiting. */
-	private static AcquireResult await(String key, CompletableFuture<AcquireResult> acquisition) {
-		try {
-			return acquisition.get();
-		}
-		catch (InterruptedException ex) {
-			// Not sent yet: it never will be; else the engine releases what it may have taken.
-			acquisition.cancel(false);
-			Thread.currentThread().interrupt();
-			throw failure("acquire", key, ex);
-		}
-		catch (ExecutionException ex) {
-			throw failure("acquire", key, ex.getCause());
-		}
-	}
-
 	/**
-	 * The acquire script, then, if it took the lock, {@code WAIT replicas timeout} on the same
-	 * connection of the factory, which no other caller uses meanwhile (Jedis); refused on Redis
-	 * Cluster. A shortfall releases the lock and fails.
+	 * The acquire script, then, if it took the lock, {@code WAIT replicas timeout} on the same connection of the
+	 * factory, which no other caller uses meanwhile (Jedis); refused on Cluster. A shortfall releases it (not a read
+	 * hold: RWL-28) and fails.
 	 */
-	private AcquireResult acquireAcknowledged(String key, String owner, byte[][] keys, byte[][] args) {
+	private AcquireResult acquireAcknowledged(RedisScript<Long> script, String key, String owner, byte[][] keys,
+			byte[][] args) {
 		AcquireResult result;
 		long acknowledged;
 		try (RedisConnection connection = this.connectionFactory.getConnection()) {
@@ -290,7 +284,7 @@ public class RedisLockBackend
 				throw new LockBackendException("Redis acquire of lock '" + key + "': replicas cannot be awaited on "
 						+ "Redis Cluster (holdfast.redis.replicas-to-ack must be 0 there)", null);
 			}
-			result = acquireResult(key, evalSha(connection, RedisScripts.ACQUIRE, ReturnType.INTEGER, keys, args));
+			result = acquireResult(key, evalSha(connection, script, ReturnType.INTEGER, keys, args));
 			if (!result.acquired()) {
 				return result;
 			}
@@ -303,6 +297,9 @@ public class RedisLockBackend
 		}
 		if (acknowledged >= this.acks.replicas()) {
 			return result;
+		}
+		if (script == RedisScripts.ACQUIRE_SHARED) {
+			throw this.acks.shortfall(key, acknowledged);
 		}
 		Boolean released;
 		try {
@@ -370,6 +367,18 @@ public class RedisLockBackend
 	@Override
 	public Set<String> renew(Collection<HeldLock> locks) {
 		return this.renewal.renew(locks);
+	}
+
+	/** A read hold in one script call ({@link RedisSharedLocks}); replicas awaited as for {@link #tryAcquire}. */
+	@Override
+	public AcquireResult tryAcquireShared(String key, String owner, Duration ttl, Duration recordFor) {
+		return this.sharedLocks.tryAcquireShared(key, owner, ttl, recordFor);
+	}
+
+	/** {@link #renew} for read holds: one script call per hash slot ({@link RedisSharedLocks}). */
+	@Override
+	public Set<String> renewShared(Collection<HeldLock> holds) {
+		return this.sharedLocks.renewShared(holds);
 	}
 
 	@Override

@@ -303,10 +303,11 @@ final class RedisReleaseSubscription implements AutoCloseable {
 
 		@Override
 		public void onMessage(Message message, byte @Nullable [] pattern) {
-			// A reservation is "{<key>}<owner>" (keys contain no braces).
+			// A reservation is "{<key>}<owner>" (keys contain no braces); a plain release, "{<key>}",
+			// is published for waiting readers (RWL-24) and wakes every listener's waiter of the key.
 			String body = new String(message.getBody(), StandardCharsets.UTF_8);
 			int end = body.startsWith("{") ? body.indexOf('}') : -1;
-			if (end <= 0 || end == body.length() - 1) {
+			if (end <= 0) {
 				logger.debug("Ignored a malformed message on the release channel: '" + body + "'");
 				return;
 			}
@@ -315,7 +316,7 @@ final class RedisReleaseSubscription implements AutoCloseable {
 			for (Listener listener : RedisReleaseSubscription.this.listeners) {
 				try {
 					Reservations reserved = listener.reserved();
-					if (reserved != null) {
+					if (reserved != null && !owner.isEmpty()) {
 						reserved.reserved(key, owner);
 					}
 					else {

@@ -114,6 +114,7 @@ final class RedisScripts {
 			""", List.class);
 
 	// The end of RELEASE and WITHDRAW: frees the lock, or reserves it for one recorded waiter.
+	// Keys: {key}, {key}:waiters, {key}:readwait, {key}:readers, {key}:fence.
 	// ARGV[2] is the channel, ARGV[3] the reservation window in ms, also how long ARGV[4] (the
 	// releasing process's next waiter, or '') is recorded at least before the draw: it may not
 	// have attempted yet. A longer record of its own attempt is kept: cut to the window, a waiter
@@ -121,10 +122,11 @@ final class RedisScripts {
 	// it sleeps. Stale records (score <= Redis TIME in ms) are dropped; one of the others is
 	// drawn by TIME's microseconds (no client argument), removed, and the lock set to
 	// '*' .. waiter for the window; the reservation '{key}' .. waiter is published. With no live
-	// record the lock is deleted and nothing is published: nobody waits for it.
+	// record the lock is deleted and nothing is published, unless a reader waits (a live
+	// {key}:readwait record): then the plain release '{key}' is published (RWL-24).
 	private static final String HAND_ON = """
 			local nextLocal = ARGV[4]
-			if nextLocal == '' and redis.call('EXISTS', KEYS[2]) == 0 then
+			if nextLocal == '' and redis.call('EXISTS', KEYS[2], KEYS[3]) == 0 then
 				redis.call('DEL', KEYS[1])
 				return 1
 			end
@@ -142,6 +144,9 @@ final class RedisScripts {
 			local waiting = redis.call('ZCARD', KEYS[2])
 			if waiting == 0 then
 				redis.call('DEL', KEYS[1])
+				if redis.call('ZCOUNT', KEYS[3], string.format('(%d', now), '+inf') > 0 then
+					redis.call('PUBLISH', ARGV[2], KEYS[1])
+				end
 				return 1
 			end
 			local index = tonumber(time[2]) % waiting
@@ -152,20 +157,149 @@ final class RedisScripts {
 			return 1
 			""";
 
-	// Owner-checked; answers 0 (not held by ARGV[1]) or 1 (freed, or reserved for a waiter).
+	// A reader leaves a read-held lock (RWL-23): its entry '<generation>:<owner>' in {key}:readers
+	// (the generation is the fence when the group formed, unchanged while it lives) is removed;
+	// not found or stale: answers 0. The lock then expires with the latest live entry; with none
+	// left the set is deleted and the code that follows (HAND_ON) frees or reserves the lock.
+	private static final String READER_LEAVES = """
+				local generation = redis.call('GET', KEYS[5])
+				if not generation then return 0 end
+				local member = generation .. ':' .. ARGV[1]
+				local score = redis.call('ZSCORE', KEYS[4], member)
+				if not score then return 0 end
+				redis.call('ZREM', KEYS[4], member)
+				local leftAt = redis.call('TIME')
+				local leftNow = tonumber(leftAt[1]) * 1000 + math.floor(tonumber(leftAt[2]) / 1000)
+				if tonumber(score) <= leftNow then return 0 end
+				redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', string.format('%d', leftNow))
+				local top = redis.call('ZREVRANGE', KEYS[4], 0, 0, 'WITHSCORES')[2]
+				if top then
+					redis.call('PEXPIREAT', KEYS[1], top)
+					redis.call('PEXPIREAT', KEYS[4], top)
+					return 1
+				end
+				redis.call('DEL', KEYS[4])
+			""";
+
+	// Owner-checked; answers 0 (not held by ARGV[1]) or 1 (freed, or reserved for a waiter). On a
+	// read-held lock ('~readers') ARGV[1] is a reader leaving (READER_LEAVES).
 	static final RedisScript<Long> RELEASE = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
-			if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+			local holder = redis.call('GET', KEYS[1])
+			if holder ~= ARGV[1] then
+				if holder ~= '~readers' then return 0 end
+			""" + READER_LEAVES + """
+			end
 			""" + HAND_ON, Long.class);
 
 	// A waiter gives up (sent only for an owner whose acquisition ended without the lock): its
-	// record goes, and a lock reserved for it is handed on (HAND_ON, ARGV[4] = ''). Answers 1 if
-	// a record or a reservation of ARGV[1] was found, else 0.
+	// record goes (a writer's in {key}:waiters, a reader's in {key}:readwait), and a lock reserved
+	// for it is handed on (HAND_ON, ARGV[4] = ''). A writer leaving no live writer record on a free
+	// or read-held lock that readers wait for publishes the plain release '{key}' (RWL-24).
+	// Answers 1 if a record or a reservation of ARGV[1] was found, else 0.
 	static final RedisScript<Long> WITHDRAW = RedisScript.of("""
 			if redis.replicate_commands ~= nil then redis.replicate_commands() end
 			local removed = redis.call('ZREM', KEYS[2], ARGV[1])
-			if redis.call('GET', KEYS[1]) ~= '*' .. ARGV[1] then return removed end
+			local readerRemoved = redis.call('ZREM', KEYS[3], ARGV[1])
+			local holder = redis.call('GET', KEYS[1])
+			if holder ~= '*' .. ARGV[1] then
+				if removed == 1 and (not holder or holder == '~readers') then
+					local time = redis.call('TIME')
+					local now = string.format('(%d', tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
+					if redis.call('ZCOUNT', KEYS[2], now, '+inf') == 0 and redis.call('ZCOUNT', KEYS[3], now, '+inf') > 0 then
+						redis.call('PUBLISH', ARGV[2], KEYS[1])
+					end
+				end
+				return math.max(removed, readerRemoved)
+			end
 			""" + HAND_ON, Long.class);
+
+	// A read hold (RWL-20..22). Keys: {key}, {key}:fence, {key}:waiters, {key}:readers,
+	// {key}:readwait; ARGV: owner, ttl in ms, record duration in ms (0: try-once). Refused while
+	// the lock is held otherwise (answers -1 - its PTTL, or 0) or a live writer record exists
+	// (answers -1 - that record's remaining ms), then a waiting reader records itself in
+	// {key}:readwait. Else the entry '<generation>:<owner>' is scored with TIME + ttl in ms
+	// (a resend or join of a live entry only lengthens it, never shortens it: RWL-21; no ZADD GT,
+	// Redis 6.2+), the lock is '~readers' expiring with the
+	// latest entry, a free lock's older entries deleted first; answers the fence (stored from
+	// TIME in µs where it was gone), whose expiry is refreshed.
+	static final RedisScript<Long> ACQUIRE_SHARED = RedisScript.of("""
+			if redis.replicate_commands ~= nil then redis.replicate_commands() end
+			local owner = ARGV[1]
+			local recordFor = tonumber(ARGV[3])
+			local time = redis.call('TIME')
+			local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+			local holder = redis.call('GET', KEYS[1])
+			local fence = redis.call('GET', KEYS[2])
+			local refusal = nil
+			if holder and (holder ~= '~readers' or not fence) then
+				refusal = redis.call('PTTL', KEYS[1])
+			else
+				local writer = redis.call('ZREVRANGEBYSCORE', KEYS[3], '+inf', string.format('(%d', now),
+					'WITHSCORES', 'LIMIT', 0, 1)
+				if writer[1] then refusal = tonumber(writer[2]) - now end
+			end
+			if refusal then
+				if recordFor > 0 then
+					redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', string.format('%d', now))
+					redis.call('ZADD', KEYS[5], string.format('%d', now + recordFor), owner)
+					if redis.call('PTTL', KEYS[5]) < recordFor then redis.call('PEXPIRE', KEYS[5], ARGV[3]) end
+				end
+				if refusal < 0 then return 0 end
+				return -1 - refusal
+			end
+			if not holder then
+				redis.call('DEL', KEYS[4])
+				if not fence then
+					fence = string.format('%d', tonumber(time[1]) * 1000000 + tonumber(time[2]))
+				end
+				redis.call('SET', KEYS[2], fence, 'PX', FENCE_TTL_MILLIS)
+				redis.call('SET', KEYS[1], '~readers')
+			else
+				redis.call('PEXPIRE', KEYS[2], FENCE_TTL_MILLIS)
+				redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', string.format('%d', now))
+			end
+			local member = fence .. ':' .. owner
+			local old = redis.call('ZSCORE', KEYS[4], member)
+			if not old or tonumber(old) < now + tonumber(ARGV[2]) then
+				redis.call('ZADD', KEYS[4], string.format('%d', now + tonumber(ARGV[2])), member)
+			end
+			local top = redis.call('ZREVRANGE', KEYS[4], 0, 0, 'WITHSCORES')[2]
+			redis.call('PEXPIREAT', KEYS[1], top)
+			redis.call('PEXPIREAT', KEYS[4], top)
+			if recordFor > 0 then redis.call('ZREM', KEYS[5], owner) end
+			return tonumber(fence)
+			""".replace("FENCE_TTL_MILLIS", Long.toString(RedisLockBackend.FENCE_TTL_MILLIS)), Long.class);
+
+	// Renews read holds (RWL-25). Keys per hold i: {key} at 3i - 2, {key}:fence at 3i - 1,
+	// {key}:readers at 3i; ARGV: its owner at 2i - 1, its ttl in ms at 2i. A hold is renewed only
+	// while its entry is live in the lock's live group (the lock '~readers', the entry of the
+	// current fence); answers the indexes renewed.
+	@SuppressWarnings("rawtypes")
+	static final RedisScript<List> RENEW_SHARED = RedisScript.of("""
+			if redis.replicate_commands ~= nil then redis.replicate_commands() end
+			local time = redis.call('TIME')
+			local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+			local renewed = {}
+			for i = 1, #KEYS / 3 do
+				local lock, fence, readers = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+				local generation = redis.call('GET', fence)
+				if generation and redis.call('GET', lock) == '~readers' then
+					local member = generation .. ':' .. ARGV[2 * i - 1]
+					local score = redis.call('ZSCORE', readers, member)
+					if score and tonumber(score) > now then
+						redis.call('ZADD', readers, string.format('%d', now + tonumber(ARGV[2 * i])), member)
+						redis.call('ZREMRANGEBYSCORE', readers, '-inf', string.format('%d', now))
+						local top = redis.call('ZREVRANGE', readers, 0, 0, 'WITHSCORES')[2]
+						redis.call('PEXPIREAT', lock, top)
+						redis.call('PEXPIREAT', readers, top)
+						redis.call('PEXPIRE', fence, FENCE_TTL_MILLIS)
+						renewed[#renewed + 1] = i
+					end
+				end
+			end
+			return renewed
+			""".replace("FENCE_TTL_MILLIS", Long.toString(RedisLockBackend.FENCE_TTL_MILLIS)), List.class);
 
 	@SuppressWarnings("rawtypes")
 	static final RedisScript<List> RENEW = RedisScript.of("""

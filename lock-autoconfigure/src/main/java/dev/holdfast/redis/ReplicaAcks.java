@@ -12,7 +12,8 @@ import dev.holdfast.LockBackendException;
  * How many replicas must acknowledge an acquisition before it counts, and how long to wait
  * for them: after the acquire script, the backend sends {@code WAIT replicas timeout} on the
  * connection that wrote the lock. If fewer replicas acknowledged it in time, it releases the
- * lock and fails with {@link LockBackendException} (fail closed): a failover to a replica
+ * lock (not a read hold, which may be one from before: its owner releases it) and fails with
+ * {@link LockBackendException} (fail closed): a failover to a replica
  * that never received the lock then cannot let a second holder in. Renewals and releases are
  * not awaited. Redis answers nothing else on a connection while its {@code WAIT} runs, so
  * on Lettuce the acquisitions and their {@code WAIT}s run on at most four connections that
@@ -43,6 +44,16 @@ public record ReplicaAcks(int replicas, Duration timeout) {
 	LockBackendException shortfall(String key, long acknowledged, @Nullable Boolean released) {
 		String release = (released == null) ? "could not release it, it expires after its ttl"
 				: released ? "released it" : "it was gone already";
+		return shortfall(key, acknowledged, release);
+	}
+
+	/** The failure of a read hold that fewer replicas acknowledged: not released, its caller releases it (RWL-28). */
+	LockBackendException shortfall(String key, long acknowledged) {
+		return shortfall(key, acknowledged, "the read hold is not released (it may be one from before), its owner's "
+				+ "release or ttl ends it");
+	}
+
+	private LockBackendException shortfall(String key, long acknowledged, String release) {
 		return new LockBackendException("Redis acquire of lock '" + key + "': " + Math.max(acknowledged, 0)
 				+ " of " + this.replicas + " replica(s) acknowledged it within " + this.timeout.toMillis()
 				+ "ms (holdfast.redis.replicas-to-ack); " + release, null);

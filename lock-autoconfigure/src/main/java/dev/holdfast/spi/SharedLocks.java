@@ -22,7 +22,12 @@ public interface SharedLocks {
 	 * Takes a read hold of {@code key} for {@code owner}, in one round trip: granted when the key
 	 * is free or read-held and no writer waits for it (a waiting writer's live record refuses new
 	 * readers, also a join of a group that is live). A resend by the same owner answers as its
-	 * first run did.
+	 * first run did. (Redis: an owner whose entry is live is granted again, keeping its token, only
+	 * while no writer waits; a resend that finds a writer recorded since is refused as a join is,
+	 * and its entry lives until released or expired, so a caller refused with no hold under that
+	 * owner releases it.) A backend whose release names the next local waiter
+	 * ({@link WaiterHandoff#release(String, String, String)}) must be named only writers: a
+	 * reader drawn for a reservation could not claim it.
 	 * @param key the full backend key, the same as the exclusive lock's
 	 * @param owner a token unique to this read hold
 	 * @param ttl how long the hold lives unless renewed, by the backend's clock

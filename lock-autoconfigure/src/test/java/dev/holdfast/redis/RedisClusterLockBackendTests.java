@@ -32,6 +32,7 @@ import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AsyncLockBackend;
+import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.test.server.RedisCluster;
 import dev.holdfast.test.server.RedisServer;
@@ -177,6 +178,76 @@ abstract class RedisClusterLockBackendTests {
 		assertThat((Long) node.command("PTTL", "{" + prefix + ":0}")).isBetween(290_000L, 300_000L);
 		RedisServer thiefNode = cluster().primaryOf(RedisCluster.slot("{" + prefix + ":3}"));
 		assertThat((Long) thiefNode.command("PTTL", "{" + prefix + ":3}")).isBetween(1L, 10_000L);
+	}
+
+	@Test
+	void readHoldsLiveOnEveryPrimaryAndAreRenewedPerSlot() {
+		RedisLockBackend readers = newBackend();
+		RedisLockBackend others = newBackend();
+		String prefix = "cluster-read:" + UUID.randomUUID();
+		List<HeldLock> holds = new ArrayList<>();
+		Set<String> expected = new HashSet<>();
+		Set<Integer> slots = new HashSet<>();
+		Set<String> primaries = new HashSet<>();
+		for (int i = 0; i < 60; i++) {
+			String key = prefix + ":" + i;
+			assertThat(readers.tryAcquireShared(key, "r1", Duration.ofSeconds(10), Duration.ZERO).acquired()).isTrue();
+			assertThat(others.tryAcquireShared(key, "r2", Duration.ofSeconds(10), Duration.ZERO).acquired()).isTrue();
+			assertThat(others.tryAcquire(key, "w", Duration.ofSeconds(10)).acquired()).isFalse();
+			int slot = RedisCluster.slot("{" + key + "}");
+			slots.add(slot);
+			primaries.add(cluster().primaryOf(slot).address());
+			holds.add(new HeldLock(key, "r1", Duration.ofMinutes(5)));
+			expected.add(key);
+		}
+		assertThat(primaries).as("primaries that hold read locks").hasSize(3);
+		assertThat(readers.release(prefix + ":0", "r1")).isTrue();
+		expected.remove(prefix + ":0");
+		// Every primary has the script (the first call to a node may be refused NOSCRIPT, then sent in full).
+		readers.renewShared(holds);
+		long before = scriptCalls();
+		assertThat(readers.renewShared(holds)).isEqualTo(expected);
+		assertThat(scriptCalls() - before).as("script calls for %d holds in %d slots", holds.size(), slots.size())
+			.isEqualTo(slots.size());
+		String key = prefix + ":1";
+		RedisServer node = cluster().primaryOf(RedisCluster.slot("{" + key + "}"));
+		assertThat((Long) node.command("PTTL", "{" + key + "}")).isBetween(290_000L, 300_000L);
+		ClusterLocks.BackendLock lock = readers.lock(key);
+		assertThat(lock).isNotNull();
+		assertThat(lock.instance()).isEqualTo("2 readers");
+		assertThat(readers.forceRelease(key, null)).isTrue();
+		assertThat(others.release(key, "r2")).as("the group ended").isFalse();
+		assertThat(others.tryAcquire(key, "w", Duration.ofSeconds(10)).acquired()).isTrue();
+	}
+
+	@Test
+	void readHoldsOfASlotHalfMovedAreRenewedOneByOne() {
+		RedisLockBackend readers = newBackend();
+		String moved = "cluster-read-move:" + UUID.randomUUID();
+		int slot = RedisCluster.slot("{" + moved + "}");
+		String stays;
+		do {
+			stays = "cluster-read-move:" + UUID.randomUUID();
+		}
+		while (RedisCluster.slot("{" + stays + "}") != slot);
+		for (String key : List.of(moved, stays)) {
+			assertThat(readers.tryAcquireShared(key, "r", Duration.ofSeconds(10), Duration.ZERO).acquired()).isTrue();
+		}
+		RedisServer source = cluster().primaryOf(slot);
+		RedisServer target = cluster().primaries().stream().filter((node) -> node != source).findFirst().orElseThrow();
+		String slotText = Integer.toString(slot);
+		target.command("CLUSTER", "SETSLOT", slotText, "IMPORTING", cluster().id(source));
+		source.command("CLUSTER", "SETSLOT", slotText, "MIGRATING", cluster().id(target));
+		// One hold's keys moved, the other's not: a call over both is refused (TRYAGAIN).
+		source.command("MIGRATE", "127.0.0.1", Integer.toString(target.port()), "", "0", "5000", "KEYS",
+				"{" + moved + "}", "{" + moved + "}:fence", "{" + moved + "}:readers");
+		List<HeldLock> holds = List.of(new HeldLock(moved, "r", Duration.ofMinutes(5)),
+				new HeldLock(stays, "r", Duration.ofMinutes(5)));
+		assertThat(readers.renewShared(holds)).containsExactlyInAnyOrder(moved, stays);
+		cluster().migrateSlot(slot, target, 100, () -> {
+		});
+		assertThat(readers.renewShared(holds)).containsExactlyInAnyOrder(moved, stays);
+		assertThat((Long) target.command("PTTL", "{" + stays + "}")).isBetween(290_000L, 300_000L);
 	}
 
 	@Test

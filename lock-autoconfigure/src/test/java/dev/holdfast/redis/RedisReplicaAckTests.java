@@ -88,6 +88,42 @@ class RedisReplicaAckTests {
 	}
 
 	@ParameterizedTest
+	@ValueSource(strings = { "lettuce", "lettuce-unshared", "jedis" })
+	void readHoldThatNoReplicaAcknowledgesFailsAndIsLeftToItsOwnersRelease(String client) throws Exception {
+		RedisLockBackend backend = backend(client, new ReplicaAcks(1, Duration.ofMillis(200)));
+		String key = "ack:" + UUID.randomUUID();
+		assertThat(backend.tryAcquireShared(key, "first", Duration.ofSeconds(10), Duration.ZERO).acquired()).isTrue();
+		assertThat(replica.command("ZCARD", "{" + key + "}:readers")).as("the entry on the replica").isEqualTo(1L);
+		replica.pause();
+		assertThat(primary.command("ZCARD", "{" + key + "}:readers")).isEqualTo(1L);
+		assertThatExceptionOfType(LockBackendException.class)
+			.isThrownBy(() -> backend.tryAcquireShared(key, "second", Duration.ofSeconds(10), Duration.ZERO))
+			.withMessageContaining("0 of 1 replica(s) acknowledged it within 200ms")
+			.withMessageContaining("not released");
+		assertThat(primary.command("ZCARD", "{" + key + "}:readers")).as("the second reader's entry, left")
+			.isEqualTo(2L);
+		assertThat(backend.release(key, "second")).as("its owner releases it").isTrue();
+		assertThat(primary.command("ZCARD", "{" + key + "}:readers")).isEqualTo(1L);
+	}
+
+	@ParameterizedTest
+	@ValueSource(strings = { "lettuce", "lettuce-unshared", "jedis" })
+	void aJoinThatNoReplicaAcknowledgesLeavesTheHoldItJoined(String client) throws Exception {
+		RedisLockBackend backend = backend(client, new ReplicaAcks(1, Duration.ofMillis(200)));
+		String key = "ack:" + UUID.randomUUID();
+		assertThat(backend.tryAcquireShared(key, "first", Duration.ofSeconds(10), Duration.ZERO).acquired()).isTrue();
+		assertThat(replica.command("ZCARD", "{" + key + "}:readers")).as("the entry on the replica").isEqualTo(1L);
+		replica.pause();
+		assertThatExceptionOfType(LockBackendException.class)
+			.isThrownBy(() -> backend.tryAcquireShared(key, "first", Duration.ofSeconds(10), Duration.ZERO))
+			.withMessageContaining("0 of 1 replica(s) acknowledged it within 200ms");
+		assertThat(primary.command("ZCARD", "{" + key + "}:readers")).as("the joined hold's entry, kept")
+			.isEqualTo(1L);
+		assertThat(primary.command("EXISTS", "{" + key + "}")).as("still read-held").isEqualTo(1L);
+		assertThat(backend.tryAcquire(key, "writer", Duration.ofSeconds(10)).acquired()).as("no writer in").isFalse();
+	}
+
+	@ParameterizedTest
 	@ValueSource(strings = { "lettuce", "jedis" })
 	void moreReplicasThanThereAreFailEveryAcquisition(String client) throws Exception {
 		RedisLockBackend backend = backend(client, new ReplicaAcks(2, Duration.ofMillis(100)));

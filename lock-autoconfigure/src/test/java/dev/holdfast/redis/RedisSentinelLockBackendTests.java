@@ -78,17 +78,38 @@ class RedisSentinelLockBackendTests {
 			.satisfies(Lease::close);
 	}
 
+	@ParameterizedTest
+	@ValueSource(strings = { "lettuce", "jedis" })
+	void readHoldsThroughSentinelAreOnTheReplicaAndKeepAWriterOut(String client) {
+		RedisLockBackend backend = backend(client, new ReplicaAcks(1, Duration.ofSeconds(1)));
+		String key = "sentinel-read-" + UUID.randomUUID();
+		Duration ttl = Duration.ofSeconds(10);
+		long token = backend.tryAcquireShared(key, "r1", ttl, Duration.ZERO).fencingToken();
+		assertThat(backend.tryAcquireShared(key, "r2", ttl, Duration.ZERO).fencingToken()).isEqualTo(token);
+		assertThat(sentinels.servers().get(1).command("ZCARD", "{" + key + "}:readers"))
+			.as("both entries on the replica, acknowledged")
+			.isEqualTo(2L);
+		assertThat(backend.tryAcquire(key, "w", ttl).acquired()).isFalse();
+		assertThat(backend.release(key, "r1")).isTrue();
+		assertThat(backend.release(key, "r2")).isTrue();
+		assertThat(backend.tryAcquire(key, "w", ttl).fencingToken()).isGreaterThan(token);
+	}
+
 	private DefaultLockTemplate template(String client, ReplicaAcks acks) {
+		DefaultLockTemplate template = new DefaultLockTemplate(backend(client, acks),
+				LockSettings.defaults().withPollInterval(Duration.ofMillis(200)));
+		this.closeAfterTest.add(template);
+		return template;
+	}
+
+	private RedisLockBackend backend(String client, ReplicaAcks acks) {
 		RedisConnectionFactory factory = client.equals("jedis") ? RedisClients.jedisSentinelConnectionFactory(sentinels)
 				: RedisClients.sentinelConnectionFactory(sentinels);
 		factories.add(factory);
 		RedisLockBackend backend = RedisLockBackend.of(factory, RedisLockBackend.DEFAULT_CHANNEL, acks);
 		assertThat(backend instanceof AsyncLockBackend).isEqualTo(client.equals("lettuce"));
 		this.closeAfterTest.add(backend);
-		DefaultLockTemplate template = new DefaultLockTemplate(backend,
-				LockSettings.defaults().withPollInterval(Duration.ofMillis(200)));
-		this.closeAfterTest.add(template);
-		return template;
+		return backend;
 	}
 
 }
