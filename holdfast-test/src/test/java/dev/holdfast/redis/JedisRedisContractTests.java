@@ -52,7 +52,7 @@ class JedisRedisContractTests extends LockBackendContractTests implements Leader
 	/** No SharedLocks on this branch: READ is refused naming the backend (RWL-9); true once it gives read holds. */
 	@Override
 	public boolean expectsReadHolds() {
-		return false;
+		return true;
 	}
 
 }

@@ -66,7 +66,7 @@ class RedisContractTests extends LockBackendContractTests
 	/** No SharedLocks on this branch: READ is refused naming the backend (RWL-9); true once it gives read holds. */
 	@Override
 	public boolean expectsReadHolds() {
-		return false;
+		return true;
 	}
 
 }

@@ -47,7 +47,7 @@ class RedisPooledContractTests extends LockBackendContractTests {
 	/** No SharedLocks on this branch: READ is refused naming the backend (RWL-9); true once it gives read holds. */
 	@Override
 	public boolean expectsReadHolds() {
-		return false;
+		return true;
 	}
 
 }

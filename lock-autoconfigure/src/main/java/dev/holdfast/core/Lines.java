@@ -118,11 +118,21 @@ final class Lines implements AutoCloseable {
 		return this.lines.containsKey(key);
 	}
 
-	/** The owner of the head of {@code key}'s line, the waiter a release names: {@code null} if none. */
+	/**
+	 * The owner of the head of {@code key}'s line, the waiter a release names: {@code null} if none,
+	 * or if the head asks for a read hold, which cannot claim a reservation (RWL-8).
+	 */
 	@Nullable String nextOwner(String key) {
 		Line line = this.lines.get(key);
 		Acquisition head = (line != null) ? line.head : null;
-		return (head != null) ? head.owner : null;
+		return (head != null && !head.shared) ? head.owner : null;
+	}
+
+	/** Whether the head of {@code key}'s line asks for the lock itself, not a read hold (RWL-8). */
+	boolean wantedByWriter(String key) {
+		Line line = this.lines.get(key);
+		Acquisition head = (line != null) ? line.head : null;
+		return head != null && !head.shared;
 	}
 
 	/** Wakes the head of {@code key}'s line, if any. */

@@ -147,7 +147,7 @@ final class Releases {
 			if (this.handoff != null) {
 				released = this.handoff.release(key, lease.owner(), this.lines.nextOwner(key));
 			}
-			else if (this.drawing != null && this.lines.wanted(key) && this.lines.hasSubscription()
+			else if (this.drawing != null && this.lines.wantedByWriter(key) && this.lines.hasSubscription()
 					&& this.drawing.drawsNextInstance()) {
 				released = this.drawing.releaseWanted(key, lease.owner());
 			}

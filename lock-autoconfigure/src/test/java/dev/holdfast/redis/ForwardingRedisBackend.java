@@ -14,6 +14,7 @@ import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.SharedLocks;
 import dev.holdfast.spi.WaiterHandoff;
 
 /**
@@ -22,7 +23,7 @@ import dev.holdfast.spi.WaiterHandoff;
  * template's waiters record themselves and its releases hand on as in production.
  */
 class ForwardingRedisBackend
-		implements AsyncLockBackend, LeaseRenewal, WaiterHandoff, ReleaseEvents, AutoCloseable {
+		implements AsyncLockBackend, LeaseRenewal, WaiterHandoff, ReleaseEvents, SharedLocks, AutoCloseable {
 
 	final RedisLockBackend delegate;
 
@@ -41,6 +42,16 @@ class ForwardingRedisBackend
 	@Override
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
 		return this.delegate.tryAcquire(key, owner, ttl);
+	}
+
+	@Override
+	public AcquireResult tryAcquireShared(String key, String owner, Duration ttl, Duration recordFor) {
+		return this.delegate.tryAcquireShared(key, owner, ttl, recordFor);
+	}
+
+	@Override
+	public Set<String> renewShared(Collection<HeldLock> holds) {
+		return this.delegate.renewShared(holds);
 	}
 
 	@Override
