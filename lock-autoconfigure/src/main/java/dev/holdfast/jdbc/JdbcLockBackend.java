@@ -32,6 +32,7 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.KeySetAcquisition;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.SharedLocks;
 import dev.holdfast.spi.TickClaims;
 
 /**
@@ -70,6 +71,8 @@ import dev.holdfast.spi.TickClaims;
  * tokens increase strictly while the row exists. A deleted row (swept, or by an operator) restarts
  * at the clock, above every token issued more than the sweep delay ago (ten query timeouts at
  * least), unless the database clock steps backwards (docs/decisions/0025).</li>
+ * <li><b>Read holds</b> ({@link SharedLocks}): rows beside the record, each operation one transaction
+ * that locks the record first ({@link JdbcSharedLocks}, RWL-30 to RWL-39).</li>
  * <li><b>Several keys</b>: one statement on PostgreSQL ({@link PostgresKeySets}), MKY-6.</li>
  * <li><b>Tick claims</b> ({@link TickClaims}): a job's last claimed tick is the row at the job's
  * lock key followed by {@value #TICK_SUFFIX} (lock keys have no <code>{</code>), with an empty owner
@@ -88,7 +91,7 @@ import dev.holdfast.spi.TickClaims;
  */
 public class JdbcLockBackend
 		implements LockBackend, LeaseRenewal, AnnouncedReleases, BackendHealth, TickClaims, ClusterLocks, KeySetAcquisition,
-		AutoCloseable {
+		SharedLocks, AutoCloseable {
 
 	/** The table used unless another is configured. */
 	public static final String DEFAULT_TABLE_NAME = "holdfast_lock";
@@ -125,6 +128,8 @@ public class JdbcLockBackend
 	private volatile BooleanSupplier localFirst = () -> ThreadLocalRandom.current().nextBoolean();
 
 	private final PostgresReleaseEvents releaseEvents;
+
+	private final JdbcSharedLocks shared;
 
 	/** Whether releases draw the next instance on PostgreSQL; set before the first statement. */
 	private volatile boolean fairHandoff = true;
@@ -168,6 +173,7 @@ public class JdbcLockBackend
 		this.connections = new JdbcConnections(dataSource, this.tableName, queryTimeout, this.instance);
 		this.sweeper = new JdbcSweeper(this.connections, JdbcSweeper.validate(sweepAfter, queryTimeout));
 		this.releaseEvents = new PostgresReleaseEvents(this.connections, this.instance);
+		this.shared = new JdbcSharedLocks(this.connections);
 	}
 
 	/**
@@ -263,6 +269,24 @@ public class JdbcLockBackend
 				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, this.connections.holder()));
 	}
 
+	/** A read hold, in one transaction that locks the record row first (RWL-30). */
+	@Override
+	public AcquireResult tryAcquireShared(String key, String owner, Duration ttl, Duration recordFor) {
+		checkLockKey(key);
+		return this.shared.tryAcquire(key, owner, ttl, recordFor);
+	}
+
+	/** The plain attempt; refused, it stamps a waiting writer if the key is read-held (RWL-34). */
+	@Override
+	public AcquireResult tryAcquireAsWaitingWriter(String key, String owner, Duration ttl, Duration recordFor) {
+		return this.shared.stampIfRefused(tryAcquire(key, owner, ttl), key, recordFor);
+	}
+
+	@Override
+	public Set<String> renewShared(Collection<HeldLock> holds) {
+		return this.shared.renew(holds);
+	}
+
 	/** On PostgreSQL, once the first statement told which database this is (MKY-6). */
 	@Override
 	public boolean acquiresKeySets() {
@@ -307,7 +331,7 @@ public class JdbcLockBackend
 
 	private boolean release(String key, String owner, JdbcConnections.SqlWork<Boolean> release) {
 		Assert.hasLength(owner, "'owner' must not be empty");
-		boolean released = this.connections.execute("release lock", key, release);
+		boolean released = this.connections.execute("release lock", key, release) || this.shared.release(key, owner);
 		this.sweeper.released();
 		return released;
 	}

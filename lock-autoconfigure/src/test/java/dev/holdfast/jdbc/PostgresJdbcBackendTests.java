@@ -28,7 +28,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * {@link JdbcLockBackend} on a real PostgreSQL server.
  */
-class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
+class PostgresJdbcBackendTests extends AbstractJdbcSharedLocksTests {
 
 	@BeforeAll
 	static void createSchema() {
