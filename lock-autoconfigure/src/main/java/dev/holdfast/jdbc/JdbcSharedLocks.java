@@ -1,8 +1,5 @@
 package dev.holdfast.jdbc;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -12,7 +9,6 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashSet;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Set;
 
@@ -45,16 +41,6 @@ final class JdbcSharedLocks {
 	/** What a reader refused by a writer writes on PostgreSQL: a mark that announces and names no instance. */
 	static final String READER_MARK = "*[~~~~~~~~~~~~]";
 
-	private static final String READER_PREFIX = "{r}";
-
-	private static final String STAMP_PREFIX = "{w}";
-
-	/** Hexadecimal digits of each hash in a reader row's key. */
-	private static final int HASH_DIGITS = 32;
-
-	/** The length of a reader row's key. */
-	static final int READER_KEY_LENGTH = READER_PREFIX.length() + 2 * HASH_DIGITS;
-
 	private final JdbcConnections connections;
 
 	JdbcSharedLocks(JdbcConnections connections) {
@@ -72,7 +58,7 @@ final class JdbcSharedLocks {
 
 	private AcquireResult acquire(JdbcLockDialect dialect, Connection c, String key, String owner, long ttlMicros,
 			boolean waits, String holder) throws SQLException {
-		String readerKey = readerKey(key, owner);
+		String readerKey = JdbcKeys.readerKey(key, owner);
 		Rows rows = lockAndRead(dialect, c, key, holder, readerKey);
 		Row record = rows.record;
 		long now = rows.now;
@@ -118,7 +104,7 @@ final class JdbcSharedLocks {
 	 * sets the record's expiry to the latest of the live readers'. Whether the hold was live.
 	 */
 	boolean release(String key, String owner) {
-		String readerKey = readerKey(key, owner);
+		String readerKey = JdbcKeys.readerKey(key, owner);
 		return this.connections.execute("release a read hold of", key, (dialect, c) -> {
 			if (read(dialect, c, readerKey) == null) {
 				return false; // not a reader either: one plain read, no transaction
@@ -165,7 +151,7 @@ final class JdbcSharedLocks {
 				(dialect, c) -> inTransaction(c, dialect, () -> {
 					Set<String> renewed = new HashSet<>();
 					for (HeldLock hold : sorted) {
-						String readerKey = readerKey(hold.key(), hold.owner());
+						String readerKey = JdbcKeys.readerKey(hold.key(), hold.owner());
 						Rows rows = lockAndRead(dialect, c, hold.key(), holder, readerKey);
 						Row record = rows.record;
 						long expiresAt = rows.now + hold.ttl().toMillis() * 1000;
@@ -195,7 +181,7 @@ final class JdbcSharedLocks {
 
 	private void stampWaitingWriter(String key, long recordForMicros) {
 		String holder = this.connections.holder();
-		String stampKey = stampKey(key);
+		String stampKey = JdbcKeys.stampKey(key);
 		this.connections.execute("record a waiting writer of", key, (dialect, c) -> inTransaction(c, dialect, () -> {
 			Rows rows = lockAndRead(dialect, c, key, holder, stampKey);
 			Row record = rows.record;
@@ -228,7 +214,7 @@ final class JdbcSharedLocks {
 		Row record = null;
 		Row stamp = null;
 		Row other = null;
-		String stampKey = stampKey(key);
+		String stampKey = JdbcKeys.stampKey(key);
 		try (PreparedStatement ps = dialect.prepare(c, "SELECT lock_key, owner_token, fence, expires_at, holder"
 				+ ((clock != null) ? ", " + clock : "") + " FROM " + dialect.table + " WHERE lock_key IN (?, ?, ?)")) {
 			ps.setString(1, key);
@@ -297,38 +283,14 @@ final class JdbcSharedLocks {
 	 * ignores punctuation may sort other keys inside the range.
 	 */
 	private static final String READERS_OF = "lock_key >= ? AND lock_key < ? AND SUBSTRING(lock_key FROM 1 FOR "
-			+ (READER_PREFIX.length() + HASH_DIGITS) + ") = ?";
+			+ JdbcKeys.readerPrefix("").length() + ") = ?";
 
 	private static int bindReadersOf(PreparedStatement ps, String key) throws SQLException {
-		String prefix = READER_PREFIX + hash(key);
+		String prefix = JdbcKeys.readerPrefix(key);
 		ps.setString(1, prefix);
 		ps.setString(2, prefix + "g"); // after every hexadecimal digit
 		ps.setString(3, prefix);
 		return 4;
-	}
-
-	/** Whether {@code key} is a reader's or a stamp's row, not a lock's: lock keys have no brace. */
-	static boolean isSharedRow(String key) {
-		return key.startsWith(READER_PREFIX) || key.startsWith(STAMP_PREFIX);
-	}
-
-	static String readerKey(String key, String owner) {
-		return READER_PREFIX + hash(key) + hash(owner);
-	}
-
-	static String stampKey(String key) {
-		return STAMP_PREFIX + hash(key);
-	}
-
-	/** The first {@value #HASH_DIGITS} hexadecimal digits of the SHA-256 of {@code text}. */
-	private static String hash(String text) {
-		try {
-			byte[] digest = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
-			return HexFormat.of().formatHex(digest, 0, HASH_DIGITS / 2);
-		}
-		catch (NoSuchAlgorithmException ex) {
-			throw new IllegalStateException(ex);
-		}
 	}
 
 	private static String truncate(String holder) {

@@ -187,7 +187,7 @@ abstract class AbstractJdbcSharedLocksTests extends AbstractJdbcBackendTests {
 		String old = owner();
 		assertThat(read(a, key, old).acquired()).isTrue();
 		JdbcTemplate operator = new JdbcTemplate(dataSource());
-		String readerKey = JdbcSharedLocks.readerKey(key, old);
+		String readerKey = JdbcKeys.readerKey(key, old);
 		// as a sweep of the record, and of every other reader row of the key but this one, would
 		operator.update("DELETE FROM holdfast_lock WHERE lock_key = ?", key);
 		String next = owner();
@@ -196,7 +196,7 @@ abstract class AbstractJdbcSharedLocksTests extends AbstractJdbcBackendTests {
 		operator.update("DELETE FROM holdfast_lock WHERE lock_key = ?", readerKey);
 		operator.update("INSERT INTO holdfast_lock (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
 				+ " SELECT ?, ?, fence - 1, expires_at, acquired_at, holder FROM holdfast_lock WHERE lock_key = ?",
-				readerKey, old, JdbcSharedLocks.readerKey(key, next));
+				readerKey, old, JdbcKeys.readerKey(key, next));
 		assertThat(a.renewShared(List.of(new HeldLock(key, old, TTL)))).isEmpty();
 		assertThat(a.release(key, next)).isTrue();
 		assertThat(a.tryAcquire(key, owner(), TTL).acquired()).as("the old reader holds nothing").isTrue();
@@ -266,13 +266,13 @@ abstract class AbstractJdbcSharedLocksTests extends AbstractJdbcBackendTests {
 		String gone = key();
 		String r2 = owner();
 		assertThat(a.tryAcquireShared(gone, r2, TTL, Duration.ZERO).acquired()).isTrue();
-		String goneReader = JdbcSharedLocks.readerKey(gone, r2);
+		String goneReader = JdbcKeys.readerKey(gone, r2);
 		operator.update("UPDATE " + table + " SET fence = fence - ?, expires_at = expires_at - ? - ? WHERE lock_key = ?",
 				twoHours, twoHours, TTL.toMillis() * 1000, goneReader);
 
 		assertThat(a.sweeper().sweep()).isOne();
 		assertThat(operator.queryForList("SELECT lock_key FROM " + table, String.class))
-			.containsExactlyInAnyOrder(live, JdbcSharedLocks.readerKey(live, r1), gone);
+			.containsExactlyInAnyOrder(live, JdbcKeys.readerKey(live, r1), gone);
 		assertThat(a.tryAcquire(live, owner(), TTL).acquired()).isFalse();
 		assertThat(a.release(live, r1)).isTrue();
 		assertThat(a.tryAcquire(live, owner(), TTL).acquired()).isTrue();
