@@ -38,7 +38,7 @@ final class JdbcClusterLocks {
 			statement.setMaxRows(max + 1);
 			statement.setString(1, likeEscaped(prefix) + "%");
 			statement.setLong(2, now);
-			statement.setString(3, "{%"); // reader rows (RWL-38); tick records and stamps have no owner
+			statement.setString(3, "{%"); // reader rows (RWL-36); tick records and stamps have no owner
 			try (ResultSet rows = statement.executeQuery()) {
 				while (rows.next()) {
 					locks.add(new BackendLock(rows.getString(1), InstanceNames.of(rows.getString(2)), rows.getLong(3),
@@ -77,7 +77,6 @@ final class JdbcClusterLocks {
 			statement.setQueryTimeout(dialect.queryTimeoutSeconds);
 			statement.setString(1, record);
 			statement.setLong(2, now);
-			statement.setString(3, "{%"); // reader rows (RWL-38); tick records and stamps have no owner
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next() ? Instant.EPOCH.plus(rows.getLong(1), ChronoUnit.MICROS) : null;
 			}

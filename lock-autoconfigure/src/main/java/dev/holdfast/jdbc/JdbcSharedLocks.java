@@ -1,11 +1,14 @@
 package dev.holdfast.jdbc;
 
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -22,11 +25,12 @@ import dev.holdfast.spi.HeldLock;
 /**
  * Read holds in the lock table (decision 0048, RWL-30 to RWL-39), without a schema change. While a
  * key is read-held its record row is owned by {@value #READERS}, expires at the latest expiry of
- * its live readers and keeps its fence. Each reader is a row of its own, key
+ * its live readers and keeps the fence it took when the group formed, one past the previous
+ * (RWL-35). Each reader is a row of its own, key
  * <code>{r}&lt;hash of the key&gt;&lt;hash of the owner&gt;</code>, owner the reader's, expiry its
- * lease, {@code fence} the group's generation (the record's fence when the group formed); it
- * counts only while the record is {@value #READERS} with that fence and its own expiry is ahead. A
- * waiting writer's stamp is the row <code>{w}&lt;hash of the key&gt;</code>, owner empty, until
+ * lease, {@code fence} the group's generation (the record's fence); it counts only while the
+ * record is {@value #READERS} with that fence and its own expiry is ahead. A waiting writer's
+ * stamp is the row <code>{w}&lt;hash of the key&gt;</code>, owner empty, until
  * when it lives, and the record's fence it was written under: it refuses readers only while the
  * record keeps that fence. Lock keys have no brace, so no such row meets a lock's record.
  * <p>
@@ -40,6 +44,13 @@ final class JdbcSharedLocks {
 
 	/** What a reader refused by a writer writes on PostgreSQL: a mark that announces and names no instance. */
 	static final String READER_MARK = "*[~~~~~~~~~~~~]";
+
+	/**
+	 * The order a renewal locks records in: unsigned UTF-8 bytes, as PostgreSQL's {@code COLLATE "C"}
+	 * of the several-key statement (MKY-6); {@code String.compareTo} (UTF-16) differs above U+FFFF.
+	 */
+	static final Comparator<String> KEY_ORDER = (a, b) -> Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8),
+			b.getBytes(StandardCharsets.UTF_8));
 
 	private final JdbcConnections connections;
 
@@ -64,13 +75,20 @@ final class JdbcSharedLocks {
 		long now = rows.now;
 		boolean live = record.expiresAt > now;
 		boolean group = live && READERS.equals(record.owner);
-		Row own = rows.own;
-		if (group && own != null && own.owner.equals(owner) && own.fence == record.fence && own.expiresAt > now) {
-			return AcquireResult.acquired(record.fence); // a resend answers as its first run did
-		}
 		Row stamp = rows.stamp;
 		if (stamp != null && stamp.expiresAt > now && stamp.fence == record.fence && (group || !live)) {
 			return AcquireResult.held(JdbcLockDialect.remainingMillis(stamp.expiresAt - now));
+		}
+		Row own = rows.own;
+		long expiresAt = now + ttlMicros;
+		if (group && own != null && own.owner.equals(owner) && own.fence == record.fence && own.expiresAt > now) {
+			// a join or a resend: the owner's lease and the record reach now + ttl, never lowered (RWL-31)
+			if (own.expiresAt < expiresAt) {
+				dialect.update(c, "UPDATE " + dialect.table + " SET expires_at = ? WHERE lock_key = ?", expiresAt, readerKey);
+				dialect.update(c, "UPDATE " + dialect.table + " SET expires_at = ? WHERE lock_key = ? AND expires_at < ?",
+						expiresAt, key, expiresAt);
+			}
+			return AcquireResult.acquired(record.fence);
 		}
 		if (live && !group) {
 			if (waits && dialect instanceof PostgreSqlDialect && !record.holder.startsWith(PostgreSqlDialect.MARK)
@@ -80,7 +98,7 @@ final class JdbcSharedLocks {
 			}
 			return AcquireResult.held(JdbcLockDialect.remainingMillis(record.expiresAt - now));
 		}
-		long expiresAt = now + ttlMicros;
+		long fence = group ? record.fence : record.fence + 1;
 		if (group) {
 			if (own != null) {
 				dialect.update(c, "DELETE FROM " + dialect.table + " WHERE lock_key = ?", readerKey);
@@ -90,12 +108,13 @@ final class JdbcSharedLocks {
 		}
 		else {
 			deleteReaders(dialect, c, key);
-			dialect.update(c, "UPDATE " + dialect.table + " SET owner_token = ?, expires_at = ?, acquired_at = ?,"
-					+ " holder = ? WHERE lock_key = ?", READERS, expiresAt, now, holder, key);
+			// a new generation: an ended group's reader that comes back gets a new token (RWL-35)
+			dialect.update(c, "UPDATE " + dialect.table + " SET owner_token = ?, fence = ?, expires_at = ?,"
+					+ " acquired_at = ?, holder = ? WHERE lock_key = ?", READERS, fence, expiresAt, now, holder, key);
 		}
 		dialect.update(c, "INSERT INTO " + dialect.table + " (lock_key, owner_token, fence, expires_at, acquired_at,"
-				+ " holder) VALUES (?, ?, ?, ?, ?, ?)", readerKey, owner, record.fence, expiresAt, now, holder);
-		return AcquireResult.acquired(record.fence);
+				+ " holder) VALUES (?, ?, ?, ?, ?, ?)", readerKey, owner, fence, expiresAt, now, holder);
+		return AcquireResult.acquired(fence);
 	}
 
 	/**
@@ -145,7 +164,7 @@ final class JdbcSharedLocks {
 			return Set.of();
 		}
 		List<HeldLock> sorted = new ArrayList<>(holds);
-		sorted.sort(Comparator.comparing(HeldLock::key));
+		sorted.sort(Comparator.comparing(HeldLock::key, KEY_ORDER));
 		String holder = this.connections.holder();
 		return this.connections.execute("renew " + holds.size() + " read hold(s)", null,
 				(dialect, c) -> inTransaction(c, dialect, () -> {
@@ -298,19 +317,21 @@ final class JdbcSharedLocks {
 	}
 
 	/**
-	 * Runs {@code work} in one transaction at {@code READ COMMITTED} (MySQL and MariaDB are switched
-	 * for it: their default {@code REPEATABLE READ} would lock gaps of the readers' key range),
-	 * rolled back if it throws; the connection goes back to autocommit.
+	 * Runs {@code work} in one transaction at {@code READ COMMITTED} (on MySQL and MariaDB, whose
+	 * default {@code REPEATABLE READ} would lock gaps of the readers' key range, one
+	 * {@code SET TRANSACTION}, which sets the next transaction's level only), rolled back if it
+	 * throws; the connection goes back to autocommit.
 	 */
 	private static <T> @Nullable T inTransaction(Connection c, JdbcLockDialect dialect, Transaction<T> work)
 			throws SQLException {
-		int isolation = (dialect instanceof MySqlDialect) ? c.getTransactionIsolation() : -1;
-		boolean switchIsolation = isolation >= 0 && isolation != Connection.TRANSACTION_READ_COMMITTED;
-		if (switchIsolation) {
-			c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
-		}
 		c.setAutoCommit(false);
 		try {
+			if (dialect instanceof MySqlDialect) {
+				try (Statement statement = c.createStatement()) {
+					statement.setQueryTimeout(dialect.queryTimeoutSeconds);
+					statement.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+				}
+			}
 			T result = work.run();
 			c.commit();
 			return result;
@@ -327,9 +348,6 @@ final class JdbcSharedLocks {
 		finally {
 			if (!c.isClosed()) {
 				c.setAutoCommit(true);
-				if (switchIsolation) {
-					c.setTransactionIsolation(isolation);
-				}
 			}
 		}
 	}

@@ -59,6 +59,80 @@ abstract class AbstractJdbcSharedLocksTests extends AbstractJdbcBackendTests {
 	}
 
 	@Test
+	void aJoinWithALongerTtlKeepsAWriterOutPastTheFirstExpiry() {
+		JdbcLockBackend a = newBackend();
+		JdbcLockBackend b = newBackend();
+		String key = key();
+		String reader = owner();
+		AcquireResult first = a.tryAcquireShared(key, reader, Duration.ofSeconds(1), Duration.ZERO);
+		AcquireResult join = a.tryAcquireShared(key, reader, TTL, Duration.ZERO);
+		assertThat(join.acquired()).isTrue();
+		assertThat(join.fencingToken()).isEqualTo(first.fencingToken());
+		AcquireResult refused = b.tryAcquire(key, owner(), TTL);
+		assertThat(refused.acquired()).isFalse();
+		assertThat(refused.holderRemainingMillis()).as("the record follows the join").isGreaterThan(TTL.toMillis() - 5_000);
+		long rowTtl = new JdbcTemplate(dataSource()).queryForObject("SELECT expires_at - acquired_at FROM holdfast_lock"
+				+ " WHERE lock_key = ?", Long.class, JdbcKeys.readerKey(key, reader));
+		assertThat(rowTtl).as("the owner's row follows the join").isGreaterThan((TTL.toMillis() - 5_000) * 1000);
+		assertThat(a.release(key, reader)).isTrue();
+		assertThat(b.tryAcquire(key, owner(), TTL).acquired()).isTrue();
+	}
+
+	@Test
+	void aJoinWithAShorterTtlLowersNoExpiry() {
+		JdbcLockBackend a = newBackend();
+		JdbcLockBackend b = newBackend();
+		String key = key();
+		String reader = owner();
+		assertThat(read(a, key, reader).acquired()).isTrue();
+		JdbcTemplate operator = new JdbcTemplate(dataSource());
+		String sql = "SELECT expires_at FROM holdfast_lock WHERE lock_key = ?";
+		String readerKey = JdbcKeys.readerKey(key, reader);
+		Long before = operator.queryForObject(sql, Long.class, readerKey);
+		assertThat(a.tryAcquireShared(key, reader, Duration.ofSeconds(1), Duration.ZERO).acquired()).isTrue();
+		assertThat(operator.queryForObject(sql, Long.class, readerKey)).isEqualTo(before);
+		assertThat(operator.queryForObject(sql, Long.class, key)).isEqualTo(before);
+		assertThat(b.tryAcquire(key, owner(), TTL).holderRemainingMillis()).isGreaterThan(TTL.toMillis() - 5_000);
+	}
+
+	@Test
+	void aJoinByTheSameOwnerIsRefusedWhileAWritersStampLives() {
+		JdbcLockBackend readers = newBackend();
+		JdbcLockBackend writers = newBackend();
+		String key = key();
+		String reader = owner();
+		assertThat(read(readers, key, reader).acquired()).isTrue();
+		assertThat(writers.tryAcquireAsWaitingWriter(key, owner(), TTL, Duration.ofSeconds(20)).acquired()).isFalse();
+		AcquireResult join = read(readers, key, reader);
+		assertThat(join.acquired()).as("writer preference holds for the lease's own owner").isFalse();
+		assertThat(join.holderRemainingMillis()).isBetween(10_000L, 20_000L);
+	}
+
+	@Test
+	void aJoinAfterAForcedReleaseAnswersANewToken() {
+		JdbcLockBackend a = newBackend();
+		JdbcLockBackend b = newBackend();
+		String key = key();
+		String reader = owner();
+		AcquireResult first = read(a, key, reader);
+		assertThat(b.forceRelease(key, null)).isTrue();
+		AcquireResult join = read(a, key, reader);
+		assertThat(join.acquired()).isTrue();
+		assertThat(join.fencingToken()).as("the ended group's lease is lost").isNotEqualTo(first.fencingToken());
+		String writer = owner();
+		assertThat(a.release(key, reader)).isTrue();
+		AcquireResult write = b.tryAcquire(key, writer, TTL);
+		assertThat(write.fencingToken()).isGreaterThan(join.fencingToken());
+	}
+
+	@Test
+	void renewalLocksRecordsInTheOrderOfUnsignedUtf8Bytes() {
+		// U+FFFF is one UTF-16 unit above a surrogate, but its UTF-8 bytes sort below U+1F600's, as COLLATE "C"
+		assertThat(JdbcSharedLocks.KEY_ORDER.compare("k\uFFFF", "k\uD83D\uDE00")).isNegative();
+		assertThat(JdbcSharedLocks.KEY_ORDER.compare("a", "b")).isNegative();
+	}
+
+	@Test
 	void aReaderIsRefusedWhileTheKeyIsWriteHeld() {
 		JdbcLockBackend a = newBackend();
 		JdbcLockBackend b = newBackend();
