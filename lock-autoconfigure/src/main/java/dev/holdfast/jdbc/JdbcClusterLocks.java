@@ -29,7 +29,8 @@ final class JdbcClusterLocks {
 		long now = dialect.clock(connection);
 		// Tick records and reservations have no owner; LIMIT where the dialect is known to take it.
 		String sql = "SELECT lock_key, owner_token, fence, expires_at FROM " + dialect.table
-				+ " WHERE lock_key LIKE ? ESCAPE '!' AND owner_token <> '' AND expires_at > ? ORDER BY lock_key"
+				+ " WHERE lock_key LIKE ? ESCAPE '!' AND owner_token <> '' AND expires_at > ? AND lock_key NOT LIKE ?"
+				+ " ORDER BY lock_key"
 				+ ((dialect instanceof GenericSqlDialect) ? "" : " LIMIT " + (max + 1));
 		List<BackendLock> locks = new ArrayList<>();
 		try (PreparedStatement statement = connection.prepareStatement(sql)) {
@@ -37,6 +38,7 @@ final class JdbcClusterLocks {
 			statement.setMaxRows(max + 1);
 			statement.setString(1, likeEscaped(prefix) + "%");
 			statement.setLong(2, now);
+			statement.setString(3, "{%"); // reader rows (RWL-36); tick records and stamps have no owner
 			try (ResultSet rows = statement.executeQuery()) {
 				while (rows.next()) {
 					locks.add(new BackendLock(rows.getString(1), InstanceNames.of(rows.getString(2)), rows.getLong(3),

@@ -1,6 +1,5 @@
 package dev.holdfast.jdbc;
 
-import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
@@ -20,7 +19,6 @@ import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.util.Assert;
-import org.springframework.util.DigestUtils;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockConfigurationException;
@@ -32,6 +30,7 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.KeySetAcquisition;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.SharedLocks;
 import dev.holdfast.spi.TickClaims;
 
 /**
@@ -70,9 +69,11 @@ import dev.holdfast.spi.TickClaims;
  * tokens increase strictly while the row exists. A deleted row (swept, or by an operator) restarts
  * at the clock, above every token issued more than the sweep delay ago (ten query timeouts at
  * least), unless the database clock steps backwards (docs/decisions/0025).</li>
+ * <li><b>Read holds</b> ({@link SharedLocks}): rows beside the record, each operation one transaction
+ * that locks the record first ({@link JdbcSharedLocks}, RWL-30 to RWL-39).</li>
  * <li><b>Several keys</b>: one statement on PostgreSQL ({@link PostgresKeySets}), MKY-6.</li>
  * <li><b>Tick claims</b> ({@link TickClaims}): a job's last claimed tick is the row at the job's
- * lock key followed by {@value #TICK_SUFFIX} (lock keys have no <code>{</code>), with an empty owner
+ * lock key followed by {@value JdbcKeys#TICK_SUFFIX} (lock keys have no <code>{</code>), with an empty owner
  * (no release or renewal matches it) and the tick in microseconds in {@code fence}, moved forward
  * only, under the row's lock: one statement on PostgreSQL and H2, an {@code UPDATE} plus, when that
  * matched nothing, an {@code INSERT} elsewhere; swept as any other row.</li>
@@ -88,7 +89,7 @@ import dev.holdfast.spi.TickClaims;
  */
 public class JdbcLockBackend
 		implements LockBackend, LeaseRenewal, AnnouncedReleases, BackendHealth, TickClaims, ClusterLocks, KeySetAcquisition,
-		AutoCloseable {
+		SharedLocks, AutoCloseable {
 
 	/** The table used unless another is configured. */
 	public static final String DEFAULT_TABLE_NAME = "holdfast_lock";
@@ -98,12 +99,6 @@ public class JdbcLockBackend
 
 	private static final Pattern TABLE_NAME = Pattern
 		.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
-
-	/** The length of the {@code lock_key} column in the shipped schemas. */
-	private static final int MAX_KEY_LENGTH = 255;
-
-	/** Follows a job's lock key in the key of its tick record; lock keys have no brace. */
-	static final String TICK_SUFFIX = "{tick}";
 
 	/** How long a row stays after it expired unless configured. */
 	public static final Duration DEFAULT_SWEEP_AFTER = Duration.ofHours(1);
@@ -125,6 +120,8 @@ public class JdbcLockBackend
 	private volatile BooleanSupplier localFirst = () -> ThreadLocalRandom.current().nextBoolean();
 
 	private final PostgresReleaseEvents releaseEvents;
+
+	private final JdbcSharedLocks shared;
 
 	/** Whether releases draw the next instance on PostgreSQL; set before the first statement. */
 	private volatile boolean fairHandoff = true;
@@ -168,6 +165,7 @@ public class JdbcLockBackend
 		this.connections = new JdbcConnections(dataSource, this.tableName, queryTimeout, this.instance);
 		this.sweeper = new JdbcSweeper(this.connections, JdbcSweeper.validate(sweepAfter, queryTimeout));
 		this.releaseEvents = new PostgresReleaseEvents(this.connections, this.instance);
+		this.shared = new JdbcSharedLocks(this.connections);
 	}
 
 	/**
@@ -256,11 +254,29 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
-		checkLockKey(key);
+		JdbcKeys.checkLockKey(key);
 		Assert.hasLength(owner, "'owner' must not be empty");
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
 		return this.connections.execute("acquire lock", key,
 				(dialect, connection) -> dialect.acquire(connection, key, owner, ttlMicros, this.connections.holder()));
+	}
+
+	/** A read hold, in one transaction that locks the record row first (RWL-30). */
+	@Override
+	public AcquireResult tryAcquireShared(String key, String owner, Duration ttl, Duration recordFor) {
+		JdbcKeys.checkLockKey(key);
+		return this.shared.tryAcquire(key, owner, ttl, recordFor);
+	}
+
+	/** The plain attempt; refused, it stamps a waiting writer if the key is read-held (RWL-34). */
+	@Override
+	public AcquireResult tryAcquireAsWaitingWriter(String key, String owner, Duration ttl, Duration recordFor) {
+		return this.shared.stampIfRefused(tryAcquire(key, owner, ttl), key, recordFor);
+	}
+
+	@Override
+	public Set<String> renewShared(Collection<HeldLock> holds) {
+		return this.shared.renew(holds);
 	}
 
 	/** On PostgreSQL, once the first statement told which database this is (MKY-6). */
@@ -271,7 +287,7 @@ public class JdbcLockBackend
 
 	@Override
 	public long @Nullable [] tryAcquireAll(List<HeldLock> locks) {
-		locks.forEach((lock) -> checkLockKey(lock.key()));
+		locks.forEach((lock) -> JdbcKeys.checkLockKey(lock.key()));
 		return this.connections.execute("acquire " + locks.size() + " locks from", locks.get(0).key(), (dialect,
 				connection) -> ((PostgreSqlDialect) dialect).keySets.acquireAll(dialect, connection, locks, this.connections.holder()));
 	}
@@ -307,7 +323,7 @@ public class JdbcLockBackend
 
 	private boolean release(String key, String owner, JdbcConnections.SqlWork<Boolean> release) {
 		Assert.hasLength(owner, "'owner' must not be empty");
-		boolean released = this.connections.execute("release lock", key, release);
+		boolean released = this.connections.execute("release lock", key, release) || this.shared.release(key, owner);
 		this.sweeper.released();
 		return released;
 	}
@@ -327,11 +343,11 @@ public class JdbcLockBackend
 	/** The tick in the job's live record row, by the database clock. */
 	@Override
 	public @Nullable Instant lastClaimedTick(String key) {
-		return this.connections.execute("read tick", key, (d, c) -> JdbcClusterLocks.lastTick(d, c, tickRecordKey(key)));
+		return this.connections.execute("read tick", key, (d, c) -> JdbcClusterLocks.lastTick(d, c, JdbcKeys.tickRecordKey(key)));
 	}
 
 	/**
-	 * Claims {@code tick} in the job's record row ({@link #tickRecordKey}) if it is due by the
+	 * Claims {@code tick} in the job's record row ({@link JdbcKeys#tickRecordKey}) if it is due by the
 	 * database clock within {@code tolerance}; the record then expires {@code ttl} from now on
 	 * that clock. H2, MySQL and MariaDB read the database's time of the answer with one more query.
 	 * @throws IllegalArgumentException if the key contains <code>{</code> or the ttl is below 1 ms
@@ -339,35 +355,15 @@ public class JdbcLockBackend
 	 */
 	@Override
 	public TickClaim claimTick(String key, Instant tick, Duration tolerance, Duration ttl) {
-		checkLockKey(key);
+		JdbcKeys.checkLockKey(key);
 		Assert.isTrue(ttl.toMillis() >= 1, () -> "Time to live of the tick claim of '" + key + "' must be at least 1ms");
 		long tickMicros = Math.addExact(Math.multiplyExact(tick.getEpochSecond(), 1_000_000L), tick.getNano() / 1000);
 		long toleranceMicros = Math.multiplyExact(tolerance.toMillis(), 1000);
 		long ttlMicros = Math.multiplyExact(ttl.toMillis(), 1000);
-		String record = tickRecordKey(key);
+		String record = JdbcKeys.tickRecordKey(key);
 		return this.connections.execute("claim tick " + tick + " of lock '" + key + "'", null,
 				(dialect, connection) -> dialect.claimTick(connection, record, tickMicros, toleranceMicros, ttlMicros,
 						this.connections.holder()));
-	}
-
-	/**
-	 * The key of the tick record of the job whose lock is at {@code key}. A key too long for the
-	 * column gives way to its MD5 digest: job keys are job names that developers write, not input
-	 * that an attacker chooses, so a checksum suffices.
-	 */
-	static String tickRecordKey(String key) {
-		String record = key + TICK_SUFFIX;
-		return (record.length() <= MAX_KEY_LENGTH) ? record
-				: TICK_SUFFIX + DigestUtils.md5DigestAsHex(key.getBytes(StandardCharsets.UTF_8));
-	}
-
-	private static void checkLockKey(String key) {
-		Assert.hasLength(key, "'key' must not be empty");
-		if (key.indexOf('{') >= 0) {
-			throw new IllegalArgumentException("Lock key '" + key + "' contains '{': the JDBC backend keeps the tick"
-					+ " records of scheduled jobs at keys with braces, so lock keys must not have them"
-					+ " (keys built by Holdfast never do)");
-		}
 	}
 
 	/** Sets each lock's expiry to its TTL from now where its owner holds it (never an expired one). */

@@ -17,6 +17,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
+import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
@@ -68,6 +69,34 @@ abstract class JdbcLockDialect {
 
 	/** The database's current time in microseconds since the Unix epoch. */
 	abstract long clock(Connection connection) throws SQLException;
+
+	/** An SQL expression of {@link #clock}, or {@code null} where the clock is read on its own. */
+	@Nullable String clockSql() {
+		return null;
+	}
+
+	/**
+	 * Locks the record row of {@code key} in the caller's transaction, inserting it free (no owner,
+	 * expired now, fence = the database clock) if absent: here an {@code UPDATE} that changes
+	 * nothing, else an {@code INSERT}; an insert that meets a racer's row aborts the work as a
+	 * serialization failure, so that it runs again and finds the row.
+	 */
+	void lockRecord(Connection connection, String key, String holder) throws SQLException {
+		if (update(connection, "UPDATE " + this.table + " SET fence = fence WHERE lock_key = ?", key) > 0) {
+			return;
+		}
+		long now = clock(connection);
+		try {
+			update(connection, "INSERT INTO " + this.table + " (lock_key, owner_token, fence, expires_at, acquired_at,"
+					+ " holder) VALUES (?, '', ?, ?, ?, ?)", key, now, now, now, holder);
+		}
+		catch (SQLException ex) {
+			if (!isDuplicateKey(ex)) {
+				throw ex;
+			}
+			throw new SQLException("A racer created the lock row of '" + key + "' first", "40001", ex);
+		}
+	}
 
 	/**
 	 * Records {@code tickMicros} in the tick record {@code key} if the tick is due by the database

@@ -83,6 +83,13 @@ final class MySqlDialect extends SqlClockDialect {
 		return readOwner(connection, this.readSql, owner, key);
 	}
 
+	/** The exclusive upsert's shape: an exclusive lock on the row, never a gap's (two first readers). */
+	@Override
+	void lockRecord(Connection connection, String key, String holder) throws SQLException {
+		update(connection, "INSERT INTO " + this.table + " (lock_key, owner_token, fence, expires_at, acquired_at, holder)"
+				+ " VALUES (?, '', " + NOW + ", " + NOW + ", " + NOW + ", ?) ON DUPLICATE KEY UPDATE fence = fence", key, holder);
+	}
+
 	@Override
 	Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
 		return renewByList(connection, locks, NOW);

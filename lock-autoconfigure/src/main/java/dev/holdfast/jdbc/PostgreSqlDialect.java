@@ -458,6 +458,19 @@ final class PostgreSqlDialect extends SqlClockDialect {
 		return update(connection, this.sweepSql, cut, cut, limit, cut, cut);
 	}
 
+	/** The exclusive upsert's shape, taking the row's lock whether it inserts or not. */
+	@Override
+	void lockRecord(Connection connection, String key, String holder) throws SQLException {
+		update(connection, "INSERT INTO " + this.table + " AS l (lock_key, owner_token, fence, expires_at, acquired_at,"
+				+ " holder) SELECT ?, '', n.us, n.us, n.us, ? FROM " + NOW + " n ON CONFLICT (lock_key) DO UPDATE SET"
+				+ " fence = l.fence", key, holder);
+	}
+
+	/** Announces the release of {@code key}, as a release of a marked row does; never throws. */
+	void announceRelease(Connection connection, String key) {
+		announce(connection, key);
+	}
+
 	@Override
 	Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
 		Set<String> renewed = new HashSet<>();

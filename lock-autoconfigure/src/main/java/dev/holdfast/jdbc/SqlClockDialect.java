@@ -29,6 +29,11 @@ abstract class SqlClockDialect extends JdbcLockDialect {
 	}
 
 	@Override
+	String clockSql() {
+		return this.now;
+	}
+
+	@Override
 	long clock(Connection connection) throws SQLException {
 		try (PreparedStatement ps = prepare(connection, "SELECT " + this.now); ResultSet rs = ps.executeQuery()) {
 			rs.next();

@@ -402,6 +402,7 @@ abstract class AbstractJdbcBackendTests {
 		assertThat(row).containsEntry("owner_token", "");
 		assertThat(((Number) row.get("fence")).longValue()).isEqualTo(tick.plusSeconds(1).toEpochMilli() * 1000);
 		assertThat(((Number) row.get("ttl")).longValue()).isEqualTo(30_000_000L);
+		assertThat(b.lastClaimedTick(job)).as("the tick in the record").isEqualTo(tick.plusSeconds(1));
 		// the job's lock is a row of its own, and the record's key can be no lock's key
 		String owner = owner();
 		assertThat(a.tryAcquire(job, owner, Duration.ofSeconds(10)).acquired()).isTrue();

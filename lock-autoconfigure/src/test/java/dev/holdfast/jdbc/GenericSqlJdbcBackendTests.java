@@ -14,7 +14,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * The portable dialect, for databases without SQL of their own here, run on H2 with standard
  * SQL only.
  */
-class GenericSqlJdbcBackendTests extends AbstractJdbcBackendTests {
+class GenericSqlJdbcBackendTests extends AbstractJdbcSharedLocksTests {
 
 	private static final String URL = "jdbc:h2:mem:holdfast-generic-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
 

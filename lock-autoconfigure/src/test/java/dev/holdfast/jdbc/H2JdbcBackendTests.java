@@ -12,7 +12,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * {@link JdbcLockBackend} on H2 in server-less mode, shared by every client of the class
  * through one named in-memory database.
  */
-class H2JdbcBackendTests extends AbstractJdbcBackendTests {
+class H2JdbcBackendTests extends AbstractJdbcSharedLocksTests {
 
 	private static final String URL = "jdbc:h2:mem:holdfast-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
 

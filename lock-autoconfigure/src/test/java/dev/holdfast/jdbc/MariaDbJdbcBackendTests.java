@@ -15,7 +15,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * {@link JdbcLockBackend} on a real MariaDB server.
  */
-class MariaDbJdbcBackendTests extends AbstractJdbcBackendTests {
+class MariaDbJdbcBackendTests extends AbstractJdbcSharedLocksTests {
 
 	@BeforeAll
 	static void createSchema() {

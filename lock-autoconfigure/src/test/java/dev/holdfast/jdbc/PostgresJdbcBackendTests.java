@@ -8,6 +8,7 @@ import java.sql.ResultSet;
 import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -18,6 +19,8 @@ import javax.sql.DataSource;
 import com.zaxxer.hikari.HikariDataSource;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
@@ -28,7 +31,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * {@link JdbcLockBackend} on a real PostgreSQL server.
  */
-class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
+class PostgresJdbcBackendTests extends AbstractJdbcSharedLocksTests {
 
 	@BeforeAll
 	static void createSchema() {
@@ -194,6 +197,73 @@ class PostgresJdbcBackendTests extends AbstractJdbcBackendTests {
 			.isEqualTo(withoutNetworkTimeout.connections().queryTimeoutSeconds())
 			.isPositive();
 		assertThat(withNetworkTimeout.release(key, owner)).isTrue();
+	}
+
+	/**
+	 * A waiting reader refused by a writer marks the row so that the writer's release is
+	 * announced, with a mark that names no instance (RWL-37): the release draws no reservation for
+	 * it. A try-once reader marks nothing.
+	 */
+	@Test
+	void aWaitingReaderRefusedByAWriterMarksTheRowAndTheWritersReleaseIsAnnounced() throws Exception {
+		JdbcLockBackend writers = newBackend();
+		JdbcLockBackend readers = newBackend();
+		JdbcTemplate operator = new JdbcTemplate(dataSource());
+		String key = key();
+		String writer = owner();
+		assertThat(writers.tryAcquire(key, writer, Duration.ofSeconds(10)).acquired()).isTrue();
+		assertThat(readers.tryAcquireShared(key, owner(), Duration.ofSeconds(10), Duration.ZERO).acquired()).isFalse();
+		assertThat(holder(operator, key)).doesNotStartWith(PostgreSqlDialect.MARK);
+		assertThat(readers.tryAcquireShared(key, owner(), Duration.ofSeconds(10), Duration.ofSeconds(1)).acquired())
+			.isFalse();
+		assertThat(holder(operator, key)).startsWith(JdbcSharedLocks.READER_MARK);
+		writers.localFirst(() -> false);
+		assertThat(announced(key, () -> writers.releaseWanted(key, writer))).containsExactly(key);
+		assertThat(readers.tryAcquireShared(key, owner(), Duration.ofSeconds(10), Duration.ZERO).acquired())
+			.as("no reservation was drawn for the reader's mark").isTrue();
+	}
+
+	/** The last reader's release of a record that a refused writer marked is announced (RWL-37). */
+	@Test
+	void theLastReadersReleaseOfARecordAWriterMarkedIsAnnounced() throws Exception {
+		JdbcLockBackend readers = newBackend();
+		JdbcLockBackend writers = newBackend();
+		String key = key();
+		String r1 = owner();
+		String r2 = owner();
+		assertThat(readers.tryAcquireShared(key, r1, Duration.ofSeconds(10), Duration.ZERO).acquired()).isTrue();
+		assertThat(readers.tryAcquireShared(key, r2, Duration.ofSeconds(10), Duration.ZERO).acquired()).isTrue();
+		assertThat(writers.tryAcquire(key, owner(), Duration.ofSeconds(10)).acquired()).isFalse();
+		assertThat(announced(key, () -> readers.release(key, r1))).isEmpty();
+		assertThat(announced(key, () -> readers.release(key, r2))).containsExactly(key);
+	}
+
+	private static String holder(JdbcTemplate operator, String key) {
+		return operator.queryForObject("SELECT holder FROM holdfast_lock WHERE lock_key = ?", String.class, key);
+	}
+
+	/** The announcements of {@code key} on the table's channel within a second after {@code release}, which must succeed. */
+	private List<String> announced(String key, java.util.function.BooleanSupplier release) throws Exception {
+		String channel = PostgresReleaseListener.releaseChannel("public." + JdbcLockBackend.DEFAULT_TABLE_NAME);
+		try (Connection listening = dataSource().getConnection()) {
+			try (Statement statement = listening.createStatement()) {
+				statement.execute("LISTEN " + channel);
+			}
+			assertThat(release.getAsBoolean()).isTrue();
+			PGConnection pg = listening.unwrap(PGConnection.class);
+			List<String> keys = new ArrayList<>();
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+			while (System.nanoTime() < deadline) {
+				PGNotification[] notifications = pg.getNotifications(100);
+				for (PGNotification notification : (notifications != null) ? notifications : new PGNotification[0]) {
+					// empty: a listener's check of its own connection, not a release
+					if (channel.equals(notification.getName()) && notification.getParameter().startsWith(key)) {
+						keys.add(notification.getParameter());
+					}
+				}
+			}
+			return keys;
+		}
 	}
 
 	/** {@code dataSource} with connections whose driver refuses network timeouts. */

@@ -116,7 +116,7 @@ class PostgresUnknownOutcomeTests {
 				await().atMost(Duration.ofSeconds(5)).until(proxy::dropping);
 				await().atMost(Duration.ofSeconds(5))
 					.until(() -> jdbc.queryForObject("SELECT count(*) FROM holdfast_lock WHERE lock_key = ?",
-							Integer.class, JdbcLockBackend.tickRecordKey(key)) == 1);
+							Integer.class, JdbcKeys.tickRecordKey(key)) == 1);
 				proxy.dropAnswers(false);
 				proxy.cutConnections();
 				// the driver does not send the statement again: the call fails (the scheduler logs
