@@ -292,6 +292,26 @@ class ZooKeeperReadHoldsTests {
 		assertThat(reader.renewShared(List.of(new HeldLock(this.key, "r", lease)))).isEmpty();
 	}
 
+	/**
+	 * Two readers hold, the second unrenewed (1.5 s): the writer behind them watches the second,
+	 * its predecessor, deletes it once expired, and still waits for the first.
+	 */
+	@Test
+	void writerBehindSeveralReadersTakesOverAnExpiredOneThatIsNotTheHead() throws Exception {
+		ZooKeeperLockBackend renewed = backend();
+		assertThat(tryRead(renewed, "r1").acquired()).isTrue();
+		assertThat(backend().tryAcquireShared(this.key, "r2", Duration.ofMillis(1500), Duration.ZERO).acquired()).isTrue();
+		String expiring = queue().get(1);
+		Future<Outcome> writer = writing(backend(), "w", Duration.ofSeconds(20));
+		awaitQueueOf(3);
+
+		await().atMost(Duration.ofSeconds(10)).until(() -> !queue().contains(expiring));
+
+		stillWaiting(writer);
+		assertThat(renewed.release(this.key, "r1")).isTrue();
+		acquired(writer);
+	}
+
 	@Test
 	void readerTokensLieBetweenTheWritesAroundThem() throws Exception {
 		ZooKeeperLockBackend backend = backend();
