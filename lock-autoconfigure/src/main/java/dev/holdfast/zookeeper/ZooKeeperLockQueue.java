@@ -155,9 +155,10 @@ final class ZooKeeperLockQueue {
 							? takeHead(key, path, data, ttl, serverTimeNanos, ownSession, deadline) : serverTimeNanos;
 					return held(owner, key, path, ttl, own, confirmed);
 				}
-				// The node waited behind (RWL-41), and the holder judged: that node when it holds, else the head.
+				// The node waited behind (RWL-41), and the holder judged: that node when it holds and
+				// this call waits, else the head (a one-shot attempt clears an expired head first).
 				String predecessor = parent + "/" + behind.node();
-				String holder = behind.holds() ? predecessor : parent + "/" + children.get(0);
+				String holder = (behind.holds() && !oneShot) ? predecessor : parent + "/" + children.get(0);
 				CountDownLatch woken = turn.next(predecessor);
 				long holderRemaining = -1;
 				if (behind.holds() || oneShot) {

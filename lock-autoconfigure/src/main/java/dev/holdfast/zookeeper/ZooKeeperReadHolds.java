@@ -140,8 +140,10 @@ final class ZooKeeperReadHolds {
 			String writerPath = parent + "/" + children.get(writer);
 			CuratorEvent watched = this.backend.request("acquire", key, deadline,
 					(callback) -> this.client.checkExists().usingWatcher(watcher).inBackground(callback).forPath(writerPath));
-			if (watched.getResultCode() == Code.OK.intValue()) {
-				gone.await(Math.max(0, waitEnd - System.nanoTime()), TimeUnit.NANOSECONDS);
+			if (watched.getResultCode() == Code.OK.intValue()
+					&& !gone.await(Math.max(0, waitEnd - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+				// The wait ran out with the writer still queued: no request after it (ZK-9).
+				return new Outcome(AcquireResult.held(-1), 0);
 			}
 		}
 	}
