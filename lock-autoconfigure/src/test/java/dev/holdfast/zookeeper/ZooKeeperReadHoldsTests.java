@@ -15,7 +15,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -343,7 +342,7 @@ class ZooKeeperReadHoldsTests {
 		Future<Outcome> writer = writing(backend(), "w", Duration.ofSeconds(20));
 		awaitQueueOf(2);
 
-		expireSession(reader.client());
+		ZooKeeperClients.expireSession(reader.client(), server.connectString());
 
 		acquired(writer);
 		await().atMost(Duration.ofSeconds(10)).until(() -> lost.contains("r"));
@@ -408,19 +407,6 @@ class ZooKeeperReadHoldsTests {
 			}
 		}
 		return watches;
-	}
-
-	private static void expireSession(CuratorFramework client) throws Exception {
-		ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
-		// Another handle on the same session closes it on the server, which deletes its nodes.
-		ZooKeeper twin = new ZooKeeper(server.connectString(), 10_000, (event) -> {
-		}, zk.getSessionId(), zk.getSessionPasswd());
-		try {
-			await().atMost(Duration.ofSeconds(5)).until(() -> twin.getState().isConnected());
-		}
-		finally {
-			twin.close();
-		}
 	}
 
 }
