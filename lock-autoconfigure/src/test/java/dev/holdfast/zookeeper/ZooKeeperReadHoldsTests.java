@@ -311,6 +311,21 @@ class ZooKeeperReadHoldsTests {
 		acquired(writer);
 	}
 
+	/** A one-shot writer judges the head: an expired first reader is deleted, the live one still refuses it. */
+	@Test
+	void oneShotWriterClearsAnExpiredHeadReaderAndIsRefusedByTheLiveOne() throws Exception {
+		ZooKeeperLockBackend writer = backend();
+		assertThat(backend().tryAcquireShared(this.key, "r1", Duration.ofMillis(1000), Duration.ZERO).acquired()).isTrue();
+		String expiring = queue().get(0);
+		assertThat(tryRead(backend(), "r2").acquired()).isTrue();
+
+		await().atMost(Duration.ofSeconds(10))
+			.pollInterval(Duration.ofMillis(200))
+			.until(() -> !writer.tryAcquire(this.key, "w", TTL).acquired() && !queue().contains(expiring));
+
+		assertThat(queue()).hasSize(1).allMatch(ZooKeeperPaths::reader);
+	}
+
 	@Test
 	void readerTokensLieBetweenTheWritesAroundThem() throws Exception {
 		ZooKeeperLockBackend backend = backend();
