@@ -78,6 +78,14 @@ public @interface DistributedLock {
 	OnLocked onLocked() default OnLocked.THROW;
 
 	/**
+	 * {@link LockMode#WRITE} (the default) takes the exclusive lock; {@link LockMode#READ} a read
+	 * hold beside other readers, never beside a writer. {@code READ} needs a backend that gives
+	 * read holds, one key, and a method that does not return a reactive type nor suspend: else
+	 * startup fails, naming what to change.
+	 */
+	LockMode mode() default LockMode.WRITE;
+
+	/**
 	 * The backend that keeps the lock: the name of one of {@code holdfast.backends.<name>}, or
 	 * empty for the default backend ({@code holdfast.backend}). An unknown name fails at startup.
 	 * A lock lives in one backend: the same name on two backends is two locks.

@@ -22,6 +22,14 @@ public interface LockListener {
 		return LockObservation.NONE;
 	}
 
+	/**
+	 * {@link #acquiring} for a read hold ({@link LockMode#READ}); the default observes it as
+	 * {@code acquiring} does.
+	 */
+	default LockObservation acquiringRead(String name, String key, String backend) {
+		return acquiring(name, key, backend);
+	}
+
 	/** A lock was acquired after {@code waited}. */
 	default void acquired(String name, String backend, Duration waited) {
 	}

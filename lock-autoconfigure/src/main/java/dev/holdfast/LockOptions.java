@@ -14,7 +14,7 @@ public final class LockOptions {
 	/** The shortest lease time: one millisecond. */
 	public static final Duration MIN_LEASE_TIME = Duration.ofMillis(1);
 
-	private static final LockOptions DEFAULTS = new LockOptions(null, null, true);
+	private static final LockOptions DEFAULTS = new LockOptions(null, null, true, LockMode.WRITE);
 
 	private final @Nullable Duration waitTime;
 
@@ -22,10 +22,13 @@ public final class LockOptions {
 
 	private final boolean renew;
 
-	private LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, boolean renew) {
+	private final LockMode mode;
+
+	private LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, boolean renew, LockMode mode) {
 		this.waitTime = waitTime;
 		this.leaseTime = leaseTime;
 		this.renew = renew;
+		this.mode = mode;
 	}
 
 	/** Options that take every configured default, with renewal on. */
@@ -36,7 +39,7 @@ public final class LockOptions {
 	/** How long to wait for a held lock; zero means one attempt. */
 	public LockOptions waitTime(Duration waitTime) {
 		requireNotNegative(waitTime, "waitTime");
-		return new LockOptions(waitTime, this.leaseTime, this.renew);
+		return new LockOptions(waitTime, this.leaseTime, this.renew, this.mode);
 	}
 
 	/**
@@ -44,7 +47,7 @@ public final class LockOptions {
 	 * @throws IllegalArgumentException if it is shorter
 	 */
 	public LockOptions leaseTime(Duration leaseTime) {
-		return new LockOptions(this.waitTime, requireLeaseTime(leaseTime, "leaseTime"), this.renew);
+		return new LockOptions(this.waitTime, requireLeaseTime(leaseTime, "leaseTime"), this.renew, this.mode);
 	}
 
 	/**
@@ -67,7 +70,20 @@ public final class LockOptions {
 	 * the holder still runs.
 	 */
 	public LockOptions renew(boolean renew) {
-		return new LockOptions(this.waitTime, this.leaseTime, renew);
+		return new LockOptions(this.waitTime, this.leaseTime, renew, this.mode);
+	}
+
+	/**
+	 * Whether it takes the exclusive lock ({@link LockMode#WRITE}, the default) or a read hold
+	 * beside other readers ({@link LockMode#READ}, on a backend that gives them).
+	 */
+	public LockOptions mode(LockMode mode) {
+		Objects.requireNonNull(mode, "mode must not be null");
+		return new LockOptions(this.waitTime, this.leaseTime, this.renew, mode);
+	}
+
+	public LockMode getMode() {
+		return this.mode;
 	}
 
 	public @Nullable Duration getWaitTime() {
@@ -92,18 +108,18 @@ public final class LockOptions {
 	@Override
 	public boolean equals(Object other) {
 		return other instanceof LockOptions o && Objects.equals(this.waitTime, o.waitTime)
-				&& Objects.equals(this.leaseTime, o.leaseTime) && this.renew == o.renew;
+				&& Objects.equals(this.leaseTime, o.leaseTime) && this.renew == o.renew && this.mode == o.mode;
 	}
 
 	@Override
 	public int hashCode() {
-		return Objects.hash(this.waitTime, this.leaseTime, this.renew);
+		return Objects.hash(this.waitTime, this.leaseTime, this.renew, this.mode);
 	}
 
 	@Override
 	public String toString() {
 		return "LockOptions[waitTime=" + this.waitTime + ", leaseTime=" + this.leaseTime + ", renew=" + this.renew
-				+ "]";
+				+ ", mode=" + this.mode + "]";
 	}
 
 }

@@ -41,10 +41,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * supplies independent clients of one shared backend server ({@link #newBackend()}): two
  * templates built here behave like two processes of a cluster. A backend that implements
  * {@link dev.holdfast.spi.TickClaims} also implements {@link TickClaimsContractTests}. The
- * contracts of several keys at once, {@link MultiKeyContractTests}, and of semaphores,
- * {@link SemaphoreContractTests}, come with it.
+ * contracts of several keys at once, {@link MultiKeyContractTests}, of semaphores,
+ * {@link SemaphoreContractTests}, and of read-write locks, {@link ReadWriteContractTests} (all of
+ * it where the backend gives read holds, else its loud refusal), come with it.
  */
-public abstract class LockBackendContractTests implements MultiKeyContractTests, SemaphoreContractTests {
+public abstract class LockBackendContractTests
+		implements MultiKeyContractTests, SemaphoreContractTests, ReadWriteContractTests {
 
 	private final List<DefaultLockTemplate> templates = new ArrayList<>();
 

@@ -30,6 +30,11 @@ class InMemoryContractTests extends LockBackendContractTests
 	}
 
 	@Override
+	public Boolean expectsReadHolds() {
+		return true;
+	}
+
+	@Override
 	public TickClaims newClaimsClient() {
 		return this.shared;
 	}

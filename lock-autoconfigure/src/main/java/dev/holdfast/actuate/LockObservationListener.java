@@ -25,7 +25,7 @@ import dev.holdfast.semaphore.PermitSlots;
  * </ul>
  * Low-cardinality key values, which become meter tags: {@value #NAME} (the lock name, never the
  * key), {@value #BACKEND}, {@value #MODE} ({@code exclusive}, or {@code permit} for a permit of
- * a semaphore, told by its slot key) and {@value #OUTCOME}. High-cardinality, spans only:
+ * a semaphore, told by its slot key, or {@code read} for a read hold) and {@value #OUTCOME}. High-cardinality, spans only:
  * {@value #FENCING_TOKEN} once acquired. The backend key is left out because it can contain user
  * data; it is on the {@link LockObservationContext} for an application that wants it.
  * <p>
@@ -40,7 +40,7 @@ public class LockObservationListener implements LockListener {
 	/** Low-cardinality key of the backend name. */
 	public static final String BACKEND = "backend";
 
-	/** Low-cardinality key of what is taken: {@code exclusive} (a lock) or {@code permit} (a semaphore's). */
+	/** Low-cardinality key of what is taken: {@code exclusive}, {@code permit} or {@code read}. */
 	public static final String MODE = "mode";
 
 	/** Low-cardinality key of how the acquisition or the hold ended. */
@@ -63,7 +63,17 @@ public class LockObservationListener implements LockListener {
 		if (this.registry.isNoop()) {
 			return LockObservation.NONE;
 		}
-		return new ObservedLock(this.registry, new LockObservationContext(name, key, backend));
+		return new ObservedLock(this.registry, new LockObservationContext(name, key, backend),
+				(PermitSlots.slotOf(key) != null) ? "permit" : "exclusive");
+	}
+
+	/** A read hold's observations are tagged {@code mode=read} (RWL-7). */
+	@Override
+	public LockObservation acquiringRead(String name, String key, String backend) {
+		if (this.registry.isNoop()) {
+			return LockObservation.NONE;
+		}
+		return new ObservedLock(this.registry, new LockObservationContext(name, key, backend), "read");
 	}
 
 	/** The two observations of one lock: acquiring, then holding, then done. */
@@ -87,8 +97,11 @@ public class LockObservationListener implements LockListener {
 
 		private volatile Observation hold = Observation.NOOP;
 
-		ObservedLock(ObservationRegistry registry, LockObservationContext context) {
+		private final String mode;
+
+		ObservedLock(ObservationRegistry registry, LockObservationContext context, String mode) {
 			this.registry = registry;
+			this.mode = mode;
 			this.acquireContext = context;
 			this.parent = registry.getCurrentObservation();
 			this.acquire = create(LockMetricsListener.ACQUIRE, "lock acquire ", context).start();
@@ -100,7 +113,7 @@ public class LockObservationListener implements LockListener {
 				.contextualName(action + context.getLockName())
 				.lowCardinalityKeyValue(NAME, context.getLockName())
 				.lowCardinalityKeyValue(BACKEND, context.getBackend())
-				.lowCardinalityKeyValue(MODE, (PermitSlots.slotOf(context.getKey()) != null) ? "permit" : "exclusive");
+				.lowCardinalityKeyValue(MODE, this.mode);
 		}
 
 		@Override

@@ -11,6 +11,7 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 import dev.holdfast.DistributedLock;
 import dev.holdfast.DistributedSemaphore;
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.LockMode;
 import dev.holdfast.OnLocked;
 import dev.holdfast.semaphore.PermitSlots;
 
@@ -22,9 +23,10 @@ import dev.holdfast.semaphore.PermitSlots;
  * @param permits the semaphore's permits (checked: 1 to {@value PermitSlots#MAX_PERMITS}), 0
  * for a lock
  * @param backend the backend that keeps it, {@code ""} for the default one
+ * @param mode a lock's mode; {@code WRITE} for a semaphore
  */
 record LockAnnotation(String where, String name, String key, String[] keys, String waitTime, String leaseTime,
-		OnLocked onLocked, int permits, String backend) {
+		OnLocked onLocked, int permits, String backend, LockMode mode) {
 
 	/** The annotations that lock a method. */
 	static final List<Class<? extends Annotation>> TYPES = List.of(DistributedLock.class, DistributedSemaphore.class);
@@ -46,7 +48,7 @@ record LockAnnotation(String where, String name, String key, String[] keys, Stri
 		}
 		if (lock != null) {
 			return new LockAnnotation(nameOf(false) + on, lock.name(), lock.key(), lock.keys(), lock.waitTime(),
-					lock.leaseTime(), lock.onLocked(), 0, lock.backend());
+					lock.leaseTime(), lock.onLocked(), 0, lock.backend(), lock.mode());
 		}
 		if (semaphore == null) {
 			return null;
@@ -62,7 +64,7 @@ record LockAnnotation(String where, String name, String key, String[] keys, Stri
 							+ "tries each one), such as permits = 3.");
 		}
 		return new LockAnnotation(where, semaphore.name(), semaphore.key(), new String[0], semaphore.waitTime(),
-				semaphore.leaseTime(), semaphore.onLimited(), semaphore.permits(), semaphore.backend());
+				semaphore.leaseTime(), semaphore.onLimited(), semaphore.permits(), semaphore.backend(), LockMode.WRITE);
 	}
 
 	private static <A extends Annotation> @Nullable A merged(Method specific, Method method, Class<A> type) {

@@ -36,8 +36,9 @@ class LockAopConfiguration {
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static LockOperationSource holdfastLockOperationSource(ConfigurableBeanFactory beanFactory,
 			Environment environment) {
-		return new LockOperationSource(beanFactory::resolveEmbeddedValue,
-				NamedBackendsRegistrar.choice(environment, beanFactory, LockTemplate.class, () -> null));
+		// The default template is looked up only for a mode = READ, to check that its backend gives read holds.
+		return new LockOperationSource(beanFactory::resolveEmbeddedValue, NamedBackendsRegistrar.choice(environment,
+				beanFactory, LockTemplate.class, () -> beanFactory.getBeanProvider(LockTemplate.class).getIfUnique()));
 	}
 
 	@Bean

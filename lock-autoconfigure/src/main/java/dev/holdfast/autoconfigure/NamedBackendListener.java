@@ -17,6 +17,11 @@ record NamedBackendListener(String backend, LockListener delegate) implements Lo
 	}
 
 	@Override
+	public LockObservation acquiringRead(String name, String key, String type) {
+		return this.delegate.acquiringRead(name, key, this.backend);
+	}
+
+	@Override
 	public void acquired(String name, String type, Duration waited) {
 		this.delegate.acquired(name, this.backend, waited);
 	}

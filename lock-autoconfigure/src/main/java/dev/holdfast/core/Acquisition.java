@@ -43,6 +43,9 @@ abstract class Acquisition {
 	/** Whether its attempts record it as a waiter on the backend. */
 	final boolean records;
 
+	/** Whether it asks for a read hold (RWL-2): its attempts are the backend's shared attempt. */
+	final boolean shared;
+
 	/** Whether it has been the head of its line: a release may have named (recorded) it. */
 	volatile boolean wasHead;
 
@@ -58,7 +61,13 @@ abstract class Acquisition {
 
 	Acquisition(Acquisitions room, String name, String key, Duration ttl, boolean renew, Duration wait,
 			LockObservation observation) {
+		this(room, name, key, ttl, renew, wait, observation, false);
+	}
+
+	Acquisition(Acquisitions room, String name, String key, Duration ttl, boolean renew, Duration wait,
+			LockObservation observation, boolean shared) {
 		this.room = room;
+		this.shared = shared;
 		this.owner = room.owners.next();
 		this.name = name;
 		this.key = key;
@@ -67,7 +76,7 @@ abstract class Acquisition {
 		this.observation = observation;
 		this.deadline = this.start + wait.toNanos();
 		this.waits = wait.toNanos() > 0;
-		this.records = this.waits && room.handoff != null;
+		this.records = this.waits && room.handoff != null && !shared;
 		if (this.waits) {
 			room.waiting.incrementAndGet();
 		}
@@ -128,8 +137,17 @@ abstract class Acquisition {
 
 	/** An attempt failed: its lock, if it took one, is released in the background. */
 	final LockBackendException failed(Throwable ex) {
-		if (this.room.queue == null) {
-			this.room.background.releaseUnknownOutcome(this.key, this.owner);
+		return failed(ex, this.owner);
+	}
+
+	/**
+	 * An attempt with {@code owner} failed: its lock, if it took one, is released in the
+	 * background; {@code null} for a local reader's attempt with its read lease's owner, whose
+	 * hold the lease's last hold releases (RWL-2).
+	 */
+	final LockBackendException failed(Throwable ex, @Nullable String owner) {
+		if (this.room.queue == null && owner != null) {
+			this.room.background.releaseUnknownOutcome(this.key, owner);
 		}
 		LockBackendException failure = this.room.failures.of(ex, "acquire", this.key);
 		this.failure = failure;
@@ -159,6 +177,11 @@ abstract class Acquisition {
 	 */
 	final long heldHereNanos() {
 		if (this.room.drawing == null || !this.waits || !this.room.drawing.drawsNextInstance()) {
+			return 0;
+		}
+		HeldLease here = this.shared ? this.room.leases.get(this.key) : null;
+		if (here != null && here.isShared()) {
+			// R4: only a holder that conflicts keeps this head waiting.
 			return 0;
 		}
 		long held = this.room.leases.holdNanos(this.key);

@@ -26,6 +26,7 @@ import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.KeySetAcquisition;
 import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.SharedLocks;
 import dev.holdfast.spi.WaitQueue;
 import dev.holdfast.spi.WaiterHandoff;
 
@@ -50,6 +51,12 @@ final class Acquisitions {
 	final @Nullable WaiterHandoff handoff;
 
 	final @Nullable WaitQueue queue;
+
+	/** Read holds (RWL-*), where the backend gives them. */
+	final @Nullable SharedLocks shared;
+
+	/** Where a waiting exclusive attempt records a waiting writer (RWL-1): a SharedLocks keeping no waiters otherwise. */
+	final @Nullable SharedLocks waitingWriters;
 
 	final Lines lines;
 
@@ -85,6 +92,8 @@ final class Acquisitions {
 		this.async = (backend instanceof AsyncLockBackend asyncBackend) ? asyncBackend : null;
 		this.handoff = (backend instanceof WaiterHandoff waiterHandoff) ? waiterHandoff : null;
 		this.queue = (backend instanceof WaitQueue waitQueue) ? waitQueue : null;
+		this.shared = (backend instanceof SharedLocks sharedLocks) ? sharedLocks : null;
+		this.waitingWriters = (this.handoff == null && this.queue == null) ? this.shared : null;
 		this.drawing = (backend instanceof AnnouncedReleases announced) ? announced : null;
 		this.lines = lines;
 		this.leases = leases;
@@ -103,8 +112,25 @@ final class Acquisitions {
 	 */
 	@Nullable HeldLease acquire(String name, String key, Duration ttl, boolean renew, Duration wait)
 			throws InterruptedException {
-		LockObservation observation = this.listener.acquiring(name, key, this.failures.backendName());
-		Blocking acquisition = new Blocking(name, key, ttl, renew, wait, observation);
+		return run(new Blocking(name, key, ttl, renew, wait,
+				this.listener.acquiring(name, key, this.failures.backendName()), false));
+	}
+
+	/**
+	 * Takes a read hold of {@code key} on the calling thread (RWL-2), as {@link #acquire} does:
+	 * the hold, in this template's read lease of the key, or {@code null}.
+	 */
+	@Nullable LeaseHandle acquireRead(String name, String key, Duration ttl, boolean renew, Duration wait)
+			throws InterruptedException {
+		Blocking acquisition = new Blocking(name, key, ttl, renew, wait,
+				this.listener.acquiringRead(name, key, this.failures.backendName()), true);
+		HeldLease lease = run(acquisition);
+		return (lease != null) ? new LeaseHandle(lease, acquisition.observation) : null;
+	}
+
+	private @Nullable HeldLease run(Blocking acquisition) throws InterruptedException {
+		String name = acquisition.name;
+		LockObservation observation = acquisition.observation;
 		try {
 			HeldLease lease = acquisition.run();
 			if (lease == null) {
@@ -226,8 +252,9 @@ final class Acquisitions {
 
 		private final Semaphore wakeups = new Semaphore(0);
 
-		Blocking(String name, String key, Duration ttl, boolean renew, Duration wait, LockObservation observation) {
-			super(Acquisitions.this, name, key, ttl, renew, wait, observation);
+		Blocking(String name, String key, Duration ttl, boolean renew, Duration wait, LockObservation observation,
+				boolean shared) {
+			super(Acquisitions.this, name, key, ttl, renew, wait, observation, shared);
 		}
 
 		@Override
@@ -259,8 +286,23 @@ final class Acquisitions {
 					nextAttempt();
 					long sent = System.nanoTime();
 					AcquireResult result;
+					// A local reader not yet holding sends the shared attempt with its read lease's owner (RWL-2).
+					HeldLease joining = this.shared ? readLease() : null;
 					try {
-						if (Acquisitions.this.queue != null) {
+						if (this.shared) {
+							String owner = (joining != null) ? joining.owner() : this.owner;
+							if (Acquisitions.this.queue != null) {
+								WaitQueue.Outcome outcome = Acquisitions.this.shared.acquireShared(this.key, owner,
+										this.ttl, Duration.ofNanos(Math.max(0, this.deadline - sent)));
+								result = outcome.result();
+								sent = outcome.confirmedNanos();
+							}
+							else {
+								result = Acquisitions.this.shared.tryAcquireShared(this.key, owner, this.ttl,
+										this.waits ? recordFor() : Duration.ZERO);
+							}
+						}
+						else if (Acquisitions.this.queue != null) {
 							WaitQueue.Outcome outcome = Acquisitions.this.queue.acquire(this.key, this.owner, this.ttl,
 									Duration.ofNanos(Math.max(0, this.deadline - sent)));
 							result = outcome.result();
@@ -269,11 +311,14 @@ final class Acquisitions {
 						else {
 							result = this.records
 									? Acquisitions.this.handoff.tryAcquireWaiting(this.key, this.owner, this.ttl, recordFor())
-									: Acquisitions.this.backend.tryAcquire(this.key, this.owner, this.ttl);
+									: (this.waits && Acquisitions.this.waitingWriters != null)
+											? Acquisitions.this.waitingWriters.tryAcquireAsWaitingWriter(this.key,
+													this.owner, this.ttl, recordFor())
+											: Acquisitions.this.backend.tryAcquire(this.key, this.owner, this.ttl);
 						}
 					}
 					catch (RuntimeException ex) {
-						LockBackendException failure = failed(ex);
+						LockBackendException failure = failed(ex, (joining != null) ? null : this.owner);
 						if (Thread.interrupted()) {
 							// Not the backend's failure: those behind in the line carry on.
 							this.failure = null;
@@ -285,7 +330,11 @@ final class Acquisitions {
 						throw failure;
 					}
 					if (result.acquired()) {
-						HeldLease lease = took(result.fencingToken(), sent);
+						HeldLease lease = this.shared ? tookRead(joining, result.fencingToken(), sent)
+								: took(result.fencingToken(), sent);
+						if (lease == null) {
+							continue;
+						}
 						took = true;
 						return lease;
 					}
@@ -312,6 +361,34 @@ final class Acquisitions {
 			finally {
 				end(took);
 			}
+		}
+
+		/** This template's valid read lease of the key, which a local reader joins (RWL-2), or {@code null}. */
+		private @Nullable HeldLease readLease() {
+			HeldLease lease = Acquisitions.this.leases.get(this.key);
+			return (lease != null && lease.isShared() && lease.isValid()) ? lease : null;
+		}
+
+		/**
+		 * The read lease now holding the granted read hold, or {@code null} to attempt again when the
+		 * lease joined ended meanwhile (its owner's refreshed hold is released in the background).
+		 */
+		private @Nullable HeldLease tookRead(@Nullable HeldLease joining, long token, long sent) {
+			LocalLeases leases = Acquisitions.this.leases;
+			if (joining != null) {
+				if (LocalLeases.join(joining, this.observation)) {
+					return joining;
+				}
+				Acquisitions.this.background.releaseUnknownOutcome(this.key, joining.owner());
+				return null;
+			}
+			HeldLease lease = leases.registerShared(this.name, this.key, this.owner, token, this.ttl, this.renew, sent,
+					this.observation);
+			if (lease.owner() != this.owner) {
+				// Another local reader registered one first: this hold is its, ours is given back.
+				Acquisitions.this.background.releaseUnknownOutcome(this.key, this.owner);
+			}
+			return lease;
 		}
 
 		/** Waits behind the line's head until it is the head, or the deadline passed (false). */

@@ -20,11 +20,13 @@ import dev.holdfast.LockBackendException;
 import dev.holdfast.LockInterruptedException;
 import dev.holdfast.LockListener;
 import dev.holdfast.LockNotAcquiredException;
+import dev.holdfast.LockMode;
 import dev.holdfast.LockOptions;
 import dev.holdfast.spi.AsyncLockBackend;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.SessionLeases;
+import dev.holdfast.spi.SharedLocks;
 import dev.holdfast.support.CompositeLockListener;
 
 /**
@@ -154,23 +156,20 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 			throw new LockBackendException("Holdfast is shut down: lock '" + shownKey(fullKey) + "' was not acquired",
 					null);
 		}
+		if (options.getMode() == LockMode.READ) {
+			return acquireRead(name, fullKey, reentrant, options);
+		}
 		HeldLease current = reentrant ? this.leases.get(fullKey) : null;
+		if (current != null && current.isShared() && current.isHeldBy(Thread.currentThread())) {
+			throw new IllegalStateException("Lock '" + shownKey(fullKey) + "' is read-held by this thread, which "
+					+ "asks for it in WRITE mode: a read hold is never upgraded (RWL-4; two upgrading readers would "
+					+ "wait for each other forever). Take the lock in WRITE mode before reading.");
+		}
 		if (current != null && current.isHeldBy(Thread.currentThread()) && current.enterReentrant()) {
-			// A reentrant hold gets at least the lease time it asks for, or fails.
-			LeaseHandle hold = new LeaseHandle(current);
-			boolean covered;
-			try {
-				covered = this.leases.coversLeaseTime(current, leaseTime(options));
-			}
-			catch (RuntimeException ex) {
-				hold.close();
-				throw ex;
-			}
-			if (covered) {
+			LeaseHandle hold = reentered(current, new LeaseHandle(current), options);
+			if (hold != null) {
 				return hold;
 			}
-			// The extension found the lock gone: the lease is lost; this acquisition takes the lock anew.
-			hold.close();
 		}
 		if (this.acquisitions.isDraining()) {
 			throw this.acquisitions.shuttingDown(fullKey);
@@ -186,12 +185,67 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		}
 	}
 
+	/**
+	 * A reentrant {@code hold} of {@code current} gets at least the lease time it asks for, or
+	 * fails; {@code null} when the extension found the lock gone (the lease is lost, and the
+	 * acquisition takes the lock anew).
+	 */
+	private @Nullable LeaseHandle reentered(HeldLease current, LeaseHandle hold, LockOptions options) {
+		boolean covered;
+		try {
+			covered = this.leases.coversLeaseTime(current, leaseTime(options));
+		}
+		catch (RuntimeException ex) {
+			hold.close();
+			throw ex;
+		}
+		if (covered) {
+			return hold;
+		}
+		hold.close();
+		return null;
+	}
+
+	/**
+	 * A read hold (RWL-2 to RWL-4): the write lease of this thread or its read hold reentered, else
+	 * a hold in this template's read lease of the key, whose shared attempt the backend granted.
+	 */
+	private @Nullable LeaseHandle acquireRead(String name, String fullKey, boolean reentrant, LockOptions options) {
+		if (!reentrant) {
+			throw new UnsupportedOperationException("A slot of '" + name + "' was asked for in READ mode (RWL-10)");
+		}
+		if (!(this.backend instanceof SharedLocks)) {
+			throw new UnsupportedOperationException("Lock '" + shownKey(fullKey) + "' was asked for in READ mode, but "
+					+ SharedLocks.unsupportedBy(this.backend) + ". Use LockMode.WRITE, or a backend that gives read holds.");
+		}
+		HeldLease current = this.leases.get(fullKey);
+		if (current != null && current.isHeldBy(Thread.currentThread())
+				&& (current.isShared() ? current.enterRead(null) : current.enterReentrant())) {
+			LeaseHandle hold = reentered(current,
+					current.isShared() ? new LeaseHandle(current, null) : new LeaseHandle(current), options);
+			if (hold != null) {
+				return hold;
+			}
+		}
+		if (this.acquisitions.isDraining()) {
+			throw this.acquisitions.shuttingDown(fullKey);
+		}
+		try {
+			return this.acquisitions.acquireRead(name, fullKey, leaseTime(options), options.isRenew(),
+					waitTime(options));
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(shownKey(fullKey), ex);
+		}
+	}
+
 	/** The most keys taken in one backend call (MKY-6), so that one script or statement stays short. */
 	static final int MAX_KEYS_AT_ONCE = 1000;
 
 	@Override
 	public @Nullable List<Lease> acquireAllAtOnce(String name, List<String> keys, LockOptions options) {
-		if (this.closed || this.acquisitions.isDraining() || keys.size() > MAX_KEYS_AT_ONCE) {
+		if (options.getMode() == LockMode.READ || this.closed || this.acquisitions.isDraining() || keys.size() > MAX_KEYS_AT_ONCE) {
 			return null;
 		}
 		if (Thread.currentThread().isInterrupted()) {
@@ -278,6 +332,11 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		}
 		if (this.acquisitions.isDraining()) {
 			return CompletableFuture.failedFuture(this.acquisitions.shuttingDown(fullKey));
+		}
+		if (options.getMode() == LockMode.READ) {
+			return CompletableFuture.failedFuture(new UnsupportedOperationException("Lock '" + shownKey(fullKey)
+					+ "' was asked for in READ mode without blocking, which AsyncLockTemplate does not give yet "
+					+ "(RWL-10): take the read hold with LockTemplate.acquire(...) on a thread that may block."));
 		}
 		return this.acquisitions.acquireAsync(name, fullKey, leaseTime(options), options.isRenew(),
 				waitTime(options));

@@ -10,6 +10,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.LockListener.LockObservation;
+import dev.holdfast.support.ReadHolds;
 
 /**
  * One backend lock held by this process, shared by the reentrant holds of one thread.
@@ -39,6 +40,9 @@ final class HeldLease {
 	private final long acquiredNanos;
 
 	private final LockObservation observation;
+
+	/** The local readers of a read lease (RWL-2); {@code null} for the exclusive lock. */
+	private final @Nullable ReadHolds readers;
 
 	// Plain volatile fields updated through VarHandles: no Atomic* object per lease.
 	private static final VarHandle HOLDS;
@@ -96,7 +100,14 @@ final class HeldLease {
 
 	HeldLease(LocalLeases leases, String name, String key, String owner, long fencingToken, Duration ttl,
 			boolean renew, long requestStartNanos, Instant acquiredAt, LockObservation observation) {
+		this(leases, name, key, owner, fencingToken, ttl, renew, requestStartNanos, acquiredAt, observation, null);
+	}
+
+	HeldLease(LocalLeases leases, String name, String key, String owner, long fencingToken, Duration ttl,
+			boolean renew, long requestStartNanos, Instant acquiredAt, LockObservation observation,
+			@Nullable ReadHolds readers) {
 		this.leases = leases;
+		this.readers = readers;
 		this.name = name;
 		this.key = key;
 		this.owner = owner;
@@ -152,13 +163,33 @@ final class HeldLease {
 		}
 	}
 
+	/** A read hold of the calling thread enters this read lease; false when no hold is left or it is not valid. */
+	boolean enterRead(@Nullable LockObservation observation) {
+		if (!enterReentrant()) {
+			return false;
+		}
+		this.readers.enter(Thread.currentThread(), observation);
+		return true;
+	}
+
+	/** The local readers of a read lease, {@code null} for the exclusive lock. */
+	@Nullable ReadHolds readers() {
+		return this.readers;
+	}
+
+	/** Whether it is a read lease (RWL-2). */
+	boolean isShared() {
+		return this.readers != null;
+	}
+
 	/** Leaves one hold; true when it was the last one. */
 	boolean exit() {
 		return (int) HOLDS.getAndAdd(this, -1) == 1;
 	}
 
+	/** Whether {@code candidate} holds it: a read lease is held by each thread with an open read hold. */
 	boolean isHeldBy(Thread candidate) {
-		return this.thread == candidate;
+		return (this.readers != null) ? this.readers.heldBy(candidate) : this.thread == candidate;
 	}
 
 	/** Stops reentrancy from the acquiring thread, for leases that outlive the call (async). */

@@ -6,6 +6,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.holdfast.LockListener.LockObservation;
 
 /**
@@ -28,8 +30,25 @@ final class LeaseHandle implements EngineLease {
 	/** BOUND to the acquiring thread, DETACHED from it (outlives its call), or CLOSED. */
 	private volatile int state = BOUND;
 
+	/** For a read hold (RWL-2): the thread it is bound to and its own observation; else {@code null}. */
+	private final @Nullable Thread reader;
+
+	private final @Nullable LockObservation readObservation;
+
 	LeaseHandle(HeldLease lease) {
 		this.lease = lease;
+		this.reader = null;
+		this.readObservation = null;
+	}
+
+	/**
+	 * A read hold of {@code lease} by the calling thread, which entered it with
+	 * {@code observation} ({@code null} for a reentrant hold).
+	 */
+	LeaseHandle(HeldLease lease, @Nullable LockObservation observation) {
+		this.lease = lease;
+		this.reader = Thread.currentThread();
+		this.readObservation = observation;
 	}
 
 	@Override
@@ -64,13 +83,16 @@ final class LeaseHandle implements EngineLease {
 
 	@Override
 	public LockObservation observation() {
-		return this.lease.observation();
+		return (this.readObservation != null) ? this.readObservation : this.lease.observation();
 	}
 
 	/** This hold outlives the call that took it: the acquiring thread stops reentering with it. */
 	@Override
 	public void detachFromThread() {
 		if (STATE.compareAndSet(this, BOUND, DETACHED)) {
+			if (this.reader != null) {
+				this.lease.readers().leaveThread(this.reader);
+			}
 			this.lease.leaveThread();
 		}
 	}
@@ -111,7 +133,14 @@ final class LeaseHandle implements EngineLease {
 			return false;
 		}
 		if (previous == BOUND) {
+			if (this.reader != null) {
+				this.lease.readers().leaveThread(this.reader);
+			}
 			this.lease.leaveThread();
+		}
+		if (this.readObservation != null) {
+			this.lease.readers().closed(this.readObservation);
+			this.readObservation.released();
 		}
 		return this.lease.exit();
 	}

@@ -17,6 +17,7 @@ import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
+import dev.holdfast.spi.SharedLocks;
 
 /**
  * Renews every renewable lease of one template from one scheduler thread, which ends after 1 s
@@ -38,6 +39,9 @@ final class LeaseRenewer {
 
 	private final LeaseRenewal renewal;
 
+	/** Renews the read leases (RWL-5), where the backend gives them. */
+	private final @Nullable SharedLocks shared;
+
 	/**
 	 * The template's held leases (a live view): the active ones that renew are renewed. No set of
 	 * its own, so a lease costs the renewer nothing until a renewal is due.
@@ -52,8 +56,10 @@ final class LeaseRenewer {
 
 	private long nextAtNanos;
 
-	LeaseRenewer(LocalLeases local, LeaseRenewal renewal, Failures failures, Collection<HeldLease> leases) {
+	LeaseRenewer(LocalLeases local, LeaseRenewal renewal, @Nullable SharedLocks shared, Failures failures,
+			Collection<HeldLease> leases) {
 		this.local = local;
+		this.shared = shared;
 		this.failures = failures;
 		this.leases = leases;
 		this.renewal = renewal;
@@ -170,11 +176,31 @@ final class LeaseRenewer {
 		}
 	}
 
+	/**
+	 * Renews read leases with {@link SharedLocks#renewShared} and the others with
+	 * {@link LeaseRenewal#renew}: one call each per tick (RWL-5), none when there is nothing to send.
+	 */
+	private Set<String> renewEither(List<HeldLease> leases, List<HeldLock> locks) {
+		List<HeldLock> exclusive = new ArrayList<>(locks.size());
+		List<HeldLock> read = new ArrayList<>();
+		for (int i = 0; i < leases.size(); i++) {
+			(leases.get(i).isShared() ? read : exclusive).add(locks.get(i));
+		}
+		if (read.isEmpty()) {
+			return this.renewal.renew(exclusive);
+		}
+		Set<String> renewed = new HashSet<>(this.shared.renewShared(read));
+		if (!exclusive.isEmpty()) {
+			renewed.addAll(this.renewal.renew(exclusive));
+		}
+		return renewed;
+	}
+
 	/** Renews {@code locks}, one per lease in {@code leases}, whose time-to-live locks are held. */
 	private long renew(List<HeldLease> leases, List<HeldLock> locks) {
 		long start = System.nanoTime();
 		try {
-			Set<String> renewed = this.renewal.renew(locks);
+			Set<String> renewed = (this.shared != null) ? renewEither(leases, locks) : this.renewal.renew(locks);
 			for (int i = 0; i < leases.size(); i++) {
 				HeldLease lease = leases.get(i);
 				if (renewed.contains(lease.key())) {

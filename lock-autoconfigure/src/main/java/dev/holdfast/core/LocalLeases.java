@@ -25,6 +25,8 @@ import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.SessionLeases;
+import dev.holdfast.spi.SharedLocks;
+import dev.holdfast.support.ReadHolds;
 
 /**
  * The leases one template holds, by key: at most one per key, from the acquisition that took
@@ -72,7 +74,9 @@ final class LocalLeases {
 		this.releases = releases;
 		this.sessions = (backend instanceof SessionLeases sessionLeases) ? sessionLeases : null;
 		this.renewer = (backend instanceof LeaseRenewal renewal)
-				? new LeaseRenewer(this, renewal, failures, this.held.values()) : null;
+				? new LeaseRenewer(this, renewal, (backend instanceof SharedLocks shared) ? shared : null, failures,
+						this.held.values())
+				: null;
 	}
 
 	/** The lease of {@code key} held by this template, valid or not, or {@code null}. */
@@ -98,6 +102,45 @@ final class LocalLeases {
 			this.renewer.add(lease);
 		}
 		return lease;
+	}
+
+	/**
+	 * Registers a read lease the backend just gave, or enters the valid one another local reader
+	 * registered meanwhile (RWL-2; the caller then releases {@code owner}'s hold): the lease returned.
+	 */
+	HeldLease registerShared(String name, String key, String owner, long token, Duration ttl, boolean renew,
+			long sentNanos, LockObservation observation) {
+		HeldLease[] replaced = new HeldLease[1];
+		HeldLease[] created = new HeldLease[1];
+		HeldLease lease = this.held.compute(key, (k, previous) -> {
+			if (previous != null && previous.isShared() && join(previous, observation)) {
+				return previous;
+			}
+			replaced[0] = (previous != null && previous.isActive()) ? previous : null;
+			observation.acquired(token);
+			ReadHolds readers = new ReadHolds();
+			readers.enter(Thread.currentThread(), observation);
+			created[0] = new HeldLease(this, name, key, owner, token, ttl, renew, sentNanos, now(), observation,
+					readers);
+			return created[0];
+		});
+		if (replaced[0] != null) {
+			lost(replaced[0], "its lock expired on the backend and was acquired again");
+		}
+		if (created[0] != null && renew && this.renewer != null) {
+			this.renewer.add(lease);
+		}
+		return lease;
+	}
+
+	/** A read hold of the calling thread enters the valid read lease {@code lease}; false if it cannot (RWL-2). */
+	static boolean join(HeldLease lease, LockObservation observation) {
+		if (!lease.isValid()) {
+			return false;
+		}
+		// The hold starts before the lease can be lost or released.
+		observation.acquired(lease.fencingToken());
+		return lease.enterRead(observation);
 	}
 
 	/**
@@ -149,6 +192,7 @@ final class LocalLeases {
 		if (!(this.backend instanceof LeaseRenewal renewal)) {
 			throw new UnsupportedOperationException("The " + this.backend.name() + " backend cannot extend leases");
 		}
+		SharedLocks shared = lease.isShared() ? (SharedLocks) this.backend : null;
 		if (ttl.isNegative() || ttl.isZero()) {
 			throw new IllegalArgumentException("ttl must be positive, was " + ttl);
 		}
@@ -171,7 +215,8 @@ final class LocalLeases {
 			long start = System.nanoTime();
 			Set<String> renewed;
 			try {
-				renewed = renewal.renew(List.of(new HeldLock(lease.key(), lease.owner(), ttl)));
+				List<HeldLock> locks = List.of(new HeldLock(lease.key(), lease.owner(), ttl));
+				renewed = (shared != null) ? shared.renewShared(locks) : renewal.renew(locks);
 			}
 			catch (RuntimeException ex) {
 				throw this.failures.of(ex, "extend", lease.key());
@@ -223,6 +268,9 @@ final class LocalLeases {
 				+ lease.fencingToken() + ") because " + reason
 				+ ". Code that still runs under it is no longer exclusive; fencing tokens protect the resource.");
 		lease.observation().lost();
+		if (lease.readers() != null) {
+			lease.readers().lost();
+		}
 		this.listener.leaseLost(lease.name(), this.backend.name());
 	}
 

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -28,6 +29,7 @@ import dev.holdfast.spi.InstanceNames;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
+import dev.holdfast.spi.SharedLocks;
 import dev.holdfast.spi.TickClaims;
 
 /**
@@ -41,6 +43,10 @@ import dev.holdfast.spi.TickClaims;
  * call waits for anything but a map update.</li>
  * <li>Fencing tokens come from one counter for all locks, so they strictly increase per lock
  * for the life of the JVM.</li>
+ * <li>Read holds ({@link SharedLocks}, RWL-11 to RWL-13): the readers are kept in the key's entry,
+ * whose owner is then {@value #READERS} and whose expiry is the latest reader's; a reader's
+ * token is the counter's value when its group formed. A waiting writer refused by readers stamps
+ * the entry for its record time, which refuses new readers, also after the last reader left.</li>
  * <li>Tick claims: one record per scheduled job, apart from the locks, holding the last claimed
  * tick; it expires on the same monotonic clock. Which tick is due is judged by the backend's
  * {@link Clock} (the JVM's wall clock unless given one), the cluster's clock for every instance
@@ -50,10 +56,13 @@ import dev.holdfast.spi.TickClaims;
  * are removed at once, and expired locks and tick records are swept every 1,024 acquisitions
  * and claims.
  */
-public class InMemoryLockBackend
-		implements LockBackend, AsyncLockBackend, LeaseRenewal, ReleaseEvents, BackendHealth, TickClaims, ClusterLocks {
+public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, LeaseRenewal, ReleaseEvents,
+		BackendHealth, TickClaims, ClusterLocks, SharedLocks {
 
 	private static final int SWEEP_EVERY = 1024;
+
+	/** The owner of an entry held by readers (decision 0048): no owner token starts with {@code ~}. */
+	static final String READERS = "~readers";
 
 	private final ConcurrentHashMap<String, Entry> locks = new ConcurrentHashMap<>();
 
@@ -98,18 +107,83 @@ public class InMemoryLockBackend
 		return AcquireResult.held(Math.max(0, TimeUnit.NANOSECONDS.toMillis(result.expiresAtNanos - now)));
 	}
 
+	/**
+	 * {@link #tryAcquire}; refused while readers hold the key, it also stamps the entry so that
+	 * new readers are refused for {@code recordFor} (RWL-12).
+	 */
+	@Override
+	public AcquireResult tryAcquireAsWaitingWriter(String key, String owner, Duration ttl, Duration recordFor) {
+		AcquireResult result = tryAcquire(key, owner, ttl);
+		if (!result.acquired()) {
+			long now = System.nanoTime();
+			this.locks.computeIfPresent(key, (k, current) -> (current.readers != null && !current.expired(now))
+					? current.stamped(now + recordFor.toNanos()) : current);
+		}
+		return result;
+	}
+
+	/**
+	 * Granted when the key is free or read-held and no writer's stamp is live; the token is the
+	 * counter's value when the group formed: at least every earlier write's, below every later
+	 * one's. Waiting readers are woken by the release events every release of a holder sends.
+	 */
+	@Override
+	public AcquireResult tryAcquireShared(String key, String owner, Duration ttl, Duration recordFor) {
+		sweepEveryNthCall();
+		long now = System.nanoTime();
+		long expires = now + ttl.toNanos();
+		Entry result = this.locks.compute(key, (k, current) -> {
+			if (current != null && current.writerWaits(now)) {
+				return current;
+			}
+			if (current == null || current.expired(now)) {
+				return new Entry(READERS, expires, this.fence.get(), Map.of(owner, expires), now, false);
+			}
+			return (current.readers != null) ? current.withReader(owner, expires, now) : current;
+		});
+		if (result.readers != null && result.readers.containsKey(owner) && !result.writerWaits(now)) {
+			return AcquireResult.acquired(result.token);
+		}
+		long until = result.writerWaits(now) ? Math.max(result.expiresAtNanos, result.writerWaitsUntil)
+				: result.expiresAtNanos;
+		return AcquireResult.held(Math.max(0, TimeUnit.NANOSECONDS.toMillis(until - now)));
+	}
+
+	@Override
+	public Set<String> renewShared(Collection<HeldLock> holds) {
+		Set<String> renewed = new HashSet<>();
+		long now = System.nanoTime();
+		for (HeldLock hold : holds) {
+			Entry result = this.locks.computeIfPresent(hold.key(),
+					(k, current) -> current.holdsReader(hold.owner(), now)
+							? current.withReader(hold.owner(), now + hold.ttl().toNanos(), now) : current);
+			if (result != null && result.holdsReader(hold.owner(), now)) {
+				renewed.add(hold.key());
+			}
+		}
+		return renewed;
+	}
+
 	@Override
 	public boolean release(String key, String owner) {
 		long now = System.nanoTime();
 		boolean[] released = new boolean[1];
+		boolean[] freed = new boolean[1];
 		this.locks.computeIfPresent(key, (k, current) -> {
 			if (current.owner.equals(owner) && !current.expired(now)) {
 				released[0] = true;
-				return null;
+				freed[0] = true;
+				return current.freed(now);
+			}
+			if (current.readers != null && current.readers.containsKey(owner) && !current.expired(now)) {
+				released[0] = true;
+				Entry left = current.withReader(owner, null, now);
+				freed[0] = left.readers == null;
+				return freed[0] ? current.freed(now) : left;
 			}
 			return current;
 		});
-		if (released[0]) {
+		if (freed[0]) {
 			for (Consumer<String> listener : this.listeners) {
 				listener.accept(key);
 			}
@@ -226,15 +300,69 @@ public class InMemoryLockBackend
 	private void sweepEveryNthCall() {
 		if (this.calls.incrementAndGet() % SWEEP_EVERY == 0) {
 			long now = System.nanoTime();
-			this.locks.entrySet().removeIf((entry) -> entry.getValue().expired(now));
+			this.locks.entrySet().removeIf((entry) -> entry.getValue().gone(now));
 			this.ticks.entrySet().removeIf((entry) -> entry.getValue().expired(now));
 		}
 	}
 
-	private record Entry(String owner, long expiresAtNanos, long token) {
+	/**
+	 * A key's entry: the writer's, or the readers' ({@code readers}: owner to expiry; the entry's
+	 * expiry is the latest), or a free one kept for a waiting writer's stamp.
+	 */
+	private record Entry(String owner, long expiresAtNanos, long token, @Nullable Map<String, Long> readers,
+			long writerWaitsUntil, boolean stamp) {
+
+		Entry(String owner, long expiresAtNanos, long token) {
+			this(owner, expiresAtNanos, token, null, 0, false);
+		}
 
 		boolean expired(long now) {
 			return now - this.expiresAtNanos >= 0;
+		}
+
+		/** Whether it is gone for good: expired, and no writer's stamp is live. */
+		boolean gone(long now) {
+			return expired(now) && !writerWaits(now);
+		}
+
+		boolean writerWaits(long now) {
+			return this.stamp && now - this.writerWaitsUntil < 0;
+		}
+
+		boolean holdsReader(String reader, long now) {
+			Long until = (this.readers != null) ? this.readers.get(reader) : null;
+			return until != null && now - until < 0;
+		}
+
+		Entry stamped(long until) {
+			return new Entry(this.owner, this.expiresAtNanos, this.token, this.readers, until, true);
+		}
+
+		/** Free now; kept while a writer's stamp is live, else {@code null} (removed). */
+		@Nullable Entry freed(long now) {
+			return writerWaits(now) ? new Entry("", now, this.token, null, this.writerWaitsUntil, true) : null;
+		}
+
+		/** The readers' entry with {@code reader} until {@code until} ({@code null}: without it), the expired left out. */
+		Entry withReader(String reader, @Nullable Long until, long now) {
+			Map<String, Long> live = new HashMap<>();
+			this.readers.forEach((other, expires) -> {
+				if (now - expires < 0) {
+					live.put(other, expires);
+				}
+			});
+			if (until != null) {
+				live.merge(reader, until, Math::max);
+			}
+			else {
+				live.remove(reader);
+			}
+			long latest = now;
+			for (long expires : live.values()) {
+				latest = (expires - latest > 0) ? expires : latest;
+			}
+			return new Entry(READERS, latest, this.token, live.isEmpty() ? null : Map.copyOf(live),
+					this.writerWaitsUntil, this.stamp);
 		}
 
 	}

@@ -14,6 +14,7 @@ import dev.holdfast.AsyncLockTemplate;
 import dev.holdfast.Lease;
 import dev.holdfast.Leases;
 import dev.holdfast.LockNotAcquiredException;
+import dev.holdfast.LockMode;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.core.EngineLease;
@@ -54,6 +55,11 @@ public final class KeySetLocking {
 	 */
 	public static @Nullable Leases acquire(LockTemplate template, String name, Collection<?> keys,
 			LockOptions options, boolean throwing) {
+		if (options.getMode() == LockMode.READ) {
+			throw new UnsupportedOperationException("Locks of several keys of '" + name + "' were asked for in READ "
+					+ "mode, which several keys do not give yet (RWL-10): take one read hold per key with "
+					+ "acquire(name, key, options), in a fixed order, or use the default WRITE mode.");
+		}
 		Function<Object, String> order = orderOf(template, name);
 		TreeMap<String, Object> ordered = new TreeMap<>();
 		int index = 0;

@@ -10,6 +10,7 @@ import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.Lease;
 import dev.holdfast.LockContext;
+import dev.holdfast.LockMode;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 import dev.holdfast.PermitNotAcquiredException;
@@ -80,6 +81,10 @@ public final class PermitSlots {
 	public static @Nullable Lease acquire(LockTemplate template, String name, @Nullable Object key, int permits,
 			LockOptions options, boolean throwing) {
 		requirePermits(permits, name);
+		if (options.getMode() == LockMode.READ) {
+			throw new UnsupportedOperationException("A permit of '" + name + "' was asked for in READ mode: "
+					+ "semaphores have no read mode (RWL-10). Take permits in the default WRITE mode.");
+		}
 		LockEngine engine = engineOf(template);
 		String semaphoreKey = engine.keyFor(name, key);
 		boolean checked = remember(engine, semaphoreKey, permits);

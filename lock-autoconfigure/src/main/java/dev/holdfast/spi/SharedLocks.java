@@ -66,4 +66,16 @@ public interface SharedLocks {
 		throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no wait queue");
 	}
 
+	/**
+	 * Why {@code backend}, which is no {@code SharedLocks}, gives no read holds, naming it and the
+	 * primitive: the message of a {@code READ} asked of it, at startup or at the call (RWL-9).
+	 */
+	static String unsupportedBy(LockBackend backend) {
+		String why = backend.name().startsWith("redlock")
+				? "Redlock gives no read holds: a reader's token must be the key's fence, which Redlock's tokens, "
+						+ "taken per node by a quorum, do not give (decision 0024)"
+				: "it does not implement SharedLocks, the backend primitive of read holds";
+		return "the " + backend.name() + " backend cannot give read holds (LockMode.READ): " + why;
+	}
+
 }

@@ -50,10 +50,21 @@ public final class CompositeLockListener implements LockListener {
 
 	@Override
 	public LockObservation acquiring(String name, String key, String backend) {
+		return observe(false, name, key, backend);
+	}
+
+	@Override
+	public LockObservation acquiringRead(String name, String key, String backend) {
+		return observe(true, name, key, backend);
+	}
+
+	private LockObservation observe(boolean read, String name, String key, String backend) {
 		List<Observed> observed = null;
 		for (Guard guard : this.guards) {
-			LockObservation observation = guard.call("acquiring",
-					() -> guard.listener.acquiring(name, key, backend), LockObservation.NONE);
+			LockObservation observation = guard.call(read ? "acquiringRead" : "acquiring",
+					() -> read ? guard.listener.acquiringRead(name, key, backend)
+							: guard.listener.acquiring(name, key, backend),
+					LockObservation.NONE);
 			if (observation != LockObservation.NONE) {
 				observed = (observed != null) ? observed : new ArrayList<>(1);
 				observed.add(new Observed(guard, observation));

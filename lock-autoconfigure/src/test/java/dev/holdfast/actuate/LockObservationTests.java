@@ -33,6 +33,7 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import dev.holdfast.DistributedLock;
 import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
+import dev.holdfast.LockMode;
 import dev.holdfast.LockOptions;
 import dev.holdfast.OnLocked;
 import dev.holdfast.SingleInstanceScheduled;
@@ -173,6 +174,21 @@ class LockObservationTests {
 			}
 			assertThat(spans("lock held exports")).singleElement()
 				.satisfies((span) -> assertThat(span.getTags()).containsEntry("mode", "permit"));
+		});
+	}
+
+	@Test
+	void aReadHoldIsObservedWithModeRead() {
+		this.runner.run((context) -> {
+			DefaultLockTemplate template = context.getBean(DefaultLockTemplate.class);
+			template.executeLocked("catalog", "eu", LockOptions.defaults().mode(LockMode.READ), () -> "read");
+			MeterRegistry meters = context.getBean(MeterRegistry.class);
+			for (String timer : List.of(LockMetricsListener.ACQUIRE, LockMetricsListener.HELD)) {
+				assertThat(meters.get(timer).tags("name", "catalog", "mode", "read").timer().count()).as(timer)
+					.isEqualTo(1);
+			}
+			assertThat(spans("lock held catalog")).singleElement()
+				.satisfies((span) -> assertThat(span.getTags()).containsEntry("mode", "read"));
 		});
 	}
 

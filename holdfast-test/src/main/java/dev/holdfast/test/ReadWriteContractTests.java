@@ -1,0 +1,311 @@
+package dev.holdfast.test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Test;
+
+import dev.holdfast.Lease;
+import dev.holdfast.LockMode;
+import dev.holdfast.LockOptions;
+import dev.holdfast.LockTemplate;
+import dev.holdfast.core.LockEngine;
+import dev.holdfast.spi.LockBackend;
+import dev.holdfast.spi.SharedLocks;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The contract of read-write locks ({@link LockMode#READ}, rules RWL-* in docs/DESIGN.md):
+ * readers overlap and writers exclude both across two instances, a waiting writer is served before
+ * a later reader and stops blocking readers once it gave up, a crashed reader delays a writer by
+ * its lease at most, a reader's token sits between writes, no upgrade, a writer reads by reentry.
+ * {@link LockBackendContractTests} runs it on every backend. Whether it applies is decided by the
+ * backend, not by the test class: a backend that implements {@link SharedLocks} runs all of it;
+ * one that does not must refuse {@code READ} loudly, naming itself
+ * ({@link #readFailsLoudlyWhereTheBackendGivesNoReadHolds}), and the rest is skipped.
+ */
+public interface ReadWriteContractTests {
+
+	/** How long the callers of {@link #readersOverlapAndWritersExcludeBoth} run. */
+	Duration READERS_RUN_FOR = Duration.ofMillis(1500);
+
+	/** Far above any caller's wait: a call that waits this long was stuck. */
+	Duration READ_WRITE_WAIT = Duration.ofSeconds(20);
+
+	/** The poll interval of the templates of {@link LockBackendContractTests}. */
+	Duration POLL_INTERVAL = Duration.ofMillis(200);
+
+	/** A lock template on a new client of the backend: another instance of the application. */
+	LockTemplate anotherInstance();
+
+	/** The executor that runs {@code threads} concurrent callers. */
+	ExecutorService callers(int threads);
+
+	/** Ends {@code instance} as a crash would: nothing is released, what it held expires on the backend. */
+	void crash(LockTemplate instance) throws Exception;
+
+	/**
+	 * What the test class expects of its backend: {@code true} gives read holds, {@code false}
+	 * refuses them, {@code null} (the default) no expectation. It is checked against the backend,
+	 * which alone decides what runs: a subclass cannot skip the contract of a backend that gives
+	 * read holds.
+	 */
+	default @Nullable Boolean expectsReadHolds() {
+		return null;
+	}
+
+	/** Whether {@code template}'s backend gives read holds; checked against {@link #expectsReadHolds()}. */
+	private boolean givesReadHolds(LockTemplate template) {
+		LockBackend backend = ((LockEngine) template).backend();
+		boolean gives = backend instanceof SharedLocks;
+		Boolean expected = expectsReadHolds();
+		if (expected != null) {
+			assertThat(gives).as("whether the %s backend gives read holds (SharedLocks)", backend.name())
+				.isEqualTo(expected);
+		}
+		return gives;
+	}
+
+	private LockTemplate readingInstance() {
+		LockTemplate template = anotherInstance();
+		assumeTrue(givesReadHolds(template), "the backend gives no read holds: readFailsLoudly... runs instead");
+		return template;
+	}
+
+	private static LockOptions read(Duration wait) {
+		return LockOptions.defaults().mode(LockMode.READ).waitTime(wait);
+	}
+
+	private static String uniqueName() {
+		return "contract-rw-" + UUID.randomUUID();
+	}
+
+	@Test
+	default void readFailsLoudlyWhereTheBackendGivesNoReadHolds() {
+		LockTemplate template = anotherInstance();
+		assumeTrue(!givesReadHolds(template), "the backend gives read holds: the rest of the contract runs");
+		String backend = ((LockEngine) template).backend().name();
+		assertThatThrownBy(() -> template.acquire(uniqueName(), null, read(Duration.ZERO)))
+			.isInstanceOfAny(UnsupportedOperationException.class, IllegalStateException.class)
+			.hasMessageContaining(backend)
+			.hasMessageContaining("read holds");
+	}
+
+	@Test
+	default void readersOverlapAndWritersExcludeBoth() throws Exception {
+		List<LockTemplate> instances = List.of(readingInstance(), anotherInstance());
+		String name = uniqueName();
+		int threadsPerInstance = 8;
+		AtomicInteger readersNow = new AtomicInteger();
+		AtomicInteger writersNow = new AtomicInteger();
+		AtomicInteger mostReaders = new AtomicInteger();
+		AtomicInteger reads = new AtomicInteger();
+		AtomicInteger writes = new AtomicInteger();
+		// The resource: the token of the last write it took, fenced (a write with a smaller token is refused).
+		AtomicLong lastWrite = new AtomicLong();
+		List<String> violations = new CopyOnWriteArrayList<>();
+		long end = System.nanoTime() + READERS_RUN_FOR.toNanos();
+		ExecutorService pool = callers(threadsPerInstance * 2);
+		List<Future<?>> calls = new ArrayList<>();
+		try {
+			for (LockTemplate template : instances) {
+				for (int t = 0; t < threadsPerInstance; t++) {
+					calls.add(pool.submit(() -> {
+						while (System.nanoTime() < end) {
+							boolean writing = ThreadLocalRandom.current().nextInt(5) == 0;
+							LockOptions options = writing ? LockOptions.defaults().waitTime(READ_WRITE_WAIT)
+									: read(READ_WRITE_WAIT);
+							try (Lease lease = template.acquire(name, null, options)) {
+								if (writing) {
+									if (writersNow.incrementAndGet() != 1 || readersNow.get() != 0) {
+										violations.add("a writer beside another holder");
+									}
+									long token = lease.fencingToken();
+									if (lastWrite.getAndAccumulate(token, Math::max) > token) {
+										violations.add("a write with a token below the last write's");
+									}
+									TimeUnit.MILLISECONDS.sleep(1);
+									writersNow.decrementAndGet();
+									writes.incrementAndGet();
+								}
+								else {
+									mostReaders.accumulateAndGet(readersNow.incrementAndGet(), Math::max);
+									if (writersNow.get() != 0) {
+										violations.add("a reader beside a writer");
+									}
+									if (lastWrite.get() > lease.fencingToken()) {
+										violations.add("a stale read not told by its token: last write "
+												+ lastWrite.get() + " > reader's " + lease.fencingToken());
+									}
+									TimeUnit.MILLISECONDS.sleep(3);
+									readersNow.decrementAndGet();
+									reads.incrementAndGet();
+								}
+								if (!lease.isValid()) {
+									violations.add("a lease invalid while held");
+								}
+							}
+						}
+						return null;
+					}));
+				}
+			}
+			for (Future<?> call : calls) {
+				call.get(READ_WRITE_WAIT.toSeconds() * 2, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			pool.shutdownNow();
+		}
+		assertThat(violations).isEmpty();
+		assertThat(reads.get()).isPositive();
+		assertThat(writes.get()).isPositive();
+		assertThat(mostReaders.get()).as("readers that held at once").isGreaterThan(1);
+	}
+
+	@Test
+	default void aWaitingWriterIsServedBeforeALaterReader() throws Exception {
+		LockTemplate first = readingInstance();
+		LockTemplate writer = anotherInstance();
+		LockTemplate later = anotherInstance();
+		String name = uniqueName();
+		List<String> order = new CopyOnWriteArrayList<>();
+		Lease held = first.acquire(name, null, read(Duration.ZERO));
+		CompletableFuture<Void> writing = CompletableFuture.runAsync(() -> {
+			try (Lease lease = writer.acquire(name, null, LockOptions.defaults().waitTime(READ_WRITE_WAIT))) {
+				order.add("writer");
+				sleep(Duration.ofMillis(100));
+			}
+		});
+		// Once the writer waits, a new reader is refused.
+		await().atMost(Duration.ofSeconds(10)).until(() -> {
+			Optional<Lease> reader = later.tryAcquire(name, null, read(Duration.ZERO));
+			reader.ifPresent(Lease::close);
+			return reader.isEmpty();
+		});
+		CompletableFuture<Void> reading = CompletableFuture.runAsync(() -> {
+			try (Lease lease = later.acquire(name, null, read(READ_WRITE_WAIT))) {
+				order.add("reader");
+			}
+		});
+		// Not a wait for a condition: time for the later reader's attempts, which must all be refused.
+		sleep(POLL_INTERVAL);
+		assertThat(order).isEmpty();
+		held.close();
+		writing.get(30, TimeUnit.SECONDS);
+		reading.get(30, TimeUnit.SECONDS);
+		assertThat(order).containsExactly("writer", "reader");
+	}
+
+	@Test
+	default void aWriterThatGaveUpStopsBlockingReadersWithinTwoPollIntervals() throws Exception {
+		LockTemplate first = readingInstance();
+		LockTemplate writer = anotherInstance();
+		LockTemplate later = anotherInstance();
+		String name = uniqueName();
+		try (Lease held = first.acquire(name, null, read(Duration.ZERO))) {
+			assertThat(writer.tryAcquire(name, null, LockOptions.defaults().waitTime(Duration.ofMillis(600))))
+				.isEmpty();
+			long gaveUp = System.nanoTime();
+			// two poll intervals, and a margin for a loaded machine
+			await().atMost(POLL_INTERVAL.multipliedBy(2).plusMillis(500)).pollInterval(Duration.ofMillis(10)).until(() -> {
+				Optional<Lease> reader = later.tryAcquire(name, null, read(Duration.ZERO));
+				reader.ifPresent(Lease::close);
+				return reader.isPresent();
+			});
+			assertThat(Duration.ofNanos(System.nanoTime() - gaveUp)).isLessThan(POLL_INTERVAL.multipliedBy(2).plusMillis(500));
+		}
+	}
+
+	@Test
+	default void aCrashedReaderDelaysAWriterByAtMostItsLease() throws Exception {
+		LockTemplate crashing = readingInstance();
+		LockTemplate writer = anotherInstance();
+		String name = uniqueName();
+		Duration lease = Duration.ofMillis(1000);
+		crashing.acquire(name, null, read(Duration.ZERO).leaseTime(lease));
+		crash(crashing);
+		long start = System.nanoTime();
+		try (Lease written = writer.acquire(name, null, LockOptions.defaults().waitTime(READ_WRITE_WAIT))) {
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(lease.plusMillis(1500));
+		}
+	}
+
+	@Test
+	default void readerTokensSitBetweenWrites() {
+		LockTemplate reader = readingInstance();
+		LockTemplate writer = anotherInstance();
+		String name = uniqueName();
+		LockOptions write = LockOptions.defaults().waitTime(READ_WRITE_WAIT);
+		long first;
+		try (Lease lease = writer.acquire(name, null, write)) {
+			first = lease.fencingToken();
+		}
+		long read;
+		try (Lease lease = reader.acquire(name, null, read(READ_WRITE_WAIT))) {
+			read = lease.fencingToken();
+		}
+		try (Lease lease = writer.acquire(name, null, write)) {
+			assertThat(first).isLessThanOrEqualTo(read);
+			assertThat(lease.fencingToken()).isGreaterThan(read);
+		}
+	}
+
+	@Test
+	default void upgradeFailsAtOnce() {
+		LockTemplate template = readingInstance();
+		String name = uniqueName();
+		try (Lease lease = template.acquire(name, null, read(READ_WRITE_WAIT))) {
+			long start = System.nanoTime();
+			assertThatIllegalStateException()
+				.isThrownBy(() -> template.acquire(name, null, LockOptions.defaults().waitTime(READ_WRITE_WAIT)))
+				.withMessageContaining("RWL-4");
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(1));
+		}
+	}
+
+	@Test
+	default void theWriteHolderReadsByReentry() {
+		LockTemplate template = readingInstance();
+		LockTemplate other = anotherInstance();
+		String name = uniqueName();
+		try (Lease write = template.acquire(name, null, LockOptions.defaults().waitTime(READ_WRITE_WAIT))) {
+			try (Lease read = template.acquire(name, null, read(Duration.ZERO))) {
+				assertThat(read.fencingToken()).isEqualTo(write.fencingToken());
+				assertThat(other.tryAcquire(name, null, read(Duration.ZERO))).isEmpty();
+			}
+			assertThat(write.isValid()).isTrue();
+		}
+		Optional<Lease> after = other.tryAcquire(name, null, read(READ_WRITE_WAIT));
+		assertThat(after).isPresent();
+		after.get().close();
+	}
+
+	private static void sleep(Duration duration) {
+		try {
+			TimeUnit.NANOSECONDS.sleep(duration.toNanos());
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(ex);
+		}
+	}
+
+}
