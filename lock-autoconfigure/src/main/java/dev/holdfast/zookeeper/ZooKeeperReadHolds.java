@@ -87,7 +87,11 @@ final class ZooKeeperReadHolds {
 		String parent = this.locksPath + "/" + ZooKeeperPaths.encode(key);
 		ZooKeeperHold hold = this.backend.heldBy(owner);
 		if (hold != null && hold.key.equals(key) && ZooKeeperPaths.reader(ZooKeeperPaths.nodeName(hold.path))) {
-			return join(key, hold, parent, waitEnd, deadline);
+			Outcome joined = join(key, owner, hold, ttl, parent, waitEnd, deadline);
+			if (joined != null) {
+				return joined;
+			}
+			// Released here while the join waited: a first take, for the rest of the wait.
 		}
 		if (oneShot) {
 			List<String> children = sorted(this.once.children(key, parent, false, deadline));
@@ -111,26 +115,26 @@ final class ZooKeeperReadHolds {
 	/**
 	 * Another take of the read hold {@code hold}, by its owner (RWL-42): granted with the hold's
 	 * token while no writer node is queued (it would be behind the hold, waiting for it); else it
-	 * waits for the writers to go until {@code waitEnd}. Creates nothing.
+	 * waits for the writers to go until {@code waitEnd}. Creates nothing; a longer {@code ttl} than
+	 * the node's is written to it before the grant (never a shorter one). Returns {@code null} when
+	 * the hold was released here meanwhile (its node gone or going): the caller takes anew (RWL-46).
 	 */
-	private Outcome join(String key, ZooKeeperHold hold, String parent, long waitEnd, long deadline)
-			throws InterruptedException {
+	private @Nullable Outcome join(String key, String owner, ZooKeeperHold hold, Duration ttl, String parent,
+			long waitEnd, long deadline) throws InterruptedException {
 		String own = ZooKeeperPaths.nodeName(hold.path);
+		boolean waited = false;
 		while (true) {
+			if (waited && waitEnd - System.nanoTime() <= 0) {
+				// The wait ran out: no request after it (ZK-9).
+				return new Outcome(AcquireResult.held(-1), 0);
+			}
 			List<String> children = sorted(this.once.children(key, parent, false, deadline));
 			if (!children.contains(own)) {
-				throw ZooKeeperLockQueue.lostNode(key);
+				return released(key, owner, hold);
 			}
 			int writer = firstWriter(children);
 			if (writer < 0) {
-				CuratorEvent read = this.backend.request("acquire", key, deadline,
-						(callback) -> this.client.checkExists().inBackground(callback).forPath(hold.path));
-				Stat stat = read.getStat();
-				if (read.getResultCode() != Code.OK.intValue() || stat == null
-						|| stat.getEphemeralOwner() != this.backend.sessionId()) {
-					throw ZooKeeperLockQueue.lostNode(key);
-				}
-				return new Outcome(AcquireResult.acquired(stat.getCzxid()), hold.confirmedNanos);
+				return grant(key, owner, hold, ttl, deadline);
 			}
 			if (waitEnd - System.nanoTime() <= 0) {
 				return new Outcome(AcquireResult.held(-1), 0);
@@ -140,12 +144,44 @@ final class ZooKeeperReadHolds {
 			String writerPath = parent + "/" + children.get(writer);
 			CuratorEvent watched = this.backend.request("acquire", key, deadline,
 					(callback) -> this.client.checkExists().usingWatcher(watcher).inBackground(callback).forPath(writerPath));
-			if (watched.getResultCode() == Code.OK.intValue()
-					&& !gone.await(Math.max(0, waitEnd - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-				// The wait ran out with the writer still queued: no request after it (ZK-9).
-				return new Outcome(AcquireResult.held(-1), 0);
+			if (watched.getResultCode() == Code.OK.intValue()) {
+				gone.await(Math.max(0, waitEnd - System.nanoTime()), TimeUnit.NANOSECONDS);
 			}
+			waited = true;
 		}
+	}
+
+	/**
+	 * The join's grant: a read of the node, or the write of the longer {@code ttl} (which also
+	 * moves its {@code mtime}); either confirms the node is alive on this session.
+	 */
+	private @Nullable Outcome grant(String key, String owner, ZooKeeperHold hold, Duration ttl, long deadline)
+			throws InterruptedException {
+		boolean longer = ttl.toNanos() > hold.ttlNanos;
+		long sent = System.nanoTime();
+		CuratorEvent read = this.backend.request("acquire", key, deadline, (callback) -> longer
+				? this.client.setData().inBackground(callback).forPath(hold.path, ZooKeeperLockQueue.ttlData(ttl, owner))
+				: this.client.checkExists().inBackground(callback).forPath(hold.path));
+		Stat stat = read.getStat();
+		if (read.getResultCode() == Code.NONODE.intValue()) {
+			return released(key, owner, hold);
+		}
+		if (read.getResultCode() != Code.OK.intValue() || stat == null
+				|| stat.getEphemeralOwner() != this.backend.sessionId()) {
+			throw ZooKeeperLockQueue.lostNode(key);
+		}
+		if (longer) {
+			hold.confirmed(sent, ttl.toNanos());
+		}
+		return new Outcome(AcquireResult.acquired(stat.getCzxid()), hold.confirmedNanos);
+	}
+
+	/** The join's node is gone: {@code null} when its hold was released here, else it is lost. */
+	private @Nullable Outcome released(String key, String owner, ZooKeeperHold hold) {
+		if (this.backend.heldBy(owner) != hold) {
+			return null;
+		}
+		throw ZooKeeperLockQueue.lostNode(key);
 	}
 
 	private static List<String> sorted(@Nullable List<String> children) {

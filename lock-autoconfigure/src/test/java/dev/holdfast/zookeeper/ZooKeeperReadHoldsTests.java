@@ -1,5 +1,6 @@
 package dev.holdfast.zookeeper;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -268,6 +269,44 @@ class ZooKeeperReadHoldsTests {
 		assertThat(queue()).hasSize(2);
 		assertThat(reader.release(this.key, "r")).isTrue();
 		acquired(writer);
+	}
+
+	/**
+	 * A join waits behind a writer; its owner's hold is released here meanwhile (the last local
+	 * reader left), so its node is gone when the writer leaves: the join takes anew, a new node
+	 * for the same owner, with a token after the writer's (RWL-46).
+	 */
+	@Test
+	void waitingJoinWhoseHoldWasReleasedHereTakesANewNode() throws Exception {
+		ZooKeeperLockBackend reader = backend();
+		ZooKeeperLockBackend writing = backend();
+		assertThat(tryRead(reader, "r").acquired()).isTrue();
+		Future<Outcome> writer = writing(writing, "w", Duration.ofSeconds(20));
+		awaitQueueOf(2);
+		Future<Outcome> join = reading(reader, "r", Duration.ofSeconds(20));
+		stillWaiting(join);
+
+		assertThat(reader.release(this.key, "r")).isTrue();
+		long writeToken = acquired(writer);
+		assertThat(writing.release(this.key, "w")).isTrue();
+
+		assertThat(acquired(join)).isGreaterThan(writeToken);
+		assertThat(queue()).hasSize(1);
+		assertThat(reader.release(this.key, "r")).isTrue();
+		awaitQueueOf(0);
+	}
+
+	/** A join asking a longer lease than the node's writes it to the node first; a shorter one writes nothing. */
+	@Test
+	void joinWithALongerLeaseWritesItToTheNode() throws Exception {
+		ZooKeeperLockBackend reader = backend();
+		assertThat(reader.tryAcquireShared(this.key, "r", Duration.ofSeconds(2), Duration.ZERO).acquired()).isTrue();
+		String node = this.parent + "/" + queue().get(0);
+
+		assertThat(reader.tryAcquireShared(this.key, "r", TTL, Duration.ZERO).acquired()).isTrue();
+		assertThat(new String(observer.getData().forPath(node), StandardCharsets.US_ASCII)).startsWith("30000");
+		assertThat(reader.tryAcquireShared(this.key, "r", Duration.ofSeconds(1), Duration.ZERO).acquired()).isTrue();
+		assertThat(new String(observer.getData().forPath(node), StandardCharsets.US_ASCII)).startsWith("30000");
 	}
 
 	/**
