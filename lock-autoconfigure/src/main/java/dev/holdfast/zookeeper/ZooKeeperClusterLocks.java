@@ -84,6 +84,7 @@ final class ZooKeeperClusterLocks {
 		String parent = this.backend.path("locks") + "/" + ZooKeeperPaths.encode(key);
 		try {
 			boolean released = false;
+			boolean survived = false;
 			// The holder; of a read-held key, the reader with that token, or the whole group (RWL-45).
 			for (Holder holder : holding(client, parent)) {
 				if (fencingToken == null || holder.stat.getCzxid() == fencingToken) {
@@ -91,12 +92,16 @@ final class ZooKeeperClusterLocks {
 						client.delete().withVersion(holder.stat.getVersion()).forPath(holder.path);
 						released = true;
 					}
-					catch (KeeperException.NoNodeException | KeeperException.BadVersionException ex) {
-						// Released, or renewed just now: the operator lists again.
+					catch (KeeperException.NoNodeException ex) {
+						// Released meanwhile.
+					}
+					catch (KeeperException.BadVersionException ex) {
+						// Renewed just now: still held, so not released; the operator lists again.
+						survived = true;
 					}
 				}
 			}
-			return released;
+			return released && !survived;
 		}
 		catch (Exception ex) {
 			throw new LockBackendException("The zookeeper backend could not release lock '" + key + "' by force: "

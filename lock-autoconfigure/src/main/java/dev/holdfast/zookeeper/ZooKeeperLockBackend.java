@@ -119,7 +119,7 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 				this.connectionTimeoutMillis);
 		this.once = new ZooKeeperTryOnce(this);
 		this.queue = new ZooKeeperLockQueue(this, this.once, this.session);
-		this.reads = new ZooKeeperReadHolds(this, this.once, this.queue);
+		this.reads = new ZooKeeperReadHolds(this, this.once, this.queue, this.session);
 		this.renewal = new ZooKeeperRenewal(this, this.holds, this.session);
 		this.health = new ZooKeeperHealth(this, this.session, this.basePath, this.connectionTimeoutMillis);
 	}
@@ -316,6 +316,10 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 
 	CuratorFramework client() {
 		return this.client;
+	}
+
+	ZooKeeperLockQueue queue() {
+		return this.queue;
 	}
 
 	/** The node {@code owner} holds, or {@code null}. */

@@ -204,6 +204,10 @@ final class ZooKeeperLockQueue {
 					holderRemaining = Math.max(0, expiresAt - estimatedNow);
 				}
 				long remaining = waitEnd - System.nanoTime();
+				if (oneShot && reader && ZooKeeperPaths.reader(children.get(0))) {
+					// Read-held, a writer waiting: refused by that writer, with no remaining time (RWL-42).
+					return new Outcome(AcquireResult.held(-1), 0);
+				}
 				if (oneShot || remaining <= 0) {
 					return new Outcome(AcquireResult.held(holderRemaining), 0);
 				}
@@ -241,7 +245,7 @@ final class ZooKeeperLockQueue {
 			}
 			catch (LockBackendException ex) {
 				// ZK-11: a request lost with the connection; the next loop reads the queue again.
-				reconnected(key, ex, own, losses, waitEnd);
+				reconnected(key, ex, own.getEphemeralOwner(), losses, waitEnd);
 				waited = true;
 			}
 		}
@@ -254,12 +258,12 @@ final class ZooKeeperLockQueue {
 	 * @throws LockBackendException {@code failure} when it is not a ConnectionLoss, the wait ran
 	 * out first or the client or backend closed; the node lost when the session was lost
 	 */
-	private void reconnected(String key, LockBackendException failure, Stat own, long losses, long waitEnd)
+	void reconnected(String key, LockBackendException failure, long nodeSession, long losses, long waitEnd)
 			throws InterruptedException {
 		if (!(failure.getCause() instanceof KeeperException.ConnectionLossException)) {
 			throw failure;
 		}
-		switch (this.session.awaitConnection(own.getEphemeralOwner(), losses, waitEnd)) {
+		switch (this.session.awaitConnection(nodeSession, losses, waitEnd)) {
 			case LOST -> throw lostNode(key);
 			case GAVE_UP -> throw failure;
 			case SAME_SESSION -> {

@@ -14,6 +14,7 @@ import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.data.Stat;
 import org.jspecify.annotations.Nullable;
 
+import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.WaitQueue.Outcome;
 
@@ -38,13 +39,17 @@ final class ZooKeeperReadHolds {
 
 	private final ZooKeeperLockQueue queue;
 
+	private final ZooKeeperSession session;
+
 	private final String locksPath;
 
-	ZooKeeperReadHolds(ZooKeeperLockBackend backend, ZooKeeperTryOnce once, ZooKeeperLockQueue queue) {
+	ZooKeeperReadHolds(ZooKeeperLockBackend backend, ZooKeeperTryOnce once, ZooKeeperLockQueue queue,
+			ZooKeeperSession session) {
 		this.backend = backend;
 		this.client = backend.client();
 		this.once = once;
 		this.queue = queue;
+		this.session = session;
 		this.locksPath = backend.path("locks");
 	}
 
@@ -122,30 +127,38 @@ final class ZooKeeperReadHolds {
 	private @Nullable Outcome join(String key, String owner, ZooKeeperHold hold, Duration ttl, String parent,
 			long waitEnd, long deadline) throws InterruptedException {
 		String own = ZooKeeperPaths.nodeName(hold.path);
+		long session = this.backend.sessionId();
+		long losses = this.session.losses();
 		boolean waited = false;
 		while (true) {
 			if (waited && waitEnd - System.nanoTime() <= 0) {
 				// The wait ran out: no request after it (ZK-9).
 				return new Outcome(AcquireResult.held(-1), 0);
 			}
-			List<String> children = sorted(this.once.children(key, parent, false, deadline));
-			if (!children.contains(own)) {
-				return released(key, owner, hold);
+			try {
+				List<String> children = sorted(this.once.children(key, parent, false, deadline));
+				if (!children.contains(own)) {
+					return released(key, owner, hold);
+				}
+				int writer = firstWriter(children);
+				if (writer < 0) {
+					return grant(key, owner, hold, ttl, deadline);
+				}
+				if (waitEnd - System.nanoTime() <= 0) {
+					return new Outcome(AcquireResult.held(-1), 0);
+				}
+				CountDownLatch gone = new CountDownLatch(1);
+				Watcher watcher = (event) -> gone.countDown();
+				String writerPath = parent + "/" + children.get(writer);
+				CuratorEvent watched = this.backend.request("acquire", key, deadline,
+						(callback) -> this.client.checkExists().usingWatcher(watcher).inBackground(callback).forPath(writerPath));
+				if (watched.getResultCode() == Code.OK.intValue()) {
+					gone.await(Math.max(0, waitEnd - System.nanoTime()), TimeUnit.NANOSECONDS);
+				}
 			}
-			int writer = firstWriter(children);
-			if (writer < 0) {
-				return grant(key, owner, hold, ttl, deadline);
-			}
-			if (waitEnd - System.nanoTime() <= 0) {
-				return new Outcome(AcquireResult.held(-1), 0);
-			}
-			CountDownLatch gone = new CountDownLatch(1);
-			Watcher watcher = (event) -> gone.countDown();
-			String writerPath = parent + "/" + children.get(writer);
-			CuratorEvent watched = this.backend.request("acquire", key, deadline,
-					(callback) -> this.client.checkExists().usingWatcher(watcher).inBackground(callback).forPath(writerPath));
-			if (watched.getResultCode() == Code.OK.intValue()) {
-				gone.await(Math.max(0, waitEnd - System.nanoTime()), TimeUnit.NANOSECONDS);
+			catch (LockBackendException ex) {
+				// ZK-11: a request lost with the connection; the next pass lists the queue again.
+				this.queue.reconnected(key, ex, session, losses, waitEnd);
 			}
 			waited = true;
 		}

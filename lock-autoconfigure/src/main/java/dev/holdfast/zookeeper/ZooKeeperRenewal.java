@@ -1,6 +1,7 @@
 package dev.holdfast.zookeeper;
 
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -45,6 +46,7 @@ final class ZooKeeperRenewal {
 		}
 		long start = System.nanoTime();
 		Map<HeldLock, CompletableFuture<Integer>> answers = new LinkedHashMap<>();
+		Map<HeldLock, ZooKeeperHold> sentFor = new HashMap<>();
 		for (HeldLock lock : locks) {
 			ZooKeeperHold hold = this.holds.get(lock.owner());
 			if (hold == null || !hold.key.equals(lock.key())) {
@@ -52,6 +54,7 @@ final class ZooKeeperRenewal {
 			}
 			CompletableFuture<Integer> answer = new CompletableFuture<>();
 			answers.put(lock, answer);
+			sentFor.put(lock, hold);
 			try {
 				this.backend.client().setData()
 					.inBackground((client, event) -> answer.complete(event.getResultCode()))
@@ -66,16 +69,15 @@ final class ZooKeeperRenewal {
 		for (Map.Entry<HeldLock, CompletableFuture<Integer>> entry : answers.entrySet()) {
 			HeldLock lock = entry.getKey();
 			int code = this.backend.awaitUninterruptibly(entry.getValue(), start, deadline, "renew", lock.key());
-			ZooKeeperHold hold = this.holds.get(lock.owner());
+			ZooKeeperHold hold = sentFor.get(lock);
 			if (code == KeeperException.Code.OK.intValue()) {
-				if (hold != null) {
-					hold.confirmed(start, lock.ttl().toNanos());
-				}
+				hold.confirmed(start, lock.ttl().toNanos());
 				this.session.confirmed(start);
 				renewed.add(lock.key());
 			}
 			else if (code == KeeperException.Code.NONODE.intValue()) {
-				this.holds.remove(lock.owner());
+				// Only the node this answer is about: its owner may hold another one by now (a join's new take).
+				this.holds.remove(lock.owner(), hold);
 			}
 			else {
 				throw new LockBackendException("The zookeeper backend failed to renew lock '" + lock.key() + "': "

@@ -310,6 +310,27 @@ class ZooKeeperReadHoldsTests {
 	}
 
 	/**
+	 * The one-shot reader's race path (a writer queued between its listing and its node, driven
+	 * through the queue itself): it lists, is refused with no remaining time (RWL-42) and deletes its node.
+	 */
+	@Test
+	void oneShotReaderQueuedBehindAWaitingWriterIsRefusedWithoutRemainingTimeAndDeletesItsNode() throws Exception {
+		ZooKeeperLockBackend reader = backend();
+		assertThat(tryRead(reader, "r1").acquired()).isTrue();
+		Future<Outcome> writer = writing(backend(), "w", Duration.ofSeconds(20));
+		awaitQueueOf(2);
+
+		Outcome refused = reader.queue().acquire(this.key, "r2", TTL, Duration.ZERO, System.nanoTime(), true);
+
+		assertThat(refused.result().acquired()).isFalse();
+		assertThat(refused.result().holderRemainingMillis()).isEqualTo(-1);
+		awaitQueueOf(2);
+		assertThat(writer.isDone()).isFalse();
+		assertThat(reader.release(this.key, "r1")).isTrue();
+		acquired(writer);
+	}
+
+	/**
 	 * A reader renewed every 300 ms keeps a waiting writer out past its 1.5 s lease; once it is
 	 * not renewed, the writer deletes its expired node (judged by the ensemble's clock) and holds.
 	 */
