@@ -221,6 +221,27 @@ class ZooKeeperReadHoldsTests {
 		assertThat(queue()).hasSize(2).allMatch(ZooKeeperPaths::reader);
 	}
 
+	/**
+	 * W0 holds, W1 waits, R waits behind W1: when W1 gives up, R watches W0 and does not hold
+	 * beside it; W0's release serves R (RWL-41).
+	 */
+	@Test
+	void readerBehindAWaitingWriterThatGivesUpStillWaitsForTheHoldingWriter() throws Exception {
+		ZooKeeperLockBackend holder = backend();
+		assertThat(holder.tryAcquire(this.key, "w0", TTL).acquired()).isTrue();
+		Future<Outcome> waiting = writing(backend(), "w1", Duration.ofSeconds(2));
+		awaitQueueOf(2);
+		Future<Outcome> reader = reading(backend(), "r", Duration.ofSeconds(20));
+		awaitQueueOf(3);
+
+		assertThat(waiting.get(10, TimeUnit.SECONDS).result().acquired()).isFalse();
+		awaitQueueOf(2);
+		stillWaiting(reader);
+
+		assertThat(holder.release(this.key, "w0")).isTrue();
+		acquired(reader);
+	}
+
 	@Test
 	void oneShotSharedAttemptIsRefusedWhileWriteHeldOrAWriterWaitsAndLeavesNoNode() throws Exception {
 		ZooKeeperLockBackend writer = backend();
