@@ -352,6 +352,43 @@ class ZooKeeperReadHoldsTests {
 	}
 
 	/**
+	 * A join waiting behind a writer while the server is down longer than Curator retries a read
+	 * (sessions of 30 s): woken by the disconnection, it awaits the connection (ZK-11), lists
+	 * again and is granted its hold's token once the writer gives up (RWL-46).
+	 */
+	@Test
+	void waitingJoinWhoseServerIsDownBrieflyIsGrantedOnceTheWriterGoes() throws Exception {
+		ZooKeeperLockBackend reader = longSessionBackend();
+		long token = tryRead(reader, "r").fencingToken();
+		Future<Outcome> writer = writing(longSessionBackend(), "w", Duration.ofSeconds(12));
+		awaitQueueOf(2);
+		Future<Outcome> join = reading(reader, "r", Duration.ofSeconds(40));
+		stillWaiting(join);
+
+		server.stop(0);
+		try {
+			await("the join still waiting while the server is down").during(Duration.ofSeconds(4))
+				.atMost(Duration.ofSeconds(5))
+				.until(() -> !join.isDone());
+		}
+		finally {
+			server.restart(0);
+		}
+
+		assertThat(writer.get(30, TimeUnit.SECONDS).result().acquired()).isFalse();
+		AcquireResult joined = join.get(20, TimeUnit.SECONDS).result();
+		assertThat(joined.acquired()).isTrue();
+		assertThat(joined.fencingToken()).isEqualTo(token);
+	}
+
+	private ZooKeeperLockBackend longSessionBackend() {
+		ZooKeeperLockBackend backend = ZooKeeperLockBackend.owning(
+				ZooKeeperClients.connect(server.connectString(), Duration.ofSeconds(30), Duration.ofSeconds(1)), "/holdfast");
+		this.closeables.add(backend);
+		return backend;
+	}
+
+	/**
 	 * A reader renewed every 300 ms keeps a waiting writer out past its 1.5 s lease; once it is
 	 * not renewed, the writer deletes its expired node (judged by the ensemble's clock) and holds.
 	 */
