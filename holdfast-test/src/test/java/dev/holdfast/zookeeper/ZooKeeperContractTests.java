@@ -81,7 +81,7 @@ class ZooKeeperContractTests extends LockBackendContractTests
 	/** No SharedLocks on this branch: READ is refused naming the backend (RWL-9); true once it gives read holds. */
 	@Override
 	public boolean expectsReadHolds() {
-		return false;
+		return true;
 	}
 
 }

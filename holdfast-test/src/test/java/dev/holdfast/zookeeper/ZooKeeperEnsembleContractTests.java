@@ -39,7 +39,7 @@ class ZooKeeperEnsembleContractTests extends LockBackendContractTests implements
 	/** No SharedLocks on this branch: READ is refused naming the backend (RWL-9); true once it gives read holds. */
 	@Override
 	public boolean expectsReadHolds() {
-		return false;
+		return true;
 	}
 
 }

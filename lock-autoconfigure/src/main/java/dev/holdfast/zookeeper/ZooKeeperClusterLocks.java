@@ -5,6 +5,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.KeeperException;
@@ -18,8 +20,9 @@ import dev.holdfast.spi.ClusterLocks.Listing;
 /**
  * The locks of every instance, for operators (see {@link ZooKeeperLockBackend#listLocks}): the
  * children of {@code <base>/locks} whose key starts with the prefix, and of each the node with the
- * lowest sequence, the holder, whose data names its instance; and the forced release, which
- * deletes the holder's node (the waiter behind it, if any, takes the lock with a later node).
+ * lowest sequence, the holder, whose data names its instance (of a read-held key, its readers: RWL-45);
+ * and the forced release, which deletes the holder's node (the waiter behind it, if any, takes the
+ * lock with a later node).
  * Operator calls, not a lock's path: plain Curator calls, refused at once while disconnected.
  */
 final class ZooKeeperClusterLocks {
@@ -80,16 +83,25 @@ final class ZooKeeperClusterLocks {
 		CuratorFramework client = connectedClient("release by force");
 		String parent = this.backend.path("locks") + "/" + ZooKeeperPaths.encode(key);
 		try {
-			Holder holder = lowest(client, parent);
-			if (holder == null || (fencingToken != null && holder.stat.getCzxid() != fencingToken)) {
-				return false;
+			boolean released = false;
+			boolean survived = false;
+			// The holder; of a read-held key, the reader with that token, or the whole group (RWL-45).
+			for (Holder holder : holding(client, parent)) {
+				if (fencingToken == null || holder.stat.getCzxid() == fencingToken) {
+					try {
+						client.delete().withVersion(holder.stat.getVersion()).forPath(holder.path);
+						released = true;
+					}
+					catch (KeeperException.NoNodeException ex) {
+						// Released meanwhile.
+					}
+					catch (KeeperException.BadVersionException ex) {
+						// Renewed just now: still held, so not released; the operator lists again.
+						survived = true;
+					}
+				}
 			}
-			client.delete().withVersion(holder.stat.getVersion()).forPath(holder.path);
-			return true;
-		}
-		catch (KeeperException.NoNodeException | KeeperException.BadVersionException ex) {
-			// Released, or renewed just now: the operator lists again.
-			return false;
+			return released && !survived;
 		}
 		catch (Exception ex) {
 			throw new LockBackendException("The zookeeper backend could not release lock '" + key + "' by force: "
@@ -97,38 +109,63 @@ final class ZooKeeperClusterLocks {
 		}
 	}
 
+	/** A read-held key shows as {@code ~readers(<instances>)}, the lowest reader's token and the longest lease. */
 	private @Nullable BackendLock holder(CuratorFramework client, String parent, String key) throws Exception {
-		Holder holder = lowest(client, parent);
-		if (holder == null) {
+		List<Holder> holding = holding(client, parent);
+		if (holding.isEmpty()) {
 			return null;
 		}
-		long ttl = ZooKeeperLockQueue.ttlMillis(holder.data);
-		// The ensemble's time is not read here (a write would be needed): this JVM's clock.
-		long remaining = (ttl == Long.MAX_VALUE) ? -1
-				: Math.max(0, holder.stat.getMtime() + ttl - System.currentTimeMillis());
-		return new BackendLock(key, ZooKeeperLockQueue.instance(holder.data), holder.stat.getCzxid(), remaining);
+		Holder first = holding.get(0);
+		if (!ZooKeeperPaths.reader(ZooKeeperPaths.nodeName(first.path))) {
+			return new BackendLock(key, ZooKeeperLockQueue.instance(first.data), first.stat.getCzxid(), remaining(first));
+		}
+		Set<String> instances = new TreeSet<>();
+		long remaining = 0;
+		for (Holder reader : holding) {
+			String instance = ZooKeeperLockQueue.instance(reader.data);
+			instances.add((instance != null) ? instance : "?");
+			long left = remaining(reader);
+			remaining = (remaining < 0 || left < 0) ? -1 : Math.max(remaining, left);
+		}
+		return new BackendLock(key, "~readers(" + String.join(", ", instances) + ")", first.stat.getCzxid(), remaining);
 	}
 
-	private static @Nullable Holder lowest(CuratorFramework client, String parent) throws Exception {
+	private static long remaining(Holder holder) {
+		long ttl = ZooKeeperLockQueue.ttlMillis(holder.data);
+		// The ensemble's time is not read here (a write would be needed): this JVM's clock.
+		return (ttl == Long.MAX_VALUE) ? -1 : Math.max(0, holder.stat.getMtime() + ttl - System.currentTimeMillis());
+	}
+
+	/** The nodes that hold: the lowest, when a writer's; else the readers below the first writer (RWL-40). */
+	private static List<Holder> holding(CuratorFramework client, String parent) throws Exception {
 		List<String> children;
 		try {
 			children = new ArrayList<>(client.getChildren().forPath(parent));
 		}
 		catch (KeeperException.NoNodeException ex) {
-			return null;
+			return List.of();
 		}
 		children.sort(Comparator.comparing(ZooKeeperPaths::sequence));
+		List<Holder> holding = new ArrayList<>();
 		for (String child : children) {
+			boolean reader = ZooKeeperPaths.reader(child);
+			if (!reader && !holding.isEmpty()) {
+				break;
+			}
 			Stat stat = new Stat();
 			try {
 				byte[] data = client.getData().storingStatIn(stat).forPath(parent + "/" + child);
-				return new Holder(parent + "/" + child, data, stat);
+				holding.add(new Holder(parent + "/" + child, data, stat));
 			}
 			catch (KeeperException.NoNodeException ex) {
 				// Gone meanwhile: the next one holds.
+				continue;
+			}
+			if (!reader) {
+				break;
 			}
 		}
-		return null;
+		return holding;
 	}
 
 	private CuratorFramework connectedClient(String operation) {

@@ -3,8 +3,6 @@ package dev.holdfast.zookeeper;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -36,6 +34,7 @@ import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.SessionLeases;
+import dev.holdfast.spi.SharedLocks;
 import dev.holdfast.spi.TickClaims;
 import dev.holdfast.spi.WaitQueue;
 
@@ -63,10 +62,11 @@ import dev.holdfast.spi.WaitQueue;
  * <li>Operators ({@link ClusterLocks}): the holder of each key, node by node; a forced release
  * deletes the holder's node.</li>
  * <li>Releases ({@link ReleaseEvents}, ZK-10): of keys this process was refused, by one-shot watches.</li>
+ * <li>Read holds ({@link SharedLocks}, RWL-40 to RWL-45): reader nodes in the same queue; a node is the lease.</li>
  * </ul> Local state is bounded by the locks this process holds.
  */
-public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewal, SessionLeases, ReleaseEvents,
-		BackendHealth, TickClaims, ClusterLocks, AutoCloseable {
+public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewal, SharedLocks, SessionLeases,
+		ReleaseEvents, BackendHealth, TickClaims, ClusterLocks, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(ZooKeeperLockBackend.class);
 
@@ -92,7 +92,11 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 
 	private final ZooKeeperLockQueue queue;
 
+	private final ZooKeeperReadHolds reads;
+
 	private final ZooKeeperSession session;
+
+	private final ZooKeeperRenewal renewal;
 
 	private final ZooKeeperHealth health;
 
@@ -115,6 +119,8 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 				this.connectionTimeoutMillis);
 		this.once = new ZooKeeperTryOnce(this);
 		this.queue = new ZooKeeperLockQueue(this, this.once, this.session);
+		this.reads = new ZooKeeperReadHolds(this, this.once, this.queue, this.session);
+		this.renewal = new ZooKeeperRenewal(this, this.holds, this.session);
 		this.health = new ZooKeeperHealth(this, this.session, this.basePath, this.connectionTimeoutMillis);
 	}
 
@@ -144,8 +150,18 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 
 	@Override
 	public AcquireResult tryAcquire(String key, String owner, Duration ttl) {
+		return tryOnce(key, owner, ttl, false);
+	}
+
+	/** One attempt at a read hold (RWL-42); {@code recordFor} is not used: the engine hands this backend the wait. */
+	@Override
+	public AcquireResult tryAcquireShared(String key, String owner, Duration ttl, Duration recordFor) {
+		return tryOnce(key, owner, ttl, true);
+	}
+
+	private AcquireResult tryOnce(String key, String owner, Duration ttl, boolean reader) {
 		try {
-			return acquire(key, owner, ttl, Duration.ZERO).result();
+			return acquire(key, owner, ttl, Duration.ZERO, reader).result();
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
@@ -155,12 +171,24 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 
 	@Override
 	public Outcome acquire(String key, String owner, Duration ttl, Duration maxWait) throws InterruptedException {
+		return acquire(key, owner, ttl, maxWait, false);
+	}
+
+	/** A read hold that waits in the key's queue (RWL-40, RWL-41). */
+	@Override
+	public Outcome acquireShared(String key, String owner, Duration ttl, Duration maxWait) throws InterruptedException {
+		return acquire(key, owner, ttl, maxWait, true);
+	}
+
+	private Outcome acquire(String key, String owner, Duration ttl, Duration maxWait, boolean reader)
+			throws InterruptedException {
 		long attemptStart = System.nanoTime();
 		sweepForgottenHolds(attemptStart);
 		this.session.acquiring();
 		try {
 			awaitConnected("acquire", key);
-			return this.queue.acquire(key, owner, ttl, maxWait, attemptStart);
+			return (reader) ? this.reads.acquire(key, owner, ttl, maxWait, attemptStart)
+					: this.queue.acquire(key, owner, ttl, maxWait, attemptStart, false);
 		}
 		finally {
 			this.session.acquisitionEnded();
@@ -203,54 +231,13 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 	 */
 	@Override
 	public Set<String> renew(Collection<HeldLock> locks) {
-		String first = locks.isEmpty() ? "" : locks.iterator().next().key();
-		try {
-			awaitConnected("renew", first);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new LockInterruptedException(first, ex);
-		}
-		long start = System.nanoTime();
-		Map<HeldLock, CompletableFuture<Integer>> answers = new LinkedHashMap<>();
-		for (HeldLock lock : locks) {
-			ZooKeeperHold hold = this.holds.get(lock.owner());
-			if (hold == null || !hold.key.equals(lock.key())) {
-				continue;
-			}
-			CompletableFuture<Integer> answer = new CompletableFuture<>();
-			answers.put(lock, answer);
-			try {
-				this.client.setData()
-					.inBackground((client, event) -> answer.complete(event.getResultCode()))
-					.forPath(hold.path, ZooKeeperLockQueue.ttlData(lock.ttl(), lock.owner()));
-			}
-			catch (Exception ex) {
-				answer.completeExceptionally(ex);
-			}
-		}
-		Set<String> renewed = new HashSet<>();
-		long deadline = start + TimeUnit.MILLISECONDS.toNanos(this.connectionTimeoutMillis);
-		for (Map.Entry<HeldLock, CompletableFuture<Integer>> entry : answers.entrySet()) {
-			HeldLock lock = entry.getKey();
-			int code = awaitUninterruptibly(entry.getValue(), start, deadline, "renew", lock.key());
-			ZooKeeperHold hold = this.holds.get(lock.owner());
-			if (code == KeeperException.Code.OK.intValue()) {
-				if (hold != null) {
-					hold.confirmed(start, lock.ttl().toNanos());
-				}
-				this.session.confirmed(start);
-				renewed.add(lock.key());
-			}
-			else if (code == KeeperException.Code.NONODE.intValue()) {
-				this.holds.remove(lock.owner());
-			}
-			else {
-				throw new LockBackendException("The zookeeper backend failed to renew lock '" + lock.key() + "': "
-						+ KeeperException.Code.get(code), null);
-			}
-		}
-		return renewed;
+		return this.renewal.renew(locks);
+	}
+
+	/** {@link #renew}: a reader's node is renewed as a lock's (RWL-40). */
+	@Override
+	public Set<String> renewShared(Collection<HeldLock> holds) {
+		return this.renewal.renew(holds);
 	}
 
 	@Override
@@ -329,6 +316,15 @@ public class ZooKeeperLockBackend implements LockBackend, WaitQueue, LeaseRenewa
 
 	CuratorFramework client() {
 		return this.client;
+	}
+
+	ZooKeeperLockQueue queue() {
+		return this.queue;
+	}
+
+	/** The node {@code owner} holds, or {@code null}. */
+	@Nullable ZooKeeperHold heldBy(String owner) {
+		return this.holds.get(owner);
 	}
 
 	/** Records the lock node of {@code owner}, held since an answered request sent at {@code confirmedNanos}. */

@@ -65,16 +65,17 @@ final class ZooKeeperLockQueue {
 
 	/**
 	 * Takes the lock or waits for it until {@code maxWait} past {@code attemptStart} (one attempt
-	 * when {@code maxWait} is zero); the caller has waited for the connection.
+	 * when {@code maxWait} is zero); the caller has waited for the connection. A {@code reader}'s
+	 * node is a read hold's (RWL-40); its one-shot checks come first, in {@link ZooKeeperReadHolds}.
 	 */
-	Outcome acquire(String key, String owner, Duration ttl, Duration maxWait, long attemptStart)
+	Outcome acquire(String key, String owner, Duration ttl, Duration maxWait, long attemptStart, boolean reader)
 			throws InterruptedException {
 		boolean oneShot = maxWait.isZero() || maxWait.isNegative();
 		long waitEnd = attemptStart + (oneShot ? 0 : maxWait.toNanos());
 		long deadline = waitEnd + this.backend.connectionTimeoutNanos();
 		String parent = this.locksPath + "/" + ZooKeeperPaths.encode(key);
 		byte[] data = ttlData(ttl, owner);
-		if (oneShot) {
+		if (oneShot && !reader) {
 			Outcome once = this.once.tryFreeOrHeld(key, owner, ttl, parent, data, deadline);
 			if (once != null) {
 				return once;
@@ -87,7 +88,7 @@ final class ZooKeeperLockQueue {
 			.withProtection()
 			.withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
 			.inBackground(callback)
-			.forPath(parent + "/" + LOCK_NODE, data));
+			.forPath(parent + "/" + (reader ? ZooKeeperReadHolds.READ_NODE : LOCK_NODE), data));
 		CuratorEvent event = this.backend.answerOrDelete(created, createSent, deadline, "acquire", key, null);
 		if (event.getResultCode() != Code.OK.intValue()) {
 			throw this.backend.failure("acquire", key, event);
@@ -104,7 +105,7 @@ final class ZooKeeperLockQueue {
 				}
 			}
 			Outcome outcome = waitForTurn(key, owner, ttl, parent, path, data, own, createSent, losses, oneShot,
-					waitEnd, deadline);
+					reader, waitEnd, deadline);
 			acquired = outcome.result().acquired();
 			return outcome;
 		}
@@ -116,7 +117,7 @@ final class ZooKeeperLockQueue {
 	}
 
 	private Outcome waitForTurn(String key, String owner, Duration ttl, String parent, String path, byte[] data,
-			Stat own, long createSent, long losses, boolean oneShot, long waitEnd, long deadline)
+			Stat own, long createSent, long losses, boolean oneShot, boolean reader, long waitEnd, long deadline)
 			throws InterruptedException {
 		String node = ZooKeeperPaths.nodeName(path);
 		// serverTime: the mtime of this node's last answered write, sent at serverTimeNanos (ZK-11)
@@ -141,32 +142,36 @@ final class ZooKeeperLockQueue {
 				if (index < 0) {
 					throw lostNode(key);
 				}
-				if (index == 0) {
-					// This read listed this node first: on the node's own session it is the check a
-					// takeover makes, so only a stale node is written again. A read on a later session
-					// can list it too: Curator injects a session expiration locally (SUSPENDED for the
-					// session timeout) while the server still keeps the old session and its node, which
-					// then goes when the server expires it. So on another session, even without a wait,
+				ZooKeeperReadHolds.Behind behind = ZooKeeperReadHolds.behind(children, index, reader);
+				if (behind == null) {
+					// This read listed this node first (a reader: no writer node before it): on the
+					// node's own session it is the check a takeover makes, so only a stale node is
+					// written again. A read on a later session can list it too: Curator injects a session
+					// expiration locally (SUSPENDED for the session timeout) while the server still keeps
+					// the old session and its node, which then goes when the server expires it. So on another session, even without a wait,
 					// takeHead reads the node and fails on its ephemeralOwner.
 					boolean ownSession = this.backend.sessionId() == own.getEphemeralOwner();
 					long confirmed = (waited || !ownSession)
 							? takeHead(key, path, data, ttl, serverTimeNanos, ownSession, deadline) : serverTimeNanos;
 					return held(owner, key, path, ttl, own, confirmed);
 				}
-				String holder = parent + "/" + children.get(0);
-				String predecessor = parent + "/" + children.get(index - 1);
-				CountDownLatch woken = turn.next(holder);
+				// The node waited behind (RWL-41), and the holder judged: that node when it holds and
+				// this call waits, else the head (a one-shot attempt clears an expired head first).
+				String predecessor = parent + "/" + behind.node();
+				String holder = (behind.holds() && !oneShot) ? predecessor : parent + "/" + children.get(0);
+				CountDownLatch woken = turn.next(predecessor);
 				long holderRemaining = -1;
-				if (index == 1 || oneShot) {
+				if (behind.holds() || oneShot) {
 					CuratorEvent read = this.backend.request("acquire", key, deadline, (callback) -> (oneShot)
 							? this.client.getData().inBackground(callback).forPath(holder)
 							: this.client.getData().usingWatcher(turn).inBackground(callback).forPath(holder));
 					Code code = Code.get(read.getResultCode());
 					if (code == Code.NONODE) {
-						if (index > 1) {
+						if (!behind.only()) {
 							continue;
 						}
-						// The only node before ours, listed by the read just before this one, is gone:
+						// The only node in the way (a reader: its only lower writer, the head), listed by
+						// the read just before this one, is gone:
 						// this node heads the queue (none can come before it again), and this read was
 						// answered on a live session after that read listed it. What the queue's read
 						// would tell, so the hold starts here, as after a takeover: only a stale node is
@@ -199,6 +204,10 @@ final class ZooKeeperLockQueue {
 					holderRemaining = Math.max(0, expiresAt - estimatedNow);
 				}
 				long remaining = waitEnd - System.nanoTime();
+				if (oneShot && reader && ZooKeeperPaths.reader(children.get(0))) {
+					// Read-held, a writer waiting: refused by that writer, with no remaining time (RWL-42).
+					return new Outcome(AcquireResult.held(-1), 0);
+				}
 				if (oneShot || remaining <= 0) {
 					return new Outcome(AcquireResult.held(holderRemaining), 0);
 				}
@@ -208,7 +217,7 @@ final class ZooKeeperLockQueue {
 					serverTimeNanos = sent;
 					this.once.stamped(serverTime, serverTimeNanos);
 				}
-				if (index > 1 && exists(key, predecessor, turn, deadline) == null) {
+				if (!behind.holds() && exists(key, predecessor, turn, deadline) == null) {
 					continue;
 				}
 				long sleep = Math.min(waitEnd - System.nanoTime(), serverTimeNanos + touchEveryNanos - System.nanoTime());
@@ -217,7 +226,7 @@ final class ZooKeeperLockQueue {
 				}
 				boolean wokenUp = woken.await(sleep, TimeUnit.NANOSECONDS);
 				waited = true;
-				if (wokenUp && index == 1 && turn.holderDeleted) {
+				if (wokenUp && behind.only() && turn.holderDeleted) {
 					// The holder's node is gone and no node before ours can appear (sequence numbers
 					// only grow, and the parent is replaced only when empty): this waiter heads the
 					// queue, no read of the queue needed. The read in the watch's registration saw the
@@ -236,7 +245,7 @@ final class ZooKeeperLockQueue {
 			}
 			catch (LockBackendException ex) {
 				// ZK-11: a request lost with the connection; the next loop reads the queue again.
-				reconnected(key, ex, own, losses, waitEnd);
+				reconnected(key, ex, own.getEphemeralOwner(), losses, waitEnd);
 				waited = true;
 			}
 		}
@@ -249,12 +258,12 @@ final class ZooKeeperLockQueue {
 	 * @throws LockBackendException {@code failure} when it is not a ConnectionLoss, the wait ran
 	 * out first or the client or backend closed; the node lost when the session was lost
 	 */
-	private void reconnected(String key, LockBackendException failure, Stat own, long losses, long waitEnd)
+	void reconnected(String key, LockBackendException failure, long nodeSession, long losses, long waitEnd)
 			throws InterruptedException {
 		if (!(failure.getCause() instanceof KeeperException.ConnectionLossException)) {
 			throw failure;
 		}
-		switch (this.session.awaitConnection(own.getEphemeralOwner(), losses, waitEnd)) {
+		switch (this.session.awaitConnection(nodeSession, losses, waitEnd)) {
 			case LOST -> throw lostNode(key);
 			case GAVE_UP -> throw failure;
 			case SAME_SESSION -> {

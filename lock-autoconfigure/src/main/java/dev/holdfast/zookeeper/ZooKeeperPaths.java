@@ -40,6 +40,12 @@ final class ZooKeeperPaths {
 		return path.substring(path.lastIndexOf('/') + 1);
 	}
 
+	/** Whether a queue's node is a read hold's ({@code …-read-<seq>}) rather than a lock's ({@code …-lock-<seq>}). */
+	static boolean reader(String name) {
+		int at = name.length() - SEQUENCE_DIGITS - ZooKeeperReadHolds.READ_NODE.length();
+		return at >= 0 && name.startsWith(ZooKeeperReadHolds.READ_NODE, at);
+	}
+
 	/** The sequence number of a sequential node, as its fixed-width digits (they sort as numbers). */
 	static String sequence(String name) {
 		return (name.length() > SEQUENCE_DIGITS) ? name.substring(name.length() - SEQUENCE_DIGITS) : name;

@@ -274,6 +274,16 @@ final class ZooKeeperTryOnce {
 		}
 	}
 
+	/**
+	 * A reader's one-shot attempt on a queue headed by a writer (RWL-42): refused as a lock's
+	 * attempt is, with nothing written; {@code null} when the writer may have expired or is gone.
+	 */
+	@Nullable Outcome heldByWriter(String key, String owner, Duration ttl, String parent, List<String> children,
+			long deadline) throws InterruptedException {
+		Outcome outcome = heldOrNull(key, owner, ttl, parent, children, null, 0, deadline);
+		return (outcome == RELEASED) ? null : outcome;
+	}
+
 	/** Forgets the holder seen last when it is {@code path}, a node this process released. */
 	void released(String path) {
 		SeenHolder seen = this.seen;

@@ -6,6 +6,8 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.ZooKeeper;
+import org.awaitility.Awaitility;
 
 /**
  * Curator clients for tests: short timeouts, started and connected.
@@ -40,6 +42,20 @@ public final class ZooKeeperClients {
 			throw new IllegalStateException(ex);
 		}
 		return client;
+	}
+
+	/** Ends the client's session on the server, which deletes its nodes, as an expiry would. */
+	public static void expireSession(CuratorFramework client, String connectString) throws Exception {
+		ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
+		// Another handle on the same session closes it on the server.
+		ZooKeeper twin = new ZooKeeper(connectString, 10_000, (event) -> {
+		}, zk.getSessionId(), zk.getSessionPasswd());
+		try {
+			Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> twin.getState().isConnected());
+		}
+		finally {
+			twin.close();
+		}
 	}
 
 	/** A backend on its own new client, which it closes. */

@@ -1265,16 +1265,7 @@ class ZooKeeperLockBackendTests {
 	}
 
 	private static void expireSession(CuratorFramework client) throws Exception {
-		ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
-		// Another handle on the same session closes it on the server, which deletes its nodes.
-		ZooKeeper twin = new ZooKeeper(server.connectString(), 10_000, (event) -> {
-		}, zk.getSessionId(), zk.getSessionPasswd());
-		try {
-			await().atMost(Duration.ofSeconds(5)).until(() -> twin.getState().isConnected());
-		}
-		finally {
-			twin.close();
-		}
+		ZooKeeperClients.expireSession(client, server.connectString());
 	}
 
 	private static JdbcTemplate accountTable() {
