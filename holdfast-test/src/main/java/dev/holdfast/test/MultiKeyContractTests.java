@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
 
 import dev.holdfast.Lease;
@@ -86,7 +87,13 @@ public interface MultiKeyContractTests {
 			template.tryAcquireAll(name + "-first-call", List.of("key-1", "key-2"), options).ifPresent(Leases::close);
 			if (template instanceof LockEngine engine && engine.backend() instanceof ReleaseEvents events
 					&& !(events instanceof WaitQueue) && events.announcesReleases()) {
-				await().atMost(Duration.ofSeconds(30)).until(events::isListening);
+				try {
+					await().atMost(Duration.ofSeconds(10)).until(events::isListening);
+				}
+				catch (ConditionTimeoutException ex) {
+					// Best effort: a backend whose subscription opens for its first waiter only
+					// (PostgreSQL's LISTEN) listens once the transfers wait.
+				}
 			}
 		}
 		long end = System.nanoTime() + transfersRunFor().toNanos();

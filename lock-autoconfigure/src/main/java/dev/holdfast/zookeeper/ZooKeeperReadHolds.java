@@ -189,12 +189,13 @@ final class ZooKeeperReadHolds {
 		return new Outcome(AcquireResult.acquired(stat.getCzxid()), hold.confirmedNanos);
 	}
 
-	/** The join's node is gone: {@code null} when its hold was released here, else it is lost. */
+	/**
+	 * The join's node is gone, released here or lost (a forced release, an expired session): either
+	 * way {@code null}, and the caller takes anew. A new node has a new token, by which the engine
+	 * tells a lost read lease from its own (RWL-15) and releases the owner again.
+	 */
 	private @Nullable Outcome released(String key, String owner, ZooKeeperHold hold) {
-		if (this.backend.heldBy(owner) != hold) {
-			return null;
-		}
-		throw ZooKeeperLockQueue.lostNode(key);
+		return null;
 	}
 
 	private static List<String> sorted(@Nullable List<String> children) {
