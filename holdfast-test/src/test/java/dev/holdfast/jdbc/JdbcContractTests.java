@@ -3,8 +3,6 @@ package dev.holdfast.jdbc;
 import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Test;
 
 import org.springframework.core.io.ClassPathResource;
 import org.springframework.jdbc.datasource.init.ResourceDatabasePopulator;
@@ -65,20 +63,6 @@ abstract class JdbcContractTests extends LockBackendContractTests
 	@Override
 	public boolean expectsReadHolds() {
 		return true;
-	}
-
-	/**
-	 * A known gap on JDBC, not yet fixed (docs/DESIGN.md, Read-write locks, "Not done"): a waiting
-	 * writer's stamp lives two poll intervals and is refreshed only by its attempts, and a writer
-	 * refused by readers may pause longer (until a release event or the holder's expiry), so a
-	 * join by a local reader can pass the stamp's end. The clean-clone run of 2026-11-29 18:22 on
-	 * Java 25 failed here on PostgreSQL and MariaDB (it passed on Java 17 in the same run).
-	 */
-	@Override
-	@Test
-	public void aSecondThreadOfTheHoldingInstanceIsRefusedWhileAWriterWaits() {
-		Assumptions.abort("JDBC: a waiting writer's stamp can end while it pauses; a join may pass it (DESIGN.md, "
-				+ "Read-write locks, Not done)");
 	}
 
 }
