@@ -45,10 +45,8 @@ import dev.holdfast.LockOptions;
 import dev.holdfast.OnLocked;
 import dev.holdfast.core.IdentityStrings;
 import dev.holdfast.core.IdentityStrings.DeclaredIdentity;
-import dev.holdfast.core.LockEngine;
 import dev.holdfast.scan.AnnotatedMethodTypes;
 import dev.holdfast.scan.BackendChoice;
-import dev.holdfast.spi.SharedLocks;
 
 /**
  * Finds and resolves {@link DistributedLock} on methods, once per (method, target class).
@@ -156,30 +154,6 @@ public class LockOperationSource {
 		return (cached != NONE) ? (LockOperation) cached : null;
 	}
 
-	/**
-	 * A {@code mode = READ} that cannot be served fails at startup, naming what to change (RWL-9,
-	 * RWL-10): on a reactive or suspend method, with several keys, or on a backend without read
-	 * holds (the backend the annotation names, or the default one).
-	 */
-	private void checkRead(LockAnnotation annotation, String where, boolean reactive) {
-		if (reactive) {
-			throw new LockConfigurationException(where + " has mode = READ, which a method returning a reactive type "
-					+ "or a Kotlin suspend function cannot use yet",
-					"Use mode = WRITE, or take the read hold with LockTemplate.acquire(name, key, "
-							+ "LockOptions.defaults().mode(LockMode.READ)) on a thread that may block, or return a "
-							+ "CompletableFuture.");
-		}
-		if (annotation.keys().length > 0) {
-			throw new LockConfigurationException(where + " has mode = READ with keys, which several keys cannot use yet",
-					"Use one key with mode = READ, or mode = WRITE for several keys.");
-		}
-		Object chosen = this.backends.get(annotation.backend());
-		if (chosen instanceof LockEngine engine && !(engine.backend() instanceof SharedLocks)) {
-			throw new LockConfigurationException(where + " has mode = READ, but " + SharedLocks.unsupportedBy(engine.backend()),
-					"Use mode = WRITE, or lock on a backend that gives read holds (backend = \"...\").");
-		}
-	}
-
 	private @Nullable LockOperation resolve(Method method, @Nullable Class<?> targetClass) {
 		Method specific = BridgeMethodResolver.findBridgedMethod(AopUtils.getMostSpecificMethod(method, targetClass));
 		Class<?> userClass = ClassUtils.getUserClass((targetClass != null) ? targetClass : method.getDeclaringClass());
@@ -262,7 +236,7 @@ public class LockOperationSource {
 		}
 		this.backends.check(annotation.backend(), where);
 		if (annotation.mode() == LockMode.READ) {
-			checkRead(annotation, where, suspending || (adapter != null
+			ReadModeCheck.check(this.backends, annotation, where, suspending || (adapter != null
 					&& !CompletionStage.class.isAssignableFrom(specific.getReturnType())));
 			options = options.mode(LockMode.READ);
 		}
