@@ -1,14 +1,10 @@
 package dev.holdfast.jdbc;
 
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashSet;
-import java.util.List;
 import java.util.Set;
 
 import org.apache.commons.logging.Log;
@@ -24,7 +20,7 @@ import dev.holdfast.spi.TickClaims.TickClaim;
  * that also reads its remaining time only when the lock is held; a release that reports whether
  * the row was marked, followed by a {@code pg_notify} of its own only then (the release that
  * draws the next instance announces in its own statement); renewal of any number of locks in one statement
- * over arrays.
+ * over arrays ({@link PostgresKeySets}).
  */
 final class PostgreSqlDialect extends SqlClockDialect {
 
@@ -68,10 +64,6 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	private volatile boolean notifyFailing;
 
 	private final String channel;
-
-	private final String renewSql;
-
-	private final String sweepSql;
 
 	private final String claimSql;
 
@@ -121,7 +113,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ RESERVED_PREFIX_LENGTH + ") = ?)";
 		String insert = "INSERT INTO " + table + " AS l (lock_key, owner_token, fence, expires_at, acquired_at, holder)";
 		this.acquireSql = insert + " SELECT ?, ?, n.us, n.us + ?, n.us, ? FROM " + NOW + " n" + takeRow + " RETURNING l.fence";
-		this.keySets = new PostgresKeySets(insert, NOW, takeRow, this.reserved);
+		this.keySets = new PostgresKeySets(table, insert, NOW, takeRow, this.reserved);
 		// A refused attempt marks the holder's row (a '*' before the holder's description), so that
 		// its release announces itself; under the row's lock, so a release that committed meanwhile
 		// is seen (no row: retry at once), never a stale remaining time. The mark names the marking
@@ -169,18 +161,6 @@ final class PostgreSqlDialect extends SqlClockDialect {
 				+ RESERVED + "' AND substr(r.s, 3, " + INSTANCE_LENGTH + ") <> ? THEN pg_notify(?, ? || '{" + RESERVED
 				+ "' || substr(r.s, 3, " + INSTANCE_LENGTH + ") || '}') WHEN left(r.s, 1) = '" + MARK
 				+ "' THEN pg_notify(?, ?) END FROM r";
-		// The rows are locked first in the order of their keys' bytes (s), as the several-key statement
-		// locks them (MKY-6): the update touches only rows s locked, so no lock-order cycle. s carries
-		// owner and time to live, so that a generic plan does not join the arrays twice.
-		this.renewSql = "WITH n AS " + NOW + ", s AS (SELECT l.lock_key, v.o, v.ttl FROM " + table + " l JOIN"
-				+ " unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl) ON l.lock_key = v.k AND l.owner_token = v.o"
-				+ " ORDER BY l.lock_key COLLATE \"C\" FOR NO KEY UPDATE OF l) UPDATE " + table
-				+ " AS l SET expires_at = n.us + s.ttl FROM n, s WHERE l.lock_key = s.lock_key AND l.owner_token = s.o"
-				+ " AND l.expires_at > n.us RETURNING l.lock_key";
-		// Rows another statement has locked are skipped, never waited for: the sweep is in no cycle.
-		// The candidates are locked once (an InitPlan), then deleted by primary key.
-		this.sweepSql = "DELETE FROM " + table + " WHERE lock_key = ANY(ARRAY(SELECT lock_key FROM " + table
-				+ " WHERE expires_at < ? AND fence < ? LIMIT ? FOR UPDATE SKIP LOCKED)) AND expires_at < ? AND fence < ?";
 		// The conflict condition sees the latest committed record, under its row lock.
 		// The tick must be due by the database clock: otherwise the SELECT gives no row to insert.
 		this.claimSql = "WITH n AS " + NOW + ", c AS (INSERT INTO " + table
@@ -454,8 +434,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 	 */
 	@Override
 	int sweep(Connection connection, long sweepAfterMicros, int limit) throws SQLException {
-		long cut = clock(connection) - sweepAfterMicros;
-		return update(connection, this.sweepSql, cut, cut, limit, cut, cut);
+		return this.keySets.sweep(this, connection, clock(connection) - sweepAfterMicros, limit);
 	}
 
 	/** The exclusive upsert's shape, taking the row's lock whether it inserts or not. */
@@ -473,38 +452,7 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	@Override
 	Set<String> renew(Connection connection, Collection<HeldLock> locks) throws SQLException {
-		Set<String> renewed = new HashSet<>();
-		List<HeldLock> all = new ArrayList<>(locks);
-		for (int from = 0; from < all.size(); from += RENEW_CHUNK) {
-			List<HeldLock> chunk = all.subList(from, Math.min(all.size(), from + RENEW_CHUNK));
-			String[] keys = new String[chunk.size()];
-			String[] owners = new String[chunk.size()];
-			Long[] ttls = new Long[chunk.size()];
-			for (int i = 0; i < chunk.size(); i++) {
-				keys[i] = chunk.get(i).key();
-				owners[i] = chunk.get(i).owner();
-				ttls[i] = chunk.get(i).ttl().toMillis() * 1000;
-			}
-			Array keyArray = connection.createArrayOf("varchar", keys);
-			Array ownerArray = connection.createArrayOf("varchar", owners);
-			Array ttlArray = connection.createArrayOf("bigint", ttls);
-			try (PreparedStatement ps = prepare(connection, this.renewSql)) {
-				ps.setArray(1, keyArray);
-				ps.setArray(2, ownerArray);
-				ps.setArray(3, ttlArray);
-				try (ResultSet rs = ps.executeQuery()) {
-					while (rs.next()) {
-						renewed.add(rs.getString(1));
-					}
-				}
-			}
-			finally {
-				keyArray.free();
-				ownerArray.free();
-				ttlArray.free();
-			}
-		}
-		return renewed;
+		return this.keySets.renew(this, connection, locks);
 	}
 
 }

@@ -5,9 +5,13 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.jspecify.annotations.Nullable;
 
@@ -22,7 +26,8 @@ import dev.holdfast.spi.HeldLock;
  * row not taken makes the statement fail as a whole, so that it takes none: the rows taken are
  * counted, and a count short of the locks divides by zero (SQLState 22012), which rolls the
  * statement back (autocommit). No row taken is no failure: nothing to roll back. A
- * refused row is not marked: the statement records no waiter.
+ * refused row is not marked: the statement records no waiter. The other statements over several
+ * rows, renewal and the sweep, are here too, so that the lock order of MKY-6 reads in one place.
  */
 final class PostgresKeySets {
 
@@ -33,19 +38,36 @@ final class PostgresKeySets {
 
 	private final String reserved;
 
+	private final String renewSql;
+
+	private final String sweepSql;
+
 	/**
+	 * @param table the lock table
 	 * @param insert the {@code INSERT INTO <table> AS l (columns)} of a single acquisition
 	 * @param now the one-row relation of the database clock, column {@code us}
 	 * @param takeRow the single acquisition's {@code ON CONFLICT} clause, whose one parameter is
 	 * {@code reserved}
 	 * @param reserved what a row reserved for this instance begins with
 	 */
-	PostgresKeySets(String insert, String now, String takeRow, String reserved) {
+	PostgresKeySets(String table, String insert, String now, String takeRow, String reserved) {
 		this.reserved = reserved;
 		this.sql = "WITH t AS (" + insert + " SELECT v.k, v.o, n.us, n.us + v.ttl, n.us, ? FROM " + now
 				+ " n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
 				+ " ORDER BY v.k COLLATE \"C\"" + takeRow + " RETURNING l.lock_key, l.fence)"
 				+ " SELECT t.lock_key, t.fence / (SELECT CASE WHEN count(*) = ? THEN 1 ELSE 0 END FROM t) FROM t";
+		// The rows are locked first in the order of their keys' bytes (s), as the several-key statement
+		// locks them (MKY-6): the update touches only rows s locked, so no lock-order cycle. s carries
+		// owner and time to live, so that a generic plan does not join the arrays twice.
+		this.renewSql = "WITH n AS " + now + ", s AS (SELECT l.lock_key, v.o, v.ttl FROM " + table + " l JOIN"
+				+ " unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl) ON l.lock_key = v.k AND l.owner_token = v.o"
+				+ " ORDER BY l.lock_key COLLATE \"C\" FOR NO KEY UPDATE OF l) UPDATE " + table
+				+ " AS l SET expires_at = n.us + s.ttl FROM n, s WHERE l.lock_key = s.lock_key AND l.owner_token = s.o"
+				+ " AND l.expires_at > n.us RETURNING l.lock_key";
+		// Rows another statement has locked are skipped, never waited for: the sweep is in no cycle.
+		// The candidates are locked once (an InitPlan), then deleted by primary key.
+		this.sweepSql = "DELETE FROM " + table + " WHERE lock_key = ANY(ARRAY(SELECT lock_key FROM " + table
+				+ " WHERE expires_at < ? AND fence < ? LIMIT ? FOR UPDATE SKIP LOCKED)) AND expires_at < ? AND fence < ?";
 	}
 
 	/**
@@ -98,6 +120,47 @@ final class PostgresKeySets {
 			answer[i] = tokens.get(keys[i]);
 		}
 		return answer;
+	}
+
+	/** {@link JdbcLockDialect#renew} on PostgreSQL: the locks of each chunk in one statement, over arrays. */
+	Set<String> renew(JdbcLockDialect dialect, Connection connection, Collection<HeldLock> locks) throws SQLException {
+		Set<String> renewed = new HashSet<>();
+		List<HeldLock> all = new ArrayList<>(locks);
+		for (int from = 0; from < all.size(); from += JdbcLockDialect.RENEW_CHUNK) {
+			List<HeldLock> chunk = all.subList(from, Math.min(all.size(), from + JdbcLockDialect.RENEW_CHUNK));
+			String[] keys = new String[chunk.size()];
+			String[] owners = new String[chunk.size()];
+			Long[] ttls = new Long[chunk.size()];
+			for (int i = 0; i < chunk.size(); i++) {
+				keys[i] = chunk.get(i).key();
+				owners[i] = chunk.get(i).owner();
+				ttls[i] = chunk.get(i).ttl().toMillis() * 1000;
+			}
+			Array keyArray = connection.createArrayOf("varchar", keys);
+			Array ownerArray = connection.createArrayOf("varchar", owners);
+			Array ttlArray = connection.createArrayOf("bigint", ttls);
+			try (PreparedStatement ps = dialect.prepare(connection, this.renewSql)) {
+				ps.setArray(1, keyArray);
+				ps.setArray(2, ownerArray);
+				ps.setArray(3, ttlArray);
+				try (ResultSet rs = ps.executeQuery()) {
+					while (rs.next()) {
+						renewed.add(rs.getString(1));
+					}
+				}
+			}
+			finally {
+				keyArray.free();
+				ownerArray.free();
+				ttlArray.free();
+			}
+		}
+		return renewed;
+	}
+
+	/** {@link JdbcLockDialect#sweep} on PostgreSQL; {@code cut} is the database clock less the sweep delay. */
+	int sweep(JdbcLockDialect dialect, Connection connection, long cut, int limit) throws SQLException {
+		return dialect.update(connection, this.sweepSql, cut, cut, limit, cut, cut);
 	}
 
 }
