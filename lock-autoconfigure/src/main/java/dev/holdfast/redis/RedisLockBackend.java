@@ -38,7 +38,6 @@ import static dev.holdfast.redis.LockScriptCalls.acquireKeys;
 import static dev.holdfast.redis.LockScriptCalls.acquireResult;
 import static dev.holdfast.redis.LockScriptCalls.releaseKeys;
 import static dev.holdfast.redis.LockScriptCalls.released;
-import static dev.holdfast.redis.RedisCalls.bytes;
 import static dev.holdfast.redis.RedisCalls.evalSha;
 import static dev.holdfast.redis.RedisCalls.failure;
 
@@ -258,7 +257,8 @@ public class RedisLockBackend
 			return (this.acknowledged != null)
 					? AcknowledgedAcquisitions.await(key, this.acknowledged.acquire(script, key, keys, args,
 							release ? releaseKeys(key) : null, release ? this.calls.releaseArguments(owner, null) : null))
-					: acquireAcknowledged(script, key, owner, keys, args);
+					: BlockingAcknowledgedAcquisition.acquire(this, this.connectionFactory, this.acks, script, key,
+							owner, keys, args);
 		}
 		Object reply;
 		try {
@@ -268,47 +268,6 @@ public class RedisLockBackend
 			throw failure("acquire", key, ex);
 		}
 		return acquireResult(key, reply);
-	}
-
-	/**
-	 * The acquire script, then, if it took the lock, {@code WAIT replicas timeout} on the same connection of the
-	 * factory, which no other caller uses meanwhile (Jedis); refused on Cluster. A shortfall releases it (not a read
-	 * hold: RWL-28) and fails.
-	 */
-	private AcquireResult acquireAcknowledged(RedisScript<Long> script, String key, String owner, byte[][] keys,
-			byte[][] args) {
-		AcquireResult result;
-		long acknowledged;
-		try (RedisConnection connection = this.connectionFactory.getConnection()) {
-			if (connection instanceof RedisClusterConnection) {
-				throw new LockBackendException("Redis acquire of lock '" + key + "': replicas cannot be awaited on "
-						+ "Redis Cluster (holdfast.redis.replicas-to-ack must be 0 there)", null);
-			}
-			result = acquireResult(key, evalSha(connection, script, ReturnType.INTEGER, keys, args));
-			if (!result.acquired()) {
-				return result;
-			}
-			Object reply = connection.execute("WAIT", bytes(Integer.toString(this.acks.replicas())),
-					bytes(Long.toString(this.acks.timeout().toMillis())));
-			acknowledged = (reply instanceof Number number) ? number.longValue() : -1;
-		}
-		catch (RuntimeException ex) {
-			throw failure("acquire", key, ex);
-		}
-		if (acknowledged >= this.acks.replicas()) {
-			return result;
-		}
-		if (script == RedisScripts.ACQUIRE_SHARED) {
-			throw this.acks.shortfall(key, acknowledged);
-		}
-		Boolean released;
-		try {
-			released = release(key, owner);
-		}
-		catch (RuntimeException ex) {
-			released = null;
-		}
-		throw this.acks.shortfall(key, acknowledged, released);
 	}
 
 	/** Runs a script and waits for its reply, through a connection of the factory. */
