@@ -53,7 +53,7 @@ final class LeaderRun implements AutoCloseable {
 	/** Whether {@link Partition}s can be made here (root, iptables): instances then run in their own group ids. */
 	private final boolean partitionable = Partition.unavailable().isEmpty();
 
-	/** One instance of the group: its index (its group id is {@link FaultRun.Context#clientGroup}), process and log. */
+	/** One instance of the group: its index (its group id is {@link FaultContext#clientGroup}), process and log. */
 	record Instance(int index, Process process, Path log) {
 
 		long pid() {
@@ -135,7 +135,7 @@ final class LeaderRun implements AutoCloseable {
 		Path log = this.dir.resolve("client" + index + ".log");
 		List<String> command = new ArrayList<>();
 		if (this.partitionable) {
-			command.addAll(List.of("setpriv", "--regid", Integer.toString(FaultRun.Context.clientGroup(index)),
+			command.addAll(List.of("setpriv", "--regid", Integer.toString(FaultContext.clientGroup(index)),
 					"--clear-groups", "--"));
 		}
 		command.addAll(Processes.javaCommand(LeaderFaultClient.class.getName()));

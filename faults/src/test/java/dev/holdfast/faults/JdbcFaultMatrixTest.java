@@ -116,7 +116,7 @@ class JdbcFaultMatrixTest {
 	 * Ends every client connection every 100 ms for {@link #FAULT}, from a moment when a client
 	 * holds the lock: holders, waiters and renewals lose their connections in every phase.
 	 */
-	private void killClientConnections(FaultRun.Context context) throws Exception {
+	private void killClientConnections(FaultContext context) throws Exception {
 		context.awaitHolder();
 		context.mark("FAULT terminate-client-connections");
 		int terminated = 0;
@@ -133,7 +133,7 @@ class JdbcFaultMatrixTest {
 	}
 
 	/** Stops the whole database with SIGSTOP for {@link #FAULT} while a client holds the lock. */
-	private void pauseDatabase(FaultRun.Context context) throws Exception {
+	private void pauseDatabase(FaultContext context) throws Exception {
 		PostgresNode postgres = context.postgres();
 		context.awaitHolder();
 		context.mark("FAULT pause-database");
@@ -152,7 +152,7 @@ class JdbcFaultMatrixTest {
 	 * sleeps in its critical section (it has claimed and read the fenced counter), and starts it
 	 * again on the same data at once.
 	 */
-	private void killDatabase(FaultRun.Context context) throws Exception {
+	private void killDatabase(FaultContext context) throws Exception {
 		PostgresNode postgres = context.postgres();
 		postgres.awaitNewFence(Resource.FENCED, Duration.ofSeconds(15));
 		// the holder's last read, the counter's value, follows its claim

@@ -111,7 +111,7 @@ final class LeaderScenarios {
 		long token = run.token(leader);
 		long cutAt;
 		long granted;
-		try (Partition partition = Partition.client(FaultRun.Context.clientGroup(leader.index()),
+		try (Partition partition = Partition.client(FaultContext.clientGroup(leader.index()),
 				run.backendPorts())) {
 			cutAt = run.mark("FAULT partition " + leader.pid());
 			granted = run.awaitGrant(cutAt, leader, Duration.ofMillis(run.leaseMs() + 15_000)).start();

@@ -79,7 +79,7 @@ class NetworkFaultMatrixTest {
 	@FunctionalInterface
 	private interface Cut {
 
-		Partition cut(FaultRun.Context context, int holder) throws Exception;
+		Partition cut(FaultContext context, int holder) throws Exception;
 
 	}
 
@@ -108,7 +108,7 @@ class NetworkFaultMatrixTest {
 
 	/** The holder, cut off from every node; the other clients are not. */
 	private static Cut holderFromNodes() {
-		return (context, holder) -> Partition.client(FaultRun.Context.clientGroup(holder), ports(context.nodes()));
+		return (context, holder) -> Partition.client(FaultContext.clientGroup(holder), ports(context.nodes()));
 	}
 
 	private void failsClosed(Checker.Report report, Duration partition) {

@@ -73,7 +73,7 @@ class PartitionHealFaultMatrixTest {
 	@FunctionalInterface
 	private interface Cut {
 
-		Partition cut(FaultRun.Context context) throws Exception;
+		Partition cut(FaultContext context) throws Exception;
 
 	}
 

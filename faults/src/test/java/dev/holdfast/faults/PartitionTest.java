@@ -55,7 +55,7 @@ class PartitionTest {
 
 	@Test
 	void clientPartitionCutsOnlyProcessesOfThatGroup() throws Exception {
-		int group = FaultRun.Context.clientGroup(7);
+		int group = FaultContext.clientGroup(7);
 		try (RedisNode node = RedisNode.start(this.dir, false); Socket socket = connect(node)) {
 			assertThat(pingAs(group, node)).isEqualTo("+PONG");
 			try (Partition partition = Partition.client(group, port(node))) {

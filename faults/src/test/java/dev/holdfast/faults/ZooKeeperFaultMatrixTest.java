@@ -96,7 +96,7 @@ class ZooKeeperFaultMatrixTest {
 	}
 
 	/** SIGSTOP on the leader for {@link #FAULT} while a client holds the lock. */
-	private void pauseLeader(FaultRun.Context context) throws Exception {
+	private void pauseLeader(FaultContext context) throws Exception {
 		ZooKeeperEnsemble ensemble = context.zooKeeper();
 		int leader = ensemble.leader();
 		context.awaitNewHolder();
@@ -112,7 +112,7 @@ class ZooKeeperFaultMatrixTest {
 	}
 
 	/** SIGKILL on the leader while a client holds the lock; restarted on its data after {@link #FAULT}. */
-	private void killLeader(FaultRun.Context context) throws Exception {
+	private void killLeader(FaultContext context) throws Exception {
 		ZooKeeperEnsemble ensemble = context.zooKeeper();
 		int leader = ensemble.leader();
 		context.awaitNewHolder();
@@ -128,7 +128,7 @@ class ZooKeeperFaultMatrixTest {
 	}
 
 	/** SIGSTOP on the leader and one follower (no quorum) for {@link #FAULT}. */
-	private void pauseMajority(FaultRun.Context context) throws Exception {
+	private void pauseMajority(FaultContext context) throws Exception {
 		ZooKeeperEnsemble ensemble = context.zooKeeper();
 		int leader = ensemble.leader();
 		int follower = (leader + 1) % ensemble.size();
@@ -147,7 +147,7 @@ class ZooKeeperFaultMatrixTest {
 	}
 
 	/** Drops every packet to and from the leader's ports (clients and peers) for {@link #FAULT}. */
-	private void partitionLeader(FaultRun.Context context) throws Exception {
+	private void partitionLeader(FaultContext context) throws Exception {
 		ZooKeeperEnsemble ensemble = context.zooKeeper();
 		int leader = ensemble.leader();
 		context.awaitNewHolder();
