@@ -3,13 +3,10 @@ package dev.holdfast.test;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -34,19 +31,19 @@ import dev.holdfast.spi.ReleaseEvents;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The contract every backend passes, as a JUnit 5 class that a backend's test extends. A subclass
  * supplies independent clients of one shared backend server ({@link #newBackend()}): two
  * templates built here behave like two processes of a cluster. A backend that implements
  * {@link dev.holdfast.spi.TickClaims} also implements {@link TickClaimsContractTests}. The
- * contracts of several keys at once, {@link MultiKeyContractTests}, of semaphores,
- * {@link SemaphoreContractTests}, and of read-write locks, {@link ReadWriteContractTests} (all of
- * it where the backend gives read holds, else its loud refusal), come with it.
+ * contracts of mutual exclusion, {@link ExclusionContractTests}, of several keys at once,
+ * {@link MultiKeyContractTests}, of semaphores, {@link SemaphoreContractTests}, and of read-write
+ * locks, {@link ReadWriteContractTests} (all of it where the backend gives read holds, else its
+ * loud refusal), come with it.
  */
 public abstract class LockBackendContractTests
-		implements MultiKeyContractTests, SemaphoreContractTests, ReadWriteContractTests {
+		implements ExclusionContractTests, MultiKeyContractTests, SemaphoreContractTests, ReadWriteContractTests {
 
 	private final List<DefaultLockTemplate> templates = new ArrayList<>();
 
@@ -143,78 +140,12 @@ public abstract class LockBackendContractTests
 		return "contract-" + UUID.randomUUID();
 	}
 
-	/**
-	 * How long a test waits for a lock that should be free. One attempt is not enough for every
-	 * backend: a Redlock attempt can miss its quorum on a loaded machine and is retried.
-	 */
-	protected static final Duration FREE_LOCK_WAIT = Duration.ofSeconds(5);
-
 	private static LockOptions free() {
 		return waitFor(FREE_LOCK_WAIT);
 	}
 
 	private static LockOptions waitFor(Duration wait) {
 		return LockOptions.defaults().waitTime(wait);
-	}
-
-	@Test
-	void twoClientsNeverHoldTheLockAtOnce() throws Exception {
-		LockTemplate first = newTemplate();
-		LockTemplate second = newTemplate();
-		String name = uniqueName();
-		int threadsPerClient = 4;
-		int rounds = 15;
-		int[] counter = { 0 };
-		AtomicInteger inside = new AtomicInteger();
-		AtomicInteger overlaps = new AtomicInteger();
-		ExecutorService pool = newExecutor(threadsPerClient * 2);
-		try {
-			List<Future<?>> futures = new ArrayList<>();
-			for (LockTemplate template : List.of(first, second)) {
-				for (int t = 0; t < threadsPerClient; t++) {
-					futures.add(pool.submit(() -> {
-						for (int i = 0; i < rounds; i++) {
-							template.executeLocked(name, null, waitFor(Duration.ofSeconds(30)), () -> {
-								if (inside.incrementAndGet() > 1) {
-									overlaps.incrementAndGet();
-								}
-								int read = counter[0];
-								Thread.sleep(1);
-								counter[0] = read + 1;
-								inside.decrementAndGet();
-								return null;
-							});
-						}
-						return null;
-					}));
-				}
-			}
-			for (Future<?> future : futures) {
-				future.get(120, TimeUnit.SECONDS);
-			}
-		}
-		finally {
-			pool.shutdownNow();
-		}
-		assertThat(overlaps.get()).as("holders that overlapped").isZero();
-		assertThat(counter[0]).as("read-sleep-write increments (lost updates show as fewer)")
-			.isEqualTo(2 * threadsPerClient * rounds);
-	}
-
-	@Test
-	void differentKeysAreIndependentLocks() {
-		LockTemplate first = newTemplate();
-		LockTemplate second = newTemplate();
-		String name = uniqueName();
-		try (Lease a = first.acquire(name, "a", free())) {
-			assertThat(second.tryAcquire(name, "a", waitFor(Duration.ZERO))).isEmpty();
-			try (Lease b = second.acquire(name, "b", free())) {
-				assertThat(b.key()).isNotEqualTo(a.key());
-			}
-			try (Lease other = second.acquire(name + "-other", null, free())) {
-				assertThat(other.isValid()).isTrue();
-			}
-		}
 	}
 
 	@Test
@@ -237,17 +168,6 @@ public abstract class LockBackendContractTests
 					.get()
 					.satisfies(Lease::close);
 			}
-		}
-	}
-
-	@Test
-	void anotherClientRelocksRightAfterRelease() {
-		LockTemplate first = newTemplate();
-		LockTemplate second = newTemplate();
-		String name = uniqueName();
-		for (int i = 0; i < 10; i++) {
-			first.acquire(name, null, free()).close();
-			second.acquire(name, null, free()).close();
 		}
 	}
 
@@ -426,20 +346,6 @@ public abstract class LockBackendContractTests
 	}
 
 	@Test
-	void waiterGivesUpAfterItsWaitTime() {
-		LockTemplate first = newTemplate();
-		LockTemplate second = newTemplate();
-		String name = uniqueName();
-		try (Lease held = first.acquire(name, null, free())) {
-			long start = System.nanoTime();
-			Optional<Lease> lease = second.tryAcquire(name, null, waitFor(Duration.ofMillis(400)));
-			Duration waited = Duration.ofNanos(System.nanoTime() - start);
-			assertThat(lease).isEmpty();
-			assertThat(waited).isBetween(Duration.ofMillis(390), Duration.ofSeconds(3));
-		}
-	}
-
-	@Test
 	void interruptedWaiterStopsAndLeavesNoLease() throws Exception {
 		LockTemplate first = newTemplate();
 		DefaultLockTemplate second = newEngine(settings());
@@ -471,59 +377,6 @@ public abstract class LockBackendContractTests
 		assertThat(second.heldLeases()).isEmpty();
 		LockTemplate third = newTemplate();
 		assertThat(third.tryAcquire(name, null, free())).isPresent().get().satisfies(Lease::close);
-	}
-
-	@Test
-	void fencingTokensStrictlyIncreaseAcrossHolders() throws Exception {
-		LockTemplate first = newTemplate();
-		LockTemplate second = newTemplate();
-		String name = uniqueName();
-		long last = Long.MIN_VALUE;
-		for (int i = 0; i < 20; i++) {
-			LockTemplate template = (i % 2 == 0) ? first : second;
-			try (Lease lease = template.acquire(name, "k", free())) {
-				assertThat(lease.fencingToken()).isGreaterThan(last);
-				last = lease.fencingToken();
-			}
-		}
-		Lease expiring = first.acquire(name, "k",
-				LockOptions.defaults().leaseTime(Duration.ofMillis(200)).renew(false).waitTime(FREE_LOCK_WAIT));
-		// the acquisition waits for the expiry
-		try (Lease next = second.acquire(name, "k", free())) {
-			assertThat(next.fencingToken()).isGreaterThan(expiring.fencingToken()).isGreaterThan(last);
-		}
-		expiring.close();
-	}
-
-	@Test
-	void sameThreadReentersWithoutDeadlock() {
-		LockTemplate first = newTemplate();
-		LockTemplate second = newTemplate();
-		String name = uniqueName();
-		try (Lease outer = first.acquire(name, null, free())) {
-			try (Lease inner = first.acquire(name, null, free())) {
-				assertThat(inner.fencingToken()).isEqualTo(outer.fencingToken());
-			}
-			assertThat(outer.isValid()).isTrue();
-			assertThat(second.tryAcquire(name, null, waitFor(Duration.ZERO))).as("still held after the inner release")
-				.isEmpty();
-		}
-		assertThat(second.tryAcquire(name, null, free())).isPresent().get().satisfies(Lease::close);
-	}
-
-	@Test
-	void otherThreadOfTheSameProcessWaits() throws Exception {
-		LockTemplate template = newTemplate();
-		String name = uniqueName();
-		try (Lease held = template.acquire(name, null, free())) {
-			ExecutorService pool = newExecutor(1);
-			try {
-				assertThat(pool.submit(() -> template.tryAcquire(name, null, waitFor(Duration.ZERO))).get()).isEmpty();
-			}
-			finally {
-				pool.shutdownNow();
-			}
-		}
 	}
 
 	@Test
