@@ -1,14 +1,8 @@
 package dev.holdfast.test.server;
 
-import java.io.BufferedInputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -167,7 +161,7 @@ public final class RedisServer implements AutoCloseable {
 	 */
 	public @Nullable Object command(String... arguments) {
 		try {
-			return send(List.of(arguments));
+			return RespClient.send(this.port, List.of(arguments));
 		}
 		catch (IOException ex) {
 			throw new IllegalStateException("Redis " + address() + " did not answer " + arguments[0], ex);
@@ -268,96 +262,13 @@ public final class RedisServer implements AutoCloseable {
 			if (!this.process.isAlive()) {
 				throw new IllegalStateException("redis-server exited at start: " + log());
 			}
-			if (ping()) {
+			if (RespClient.ping(this.port)) {
 				return;
 			}
 			sleep(20);
 		}
 		throw new IllegalStateException("redis-server did not answer PING within " + START_TIMEOUT.toSeconds()
 				+ "s: " + log());
-	}
-
-	private @Nullable Object send(List<String> command) throws IOException {
-		ByteArrayOutputStream request = new ByteArrayOutputStream();
-		request.writeBytes(("*" + command.size() + "\r\n").getBytes(StandardCharsets.US_ASCII));
-		for (String argument : command) {
-			byte[] bytes = argument.getBytes(StandardCharsets.UTF_8);
-			request.writeBytes(("$" + bytes.length + "\r\n").getBytes(StandardCharsets.US_ASCII));
-			request.writeBytes(bytes);
-			request.writeBytes("\r\n".getBytes(StandardCharsets.US_ASCII));
-		}
-		try (Socket socket = new Socket()) {
-			socket.connect(new InetSocketAddress("127.0.0.1", this.port), 1000);
-			socket.setSoTimeout(2000);
-			socket.getOutputStream().write(request.toByteArray());
-			socket.getOutputStream().flush();
-			return readReply(new BufferedInputStream(socket.getInputStream()), command.get(0));
-		}
-	}
-
-	private static @Nullable Object readReply(InputStream in, String command) throws IOException {
-		int type = in.read();
-		String line = readLine(in);
-		switch (type) {
-			case '+':
-				return line;
-			case '-':
-				throw new IllegalStateException("Redis answered " + command + " with " + line);
-			case ':':
-				return Long.parseLong(line);
-			case '$': {
-				int length = Integer.parseInt(line);
-				if (length < 0) {
-					return null;
-				}
-				byte[] body = in.readNBytes(length + 2);
-				return new String(body, 0, length, StandardCharsets.UTF_8);
-			}
-			case '*': {
-				int count = Integer.parseInt(line);
-				if (count < 0) {
-					return null;
-				}
-				List<@Nullable Object> items = new ArrayList<>(count);
-				for (int i = 0; i < count; i++) {
-					items.add(readReply(in, command));
-				}
-				return items;
-			}
-			default:
-				throw new IOException("Unexpected reply to " + command + ": " + (char) type + line);
-		}
-	}
-
-	private static String readLine(InputStream in) throws IOException {
-		StringBuilder line = new StringBuilder();
-		int c;
-		while ((c = in.read()) != '\n') {
-			if (c == -1) {
-				throw new IOException("Connection closed");
-			}
-			if (c != '\r') {
-				line.append((char) c);
-			}
-		}
-		return line.toString();
-	}
-
-	private boolean ping() {
-		try (Socket socket = new Socket()) {
-			socket.connect(new InetSocketAddress("127.0.0.1", this.port), 200);
-			socket.setSoTimeout(500);
-			OutputStream out = socket.getOutputStream();
-			out.write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
-			out.flush();
-			InputStream in = socket.getInputStream();
-			byte[] buffer = new byte[16];
-			int read = in.read(buffer);
-			return read > 0 && new String(buffer, 0, read, StandardCharsets.US_ASCII).startsWith("+PONG");
-		}
-		catch (IOException ex) {
-			return false;
-		}
 	}
 
 	/** The server's log so far, for failure messages. */
