@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -16,6 +15,9 @@ import dev.holdfast.Lease;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 
+import static dev.holdfast.test.ContractLocks.free;
+import static dev.holdfast.test.ContractLocks.uniqueName;
+import static dev.holdfast.test.ContractLocks.waitFor;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -37,18 +39,6 @@ public interface ExclusionContractTests {
 
 	/** The executor that runs {@code threads} concurrent callers. */
 	ExecutorService callers(int threads);
-
-	private static String uniqueName() {
-		return "contract-" + UUID.randomUUID();
-	}
-
-	private static LockOptions free() {
-		return waitFor(FREE_LOCK_WAIT);
-	}
-
-	private static LockOptions waitFor(Duration wait) {
-		return LockOptions.defaults().waitTime(wait);
-	}
 
 	@Test
 	default void twoClientsNeverHoldTheLockAtOnce() throws Exception {

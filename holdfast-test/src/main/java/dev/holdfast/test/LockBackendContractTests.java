@@ -3,7 +3,6 @@ package dev.holdfast.test;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -29,6 +28,8 @@ import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
 
+import static dev.holdfast.test.ContractLocks.free;
+import static dev.holdfast.test.ContractLocks.waitFor;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -137,15 +138,7 @@ public abstract class LockBackendContractTests
 	}
 
 	protected static String uniqueName() {
-		return "contract-" + UUID.randomUUID();
-	}
-
-	private static LockOptions free() {
-		return waitFor(FREE_LOCK_WAIT);
-	}
-
-	private static LockOptions waitFor(Duration wait) {
-		return LockOptions.defaults().waitTime(wait);
+		return ContractLocks.uniqueName();
 	}
 
 	@Test
