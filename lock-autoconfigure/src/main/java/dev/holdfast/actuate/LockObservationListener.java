@@ -7,6 +7,7 @@ import io.micrometer.observation.ObservationRegistry;
 import io.micrometer.observation.ObservationView;
 import org.jspecify.annotations.Nullable;
 
+import dev.holdfast.LeaseInfo;
 import dev.holdfast.LockListener;
 import dev.holdfast.semaphore.PermitSlots;
 
@@ -64,7 +65,7 @@ public class LockObservationListener implements LockListener {
 			return LockObservation.NONE;
 		}
 		return new ObservedLock(this.registry, new LockObservationContext(name, key, backend),
-				(PermitSlots.slotOf(key) != null) ? "permit" : "exclusive");
+				(PermitSlots.slotOf(key) != null) ? LeaseInfo.PERMIT : LeaseInfo.EXCLUSIVE);
 	}
 
 	/** A read hold's observations are tagged {@code mode=read} (RWL-7). */
@@ -73,7 +74,7 @@ public class LockObservationListener implements LockListener {
 		if (this.registry.isNoop()) {
 			return LockObservation.NONE;
 		}
-		return new ObservedLock(this.registry, new LockObservationContext(name, key, backend), "read");
+		return new ObservedLock(this.registry, new LockObservationContext(name, key, backend), LeaseInfo.READ);
 	}
 
 	/** The two observations of one lock: acquiring, then holding, then done. */

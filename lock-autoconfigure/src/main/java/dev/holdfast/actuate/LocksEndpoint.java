@@ -268,12 +268,15 @@ public class LocksEndpoint {
 	 * @param acquired when it was acquired
 	 * @param expires when it expires unless renewed
 	 * @param valid whether this instance still holds it for sure
+	 * @param mode {@code exclusive} or {@code read}, as the meters' {@code mode} tag ({@link LeaseInfo#mode()}, OBS-16)
+	 * @param holds the holds open on it here: of a read lease, all its local readers' ({@link LeaseInfo#holds()})
 	 */
 	public record LeaseDescriptor(String name, String key, long fencingToken, Instant acquired, Instant expires,
-			boolean valid) {
+			boolean valid, String mode, int holds) {
 
 		LeaseDescriptor(LeaseInfo info, String key) {
-			this(info.name(), key, info.fencingToken(), info.acquiredAt(), info.expiresAt(), info.valid());
+			this(info.name(), key, info.fencingToken(), info.acquiredAt(), info.expiresAt(), info.valid(), info.mode(),
+					info.holds());
 		}
 
 	}

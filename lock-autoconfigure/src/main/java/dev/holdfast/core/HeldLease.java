@@ -226,6 +226,11 @@ final class HeldLease {
 		return this.readers;
 	}
 
+	/** The holds open on it: its thread's reentrant ones, or all its local readers' (RWL-2). */
+	int holds() {
+		return this.holds;
+	}
+
 	/** Whether it is a read lease (RWL-2). */
 	boolean isShared() {
 		return this.readers != null;

@@ -370,13 +370,18 @@ final class LocalLeases {
 	private record DriftAllowance(Duration ttl, long nanos) {
 	}
 
-	/** The leases held now (not those released and waiting for the backend's answer), and the listed locks. */
+	/**
+	 * The leases held now (not those released and waiting for the backend's answer), with their mode and
+	 * holds (OBS-16), and the listed locks.
+	 */
 	List<LeaseInfo> list() {
 		List<LeaseInfo> leases = new ArrayList<>();
 		for (HeldLease lease : this.held.values()) {
 			if (!lease.isReleased()) {
+				String mode = lease.isShared() ? LeaseInfo.READ
+						: (LockKeys.slotOf(lease.key()) != null) ? LeaseInfo.PERMIT : LeaseInfo.EXCLUSIVE;
 				leases.add(new LeaseInfo(lease.name(), lease.key(), lease.fencingToken(), lease.acquiredAt(),
-						lease.expiresAt(), lease.isValid()));
+						lease.expiresAt(), lease.isValid(), mode, Math.max(lease.holds(), 0)));
 			}
 		}
 		for (Supplier<LeaseInfo> lock : this.listed) {

@@ -100,6 +100,16 @@ public final class LockKeys {
 	}
 
 	/**
+	 * The index of the permit slot whose key {@code key} is ({@code <semaphore key>#<index>}, made by
+	 * {@link #encodeSlot}, not shortened); {@code null} for a lock's key.
+	 */
+	public static @Nullable Integer slotOf(String key) {
+		int index = key.lastIndexOf('#');
+		return (index > 0 && key.length() - index <= 3 && key.substring(index + 1).matches("-?[0-9]+"))
+				? Integer.valueOf(key.substring(index + 1)) : null;
+	}
+
+	/**
 	 * {@code key} with its key part, which comes from method arguments and may hold user data, replaced by
 	 * {@code ******} as Boot's sanitizer shows a hidden value: {@code <prefix><name>:******}, or
 	 * {@code <prefix><name>#******} for a shortened key. A permit slot's index stays visible ({@code <prefix><name>#0},
@@ -108,8 +118,8 @@ public final class LockKeys {
 	 * @param prefix the prefix it was made with
 	 */
 	public static String mask(String key, String prefix) {
-		int slot = key.lastIndexOf('#');
-		if (slot > 0 && key.length() - slot <= 3 && key.substring(slot + 1).matches("-?[0-9]+")) {
+		if (slotOf(key) != null) {
+			int slot = key.lastIndexOf('#');
 			return mask(key.substring(0, slot), prefix) + key.substring(slot);
 		}
 		int start = key.startsWith(prefix) ? prefix.length() : 0;

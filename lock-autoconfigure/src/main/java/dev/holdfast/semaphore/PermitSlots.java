@@ -16,6 +16,7 @@ import dev.holdfast.LockTemplate;
 import dev.holdfast.PermitNotAcquiredException;
 import dev.holdfast.core.EngineLease;
 import dev.holdfast.core.LockEngine;
+import dev.holdfast.core.LockKeys;
 
 /**
  * Takes a permit of a semaphore through a {@link LockEngine}'s slot acquisitions: a semaphore
@@ -135,9 +136,7 @@ public final class PermitSlots {
 	 * {@link dev.holdfast.core.LockKeys#encodeSlot}, not shortened); {@code null} for a lock's key.
 	 */
 	public static @Nullable Integer slotOf(String key) {
-		int index = key.lastIndexOf('#');
-		return (index > 0 && key.length() - index <= 3 && key.substring(index + 1).matches("-?[0-9]+"))
-				? Integer.valueOf(key.substring(index + 1)) : null;
+		return LockKeys.slotOf(key);
 	}
 
 	/**

@@ -9,6 +9,11 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 
 import com.jayway.jsonpath.DocumentContext;
 import com.jayway.jsonpath.JsonPath;
@@ -27,13 +32,17 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.security.config.annotation.web.builders.HttpSecurity;
 import org.springframework.security.web.SecurityFilterChain;
 
+import dev.holdfast.HeldLeases;
 import dev.holdfast.LeaderElections;
 import dev.holdfast.Leadership;
 import dev.holdfast.Lease;
+import dev.holdfast.LeaseInfo;
+import dev.holdfast.LockMode;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -58,6 +67,9 @@ class HoldfastActuatorHttpTests {
 
 	@Autowired
 	LeaderElections elections;
+
+	@Autowired
+	HeldLeases heldLeases;
 
 	@Test
 	void endpointHealthAndMetricsDescribeAHeldLock() throws Exception {
@@ -103,6 +115,51 @@ class HoldfastActuatorHttpTests {
 		assertThat(get("/actuator/locks").read("$.leases.length()", Integer.class)).isZero();
 	}
 
+	/** OBS-16: a lease's mode in the meters' words, and a read lease once with its local readers' holds. */
+	@Test
+	void eachLeaseShowsItsModeAndAReadLeaseTheHoldsOfItsLocalReaders() throws Exception {
+		String name = "catalog-" + UUID.randomUUID();
+		LockOptions read = LockOptions.defaults().mode(LockMode.READ);
+		CountDownLatch secondReads = new CountDownLatch(1);
+		CountDownLatch done = new CountDownLatch(1);
+		ExecutorService secondReader = Executors.newSingleThreadExecutor();
+		try (Lease firstRead = this.locks.acquire(name, "prices", read)) {
+			Future<?> second = secondReader.submit(() -> {
+				try (Lease secondRead = this.locks.acquire(name, "prices", read)) {
+					secondReads.countDown();
+					return done.await(20, TimeUnit.SECONDS);
+				}
+			});
+			assertThat(secondReads.await(10, TimeUnit.SECONDS)).isTrue();
+			try (Lease permit = this.locks.acquirePermit(name + "-pool", null, 2, LockOptions.defaults());
+					Lease exclusive = this.locks.acquire(name + "-export", null, LockOptions.defaults())) {
+				DocumentContext held = get("/actuator/locks");
+				String readLease = leaseNamed(name);
+				assertThat(held.read(readLease + ".fencingToken", long[].class)).as("one lease for both readers")
+					.containsExactly(firstRead.fencingToken());
+				assertThat(held.read(readLease + ".mode", String[].class)).containsExactly("read");
+				assertThat(held.read(readLease + ".holds", int[].class)).containsExactly(2);
+				String exclusiveLease = leaseNamed(name + "-export");
+				assertThat(held.read(exclusiveLease + ".mode", String[].class)).containsExactly("exclusive");
+				assertThat(held.read(exclusiveLease + ".holds", int[].class)).containsExactly(1);
+				assertThat(held.read("$.semaphores[?(@.name == '" + name + "-pool')].permits[*].fencingToken",
+						long[].class))
+					.containsExactly(permit.fencingToken());
+				assertThat(this.heldLeases.heldLeases()).filteredOn((info) -> info.name().startsWith(name))
+					.extracting(LeaseInfo::name, LeaseInfo::mode, LeaseInfo::holds)
+					.containsExactlyInAnyOrder(tuple(name, "read", 2), tuple(name + "-pool", "permit", 1),
+							tuple(name + "-export", "exclusive", 1));
+			}
+			done.countDown();
+			assertThat(second.get(10, TimeUnit.SECONDS)).isEqualTo(true);
+			assertThat(get("/actuator/locks").read(leaseNamed(name) + ".holds", int[].class)).as("the second left")
+				.containsExactly(1);
+		}
+		finally {
+			secondReader.shutdownNow();
+		}
+	}
+
 	@Test
 	void withoutNamedBackendsTheEndpointsAnswerAsBefore() throws Exception {
 		try (Lease lease = this.locks.acquire("report-" + UUID.randomUUID(), null, LockOptions.defaults())) {
@@ -136,6 +193,10 @@ class HoldfastActuatorHttpTests {
 			.map((id) -> id.getTags().stream().map(Tag::getKey).sorted().toList())
 			.distinct()
 			.toList();
+	}
+
+	private static String leaseNamed(String name) {
+		return "$.leases[?(@.name == '" + name + "')]";
 	}
 
 	private DocumentContext get(String path) throws IOException, InterruptedException {
