@@ -41,9 +41,19 @@ final class JdbcClusterLocks {
 			statement.setString(3, "{%"); // reader rows (RWL-36); tick records and stamps have no owner
 			try (ResultSet rows = statement.executeQuery()) {
 				while (rows.next()) {
-					locks.add(new BackendLock(rows.getString(1), InstanceNames.of(rows.getString(2)), rows.getLong(3),
-							(rows.getLong(4) - now) / 1000));
+					String owner = rows.getString(2);
+					// a read-held record: its holder is named after the count below (RWL-38)
+					locks.add(new BackendLock(rows.getString(1), JdbcSharedLocks.READERS.equals(owner) ? owner
+							: InstanceNames.of(owner), rows.getLong(3), (rows.getLong(4) - now) / 1000));
 				}
+			}
+		}
+		for (int i = 0; i < Math.min(locks.size(), max); i++) {
+			BackendLock lock = locks.get(i);
+			if (JdbcSharedLocks.READERS.equals(lock.instance())) {
+				long readers = JdbcSharedLocks.liveReaders(dialect, connection, lock.key(), lock.fencingToken(), now);
+				locks.set(i, new BackendLock(lock.key(), InstanceNames.readers(readers), lock.fencingToken(),
+						lock.remainingMillis()));
 			}
 		}
 		boolean complete = locks.size() <= max;

@@ -278,7 +278,19 @@ final class JdbcSharedLocks {
 	/** The latest expiry of the live readers of {@code key} in generation {@code fence}; 0 if none. */
 	private static long latestLiveReader(JdbcLockDialect dialect, Connection c, String key, long fence, long now)
 			throws SQLException {
-		try (PreparedStatement ps = dialect.prepare(c, "SELECT MAX(expires_at) FROM " + dialect.table + " WHERE "
+		return ofLiveReaders(dialect, c, "MAX(expires_at)", key, fence, now);
+	}
+
+	/** How many readers of {@code key} in generation {@code fence} are live: a listing's holder (RWL-38). */
+	static long liveReaders(JdbcLockDialect dialect, Connection c, String key, long fence, long now)
+			throws SQLException {
+		return ofLiveReaders(dialect, c, "COUNT(*)", key, fence, now);
+	}
+
+	/** {@code aggregate} over the live reader rows of {@code key} in generation {@code fence}; 0 if none. */
+	private static long ofLiveReaders(JdbcLockDialect dialect, Connection c, String aggregate, String key, long fence,
+			long now) throws SQLException {
+		try (PreparedStatement ps = dialect.prepare(c, "SELECT " + aggregate + " FROM " + dialect.table + " WHERE "
 				+ READERS_OF + " AND fence = ? AND expires_at > ?")) {
 			int index = bindReadersOf(ps, key);
 			ps.setLong(index++, fence);

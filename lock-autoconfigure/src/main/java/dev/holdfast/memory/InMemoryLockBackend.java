@@ -198,8 +198,8 @@ public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, Lease
 		List<BackendLock> found = this.locks.entrySet()
 			.stream()
 			.filter((entry) -> entry.getKey().startsWith(prefix) && !entry.getValue().expired(now))
-			.map((entry) -> new BackendLock(entry.getKey(), InstanceNames.of(entry.getValue().owner),
-					entry.getValue().token, TimeUnit.NANOSECONDS.toMillis(entry.getValue().expiresAtNanos - now)))
+			.map((entry) -> new BackendLock(entry.getKey(), entry.getValue().holder(now), entry.getValue().token,
+					TimeUnit.NANOSECONDS.toMillis(entry.getValue().expiresAtNanos - now)))
 			.sorted(Comparator.comparing(BackendLock::key))
 			.toList();
 		return new Listing(found.subList(0, Math.min(max, found.size())), found.size() <= max);
@@ -327,6 +327,15 @@ public class InMemoryLockBackend implements LockBackend, AsyncLockBackend, Lease
 
 		boolean writerWaits(long now) {
 			return this.stamp && now - this.writerWaitsUntil < 0;
+		}
+
+		/** The holder a listing shows: the instance, or of a read-held entry its live readers (RWL-17). */
+		@Nullable String holder(long now) {
+			if (!READERS.equals(this.owner)) {
+				return InstanceNames.of(this.owner);
+			}
+			Map<String, Long> readers = (this.readers != null) ? this.readers : Map.of();
+			return InstanceNames.readers(readers.values().stream().filter((until) -> now - until < 0).count());
 		}
 
 		boolean holdsReader(String reader, long now) {

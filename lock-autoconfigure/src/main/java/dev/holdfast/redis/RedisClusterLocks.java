@@ -148,7 +148,8 @@ final class RedisClusterLocks {
 		long remaining = ((Number) answer.get(1)).longValue();
 		long token = Long.parseLong(new String((byte[]) answer.get(2), StandardCharsets.US_ASCII));
 		// A read-held lock is shown as held by its readers: "<n> readers" (their instances are not told).
-		String instance = owner.startsWith("~readers:") ? owner.substring(9) + " readers" : InstanceNames.of(owner);
+		String instance = owner.startsWith("~readers:") ? InstanceNames.readers(Long.parseLong(owner.substring(9)))
+				: InstanceNames.of(owner);
 		return new BackendLock(key, instance, token, (remaining >= 0) ? remaining : -1);
 	}
 

@@ -65,8 +65,9 @@ public interface ClusterLocks {
 	 * A lock held on the backend.
 	 *
 	 * @param key the full backend key
-	 * @param instance the name of the instance that holds it ({@link InstanceNames}), or
-	 * {@code null} when the backend cannot tell
+	 * @param instance the name of the instance that holds it ({@link InstanceNames}); of a read-held
+	 * key, its readers ({@link InstanceNames#readers}, or the names of their instances where the
+	 * backend tells them); {@code null} when the backend cannot tell
 	 * @param fencingToken the fencing token of its holder
 	 * @param remainingMillis how long it lives unless renewed, by the backend's clock; {@code -1}
 	 * when the backend cannot tell

@@ -58,6 +58,14 @@ public final class InstanceNames {
 		return (at > 0 && at < owner.length() - 1) ? owner.substring(at + 1) : null;
 	}
 
+	/**
+	 * The holder a listing shows for a read-held key whose backend counts its live readers but
+	 * does not name their instances: {@code <count> readers} (RWL-27, RWL-38, RWL-17).
+	 */
+	public static String readers(long count) {
+		return count + " readers";
+	}
+
 	/** This host's name, looked up once (a lookup may wait for DNS). */
 	private static final class Host {
 

@@ -20,6 +20,7 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LockMode;
 import dev.holdfast.LockOptions;
 import dev.holdfast.actuate.ClusterLocksView.ClusterLockDescriptor;
 import dev.holdfast.actuate.ClusterLocksView.ClusterLocksDescriptor;
@@ -162,6 +163,31 @@ abstract class AbstractForcedReleaseTests {
 						tuple("web-1", second.fencingToken()),
 						tuple("web-2", third.fencingToken())));
 			assertThat(listed.permits()).allSatisfy((permit) -> assertThat(permit.remainingMillis()).isPositive());
+		}
+	}
+
+	/** RWL-17, RWL-27, RWL-38: a read-held key is one lock, held by its live readers' count; OBS-16 here. */
+	@Test
+	void aReadHeldKeyIsListedOnceAsHeldByItsReadersAndHereAsAReadLease() {
+		DefaultLockTemplate web1 = template("web-1", new LockMetricsListener(new SimpleMeterRegistry()));
+		DefaultLockTemplate web2 = template("web-2", new LockMetricsListener(new SimpleMeterRegistry()));
+		LocksEndpoint here = new LocksEndpoint(web1, "web-1", Show.NEVER, Set.of(), 100, null);
+		String name = "prices-" + UUID.randomUUID();
+		String key = LockSettings.masked(web1.keyFor(name, "eu"), web1.keyPrefix());
+		LockOptions read = LockOptions.defaults().mode(LockMode.READ);
+		try (Lease first = web1.acquire(name, "eu", read); Lease second = web2.acquire(name, "eu", read)) {
+			assertThat(here.locks(ALICE).leases()).singleElement().satisfies((lease) -> {
+				assertThat(lease.mode()).isEqualTo("read");
+				assertThat(lease.holds()).isEqualTo(1);
+			});
+			ClusterLocksDescriptor cluster = (ClusterLocksDescriptor) here.scope(ALICE, "cluster");
+			assertThat(cluster.locks()).filteredOn((lock) -> lock.key().equals(key))
+				.singleElement()
+				.satisfies((lock) -> {
+					assertThat(lock.instance()).isEqualTo("2 readers");
+					assertThat(lock.fencingToken()).isEqualTo(first.fencingToken()).isEqualTo(second.fencingToken());
+					assertThat(lock.remainingMillis()).isPositive();
+				});
 		}
 	}
 

@@ -360,8 +360,10 @@ abstract class AbstractJdbcSharedLocksTests extends AbstractJdbcBackendTests {
 		assertThat(read(a, key, owner()).acquired()).isTrue();
 		List<BackendLock> listed = a.listLocks("", 100_000).locks();
 		assertThat(listed).extracting(BackendLock::key).contains(key).noneMatch((k) -> k.startsWith("{"));
-		assertThat(a.listLocks(key, 10).locks()).singleElement()
-			.satisfies((lock) -> assertThat(lock.remainingMillis()).isGreaterThan(20_000));
+		assertThat(a.listLocks(key, 10).locks()).singleElement().satisfies((lock) -> {
+			assertThat(lock.remainingMillis()).isGreaterThan(20_000);
+			assertThat(lock.instance()).as("held by its live readers (RWL-38)").isEqualTo("2 readers");
+		});
 	}
 
 }
