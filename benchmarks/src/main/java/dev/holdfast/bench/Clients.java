@@ -74,6 +74,11 @@ public final class Clients {
 					"redis-holdfast-permit", "jdbc-floor-2keys", "jdbc-floor-2keys-1rt", "jdbc-holdfast-2keys-serial",
 					"jdbc-holdfast-2keys", "jdbc-holdfast-permit" ->
 				SeveralKeysClients.create(id);
+			case "redis-holdfast-write", "redis-holdfast-read", "redis-holdfast-write-shared",
+					"redis-holdfast-read-shared", "redis-holdfast-write-shared-work", "redis-holdfast-read-shared-work",
+					"jdbc-holdfast-write", "jdbc-holdfast-read", "jdbc-holdfast-write-shared", "jdbc-holdfast-read-shared",
+					"jdbc-holdfast-write-shared-work", "jdbc-holdfast-read-shared-work" ->
+				ReadWriteClients.create(id);
 			case "zookeeper-floor", "zookeeper-holdfast", "zookeeper-curator", "zookeeper-shedlock" ->
 				ZooKeeperClients.create(id);
 			default -> throw new IllegalArgumentException("Unknown contender " + id);

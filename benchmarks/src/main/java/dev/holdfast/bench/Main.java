@@ -35,7 +35,8 @@ import dev.holdfast.test.server.ZooKeeperServer;
  * <p>
  * System properties: {@code bench.quick=true} (smoke run, a few seconds per benchmark),
  * {@code bench.only=redis,jdbc,redlock,zookeeper,annotation,contended,trybusy,leases} (a subset; {@code multi},
- * issue 31's several keys and semaphore permits, runs only when named),
+ * issue 31's several keys and semaphore permits, and {@code readwrite}, its read lock against the
+ * exclusive lock, run only when named),
  * {@code bench.contenders=redis-floor,redis-holdfast} (only these contenders, or ids beginning so),
  * {@code bench.threads=1,8}, {@code bench.prof=jfr} (a JMH profiler for every fork),
  * {@code bench.out=path} (where the Markdown table goes, besides standard output).
@@ -94,6 +95,11 @@ public final class Main {
 	/** The {@code multi} group in alternating rounds ({@link InterleavedRatio}): by thread count, ops/s per round by contender. */
 	private final Map<Integer, Map<String, List<Double>>> severalKeysRounds = new LinkedHashMap<>();
 
+	/** {@link #severalKeys} and {@link #severalKeysRounds} of the {@code readwrite} group ({@link ReadWriteClients}). */
+	private final Map<String, Map<Integer, double[]>> readWrite = new LinkedHashMap<>();
+
+	private final Map<Integer, Map<String, List<Double>>> readWriteRounds = new LinkedHashMap<>();
+
 	private final List<ContendedHarness.Result> contended = new ArrayList<>();
 
 	private final List<ContendedHarness.Result> tryBusy = new ArrayList<>();
@@ -116,7 +122,7 @@ public final class Main {
 		Runtime.getRuntime().addShutdownHook(stopServers);
 		try {
 			RedisServer redis = null;
-			if (needs("redis", "contended", "trybusy", "leases", "redlock", "multi")) {
+			if (needs("redis", "contended", "trybusy", "leases", "redlock", "multi", "readwrite")) {
 				redis = RedisServer.start();
 				servers.add(redis);
 				this.jvmArgs.add("-Dbench.redis.port=" + redis.port());
@@ -149,7 +155,7 @@ public final class Main {
 						+ " inside the runner's JVM (Curator's TestingServer, forceSync=no), Curator 5.9.0 clients.");
 			}
 			Postgres postgres = null;
-			if (needs("jdbc", "contended", "trybusy", "multi")) {
+			if (needs("jdbc", "contended", "trybusy", "multi", "readwrite")) {
 				postgres = startPostgres();
 				servers.add(postgres);
 				postgres.createTables();
@@ -179,7 +185,11 @@ public final class Main {
 			}
 			if (needs("multi")) {
 				uncontended("multi", SeveralKeysClients.CONTENDERS, this.severalKeys);
-				severalKeysInRounds();
+				inRounds("multi", SeveralKeysClients.CONTENDERS, this.severalKeysRounds);
+			}
+			if (needs("readwrite")) {
+				uncontended("readwrite", ReadWriteClients.CONTENDERS, this.readWrite);
+				inRounds("readwrite", ReadWriteClients.CONTENDERS, this.readWriteRounds);
 			}
 			if (needs("annotation")) {
 				this.provenance.start("annotation");
@@ -212,7 +222,8 @@ public final class Main {
 		}
 		String report = new Report(this.quick, this.throughput, this.annotation, this.annotationCpu, this.contended,
 				this.tryBusy, this.leases, this.notes, this.provenance, Duration.ofNanos(System.nanoTime() - started))
-			.render() + SeveralKeysTable.render(this.severalKeys, this.severalKeysRounds, this.provenance);
+			.render() + GroupTable.render(GroupTable.SEVERAL_KEYS, this.severalKeys, this.severalKeysRounds, this.provenance)
+				+ GroupTable.render(ReadWriteClients.TABLE, this.readWrite, this.readWriteRounds, this.provenance);
 		System.out.println();
 		System.out.println(report);
 		Path out = Path.of(System.getProperty("bench.out",
@@ -343,26 +354,26 @@ public final class Main {
 	}
 
 	/**
-	 * The {@code multi} contenders again, each backend's in alternating rounds of 500 ms in this JVM
-	 * (20 rounds, 6 in a quick run): ratios of rounds a second apart, steadier on a loaded machine
-	 * than those of JMH forks minutes apart.
+	 * The {@code group}'s contenders again ({@code multi}, {@code readwrite}), each backend's in
+	 * alternating rounds of 500 ms in this JVM (20 rounds, 6 in a quick run): ratios of rounds a
+	 * second apart, steadier on a loaded machine than those of JMH forks minutes apart.
 	 */
-	private void severalKeysInRounds() throws Exception {
-		this.provenance.start("multi-rounds");
+	private void inRounds(String group, List<String> all, Map<Integer, Map<String, List<Double>>> byThreads)
+			throws Exception {
+		this.provenance.start(group + "-rounds");
 		for (int threadCount : this.threads) {
-			Map<String, List<Double>> rounds = this.severalKeysRounds.computeIfAbsent(threadCount,
-					(t) -> new LinkedHashMap<>());
+			Map<String, List<Double>> rounds = byThreads.computeIfAbsent(threadCount, (t) -> new LinkedHashMap<>());
 			for (String backend : new String[] { "redis-", "jdbc-" }) {
-				List<String> contenders = selected(SeveralKeysClients.CONTENDERS).stream()
+				List<String> contenders = selected(all).stream()
 					.filter((c) -> c.startsWith(backend))
 					.toList();
 				if (!contenders.isEmpty()) {
-					log("several keys in rounds, " + threadCount + " thread(s): " + contenders);
+					log(group + " in rounds, " + threadCount + " thread(s): " + contenders);
 					rounds.putAll(InterleavedRatio.measure(contenders, threadCount, this.quick ? 6 : 20, 500));
 				}
 			}
 		}
-		this.provenance.end("multi-rounds");
+		this.provenance.end(group + "-rounds");
 	}
 
 	private void annotationOverhead() throws Exception {
