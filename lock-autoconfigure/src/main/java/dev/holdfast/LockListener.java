@@ -34,16 +34,41 @@ public interface LockListener {
 	default void acquired(String name, String backend, Duration waited) {
 	}
 
+	/**
+	 * A lock was acquired after {@code waited}, as {@link #acquired(String, String, Duration)},
+	 * told what was taken: {@code mode} is {@link LeaseInfo#EXCLUSIVE}, {@link LeaseInfo#PERMIT}
+	 * or {@link LeaseInfo#READ}, the {@code mode} tag of the meters and observations (OBS-14). The
+	 * engine calls the methods with {@code mode}; by default they call the ones without it.
+	 */
+	default void acquired(String name, String backend, String mode, Duration waited) {
+		acquired(name, backend, waited);
+	}
+
 	/** The lock stayed held by another owner for the whole wait time. */
 	default void notAcquired(String name, String backend, Duration waited) {
+	}
+
+	/** {@link #notAcquired(String, String, Duration)} with the {@code mode} asked for. */
+	default void notAcquired(String name, String backend, String mode, Duration waited) {
+		notAcquired(name, backend, waited);
 	}
 
 	/** The backend failed; the caller gets a {@link dev.holdfast.LockBackendException}. */
 	default void failed(String name, String backend, Duration waited, RuntimeException ex) {
 	}
 
+	/** {@link #failed(String, String, Duration, RuntimeException)} with the {@code mode} asked for. */
+	default void failed(String name, String backend, String mode, Duration waited, RuntimeException ex) {
+		failed(name, backend, waited, ex);
+	}
+
 	/** A lease was released after being held for {@code held}. */
 	default void released(String name, String backend, Duration held) {
+	}
+
+	/** {@link #released(String, String, Duration)} with the lease's {@code mode}. */
+	default void released(String name, String backend, String mode, Duration held) {
+		released(name, backend, held);
 	}
 
 	/**
@@ -55,8 +80,21 @@ public interface LockListener {
 	default void releaseFailed(String name, String backend, RuntimeException ex) {
 	}
 
+	/** {@link #releaseFailed(String, String, RuntimeException)} with the lease's {@code mode}. */
+	default void releaseFailed(String name, String backend, String mode, RuntimeException ex) {
+		releaseFailed(name, backend, ex);
+	}
+
 	/** A held lease could not be renewed and is no longer owned by this process. */
 	default void leaseLost(String name, String backend) {
+	}
+
+	/**
+	 * {@link #leaseLost(String, String)} with the lease's {@code mode}: once per lease, a read
+	 * lease's too, however many local readers hold it.
+	 */
+	default void leaseLost(String name, String backend, String mode) {
+		leaseLost(name, backend);
 	}
 
 	/**

@@ -14,7 +14,10 @@ import dev.holdfast.LockListener;
 /**
  * Records what Holdfast's locks do as Micrometer meters. Every
  * meter is tagged with the lock {@code name} (never the evaluated key, whose values are
- * unbounded) and the {@code backend}:
+ * unbounded) and the {@code backend}, and every meter of a lock also with its {@code mode}:
+ * {@code exclusive}, {@code permit} or {@code read}, as the observations are (OBS-14). It records
+ * from the {@link LockListener} methods that are told the mode, which the engine calls; the ones
+ * without it record nothing here.
  * <ul>
  * <li>{@value #ACQUIRE} (timer): time to acquire or give up, tagged {@code outcome} =
  * {@code acquired}, {@code not_acquired} or {@code failed};</li>
@@ -73,22 +76,22 @@ public class LockMetricsListener implements LockListener {
 	}
 
 	@Override
-	public void acquired(String name, String backend, Duration waited) {
-		acquisition(name, backend, "acquired", waited);
+	public void acquired(String name, String backend, String mode, Duration waited) {
+		acquisition(name, backend, mode, "acquired", waited);
 	}
 
 	@Override
-	public void notAcquired(String name, String backend, Duration waited) {
-		acquisition(name, backend, "not_acquired", waited);
+	public void notAcquired(String name, String backend, String mode, Duration waited) {
+		acquisition(name, backend, mode, "not_acquired", waited);
 	}
 
 	@Override
-	public void failed(String name, String backend, Duration waited, RuntimeException ex) {
-		acquisition(name, backend, "failed", waited);
+	public void failed(String name, String backend, String mode, Duration waited, RuntimeException ex) {
+		acquisition(name, backend, mode, "failed", waited);
 	}
 
 	@Override
-	public void released(String name, String backend, Duration held) {
+	public void released(String name, String backend, String mode, Duration held) {
 		if (!this.timers) {
 			return;
 		}
@@ -96,26 +99,29 @@ public class LockMetricsListener implements LockListener {
 			.description("How long Holdfast leases were held, recorded at release")
 			.tag("name", name)
 			.tag("backend", backend)
+			.tag("mode", mode)
 			.register(this.registry)
 			.record(held);
 	}
 
 	@Override
-	public void leaseLost(String name, String backend) {
+	public void leaseLost(String name, String backend, String mode) {
 		Counter.builder(LOST)
 			.description("Holdfast leases lost because they could not be renewed")
 			.tag("name", name)
 			.tag("backend", backend)
+			.tag("mode", mode)
 			.register(this.registry)
 			.increment();
 	}
 
 	@Override
-	public void releaseFailed(String name, String backend, RuntimeException ex) {
+	public void releaseFailed(String name, String backend, String mode, RuntimeException ex) {
 		Counter.builder(RELEASE_FAILED)
 			.description("Holdfast releases that failed; those locks expire on the backend after their time to live")
 			.tag("name", name)
 			.tag("backend", backend)
+			.tag("mode", mode)
 			.register(this.registry)
 			.increment();
 	}
@@ -148,7 +154,7 @@ public class LockMetricsListener implements LockListener {
 			.increment();
 	}
 
-	private void acquisition(String name, String backend, String outcome, Duration waited) {
+	private void acquisition(String name, String backend, String mode, String outcome, Duration waited) {
 		if (!this.timers) {
 			return;
 		}
@@ -156,6 +162,7 @@ public class LockMetricsListener implements LockListener {
 			.description("Time Holdfast took to acquire a lock or give up")
 			.tag("name", name)
 			.tag("backend", backend)
+			.tag("mode", mode)
 			.tag("outcome", outcome)
 			.register(this.registry)
 			.record(waited);

@@ -7,9 +7,8 @@ import io.micrometer.observation.ObservationRegistry;
 import io.micrometer.observation.ObservationView;
 import org.jspecify.annotations.Nullable;
 
-import dev.holdfast.LeaseInfo;
 import dev.holdfast.LockListener;
-import dev.holdfast.semaphore.PermitSlots;
+import dev.holdfast.core.LockKeys;
 
 /**
  * Observes every acquisition of Holdfast's lock engine and every hold
@@ -65,7 +64,7 @@ public class LockObservationListener implements LockListener {
 			return LockObservation.NONE;
 		}
 		return new ObservedLock(this.registry, new LockObservationContext(name, key, backend),
-				(PermitSlots.slotOf(key) != null) ? LeaseInfo.PERMIT : LeaseInfo.EXCLUSIVE);
+				LockKeys.mode(key, false));
 	}
 
 	/** A read hold's observations are tagged {@code mode=read} (RWL-7). */
@@ -74,7 +73,8 @@ public class LockObservationListener implements LockListener {
 		if (this.registry.isNoop()) {
 			return LockObservation.NONE;
 		}
-		return new ObservedLock(this.registry, new LockObservationContext(name, key, backend), LeaseInfo.READ);
+		return new ObservedLock(this.registry, new LockObservationContext(name, key, backend),
+				LockKeys.mode(key, true));
 	}
 
 	/** The two observations of one lock: acquiring, then holding, then done. */

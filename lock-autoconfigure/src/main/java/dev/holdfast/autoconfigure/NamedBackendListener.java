@@ -52,6 +52,36 @@ record NamedBackendListener(String backend, LockListener delegate) implements Lo
 	}
 
 	@Override
+	public void acquired(String name, String type, String mode, Duration waited) {
+		this.delegate.acquired(name, this.backend, mode, waited);
+	}
+
+	@Override
+	public void notAcquired(String name, String type, String mode, Duration waited) {
+		this.delegate.notAcquired(name, this.backend, mode, waited);
+	}
+
+	@Override
+	public void failed(String name, String type, String mode, Duration waited, RuntimeException ex) {
+		this.delegate.failed(name, this.backend, mode, waited, ex);
+	}
+
+	@Override
+	public void released(String name, String type, String mode, Duration held) {
+		this.delegate.released(name, this.backend, mode, held);
+	}
+
+	@Override
+	public void releaseFailed(String name, String type, String mode, RuntimeException ex) {
+		this.delegate.releaseFailed(name, this.backend, mode, ex);
+	}
+
+	@Override
+	public void leaseLost(String name, String type, String mode) {
+		this.delegate.leaseLost(name, this.backend, mode);
+	}
+
+	@Override
 	public void tickSkipped(String name, String type, String reason) {
 		this.delegate.tickSkipped(name, this.backend, reason);
 	}

@@ -238,6 +238,11 @@ abstract class Acquisition {
 		}
 	}
 
+	/** The {@code mode} tag of what it asks for (OBS-14). */
+	final String mode() {
+		return LockKeys.mode(this.key, this.shared);
+	}
+
 	final Duration waited() {
 		return Duration.ofNanos(System.nanoTime() - this.start);
 	}

@@ -149,10 +149,10 @@ final class Acquisitions {
 			HeldLease lease = acquisition.run();
 			if (lease == null) {
 				observation.notAcquired();
-				this.listener.notAcquired(name, this.failures.backendName(), acquisition.waited());
+				this.listener.notAcquired(name, this.failures.backendName(), acquisition.mode(), acquisition.waited());
 			}
 			else if (this.listener != LockListener.NONE) {
-				this.listener.acquired(name, this.failures.backendName(), acquisition.waited());
+				this.listener.acquired(name, this.failures.backendName(), acquisition.mode(), acquisition.waited());
 			}
 			return lease;
 		}
@@ -162,7 +162,7 @@ final class Acquisitions {
 		}
 		catch (LockBackendException ex) {
 			observation.failed(ex);
-			this.listener.failed(name, this.failures.backendName(), acquisition.waited(), ex);
+			this.listener.failed(name, this.failures.backendName(), acquisition.mode(), acquisition.waited(), ex);
 			throw ex;
 		}
 		catch (RuntimeException | Error ex) {
@@ -205,7 +205,8 @@ final class Acquisitions {
 			locks.forEach((lock) -> this.background.releaseUnknownOutcome(lock.key(), lock.owner()));
 			LockBackendException failure = this.failures.of(ex, "acquire", keys.get(0));
 			this.listener.acquiring(name, keys.get(0), backendName).failed(failure);
-			this.listener.failed(name, backendName, Duration.ofNanos(System.nanoTime() - sent), failure);
+			this.listener.failed(name, backendName, LockKeys.mode(keys.get(0), false),
+					Duration.ofNanos(System.nanoTime() - sent), failure);
 			throw failure;
 		}
 		if (tokens == null) {
@@ -216,7 +217,8 @@ final class Acquisitions {
 			HeldLock lock = locks.get(i);
 			leases.add(this.leases.register(name, lock.key(), lock.owner(), tokens[i], ttl, renew, sent,
 					this.listener.acquiring(name, lock.key(), backendName)));
-			this.listener.acquired(name, backendName, Duration.ofNanos(System.nanoTime() - sent));
+			this.listener.acquired(name, backendName, LockKeys.mode(lock.key(), false),
+					Duration.ofNanos(System.nanoTime() - sent));
 		}
 		return leases;
 	}

@@ -236,6 +236,11 @@ final class HeldLease {
 		return this.readers != null;
 	}
 
+	/** Its {@code mode} tag: {@code exclusive}, {@code permit} or {@code read} (OBS-14). */
+	String mode() {
+		return LockKeys.mode(this.key, isShared());
+	}
+
 	/** Leaves one hold; true when it was the last one. */
 	boolean exit() {
 		return (int) HOLDS.getAndAdd(this, -1) == 1;

@@ -334,7 +334,7 @@ final class LocalLeases {
 		else {
 			lease.observation().lost();
 		}
-		this.listener.leaseLost(lease.name(), this.backend.name());
+		this.listener.leaseLost(lease.name(), this.backend.name(), lease.mode());
 	}
 
 	/** The backend reported {@code owner}'s lock at {@code key} lost. */
@@ -378,10 +378,8 @@ final class LocalLeases {
 		List<LeaseInfo> leases = new ArrayList<>();
 		for (HeldLease lease : this.held.values()) {
 			if (!lease.isReleased()) {
-				String mode = lease.isShared() ? LeaseInfo.READ
-						: (LockKeys.slotOf(lease.key()) != null) ? LeaseInfo.PERMIT : LeaseInfo.EXCLUSIVE;
 				leases.add(new LeaseInfo(lease.name(), lease.key(), lease.fencingToken(), lease.acquiredAt(),
-						lease.expiresAt(), lease.isValid(), mode, Math.max(lease.holds(), 0)));
+						lease.expiresAt(), lease.isValid(), lease.mode(), Math.max(lease.holds(), 0)));
 			}
 		}
 		for (Supplier<LeaseInfo> lock : this.listed) {

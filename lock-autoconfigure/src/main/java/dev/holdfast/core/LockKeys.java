@@ -7,6 +7,8 @@ import java.util.Base64;
 
 import org.jspecify.annotations.Nullable;
 
+import dev.holdfast.LeaseInfo;
+
 /**
  * Builds backend keys {@code <prefix><name>} and {@code <prefix><name>:<key>}, the key part rendered by
  * {@link IdentityStrings#render}: both percent-encoded (every character outside {@code [A-Za-z0-9._~/@+=,;!$&'()*-]}
@@ -107,6 +109,14 @@ public final class LockKeys {
 		int index = key.lastIndexOf('#');
 		return (index > 0 && key.length() - index <= 3 && key.substring(index + 1).matches("-?[0-9]+"))
 				? Integer.valueOf(key.substring(index + 1)) : null;
+	}
+
+	/**
+	 * The {@code mode} tag of a lease of {@code key} (OBS-14): {@code read} for a read hold,
+	 * {@code permit} for a permit slot's key, else {@code exclusive}.
+	 */
+	public static String mode(String key, boolean read) {
+		return read ? LeaseInfo.READ : (slotOf(key) != null) ? LeaseInfo.PERMIT : LeaseInfo.EXCLUSIVE;
 	}
 
 	/**

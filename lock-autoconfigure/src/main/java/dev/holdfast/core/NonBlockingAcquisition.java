@@ -169,7 +169,7 @@ final class NonBlockingAcquisition extends Acquisition {
 				return;
 			}
 			lease.detachFromThread();
-			this.room.listener.acquired(this.name, this.room.failures.backendName(), waited());
+			this.room.listener.acquired(this.name, this.room.failures.backendName(), mode(), waited());
 			if (!this.result.complete(lease)) {
 				// Cancelled while the lease was registered: give it back.
 				lease.closeAsync();
@@ -198,13 +198,13 @@ final class NonBlockingAcquisition extends Acquisition {
 
 	private void notAcquired() {
 		if (this.result.complete(null)) {
-			this.room.listener.notAcquired(this.name, this.room.failures.backendName(), waited());
+			this.room.listener.notAcquired(this.name, this.room.failures.backendName(), mode(), waited());
 		}
 	}
 
 	private void fail(LockBackendException ex) {
 		if (this.result.completeExceptionally(ex)) {
-			this.room.listener.failed(this.name, this.room.failures.backendName(), waited(), ex);
+			this.room.listener.failed(this.name, this.room.failures.backendName(), mode(), waited(), ex);
 		}
 	}
 

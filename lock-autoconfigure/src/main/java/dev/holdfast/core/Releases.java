@@ -234,7 +234,8 @@ final class Releases {
 					logger.warn("Holdfast could not release lock '" + Releases.this.failures.shown(lease.key())
 							+ "'; sending it again in the background, else it expires on the backend within "
 							+ lease.ttl(), failure);
-					Releases.this.listener.releaseFailed(lease.name(), Releases.this.failures.backendName(), failure);
+					Releases.this.listener.releaseFailed(lease.name(), Releases.this.failures.backendName(),
+							lease.mode(), failure);
 					Releases.this.calls.retryRelease(lease.key(), lease.owner());
 				}
 				else if (Boolean.FALSE.equals(released) && this.valid) {
@@ -243,7 +244,8 @@ final class Releases {
 				Releases.this.lines.releasedHere(lease.key());
 				lease.observation().released();
 				if (Releases.this.listener != LockListener.NONE) {
-					Releases.this.listener.released(lease.name(), Releases.this.failures.backendName(), lease.heldFor());
+					Releases.this.listener.released(lease.name(), Releases.this.failures.backendName(), lease.mode(),
+							lease.heldFor());
 				}
 			}
 			finally {

@@ -104,6 +104,36 @@ public final class CompositeLockListener implements LockListener {
 	}
 
 	@Override
+	public void acquired(String name, String backend, String mode, Duration waited) {
+		each("acquired", (listener) -> listener.acquired(name, backend, mode, waited));
+	}
+
+	@Override
+	public void notAcquired(String name, String backend, String mode, Duration waited) {
+		each("notAcquired", (listener) -> listener.notAcquired(name, backend, mode, waited));
+	}
+
+	@Override
+	public void failed(String name, String backend, String mode, Duration waited, RuntimeException ex) {
+		each("failed", (listener) -> listener.failed(name, backend, mode, waited, ex));
+	}
+
+	@Override
+	public void released(String name, String backend, String mode, Duration held) {
+		each("released", (listener) -> listener.released(name, backend, mode, held));
+	}
+
+	@Override
+	public void releaseFailed(String name, String backend, String mode, RuntimeException ex) {
+		each("releaseFailed", (listener) -> listener.releaseFailed(name, backend, mode, ex));
+	}
+
+	@Override
+	public void leaseLost(String name, String backend, String mode) {
+		each("leaseLost", (listener) -> listener.leaseLost(name, backend, mode));
+	}
+
+	@Override
 	public void tickSkipped(String name, String backend, String reason) {
 		each("tickSkipped", (listener) -> listener.tickSkipped(name, backend, reason));
 	}

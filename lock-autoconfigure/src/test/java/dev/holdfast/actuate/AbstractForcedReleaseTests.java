@@ -101,7 +101,8 @@ abstract class AbstractForcedReleaseTests {
 		assertThat(output).contains("released by force by alice");
 
 		await().atMost(Duration.ofSeconds(3)).until(() -> !lease.isValid());
-		assertThat(meters.counter(LockMetricsListener.LOST, "name", name, "backend", holder.backendName()).count())
+		assertThat(meters.counter(LockMetricsListener.LOST, "name", name, "backend", holder.backendName(), "mode",
+				"exclusive").count())
 			.as("counted lost")
 			.isEqualTo(1);
 		assertThat(output).contains("lost");

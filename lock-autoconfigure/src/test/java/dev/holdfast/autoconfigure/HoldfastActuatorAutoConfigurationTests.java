@@ -24,6 +24,7 @@ import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LeaseInfo;
 import dev.holdfast.LockListener.LockObservation;
 import dev.holdfast.LockNotAcquiredException;
 import dev.holdfast.LockOptions;
@@ -76,10 +77,10 @@ class HoldfastActuatorAutoConfigurationTests {
 		SimpleMeterRegistry registry = new SimpleMeterRegistry();
 		LockMetricsListener listener = new LockMetricsListener(registry);
 		listener.tickSkipped("report", "memory", "ran-elsewhere");
-		listener.leaseLost("report", "memory");
+		listener.leaseLost("report", "memory", LeaseInfo.EXCLUSIVE);
 		assertThat(registry.get(LockMetricsListener.SKIPPED).tags("name", "report", "backend", "memory", "reason", "ran-elsewhere").counter()
 			.count()).isEqualTo(1);
-		assertThat(registry.get(LockMetricsListener.LOST).tags("name", "report", "backend", "memory").counter()
+		assertThat(registry.get(LockMetricsListener.LOST).tags("name", "report", "backend", "memory", "mode", "exclusive").counter()
 			.count()).isEqualTo(1);
 	}
 

@@ -168,7 +168,7 @@ class RedisBackgroundReleaseTests {
 					lease.close();
 					await().atMost(Duration.ofSeconds(10))
 						.until(() -> meters.counter(LockMetricsListener.RELEASE_FAILED, "name", "failing", "backend",
-								"redis")
+								"redis", "mode", "exclusive")
 							.count() == 1.0);
 					assertThat(output).contains("Holdfast could not release lock '" + this.prefix + "failing'")
 						.contains("sending it again in the background");
@@ -183,7 +183,8 @@ class RedisBackgroundReleaseTests {
 					server.command("ACL", "SETUSER", user, "+evalsha", "+eval");
 					await().atMost(Duration.ofSeconds(15)).until(() -> exists(key) == 0L);
 					assertThat(template.releasesInFlight()).isZero();
-					assertThat(meters.counter(LockMetricsListener.RELEASE_FAILED, "name", "failing", "backend", "redis")
+					assertThat(meters.counter(LockMetricsListener.RELEASE_FAILED, "name", "failing", "backend", "redis",
+							"mode", "exclusive")
 						.count()).as("the failure is counted once, not per retry").isEqualTo(1.0);
 					assertThat(output).doesNotContain("Holdfast gave up");
 				});

@@ -90,7 +90,8 @@ class RedisGracefulShutdownTests {
 					new Thread(method, "locked-method").start();
 					assertThat(running.await(5, TimeUnit.SECONDS)).isTrue();
 					context.close();
-					lostCount.set(meters.counter(LockMetricsListener.LOST, "name", this.name, "backend", "redis")
+					lostCount.set(meters.counter(LockMetricsListener.LOST, "name", this.name, "backend", "redis", "mode",
+							"exclusive")
 						.count());
 				});
 			Lease lease = inUse.get();
