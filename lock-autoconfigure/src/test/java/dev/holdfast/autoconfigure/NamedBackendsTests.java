@@ -115,7 +115,9 @@ class NamedBackendsTests {
 			assertThat(locked.permitOnJobs(main, jobs, zk)).startsWith("holdfast:jobs::exports");
 			MeterRegistry meters = context.getBean(MeterRegistry.class);
 			for (String backend : List.of("redis", "jobs", "zk")) {
-				assertThat(meters.find("holdfast.lock.acquire").tag("backend", backend).tag("name", "report").timer())
+				assertThat(meters.find("holdfast.lock.acquire")
+					.tags("backend", backend, "name", "report", "mode", "exclusive")
+					.timer())
 					.as(backend)
 					.isNotNull();
 			}
