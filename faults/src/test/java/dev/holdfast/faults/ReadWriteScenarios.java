@@ -1,0 +1,138 @@
+package dev.holdfast.faults;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The read-write faults of issue 31 on a {@link ReadWriteRun}, their figures recorded and their
+ * checks made (softly) through a {@link LeaderScenarios}, which writes the table; the checker's
+ * verdicts per run go to {@code target/faults/<file>-checks.md}.
+ */
+final class ReadWriteScenarios {
+
+	/** What a dead or paused reader may delay a writer beyond its lease: the writer's polling and a loaded machine. */
+	static final long MARGIN_MS = 1000;
+
+	final LeaderScenarios scenarios;
+
+	private final String file;
+
+	private final List<ReadWriteChecker.Report> reports = new ArrayList<>();
+
+	ReadWriteScenarios(String file) {
+		this.file = file;
+		this.scenarios = new LeaderScenarios(file);
+	}
+
+	/**
+	 * A writer SIGSTOPped right after its grant (before its fenced read), until another client's
+	 * write with a larger token was accepted and at least its lease plus 500 ms, then resumed: its
+	 * operation with the old token must be refused by the fence, its lease reported lost.
+	 */
+	void pauseWriter(String backend, ReadWriteRun run) throws Exception {
+		ReadWriteRun.Stopped stopped = run.stopFresh("WACQ");
+		long stoppedAt = stopped.grant().nanos();
+		long pid = stopped.client().pid();
+		Checker.Event other;
+		try {
+			other = run.await(stoppedAt, (c, e) -> c.pid() != pid && e.type().equals("WR")
+					&& e.fields()[3].equals("ok") && Long.parseLong(e.fields()[1]) > stopped.token(),
+					Duration.ofMillis(run.leaseMs() + 15_000));
+			sleepUntil(stoppedAt + Duration.ofMillis(run.leaseMs() + 500).toNanos());
+		}
+		finally {
+			run.resume(stopped.client());
+		}
+		long resumedAt = run.mark("HEAL SIGCONT " + pid);
+		Checker.Event own = run.await(stoppedAt, (c, e) -> c.pid() == pid && e.type().equals("WR")
+				&& e.fields()[0].equals(stopped.thread()), Duration.ofSeconds(15));
+		this.scenarios.record(backend, "writer SIGSTOP (its grant) → another's accepted write",
+				ms(other.nanos() - stoppedAt));
+		this.scenarios.softly.assertThat(String.join(" ", own.fields()))
+			.as(backend + ": the paused writer's operation with token " + stopped.token() + " after SIGCONT")
+			.endsWith("rejected lost");
+		this.scenarios.note(String.format(Locale.ROOT, "%s writer paused %.0f ms (token %d): after SIGCONT `WR %s`",
+				backend, ms(resumedAt - stoppedAt), stopped.token(), String.join(" ", own.fields())));
+	}
+
+	/**
+	 * A client SIGSTOPped right after one of its readers was granted, for its lease plus 500 ms at
+	 * least and until another client's writer was granted: the writer must get in within the lease
+	 * plus {@value #MARGIN_MS} ms and not before the paused reader's own validity end.
+	 */
+	void pauseReader(String backend, ReadWriteRun run) throws Exception {
+		ReadWriteRun.Stopped stopped = run.stopFresh("RACQ");
+		try {
+			writerAfterReader(backend, "reader SIGSTOP", run, stopped);
+			sleepUntil(stopped.grant().nanos() + Duration.ofMillis(run.leaseMs() + 500).toNanos());
+		}
+		finally {
+			run.resume(stopped.client());
+		}
+		run.mark("HEAL SIGCONT " + stopped.client().pid());
+	}
+
+	/**
+	 * A client SIGKILLed right after one of its readers was granted (nearly a whole lease left): a
+	 * writer of another client must get in within the lease plus {@value #MARGIN_MS} ms, not before
+	 * the dead reader's validity end; a new client then takes its place if {@code replace}.
+	 */
+	void killReader(String backend, ReadWriteRun run, boolean replace) throws Exception {
+		ReadWriteRun.Stopped stopped = run.stopFresh("RACQ");
+		run.kill(stopped.client());
+		writerAfterReader(backend, "reader SIGKILL", run, stopped);
+		if (replace) {
+			run.replaceClient();
+		}
+	}
+
+	private void writerAfterReader(String backend, String fault, ReadWriteRun run, ReadWriteRun.Stopped stopped)
+			throws IOException {
+		long pid = stopped.client().pid();
+		long grantedAt = stopped.grant().nanos();
+		Checker.Event writer = run.await(grantedAt, (c, e) -> c.pid() != pid && e.type().equals("WACQ"),
+				Duration.ofMillis(run.leaseMs() + 15_000));
+		long validUntil = stopped.client().readValidityEnd();
+		double after = ms(writer.nanos() - grantedAt);
+		this.scenarios.record(backend, fault + " (its grant) → a writer's grant", after);
+		this.scenarios.record(backend, fault + ": reader's validity end → a writer's grant",
+				ms(writer.nanos() - validUntil));
+		this.scenarios.softly.assertThat(after)
+			.as(backend + ": after a " + fault + ", a writer granted within the lease + " + MARGIN_MS + " ms")
+			.isLessThanOrEqualTo((double) run.leaseMs() + MARGIN_MS);
+		this.scenarios.softly.assertThat(writer.nanos())
+			.as(backend + ": after a " + fault + ", the writer granted after the reader's own validity end")
+			.isGreaterThanOrEqualTo(validUntil);
+	}
+
+	/** Stops the clients and checks the whole run: every guarantee kept, and the run did read, write and refuse. */
+	void check(String backend, ReadWriteRun run) throws Exception {
+		ReadWriteChecker.Report report = run.finish(backend);
+		this.reports.add(report);
+		this.scenarios.softly.assertThat(report.violations()).as(backend + ": " + report).isFalse();
+		this.scenarios.softly.assertThat(report.acceptedWrites()).as(backend + ": writes accepted").isPositive();
+		this.scenarios.softly.assertThat(report.reads()).as(backend + ": reads").isPositive();
+	}
+
+	/** Writes the checker's table, then the figures' (failing if a check failed). */
+	void finish() throws IOException {
+		String table = ReadWriteChecker.table(this.reports);
+		System.out.println(table);
+		Files.createDirectories(FaultSuite.reportDir());
+		Files.writeString(FaultSuite.reportDir().resolve(this.file + "-checks.md"), table);
+		this.scenarios.finish();
+	}
+
+	private static void sleepUntil(long nanos) {
+		RedisNode.sleep(Math.max(0, (nanos - System.nanoTime()) / 1_000_000));
+	}
+
+	private static double ms(long nanos) {
+		return nanos / 1e6;
+	}
+
+}
