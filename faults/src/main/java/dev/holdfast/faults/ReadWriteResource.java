@@ -11,47 +11,50 @@ import io.lettuce.core.api.sync.RedisCommands;
 
 /**
  * The fenced resource of a read-write fault run: one counter in a Redis that no fault touches,
- * the token of the write that produced its value, and the highest token the resource has seen.
- * Every operation carries the caller's fencing token and is refused if that token is below the
- * highest seen (the fencing guard); an accepted one raises the highest seen to its token. Readers
- * present their read lease's token too, so a read refuses every later write with a lower token.
- * Every operation, accepted or refused, is appended to a history in the resource's own order:
- * {@code r token result} (a reader's read), {@code p token result} (a writer's read),
- * {@code w token value result} (a write), result {@code ok} or {@code rejected}.
+ * the token of the write that produced its value, and two fences: the highest token of any
+ * accepted operation, and the highest of a writer's. A writer's read or write is refused if its
+ * token is below the first (a later writer's or reader's token reached the resource: the fencing
+ * guard); a reader's read if its token is below the second (a later write landed; readers of one
+ * group need not share a token, ZooKeeper's do not, so readers never refuse each other). An
+ * accepted operation raises the fences to its token. Every operation, accepted or refused, is
+ * appended to a history in the resource's own order: {@code r token result} (a reader's read),
+ * {@code p token result} (a writer's read), {@code w token value result} (a write), result
+ * {@code ok} or {@code rejected}.
  */
 final class ReadWriteResource implements AutoCloseable {
 
 	static final String HISTORY = "rw:history";
 
-	// KEYS value, writer, fence, history; ARGV kind (r or p), token.
+	// KEYS value, writer, fence, writers' fence, history; ARGV kind (r or p), token.
 	private static final String READ = """
-			local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
 			local token = tonumber(ARGV[2])
+			local fence = tonumber(redis.call('GET', KEYS[ARGV[1] == 'r' and 4 or 3]) or '0')
 			if token < fence then
-			  redis.call('RPUSH', KEYS[4], ARGV[1] .. ' ' .. ARGV[2] .. ' rejected')
+			  redis.call('RPUSH', KEYS[5], ARGV[1] .. ' ' .. ARGV[2] .. ' rejected')
 			  return {'rejected', '-1', '-1'}
 			end
-			redis.call('SET', KEYS[3], ARGV[2])
-			redis.call('RPUSH', KEYS[4], ARGV[1] .. ' ' .. ARGV[2] .. ' ok')
+			if token > tonumber(redis.call('GET', KEYS[3]) or '0') then redis.call('SET', KEYS[3], ARGV[2]) end
+			if ARGV[1] == 'p' then redis.call('SET', KEYS[4], ARGV[2]) end
+			redis.call('RPUSH', KEYS[5], ARGV[1] .. ' ' .. ARGV[2] .. ' ok')
 			return {'ok', redis.call('GET', KEYS[1]) or '0', redis.call('GET', KEYS[2]) or '0'}
 			""";
 
-	// KEYS value, writer, fence, history; ARGV token, new value.
+	// KEYS value, writer, fence, writers' fence, history; ARGV token, new value.
 	private static final String WRITE = """
 			local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
-			local token = tonumber(ARGV[1])
-			if token < fence then
-			  redis.call('RPUSH', KEYS[4], 'w ' .. ARGV[1] .. ' ' .. ARGV[2] .. ' rejected')
+			if tonumber(ARGV[1]) < fence then
+			  redis.call('RPUSH', KEYS[5], 'w ' .. ARGV[1] .. ' ' .. ARGV[2] .. ' rejected')
 			  return 'rejected'
 			end
 			redis.call('SET', KEYS[3], ARGV[1])
+			redis.call('SET', KEYS[4], ARGV[1])
 			redis.call('SET', KEYS[2], ARGV[1])
 			redis.call('SET', KEYS[1], ARGV[2])
-			redis.call('RPUSH', KEYS[4], 'w ' .. ARGV[1] .. ' ' .. ARGV[2] .. ' ok')
+			redis.call('RPUSH', KEYS[5], 'w ' .. ARGV[1] .. ' ' .. ARGV[2] .. ' ok')
 			return 'ok'
 			""";
 
-	private static final String[] KEYS = { "rw:value", "rw:writer", "rw:fence", HISTORY };
+	private static final String[] KEYS = { "rw:value", "rw:writer", "rw:fence", "rw:writers-fence", HISTORY };
 
 	private final RedisClient client;
 

@@ -6,9 +6,15 @@ import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiPredicate;
 
@@ -110,7 +116,7 @@ final class ReadWriteRun implements AutoCloseable {
 	}
 
 	/** A client stopped by SIGSTOP early in a hold of {@code thread}, granted at {@code grant}. */
-	record Stopped(Client client, String thread, Checker.Event grant) {
+	record Stopped(Client client, String thread, Checker.Event grant, long leaseMs) {
 
 		long token() {
 			return Long.parseLong(this.grant.fields()[1]);
@@ -214,7 +220,7 @@ final class ReadWriteRun implements AutoCloseable {
 					client.poll();
 					if (grant.equals(freshGrant(client, thread, type))) {
 						mark("FAULT SIGSTOP " + client.pid() + " " + thread + " " + type + " " + grant.fields()[1]);
-						return new Stopped(client, thread, grant);
+						return new Stopped(client, thread, grant, this.leaseMs);
 					}
 					Signals.send(client.pid(), "CONT");
 				}
@@ -249,6 +255,16 @@ final class ReadWriteRun implements AutoCloseable {
 
 	/** The first event after {@code since} (by stamp) of any client that matches, waiting up to {@code timeout}. */
 	Checker.Event await(long since, BiPredicate<Client, Checker.Event> match, Duration timeout) throws IOException {
+		Checker.Event event = poll(since, match, timeout);
+		if (event == null) {
+			throw new IllegalStateException("No client logged the awaited event within " + timeout + ", see "
+					+ this.dir);
+		}
+		return event;
+	}
+
+	/** As {@link #await}, but {@code null} after {@code timeout}. */
+	Checker.Event poll(long since, BiPredicate<Client, Checker.Event> match, Duration timeout) throws IOException {
 		long deadline = System.nanoTime() + timeout.toNanos();
 		while (true) {
 			Checker.Event first = null;
@@ -269,10 +285,32 @@ final class ReadWriteRun implements AutoCloseable {
 				return first;
 			}
 			if (System.nanoTime() > deadline) {
-				throw new IllegalStateException("No client logged the awaited event within " + timeout + ", see "
-						+ this.dir);
+				return null;
 			}
 			RedisNode.sleep(5);
+		}
+	}
+
+	/**
+	 * On PostgreSQL, the clients' sessions idle inside a transaction for more than a second: what a
+	 * client stopped in the middle of a lock transaction leaves (its row locks held); else 0.
+	 */
+	int idleInTransaction() throws SQLException {
+		if (!this.backendType.equals("jdbc")) {
+			return 0;
+		}
+		Properties properties = new Properties();
+		properties.setProperty("user", "postgres");
+		properties.setProperty("loginTimeout", "5");
+		try (Connection connection = DriverManager.getConnection(this.nodes, properties);
+				PreparedStatement statement = connection.prepareStatement("SELECT count(*) FROM pg_stat_activity "
+						+ "WHERE state = 'idle in transaction' AND application_name = ? "
+						+ "AND state_change < now() - interval '1 second'")) {
+			statement.setString(1, PostgresNode.CLIENT_APPLICATION);
+			try (ResultSet result = statement.executeQuery()) {
+				result.next();
+				return result.getInt(1);
+			}
 		}
 	}
 
