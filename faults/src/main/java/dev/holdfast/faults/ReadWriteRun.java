@@ -292,25 +292,29 @@ final class ReadWriteRun implements AutoCloseable {
 	}
 
 	/**
-	 * On PostgreSQL, the clients' sessions idle inside a transaction for more than a second: what a
-	 * client stopped in the middle of a lock transaction leaves (its row locks held); else 0.
+	 * On PostgreSQL, the last statement of each client session idle inside a transaction for more
+	 * than a second: what a client stopped in the middle of a lock transaction leaves (its row
+	 * locks held); else none.
 	 */
-	int idleInTransaction() throws SQLException {
+	List<String> idleInTransaction() throws SQLException {
 		if (!this.backendType.equals("jdbc")) {
-			return 0;
+			return List.of();
 		}
 		Properties properties = new Properties();
 		properties.setProperty("user", "postgres");
 		properties.setProperty("loginTimeout", "5");
 		try (Connection connection = DriverManager.getConnection(this.nodes, properties);
-				PreparedStatement statement = connection.prepareStatement("SELECT count(*) FROM pg_stat_activity "
+				PreparedStatement statement = connection.prepareStatement("SELECT query FROM pg_stat_activity "
 						+ "WHERE state = 'idle in transaction' AND application_name = ? "
 						+ "AND state_change < now() - interval '1 second'")) {
 			statement.setString(1, PostgresNode.CLIENT_APPLICATION);
+			List<String> queries = new ArrayList<>();
 			try (ResultSet result = statement.executeQuery()) {
-				result.next();
-				return result.getInt(1);
+				while (result.next()) {
+					queries.add(result.getString(1).replaceAll("\\s+", " "));
+				}
 			}
+			return queries;
 		}
 	}
 
