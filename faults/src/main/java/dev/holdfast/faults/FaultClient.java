@@ -236,7 +236,12 @@ public final class FaultClient {
 		}
 
 		synchronized void log(String event) {
-			this.out.println(System.nanoTime() + " " + this.pid + " " + event);
+			log(System.nanoTime(), event);
+		}
+
+		/** Appends {@code event} with a stamp taken by the caller (e.g. before a check it reports). */
+		synchronized void log(long nanos, String event) {
+			this.out.println(nanos + " " + this.pid + " " + event);
 			this.out.flush();
 		}
 

@@ -76,7 +76,7 @@ final class PermitRun implements AutoCloseable {
 		Files.createDirectories(dir);
 		PermitRun run = new PermitRun(dir, backendType, permits, leaseMs);
 		try {
-			run.startServer();
+			run.nodes = startServer(dir, backendType, run.servers);
 			run.backend = FaultClient.backend(backendType, Arrays.asList(run.nodes.split(",")));
 			run.template = new DefaultLockTemplate(run.backend.backend(),
 					LockSettings.defaults().withPollInterval(Duration.ofMillis(50)));
@@ -88,25 +88,29 @@ final class PermitRun implements AutoCloseable {
 		}
 	}
 
-	private void startServer() throws Exception {
-		switch (this.backendType) {
+	/**
+	 * Starts the server(s) of {@code backendType} under {@code dir}, adding them to {@code servers};
+	 * returns the nodes for {@link FaultClient#backend}.
+	 */
+	static String startServer(Path dir, String backendType, List<AutoCloseable> servers) throws Exception {
+		switch (backendType) {
 			case "redis" -> {
-				RedisNode redis = RedisNode.start(this.dir.resolve("node"), false);
-				this.servers.add(redis);
-				this.nodes = redis.uri();
+				RedisNode redis = RedisNode.start(dir.resolve("node"), false);
+				servers.add(redis);
+				return redis.uri();
 			}
 			case "jdbc" -> {
-				PostgresNode postgres = PostgresNode.start(this.dir.resolve("postgres"), true);
-				this.servers.add(postgres);
-				this.nodes = postgres.jdbcUrl();
+				PostgresNode postgres = PostgresNode.start(dir.resolve("postgres"), true);
+				servers.add(postgres);
+				return postgres.jdbcUrl();
 			}
 			case "zookeeper" -> {
-				ZooKeeperEnsemble zooKeeper = ZooKeeperEnsemble.start(this.dir.resolve("zookeeper"), 3, Map.of());
-				this.servers.add(zooKeeper);
-				this.nodes = zooKeeper.connectString();
+				ZooKeeperEnsemble zooKeeper = ZooKeeperEnsemble.start(dir.resolve("zookeeper"), 3, Map.of());
+				servers.add(zooKeeper);
+				return zooKeeper.connectString();
 			}
-			default -> throw new IllegalArgumentException("Unknown backend " + this.backendType
-					+ ": permit runs take redis, jdbc or zookeeper");
+			default -> throw new IllegalArgumentException("Unknown backend " + backendType
+					+ ": permit and read-write runs take redis, jdbc or zookeeper");
 		}
 	}
 
