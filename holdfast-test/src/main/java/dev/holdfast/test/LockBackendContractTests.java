@@ -114,6 +114,11 @@ public abstract class LockBackendContractTests
 	}
 
 	@Override
+	public LockTemplate anotherInstance(LockListener listener) {
+		return newEngine(trackBackend(newBackend()), settings(), listener);
+	}
+
+	@Override
 	public ExecutorService callers(int threads) {
 		return newExecutor(threads);
 	}

@@ -18,9 +18,11 @@ import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LockListener;
 import dev.holdfast.LockMode;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
+import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.LockBackend;
@@ -55,6 +57,9 @@ public interface ReadWriteContractTests {
 
 	/** A lock template on a new client of the backend: another instance of the application. */
 	LockTemplate anotherInstance();
+
+	/** Like {@link #anotherInstance()}, telling {@code listener} what its locks do. */
+	LockTemplate anotherInstance(LockListener listener);
 
 	/** The executor that runs {@code threads} concurrent callers. */
 	ExecutorService callers(int threads);
@@ -193,6 +198,51 @@ public interface ReadWriteContractTests {
 		assertThat(reads.get()).isPositive();
 		assertThat(writes.get()).isPositive();
 		assertThat(mostReaders.get()).as("readers that held at once").isGreaterThan(1);
+	}
+
+	/**
+	 * Local readers of one key joining and ending its read lease over and over leave nothing behind
+	 * (RWL-18): no hold, no background call pending, no loss reported, and another instance's writer
+	 * takes the key at once, not after the read lease's time to live.
+	 */
+	@Test
+	default void manyLocalReadersOfOneKeyLeaveNothingBehind() throws Exception {
+		AtomicInteger losses = new AtomicInteger();
+		LockTemplate readers = anotherInstance(new LockListener() {
+			@Override
+			public void leaseLost(String name, String backend) {
+				losses.incrementAndGet();
+			}
+		});
+		assumeTrue(givesReadHolds(readers), "the backend gives no read holds: readFailsLoudly... runs instead");
+		String name = uniqueName();
+		AtomicInteger reads = new AtomicInteger();
+		long end = System.nanoTime() + READERS_RUN_FOR.toNanos();
+		ExecutorService pool = callers(8);
+		try {
+			List<Future<?>> calls = new ArrayList<>();
+			for (int t = 0; t < 8; t++) {
+				calls.add(pool.submit(() -> {
+					while (System.nanoTime() < end) {
+						try (Lease lease = readers.acquire(name, null, read(READ_WRITE_WAIT))) {
+							reads.incrementAndGet();
+						}
+					}
+					return null;
+				}));
+			}
+			for (Future<?> call : calls) {
+				call.get(READ_WRITE_WAIT.toSeconds() * 2, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			pool.shutdownNow();
+		}
+		assertThat(reads.get()).isPositive();
+		assertThat(((LockEngine) readers).heldLeases()).isEmpty();
+		await().atMost(Duration.ofSeconds(2)).until(() -> ((DefaultLockTemplate) readers).releasesInFlight() == 0);
+		anotherInstance().acquire(name, null, LockOptions.defaults().waitTime(Duration.ofSeconds(2))).close();
+		assertThat(losses).as("losses reported").hasValue(0);
 	}
 
 	@Test

@@ -400,14 +400,14 @@ final class Acquisitions {
 		/**
 		 * The backend granted a read hold: the calling thread's hold in the read lease it joined
 		 * (RWL-15), or in the one registered now (RWL-16); {@code null} to attempt again with a new
-		 * owner, when the join did not enter (the lease's owner released if the lease ended).
+		 * owner, when the join did not enter (the lease's owner given back if the lease ended).
 		 */
 		private @Nullable HeldLease tookRead(@Nullable HeldLease joining, long token, long sent, Duration sentTtl) {
 			LocalLeases leases = Acquisitions.this.leases;
 			if (joining != null) {
 				HeldLease lease = leases.joined(joining, token, sent, sentTtl, this.renew, this.observation);
 				if (lease == null && joining.ended()) {
-					Acquisitions.this.background.releaseUnknownOutcome(this.key, joining.owner());
+					giveBackAfterItsRelease(joining);
 				}
 				return lease;
 			}
@@ -415,10 +415,27 @@ final class Acquisitions {
 					this.observation);
 			if (lease.owner() != this.owner) {
 				// Another local reader registered one first: this hold is its, ours is given back.
-				Acquisitions.this.background.releaseUnknownOutcome(this.key, this.owner);
+				Acquisitions.this.background.giveBack(this.key, this.owner);
 				this.coverLeaseTime = true;
 			}
 			return lease;
+		}
+
+		/**
+		 * Gives back the owner of {@code lease}, which a join was granted after the lease ended
+		 * (RWL-18): once the lease's own release answered, so that it never finds its owner gone by
+		 * the give-back; at once if the lease was lost and not released; not at all if its release is
+		 * not sent yet (sent after the grant, it removes the owner itself).
+		 */
+		private void giveBackAfterItsRelease(HeldLease lease) {
+			BackgroundCalls background = Acquisitions.this.background;
+			CompletableFuture<Void> release = lease.releasing();
+			if (release != null) {
+				release.whenComplete((answered, ex) -> background.giveBack(this.key, lease.owner()));
+			}
+			else if (!lease.isActive() && !lease.isReleased()) {
+				background.giveBack(this.key, lease.owner());
+			}
 		}
 
 		/** Waits behind the line's head until it is the head, or the deadline passed (false). */

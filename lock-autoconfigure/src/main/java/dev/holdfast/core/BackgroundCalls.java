@@ -22,8 +22,9 @@ import dev.holdfast.spi.WaiterHandoff;
  * (100 ms, doubling, {@value #ATTEMPTS} attempts, about 25 s), bounded ({@value #MAX_PENDING}
  * pending) and counted: a release after an acquisition failed with an unknown outcome (until it
  * releases the lock, also after "not held": the acquisition may still be on its way), a failed
- * release and a waiter's withdrawal (until answered). They go through the backend's non-blocking
- * I/O where it has one, else one daemon thread started when needed. A call given up (too many
+ * release, a granted read hold given back and a waiter's withdrawal (until answered). They go
+ * through the backend's non-blocking I/O where it has one, else one daemon thread started when
+ * needed. A call given up (too many
  * pending, or every attempt failed) is logged at WARN: its lock or record expires by itself.
  * Owner tokens are never reused, so a late call can only touch what its own acquisition did.
  */
@@ -77,6 +78,14 @@ final class BackgroundCalls {
 	/** Releases {@code key} for {@code owner} in case its failed acquisition took it; returns at once. */
 	void releaseUnknownOutcome(String key, String owner) {
 		submit(new Call("release after a failed acquisition", key, () -> release(key, owner), true));
+	}
+
+	/**
+	 * Gives back a read hold of {@code key} the backend granted {@code owner} (RWL-18): a plain
+	 * release, resent only on failure (its outcome is known, so "not held" is final); returns at once.
+	 */
+	void giveBack(String key, String owner) {
+		submit(new Call("give-back of a granted read hold", key, () -> release(key, owner), false));
 	}
 
 	/** Sends again a release of {@code key} for {@code owner} that failed; returns at once. */

@@ -107,7 +107,7 @@ final class LocalLeases {
 	/**
 	 * Registers a read lease the backend just gave this template with {@code owner}, or, when
 	 * another local reader registered a valid one of {@code key} in the same group (same token)
-	 * meanwhile, enters that one (RWL-16): the caller then releases {@code owner}'s hold, which no
+	 * meanwhile, enters that one (RWL-16): the caller then gives back {@code owner}'s hold, which no
 	 * lease has, and covers its lease time ({@link #coversLeaseTime}). A valid read lease of
 	 * another token is lost (its group ended on the backend); one whose holds reached 0 is
 	 * replaced without a loss.
@@ -161,8 +161,8 @@ final class LocalLeases {
 	/**
 	 * The backend granted a join's shared attempt with {@code lease}'s owner, sent at
 	 * {@code sentNanos} with {@code sentTtl}, with {@code token} (RWL-15): the calling thread's hold
-	 * entered it, or {@code null} when it did not (the caller releases the owner if the lease
-	 * {@linkplain HeldLease#ended ended}). Another token is a new group: the lease is lost.
+	 * entered it, or {@code null} when it did not (the caller gives the owner back if the lease
+	 * {@linkplain HeldLease#ended ended}, RWL-18). Another token is a new group: the lease is lost.
 	 */
 	@Nullable HeldLease joined(HeldLease lease, long token, long sentNanos, Duration sentTtl, boolean renew,
 			LockObservation observation) {
