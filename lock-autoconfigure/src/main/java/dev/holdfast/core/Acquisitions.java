@@ -431,7 +431,7 @@ final class Acquisitions {
 			BackgroundCalls background = Acquisitions.this.background;
 			CompletableFuture<Void> release = lease.releasing();
 			if (release != null) {
-				release.whenComplete((answered, ex) -> background.giveBack(this.key, lease.owner()));
+				background.giveBackAfter(release, this.key, lease.owner());
 			}
 			else if (!lease.isActive() && !lease.isReleased()) {
 				background.giveBack(this.key, lease.owner());

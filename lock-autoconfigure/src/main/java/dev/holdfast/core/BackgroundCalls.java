@@ -38,6 +38,8 @@ final class BackgroundCalls {
 
 	private static final Log logger = LogFactory.getLog(BackgroundCalls.class);
 
+	private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
 	private final LockBackend backend;
 
 	private final Failures failures;
@@ -77,7 +79,12 @@ final class BackgroundCalls {
 
 	/** Releases {@code key} for {@code owner} in case its failed acquisition took it; returns at once. */
 	void releaseUnknownOutcome(String key, String owner) {
-		submit(new Call("release after a failed acquisition", key, () -> release(key, owner), true));
+		releaseUnknownOutcomeAfter(DONE, key, owner);
+	}
+
+	/** {@link #releaseUnknownOutcome} once {@code before} completed; pending from now. */
+	void releaseUnknownOutcomeAfter(CompletionStage<?> before, String key, String owner) {
+		submit(before, new Call("release after a failed acquisition", key, () -> release(key, owner), true));
 	}
 
 	/**
@@ -85,19 +92,28 @@ final class BackgroundCalls {
 	 * release, resent only on failure (its outcome is known, so "not held" is final); returns at once.
 	 */
 	void giveBack(String key, String owner) {
-		submit(new Call("give-back of a granted read hold", key, () -> release(key, owner), false));
+		giveBackAfter(DONE, key, owner);
+	}
+
+	/**
+	 * {@link #giveBack} once {@code before} completed; pending from now, so that a drain waits for it
+	 * also while {@code before}'s completion has not reached it yet.
+	 */
+	void giveBackAfter(CompletionStage<?> before, String key, String owner) {
+		submit(before, new Call("give-back of a granted read hold", key, () -> release(key, owner), false));
 	}
 
 	/** Sends again a release of {@code key} for {@code owner} that failed; returns at once. */
 	void retryRelease(String key, String owner) {
-		submit(new Call("release", key, () -> release(key, owner), false));
+		submit(DONE, new Call("release", key, () -> release(key, owner), false));
 	}
 
 	/** Withdraws {@code owner}, a waiter of {@code key} that gave up; returns at once. */
 	void withdraw(String key, String owner) {
 		WaiterHandoff handoff = (WaiterHandoff) this.backend;
-		submit(new Call("withdrawal", key, (this.backend instanceof AsyncLockBackend) ? () -> handoff.withdrawAsync(key, owner)
-				: () -> blocking(() -> handoff.withdraw(key, owner)), false));
+		Supplier<CompletionStage<Boolean>> send = (this.backend instanceof AsyncLockBackend)
+				? () -> handoff.withdrawAsync(key, owner) : () -> blocking(() -> handoff.withdraw(key, owner));
+		submit(DONE, new Call("withdrawal", key, send, false));
 	}
 
 	/**
@@ -140,13 +156,14 @@ final class BackgroundCalls {
 		this.blocking.shutdownNow();
 	}
 
-	private void submit(Call call) {
+	/** Counts {@code call} pending now and sends it once {@code before} completed (whether or not it failed). */
+	private void submit(CompletionStage<?> before, Call call) {
 		if (this.pending.incrementAndGet() > MAX_PENDING) {
 			this.pending.decrementAndGet();
 			givenUp(call, MAX_PENDING + " background calls are pending", null);
 			return;
 		}
-		call.attempt(1);
+		before.whenComplete((answered, ex) -> call.attempt(1));
 	}
 
 	private void givenUp(Call call, String why, Throwable ex) {

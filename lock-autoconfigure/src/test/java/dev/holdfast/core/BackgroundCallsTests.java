@@ -1,6 +1,7 @@
 package dev.holdfast.core;
 
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -35,6 +36,20 @@ class BackgroundCallsTests {
 		releases.releaseUnknownOutcome("key", "owner");
 		await().atMost(Duration.ofSeconds(10)).until(() -> releases.pending() == 0);
 		assertThat(calls).hasValue(BackgroundCalls.ATTEMPTS);
+		releases.close();
+	}
+
+	@Test
+	void aGiveBackAfterAStageIsPendingFromTheStartAndNotHeldIsFinal() {
+		AtomicInteger calls = new AtomicInteger();
+		BackgroundCalls releases = new BackgroundCalls(backend(() -> calls.incrementAndGet() < 0), FAILURES);
+		CompletableFuture<Void> before = new CompletableFuture<>();
+		releases.giveBackAfter(before, "key", "owner");
+		assertThat(releases.pending()).as("pending before its stage completed: a drain waits for it").isOne();
+		assertThat(calls).hasValue(0);
+		before.complete(null);
+		await().atMost(Duration.ofSeconds(5)).until(() -> releases.pending() == 0);
+		assertThat(calls).as("sent once its stage completed; \"not held\" is final").hasValue(1);
 		releases.close();
 	}
 
