@@ -340,9 +340,12 @@ final class Acquisitions {
 						}
 					}
 					catch (RuntimeException ex) {
-						// A join's owner is released only if its lease ended: other local readers hold it (RWL-15).
-						LockBackendException failure = failed(ex,
-								(joining == null) ? this.owner : joining.ended() ? joining.owner() : null);
+						// A join's owner is released only if its lease ended: other local readers hold it (RWL-15),
+						// and after the lease's own release (RWL-18).
+						LockBackendException failure = failed(ex, (joining == null) ? this.owner : null);
+						if (joining != null && joining.ended() && Acquisitions.this.queue == null) {
+							releaseOwnerAfterItsRelease(joining, false);
+						}
 						if (Thread.interrupted()) {
 							// Not the backend's failure: those behind in the line carry on.
 							this.failure = null;
@@ -407,7 +410,7 @@ final class Acquisitions {
 			if (joining != null) {
 				HeldLease lease = leases.joined(joining, token, sent, sentTtl, this.renew, this.observation);
 				if (lease == null && joining.ended()) {
-					giveBackAfterItsRelease(joining);
+					releaseOwnerAfterItsRelease(joining, true);
 				}
 				return lease;
 			}
@@ -422,19 +425,32 @@ final class Acquisitions {
 		}
 
 		/**
-		 * Gives back the owner of {@code lease}, which a join was granted after the lease ended
-		 * (RWL-18): once the lease's own release answered, so that it never finds its owner gone by
-		 * the give-back; at once if the lease was lost and not released; not at all if its release is
-		 * not sent yet (sent after the grant, it removes the owner itself).
+		 * Releases the owner of {@code lease}, which ended before a join's attempt with it was granted
+		 * ({@code granted}: a give-back) or failed with an unknown outcome (RWL-18): once the lease's own
+		 * release answered, so that a granted one never makes it find its owner gone; at once if the
+		 * lease was lost and not released; if its release is not sent yet, a granted one not at all
+		 * (sent after the grant, that release removes the owner), a failed one once it answered.
 		 */
-		private void giveBackAfterItsRelease(HeldLease lease) {
-			BackgroundCalls background = Acquisitions.this.background;
+		private void releaseOwnerAfterItsRelease(HeldLease lease, boolean granted) {
 			CompletableFuture<Void> release = lease.releasing();
+			CompletableFuture<Void> after;
 			if (release != null) {
-				background.giveBackAfter(release, this.key, lease.owner());
+				after = release;
 			}
 			else if (!lease.isActive() && !lease.isReleased()) {
-				background.giveBack(this.key, lease.owner());
+				after = CompletableFuture.completedFuture(null);
+			}
+			else if (granted) {
+				return;
+			}
+			else {
+				after = lease.answered();
+			}
+			if (granted) {
+				Acquisitions.this.background.giveBackAfter(after, this.key, lease.owner());
+			}
+			else {
+				Acquisitions.this.background.releaseUnknownOutcomeAfter(after, this.key, lease.owner());
 			}
 		}
 

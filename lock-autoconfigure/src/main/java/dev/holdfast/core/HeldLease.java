@@ -54,6 +54,10 @@ final class HeldLease {
 
 	private static final VarHandle TIME_TO_LIVE_LOCK;
 
+	private static final VarHandle ANSWERED;
+
+	private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
 	static {
 		try {
 			MethodHandles.Lookup lookup = MethodHandles.lookup();
@@ -61,6 +65,7 @@ final class HeldLease {
 			THREAD_HOLDS = lookup.findVarHandle(HeldLease.class, "threadHolds", int.class);
 			STATE = lookup.findVarHandle(HeldLease.class, "state", State.class);
 			TIME_TO_LIVE_LOCK = lookup.findVarHandle(HeldLease.class, "timeToLiveLock", ReentrantLock.class);
+			ANSWERED = lookup.findVarHandle(HeldLease.class, "answered", CompletableFuture.class);
 		}
 		catch (ReflectiveOperationException ex) {
 			throw new ExceptionInInitializerError(ex);
@@ -87,6 +92,9 @@ final class HeldLease {
 	 * completes once it answered (or the release failed and was reported).
 	 */
 	private volatile @Nullable CompletableFuture<Void> releasing;
+
+	/** Completes once its release was answered ({@link #answered}); created on first use, {@code DONE} once answered. */
+	private volatile @Nullable CompletableFuture<Void> answered;
 
 	/** What requests for this lease ask: at least every earlier one for a read lease (RWL-15). */
 	private volatile Duration ttl;
@@ -283,6 +291,24 @@ final class HeldLease {
 	/** The lease was released (see {@link #markReleased()}) and its release is being sent. */
 	void startReleasing(CompletableFuture<Void> done) {
 		this.releasing = done;
+	}
+
+	/**
+	 * Completes once its release was answered (or it was forgotten), even if that release is not
+	 * sent yet: what a failed join's release of its owner waits for (RWL-18).
+	 */
+	CompletableFuture<Void> answered() {
+		CompletableFuture<Void> created = new CompletableFuture<>();
+		CompletableFuture<Void> found = (CompletableFuture<Void>) ANSWERED.compareAndExchange(this, null, created);
+		return (found != null) ? found : created;
+	}
+
+	/** Its release was answered: completes {@link #answered()}. */
+	void releaseAnswered() {
+		CompletableFuture<Void> waiting = (CompletableFuture<Void>) ANSWERED.getAndSet(this, DONE);
+		if (waiting != null) {
+			waiting.complete(null);
+		}
 	}
 
 	boolean isActive() {

@@ -251,6 +251,7 @@ final class Releases {
 			finally {
 				Releases.this.inFlight.decrementAndGet();
 				complete(null);
+				lease.releaseAnswered();
 			}
 		}
 

@@ -7,14 +7,19 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import io.micrometer.observation.Observation;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LockBackendException;
 import dev.holdfast.LockListener;
 import dev.holdfast.LockMode;
 import dev.holdfast.LockOptions;
@@ -57,8 +62,11 @@ class ReadWriteLockTests {
 
 	private final String name = "rw-" + UUID.randomUUID();
 
+	private final ExecutorService callers = Executors.newCachedThreadPool();
+
 	@AfterEach
 	void close() {
+		this.callers.shutdownNow();
 		this.template.close();
 		Recording.ended.clear();
 	}
@@ -113,6 +121,53 @@ class ReadWriteLockTests {
 		assertThat(first.expiresAt()).isAfter(java.time.Instant.now().plusSeconds(20));
 		other.close();
 		first.close();
+	}
+
+	@Test
+	void aJoinGrantedWhileTheLeaseIsReleasingGivesItsOwnerBackOnlyAfterThatReleaseAnswered() throws Exception {
+		Lease first = this.template.acquire(this.name, null, READ);
+		String owner = this.backend.sharedOwners.get(0);
+		Pause join = this.backend.pauseNextShared(false);
+		CompletableFuture<Lease> joiner = CompletableFuture
+			.supplyAsync(() -> this.template.acquire(this.name, null, READ.waitTime(Duration.ofSeconds(5))), this.callers);
+		join.reached();
+		Pause release = this.backend.pauseNextRelease();
+		CompletableFuture<Void> closing = CompletableFuture.runAsync(first::close, this.callers);
+		release.reached();
+		// the join is granted with the lease's owner while the lease's release is in flight (RWL-18)
+		join.go();
+		Lease other = joiner.get(5, TimeUnit.SECONDS);
+		assertThat(this.backend.releasesOf(owner)).as("nothing given back before the lease's release answered").isEmpty();
+		release.go();
+		closing.get(5, TimeUnit.SECONDS);
+		await().atMost(Duration.ofSeconds(5)).until(() -> this.template.releasesInFlight() == 0);
+		assertThat(this.backend.releasesOf(owner)).containsExactly("released", "not held");
+		assertThat(this.events).as("no loss reported").isEmpty();
+		other.close();
+	}
+
+	@Test
+	void aFailedJoinReleasesTheOwnerOfItsEndedLeaseOnlyAfterThatLeaseReleaseAnswered() throws Exception {
+		Lease first = this.template.acquire(this.name, null, READ);
+		String owner = this.backend.sharedOwners.get(0);
+		Pause join = this.backend.pauseNextShared(true);
+		CompletableFuture<Lease> joiner = CompletableFuture
+			.supplyAsync(() -> this.template.acquire(this.name, null, READ.waitTime(Duration.ofSeconds(5))), this.callers);
+		join.reached();
+		Pause release = this.backend.pauseNextRelease();
+		CompletableFuture<Void> closing = CompletableFuture.runAsync(first::close, this.callers);
+		release.reached();
+		// the join's attempt is applied, then fails (its outcome unknown) after the lease ended
+		join.go();
+		assertThat(joiner).failsWithin(Duration.ofSeconds(5))
+			.withThrowableThat()
+			.withCauseInstanceOf(LockBackendException.class);
+		assertThat(this.backend.releasesOf(owner)).as("nothing released before the lease's release answered").isEmpty();
+		release.go();
+		closing.get(5, TimeUnit.SECONDS);
+		await().atMost(Duration.ofSeconds(5)).until(() -> this.backend.releasesOf(owner).size() >= 2);
+		assertThat(this.backend.releasesOf(owner)).startsWith("released", "not held");
+		assertThat(this.events).as("no loss reported").isEmpty();
 	}
 
 	@Test
@@ -238,17 +293,63 @@ class ReadWriteLockTests {
 
 		final List<String> renewedExclusive = new CopyOnWriteArrayList<>();
 
+		/** Each release's owner and answer, {@code <owner> released} or {@code <owner> not held}. */
+		final List<String> released = new CopyOnWriteArrayList<>();
+
+		private final AtomicReference<Pause> sharedPause = new AtomicReference<>();
+
+		private final AtomicReference<Pause> releasePause = new AtomicReference<>();
+
+		private volatile boolean failPausedShared;
+
+		/** Pauses the next shared attempt before it is applied; {@code fail}: it throws once applied. */
+		Pause pauseNextShared(boolean fail) {
+			this.failPausedShared = fail;
+			Pause pause = new Pause();
+			this.sharedPause.set(pause);
+			return pause;
+		}
+
+		/** Pauses the next release before it is applied: in flight until {@link Pause#go}. */
+		Pause pauseNextRelease() {
+			Pause pause = new Pause();
+			this.releasePause.set(pause);
+			return pause;
+		}
+
+		/** The answers to {@code owner}'s releases, in order. */
+		List<String> releasesOf(String owner) {
+			return this.released.stream()
+				.filter((release) -> release.startsWith(owner + " "))
+				.map((release) -> release.substring(owner.length() + 1))
+				.toList();
+		}
+
 		@Override
 		public AcquireResult tryAcquireShared(String key, String owner, Duration ttl, Duration recordFor) {
 			this.sharedOwners.add(owner);
 			this.sharedTtls.add(ttl);
-			return super.tryAcquireShared(key, owner, ttl, recordFor);
+			Pause pause = this.sharedPause.getAndSet(null);
+			if (pause != null) {
+				pause.here();
+			}
+			AcquireResult result = super.tryAcquireShared(key, owner, ttl, recordFor);
+			if (pause != null && this.failPausedShared) {
+				throw new LockBackendException("timed out after the backend applied it", null);
+			}
+			return result;
 		}
 
 		@Override
 		public boolean release(String key, String owner) {
 			this.releases.incrementAndGet();
-			return super.release(key, owner);
+			Pause pause = this.releasePause.getAndSet(null);
+			if (pause != null) {
+				pause.here();
+			}
+			boolean released = super.release(key, owner);
+			this.released.add(owner + (released ? " released" : " not held"));
+			return released;
 		}
 
 		@Override
@@ -261,6 +362,33 @@ class ReadWriteLockTests {
 		public Set<String> renew(Collection<HeldLock> held) {
 			held.forEach((hold) -> this.renewedExclusive.add(hold.key()));
 			return super.renew(held);
+		}
+
+	}
+
+	/** A backend call held where it reached the backend until the test lets it go on. */
+	static final class Pause {
+
+		private final CountDownLatch reached = new CountDownLatch(1);
+
+		private final CountDownLatch go = new CountDownLatch(1);
+
+		void here() {
+			this.reached.countDown();
+			try {
+				assertThat(this.go.await(10, TimeUnit.SECONDS)).as("the test let the call go on").isTrue();
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+		}
+
+		void reached() throws InterruptedException {
+			assertThat(this.reached.await(10, TimeUnit.SECONDS)).as("the call reached the backend").isTrue();
+		}
+
+		void go() {
+			this.go.countDown();
 		}
 
 	}
