@@ -22,10 +22,11 @@ import dev.holdfast.spi.WaiterHandoff;
  * (100 ms, doubling, {@value #ATTEMPTS} attempts, about 25 s), bounded ({@value #MAX_PENDING}
  * pending) and counted: a release after an acquisition failed with an unknown outcome (until it
  * releases the lock, also after "not held": the acquisition may still be on its way), a failed
- * release, a granted read hold given back and a waiter's withdrawal (until answered). They go
- * through the backend's non-blocking I/O where it has one, else one daemon thread started when
- * needed. A call given up (too many
- * pending, or every attempt failed) is logged at WARN: its lock or record expires by itself.
+ * release, a granted read hold given back and a waiter's withdrawal (until answered). A call may
+ * wait for a stage first (a read lease's release, RWL-18); it counts as pending from when it is
+ * submitted. They go through the backend's non-blocking I/O where it has one, else one daemon
+ * thread started when needed. A call given up (too many pending, or every attempt failed) is
+ * logged at WARN: its lock or record expires by itself.
  * Owner tokens are never reused, so a late call can only touch what its own acquisition did.
  */
 final class BackgroundCalls {

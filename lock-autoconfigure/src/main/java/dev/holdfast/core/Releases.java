@@ -105,7 +105,7 @@ final class Releases {
 		return (done != null) ? done : DONE;
 	}
 
-	/** Forgets {@code lease} without a backend call (its lock expires there by itself). */
+	/** Forgets {@code lease} without a backend call (its lock expires there by itself); never a read lease (RWL-18). */
 	void forget(HeldLease lease) {
 		Answer answer = begin(lease);
 		if (answer != null) {
