@@ -332,17 +332,25 @@ final class JdbcSharedLocks {
 	 * Runs {@code work} in one transaction at {@code READ COMMITTED} (on MySQL and MariaDB, whose
 	 * default {@code REPEATABLE READ} would lock gaps of the readers' key range, one
 	 * {@code SET TRANSACTION}, which sets the next transaction's level only), rolled back if it
-	 * throws; the connection goes back to autocommit.
+	 * throws; the connection goes back to autocommit. The transaction may sit idle between its
+	 * statements at most the query timeout where the database can bound it (RWL-39): a client
+	 * stopped there would keep the record row locked; the server ends its session instead.
 	 */
-	private static <T> @Nullable T inTransaction(Connection c, JdbcLockDialect dialect, Transaction<T> work)
+	private <T> @Nullable T inTransaction(Connection c, JdbcLockDialect dialect, Transaction<T> work)
 			throws SQLException {
+		boolean mariaDb = dialect instanceof MySqlDialect mysql && "mariadb".equals(mysql.platform());
 		c.setAutoCommit(false);
 		try {
-			if (dialect instanceof MySqlDialect) {
-				try (Statement statement = c.createStatement()) {
-					statement.setQueryTimeout(dialect.queryTimeoutSeconds);
-					statement.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+			int millis = this.connections.timeoutMillis();
+			if (dialect instanceof PostgreSqlDialect) {
+				execute(c, dialect, "SET LOCAL idle_in_transaction_session_timeout = " + millis);
+			}
+			else if (dialect instanceof MySqlDialect) {
+				if (mariaDb) {
+					execute(c, dialect, "SET @holdfast_idle = @@session.idle_transaction_timeout,"
+							+ " idle_transaction_timeout = " + ((millis + 999) / 1000));
 				}
+				execute(c, dialect, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
 			}
 			T result = work.run();
 			c.commit();
@@ -359,8 +367,19 @@ final class JdbcSharedLocks {
 		}
 		finally {
 			if (!c.isClosed()) {
+				if (mariaDb) {
+					// the session's own value again, for the pool's other users
+					execute(c, dialect, "SET idle_transaction_timeout = @holdfast_idle");
+				}
 				c.setAutoCommit(true);
 			}
+		}
+	}
+
+	private static void execute(Connection c, JdbcLockDialect dialect, String sql) throws SQLException {
+		try (Statement statement = c.createStatement()) {
+			statement.setQueryTimeout(dialect.queryTimeoutSeconds);
+			statement.execute(sql);
 		}
 	}
 

@@ -1,24 +1,36 @@
 package dev.holdfast.jdbc;
 
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariDataSource;
 
 import org.junit.jupiter.api.Test;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.ClusterLocks.BackendLock;
 import dev.holdfast.spi.HeldLock;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -364,6 +376,76 @@ abstract class AbstractJdbcSharedLocksTests extends AbstractJdbcBackendTests {
 			assertThat(lock.remainingMillis()).isGreaterThan(20_000);
 			assertThat(lock.instance()).as("held by its live readers (RWL-38)").isEqualTo("2 readers");
 		});
+	}
+
+	/**
+	 * RWL-39: a client stopped between two statements of a read-hold transaction (simulated: its
+	 * connection blocks before preparing the second statement) holds the key no longer than the query
+	 * timeout of 1 s; its hold then fails and never existed, and its pool's next call works.
+	 */
+	protected void assertAClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout()
+			throws Exception {
+		AtomicBoolean armed = new AtomicBoolean();
+		CountDownLatch stopped = new CountDownLatch(1);
+		CountDownLatch resume = new CountDownLatch(1);
+		ExecutorService executor = Executors.newSingleThreadExecutor();
+		try (HikariDataSource pool = newDataSource()) {
+			JdbcLockBackend stalled = new JdbcLockBackend(stoppingBeforeSecondStatement(pool, armed, stopped, resume),
+					JdbcLockBackend.DEFAULT_TABLE_NAME, Duration.ofSeconds(1));
+			JdbcLockBackend other = newBackend();
+			String key = key();
+			String reader = owner();
+			assertThat(read(stalled, key, reader).acquired()).isTrue(); // the dialect is detected, the record made
+			assertThat(stalled.release(key, reader)).isTrue();
+			armed.set(true);
+			Future<AcquireResult> hold = executor.submit(() -> read(stalled, key, reader));
+			assertThat(stopped.await(10, TimeUnit.SECONDS)).isTrue();
+			long start = System.nanoTime();
+			String writer = owner();
+			assertThat(other.tryAcquire(key, writer, TTL).acquired()).as("the stopped reader's hold never existed").isTrue();
+			assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(3_500);
+			resume.countDown();
+			assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> hold.get(10, TimeUnit.SECONDS))
+				.withCauseInstanceOf(LockBackendException.class);
+			assertThat(new JdbcTemplate(dataSource()).queryForObject("SELECT COUNT(*) FROM holdfast_lock WHERE lock_key = ?",
+					Long.class, JdbcKeys.readerKey(key, reader))).isZero();
+			assertThat(other.release(key, writer)).isTrue();
+			assertThat(read(stalled, key, reader).acquired()).as("the pool dropped the dead connection").isTrue();
+			assertThat(stalled.release(key, reader)).isTrue();
+		}
+		finally {
+			resume.countDown();
+			executor.shutdownNow();
+		}
+	}
+
+	/** Connections that, once armed, block before preparing the second statement of one borrow. */
+	private static DataSource stoppingBeforeSecondStatement(DataSource dataSource, AtomicBoolean armed,
+			CountDownLatch stopped, CountDownLatch resume) {
+		ClassLoader loader = AbstractJdbcSharedLocksTests.class.getClassLoader();
+		return (DataSource) Proxy.newProxyInstance(loader, new Class<?>[] { DataSource.class }, (proxy, method, args) -> {
+			Object result = invoke(dataSource, method, args);
+			if (!method.getName().equals("getConnection")) {
+				return result;
+			}
+			int[] prepared = new int[1];
+			return Proxy.newProxyInstance(loader, new Class<?>[] { Connection.class }, (p, m, a) -> {
+				if (m.getName().equals("prepareStatement") && ++prepared[0] == 2 && armed.compareAndSet(true, false)) {
+					stopped.countDown();
+					resume.await();
+				}
+				return invoke(result, m, a);
+			});
+		});
+	}
+
+	private static Object invoke(Object target, java.lang.reflect.Method method, Object[] args) throws Throwable {
+		try {
+			return method.invoke(target, args);
+		}
+		catch (InvocationTargetException ex) {
+			throw ex.getCause();
+		}
 	}
 
 }

@@ -77,4 +77,9 @@ class MariaDbJdbcBackendTests extends AbstractJdbcSharedLocksTests {
 		assertThat(third.release(key, "c")).isTrue();
 	}
 
+	@Test
+	void aClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout() throws Exception {
+		assertAClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout();
+	}
+
 }

@@ -294,4 +294,9 @@ class PostgresJdbcBackendTests extends AbstractJdbcSharedLocksTests {
 		}
 	}
 
+	@Test
+	void aClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout() throws Exception {
+		assertAClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout();
+	}
+
 }
