@@ -7,6 +7,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.SingleConnectionDataSource;
 
 import dev.holdfast.test.server.MariaDbServer;
 
@@ -80,6 +81,22 @@ class MariaDbJdbcBackendTests extends AbstractJdbcSharedLocksTests {
 	@Test
 	void aClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout() throws Exception {
 		assertAClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout();
+	}
+
+	/** RWL-39: the session's own idle transaction timeout is restored after a read-write transaction. */
+	@Test
+	void aReadHoldTransactionLeavesTheSessionsIdleTransactionTimeoutAsItFoundIt() throws Exception {
+		try (HikariDataSource pool = newDataSource()) {
+			SingleConnectionDataSource one = new SingleConnectionDataSource(pool.getConnection(), true);
+			JdbcTemplate session = new JdbcTemplate(one);
+			session.execute("SET SESSION idle_transaction_timeout = 7");
+			JdbcLockBackend backend = newBackend(one);
+			String key = key();
+			assertThat(backend.tryAcquireShared(key, "r", Duration.ofSeconds(10), Duration.ZERO).acquired()).isTrue();
+			assertThat(backend.release(key, "r")).isTrue();
+			assertThat(session.queryForObject("SELECT @@session.idle_transaction_timeout", Long.class)).isEqualTo(7);
+			one.destroy();
+		}
 	}
 
 }
