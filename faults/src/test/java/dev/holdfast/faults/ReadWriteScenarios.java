@@ -147,18 +147,17 @@ final class ReadWriteScenarios {
 	}
 
 	/**
-	 * No other client got in while one was stopped past its lease: allowed only as the known JDBC
-	 * limit, a client stopped inside a lock transaction (a session idle in it), whose row lock
-	 * stops every other client until it resumes.
+	 * No other client got in while one was stopped past its lease: a failure on every backend. On
+	 * JDBC it was allowed while a client stopped inside a read-write transaction kept its row lock
+	 * until it resumed; since RWL-39 PostgreSQL ends such a session after the query timeout (1 s
+	 * here), so the sessions found idle in a transaction are reported only to explain the failure.
 	 */
 	private void blockedByThePausedClient(String backend, String fault, List<String> idleInTransaction) {
 		this.scenarios.note(backend + " " + fault + " paused: no other client got in while it was stopped; "
 				+ "sessions idle in a transaction for over 1 s: " + idleInTransaction.size() + ", last statements: "
 				+ idleInTransaction.stream().map((query) -> "`" + query + "`").toList());
-		this.scenarios.softly.assertThat(idleInTransaction)
-			.as(backend + ": no other client got in while a " + fault + " was stopped past its lease, "
-					+ "and no session of it was idle in a transaction")
-			.isNotEmpty();
+		this.scenarios.softly.fail(backend + ": no other client got in while a " + fault
+				+ " was stopped past its lease (sessions idle in a transaction: " + idleInTransaction.size() + ")");
 	}
 
 	/** Stops the clients and checks the whole run: every guarantee kept, and the run did read, write and refuse. */
