@@ -339,6 +339,7 @@ final class JdbcSharedLocks {
 	private <T> @Nullable T inTransaction(Connection c, JdbcLockDialect dialect, Transaction<T> work)
 			throws SQLException {
 		boolean mariaDb = dialect instanceof MySqlDialect mysql && "mariadb".equals(mysql.platform());
+		boolean restore = false;
 		c.setAutoCommit(false);
 		try {
 			int millis = this.connections.timeoutMillis();
@@ -349,6 +350,7 @@ final class JdbcSharedLocks {
 				if (mariaDb) {
 					execute(c, dialect, "SET @holdfast_idle = @@session.idle_transaction_timeout,"
 							+ " idle_transaction_timeout = " + ((millis + 999) / 1000));
+					restore = true;
 				}
 				execute(c, dialect, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
 			}
@@ -367,7 +369,7 @@ final class JdbcSharedLocks {
 		}
 		finally {
 			if (!c.isClosed()) {
-				if (mariaDb) {
+				if (restore) {
 					// the session's own value again, for the pool's other users
 					execute(c, dialect, "SET idle_transaction_timeout = @holdfast_idle");
 				}
