@@ -439,7 +439,7 @@ abstract class AbstractJdbcSharedLocksTests extends AbstractJdbcBackendTests {
 		});
 	}
 
-	private static Object invoke(Object target, java.lang.reflect.Method method, Object[] args) throws Throwable {
+	static Object invoke(Object target, java.lang.reflect.Method method, Object[] args) throws Throwable {
 		try {
 			return method.invoke(target, args);
 		}

@@ -1,6 +1,5 @@
 package dev.holdfast.jdbc;
 
-import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -283,15 +282,6 @@ class PostgresJdbcBackendTests extends AbstractJdbcSharedLocksTests {
 								return invoke(connection, m, a);
 							});
 				});
-	}
-
-	private static Object invoke(Object target, java.lang.reflect.Method method, Object[] args) throws Throwable {
-		try {
-			return method.invoke(target, args);
-		}
-		catch (InvocationTargetException ex) {
-			throw ex.getCause();
-		}
 	}
 
 	@Test
