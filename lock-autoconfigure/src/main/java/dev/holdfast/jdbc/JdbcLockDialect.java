@@ -1,6 +1,7 @@
 package dev.holdfast.jdbc;
 
 import java.sql.Connection;
+import java.sql.DatabaseMetaData;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -36,6 +37,9 @@ abstract class JdbcLockDialect {
 	protected final String table;
 
 	protected final int queryTimeoutSeconds;
+
+	/** Whether read-write transactions bound their idle time (RWL-39); set by {@link #detect} only. */
+	private boolean boundsIdleTransactions;
 
 	JdbcLockDialect(String table, int queryTimeoutSeconds) {
 		this.table = table;
@@ -251,6 +255,22 @@ abstract class JdbcLockDialect {
 		return this.queryTimeoutSeconds;
 	}
 
+	/** Whether read-write transactions bound their idle time (RWL-39). */
+	boolean boundsIdleTransactions() {
+		return this.boundsIdleTransactions;
+	}
+
+	/**
+	 * Whether a database of {@code product} (lower case) and version {@code major.minor} has the
+	 * idle-transaction timeout RWL-39 sets: PostgreSQL 9.6+ ({@code idle_in_transaction_session_timeout}),
+	 * MariaDB 10.3+ ({@code idle_transaction_timeout} and its write and read-only variants). Below,
+	 * the {@code SET} would fail every read-write operation, so there is none and no bound.
+	 */
+	static boolean boundsIdleTransactions(String product, int major, int minor) {
+		int version = major * 100 + minor;
+		return product.contains("postgresql") ? version >= 906 : product.contains("mariadb") && version >= 1003;
+	}
+
 	static long remainingMillis(long remainingMicros) {
 		return Math.max(0, (remainingMicros + 999) / 1000);
 	}
@@ -265,14 +285,25 @@ abstract class JdbcLockDialect {
 	 */
 	static JdbcLockDialect detect(Connection connection, String table, int queryTimeoutSeconds,
 			boolean networkTimeouts, long claimWindowMicros, String instance) throws SQLException {
-		String product = connection.getMetaData().getDatabaseProductName().toLowerCase(Locale.ROOT);
+		DatabaseMetaData metaData = connection.getMetaData();
+		String product = metaData.getDatabaseProductName().toLowerCase(Locale.ROOT);
+		JdbcLockDialect dialect;
 		if (product.contains("postgresql")) {
-			return new PostgreSqlDialect(table, networkTimeouts ? 0 : queryTimeoutSeconds,
+			dialect = new PostgreSqlDialect(table, networkTimeouts ? 0 : queryTimeoutSeconds,
 					PostgresReleaseListener.channelOf(connection, table), claimWindowMicros, instance);
 		}
-		if (product.contains("mariadb")) {
-			return new MySqlDialect(table, queryTimeoutSeconds, "mariadb");
+		else if (product.contains("mariadb")) {
+			dialect = new MySqlDialect(table, queryTimeoutSeconds, "mariadb");
 		}
+		else {
+			return otherDialect(table, queryTimeoutSeconds, product);
+		}
+		dialect.boundsIdleTransactions = boundsIdleTransactions(product, metaData.getDatabaseMajorVersion(),
+				metaData.getDatabaseMinorVersion());
+		return dialect;
+	}
+
+	private static JdbcLockDialect otherDialect(String table, int queryTimeoutSeconds, String product) {
 		if (product.contains("mysql")) {
 			return new MySqlDialect(table, queryTimeoutSeconds, "mysql");
 		}

@@ -338,16 +338,16 @@ final class JdbcSharedLocks {
 	 */
 	private <T> @Nullable T inTransaction(Connection c, JdbcLockDialect dialect, Transaction<T> work)
 			throws SQLException {
-		boolean mariaDb = dialect instanceof MySqlDialect mysql && "mariadb".equals(mysql.platform());
+		boolean bounded = dialect.boundsIdleTransactions(); // PostgreSQL 9.6+, MariaDB 10.3+ only
 		boolean restore = false;
 		c.setAutoCommit(false);
 		try {
 			int millis = this.connections.timeoutMillis();
-			if (dialect instanceof PostgreSqlDialect) {
+			if (bounded && dialect instanceof PostgreSqlDialect) {
 				execute(c, dialect, "SET LOCAL idle_in_transaction_session_timeout = " + millis);
 			}
 			else if (dialect instanceof MySqlDialect) {
-				if (mariaDb) {
+				if (bounded) {
 					execute(c, dialect, "SET @holdfast_idle = @@session.idle_transaction_timeout,"
 							+ " idle_transaction_timeout = " + ((millis + 999) / 1000));
 					restore = true;
