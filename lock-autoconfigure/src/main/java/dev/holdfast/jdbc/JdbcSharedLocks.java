@@ -15,6 +15,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.util.Assert;
@@ -51,6 +53,11 @@ final class JdbcSharedLocks {
 	 */
 	static final Comparator<String> KEY_ORDER = (a, b) -> Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8),
 			b.getBytes(StandardCharsets.UTF_8));
+
+	private static final Log logger = LogFactory.getLog(JdbcLockBackend.class);
+
+	/** Puts back the session's idle transaction timeout that the transaction's first statement saved (MariaDB). */
+	private static final String RESTORE = "SET idle_transaction_timeout = @holdfast_idle";
 
 	private final JdbcConnections connections;
 
@@ -340,6 +347,7 @@ final class JdbcSharedLocks {
 			throws SQLException {
 		boolean bounded = dialect.boundsIdleTransactions(); // PostgreSQL 9.6+, MariaDB 10.3+ only
 		boolean restore = false;
+		@Nullable Exception primary = null;
 		c.setAutoCommit(false);
 		try {
 			int millis = this.connections.timeoutMillis();
@@ -359,6 +367,7 @@ final class JdbcSharedLocks {
 			return result;
 		}
 		catch (SQLException | RuntimeException ex) {
+			primary = ex;
 			try {
 				c.rollback();
 			}
@@ -369,12 +378,51 @@ final class JdbcSharedLocks {
 		}
 		finally {
 			if (!c.isClosed()) {
-				if (restore) {
-					// the session's own value again, for the pool's other users
-					execute(c, dialect, "SET idle_transaction_timeout = @holdfast_idle");
+				boolean aborted = false;
+				try {
+					if (restore) {
+						// the session's own value again, for the pool's other users
+						execute(c, dialect, RESTORE);
+					}
 				}
-				c.setAutoCommit(true);
+				catch (SQLException | RuntimeException failure) {
+					abort(c, primary, failure);
+					aborted = true;
+				}
+				finally {
+					if (!aborted) {
+						c.setAutoCommit(true);
+					}
+				}
 			}
+		}
+	}
+
+	/**
+	 * After a failed restore: the outcome stands (a committed result is the truth; a primary
+	 * exception keeps the failure as suppressed, else one WARN), and the connection is aborted and
+	 * closed, so that no one inherits our timeout: a pool finds it dead (HikariCP evicts it at
+	 * close, others fail it at validation) and callers see it closed.
+	 */
+	private static void abort(Connection c, @Nullable Exception primary, Exception failure) {
+		if (primary != null) {
+			primary.addSuppressed(failure);
+		}
+		else {
+			logger.warn("Could not restore the session's idle transaction timeout after a read-write transaction"
+					+ " that completed; aborting its connection", failure);
+		}
+		try {
+			c.abort(Runnable::run);
+		}
+		catch (SQLException | RuntimeException ex) {
+			failure.addSuppressed(ex);
+		}
+		try {
+			c.close();
+		}
+		catch (SQLException | RuntimeException ex) {
+			// a pool that finds the aborted connection dead may say so: it is gone either way
 		}
 	}
 

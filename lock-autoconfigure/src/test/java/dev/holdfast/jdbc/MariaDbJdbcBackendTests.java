@@ -1,6 +1,13 @@
 package dev.holdfast.jdbc;
 
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
 import org.junit.jupiter.api.BeforeAll;
@@ -97,6 +104,55 @@ class MariaDbJdbcBackendTests extends AbstractJdbcSharedLocksTests {
 			assertThat(session.queryForObject("SELECT @@session.idle_transaction_timeout", Long.class)).isEqualTo(7);
 			one.destroy();
 		}
+	}
+
+	/**
+	 * RWL-39 (review M2): a restore that fails after the commit keeps the committed result and
+	 * aborts the connection, so that the pool's next borrower (of one connection) gets a fresh
+	 * session, not our short timeout.
+	 */
+	@Test
+	void aFailedRestoreKeepsTheCommittedResultAndAbortsTheConnection() throws Exception {
+		try (HikariDataSource pool = newDataSource()) {
+			pool.setMaximumPoolSize(1);
+			AtomicBoolean failRestore = new AtomicBoolean(true);
+			AtomicBoolean aborted = new AtomicBoolean();
+			JdbcLockBackend backend = newBackend(failingRestore(pool, failRestore, aborted));
+			String key = key();
+			assertThat(backend.tryAcquireShared(key, "r", Duration.ofSeconds(10), Duration.ZERO).acquired())
+				.as("committed, kept").isTrue();
+			assertThat(aborted).isTrue();
+			assertThat(new JdbcTemplate(pool).queryForObject("SELECT @@session.idle_transaction_timeout", Long.class))
+				.as("a fresh session").isZero();
+			failRestore.set(false);
+			assertThat(backend.release(key, "r")).isTrue();
+		}
+	}
+
+	/** Connections whose restore of the idle transaction timeout fails while {@code fail} is set. */
+	private static DataSource failingRestore(DataSource dataSource, AtomicBoolean fail, AtomicBoolean aborted) {
+		ClassLoader loader = MariaDbJdbcBackendTests.class.getClassLoader();
+		return (DataSource) Proxy.newProxyInstance(loader, new Class<?>[] { DataSource.class }, (proxy, method, args) -> {
+			Object result = invoke(dataSource, method, args);
+			if (!method.getName().equals("getConnection")) {
+				return result;
+			}
+			return Proxy.newProxyInstance(loader, new Class<?>[] { Connection.class }, (p, m, a) -> {
+				if (m.getName().equals("abort")) {
+					aborted.set(true);
+				}
+				Object value = invoke(result, m, a);
+				if (!m.getName().equals("createStatement")) {
+					return value;
+				}
+				return Proxy.newProxyInstance(loader, new Class<?>[] { Statement.class }, (sp, sm, sa) -> {
+					if (sm.getName().equals("execute") && fail.get() && String.valueOf(sa[0]).contains("= @holdfast_idle")) {
+						throw new SQLException("restore failed (test)");
+					}
+					return invoke(value, sm, sa);
+				});
+			});
+		});
 	}
 
 }
