@@ -56,8 +56,18 @@ final class JdbcSharedLocks {
 
 	private static final Log logger = LogFactory.getLog(JdbcLockBackend.class);
 
-	/** Puts back the session's idle transaction timeout that the transaction's first statement saved (MariaDB). */
-	private static final String RESTORE = "SET idle_transaction_timeout = @holdfast_idle";
+	private static final String PG_IDLE = "idle_in_transaction_session_timeout";
+
+	/**
+	 * MariaDB's idle transaction timeouts: the write and read-only ones take precedence over the
+	 * general one where set, so each is bounded; each is saved in {@code @holdfast_<name>}.
+	 */
+	private static final List<String> MARIADB_IDLE = List.of("idle_transaction_timeout",
+			"idle_write_transaction_timeout", "idle_readonly_transaction_timeout");
+
+	/** Puts back the session's idle transaction timeouts that the transaction's first statement saved (MariaDB). */
+	private static final String RESTORE = "SET "
+			+ String.join(", ", MARIADB_IDLE.stream().map((v) -> v + " = @holdfast_" + v).toList());
 
 	private final JdbcConnections connections;
 
@@ -352,12 +362,13 @@ final class JdbcSharedLocks {
 		try {
 			int millis = this.connections.timeoutMillis();
 			if (bounded && dialect instanceof PostgreSqlDialect) {
-				execute(c, dialect, "SET LOCAL idle_in_transaction_session_timeout = " + millis);
+				// SET LOCAL, never raising a stricter setting (LEAST skips the NULL of 0, none)
+				execute(c, dialect, "SELECT set_config('" + PG_IDLE + "', LEAST(NULLIF(setting::bigint, 0), " + millis
+						+ ")::text, true) FROM pg_settings WHERE name = '" + PG_IDLE + "'");
 			}
 			else if (dialect instanceof MySqlDialect) {
 				if (bounded) {
-					execute(c, dialect, "SET @holdfast_idle = @@session.idle_transaction_timeout,"
-							+ " idle_transaction_timeout = " + ((millis + 999) / 1000));
+					execute(c, dialect, saveAndBound((millis + 999) / 1000));
 					restore = true;
 				}
 				execute(c, dialect, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
@@ -424,6 +435,22 @@ final class JdbcSharedLocks {
 		catch (SQLException | RuntimeException ex) {
 			// a pool that finds the aborted connection dead may say so: it is gone either way
 		}
+	}
+
+	/**
+	 * MariaDB: saves each idle transaction timeout of the session and bounds it by {@code seconds},
+	 * never raising a stricter one (0 is none). All right-hand sides read the values before the
+	 * statement, whatever the order MariaDB assigns in.
+	 */
+	private static String saveAndBound(int seconds) {
+		List<String> assignments = new ArrayList<>();
+		for (String v : MARIADB_IDLE) {
+			assignments.add("@holdfast_" + v + " = @@session." + v);
+		}
+		for (String v : MARIADB_IDLE) {
+			assignments.add(v + " = IF(@@session." + v + " BETWEEN 1 AND " + seconds + ", @@session." + v + ", " + seconds + ")");
+		}
+		return "SET " + String.join(", ", assignments);
 	}
 
 	private static void execute(Connection c, JdbcLockDialect dialect, String sql) throws SQLException {

@@ -20,6 +20,7 @@ import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
 
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -381,15 +382,24 @@ abstract class AbstractJdbcSharedLocksTests extends AbstractJdbcBackendTests {
 	/**
 	 * RWL-39: a client stopped between two statements of a read-hold transaction (simulated: its
 	 * connection blocks before preparing the second statement) holds the key no longer than the query
-	 * timeout of 1 s; its hold then fails and never existed, and its pool's next call works.
+	 * timeout of 1 s; its hold then fails and never existed, and its pool's next call works. Only a
+	 * read acquisition is stopped: read release, renewal and the writer's stamp run in the same
+	 * {@code inTransaction}.
 	 */
 	protected void assertAClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout()
 			throws Exception {
+		assertAClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout(null);
+	}
+
+	/** The same with the stopped client's pool running {@code connectionInitSql} on each new connection. */
+	protected void assertAClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout(
+			@Nullable String connectionInitSql) throws Exception {
 		AtomicBoolean armed = new AtomicBoolean();
 		CountDownLatch stopped = new CountDownLatch(1);
 		CountDownLatch resume = new CountDownLatch(1);
 		ExecutorService executor = Executors.newSingleThreadExecutor();
 		try (HikariDataSource pool = newDataSource()) {
+			pool.setConnectionInitSql(connectionInitSql);
 			JdbcLockBackend stalled = new JdbcLockBackend(stoppingBeforeSecondStatement(pool, armed, stopped, resume),
 					JdbcLockBackend.DEFAULT_TABLE_NAME, Duration.ofSeconds(1));
 			JdbcLockBackend other = newBackend();

@@ -90,18 +90,31 @@ class MariaDbJdbcBackendTests extends AbstractJdbcSharedLocksTests {
 		assertAClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout();
 	}
 
+	/**
+	 * RWL-39 (review m1): a session whose {@code idle_write_transaction_timeout}, which takes
+	 * precedence, would let a stopped client idle 600 s is bounded all the same.
+	 */
+	@Test
+	void aClientStoppedInsideAReadHoldTransactionIsBoundedDespiteALongIdleWriteTransactionTimeout() throws Exception {
+		assertAClientStoppedInsideAReadHoldTransactionHoldsTheKeyNoLongerThanTheQueryTimeout(
+				"SET SESSION idle_write_transaction_timeout = 600, idle_readonly_transaction_timeout = 600");
+	}
+
 	/** RWL-39: the session's own idle transaction timeout is restored after a read-write transaction. */
 	@Test
 	void aReadHoldTransactionLeavesTheSessionsIdleTransactionTimeoutAsItFoundIt() throws Exception {
 		try (HikariDataSource pool = newDataSource()) {
 			SingleConnectionDataSource one = new SingleConnectionDataSource(pool.getConnection(), true);
 			JdbcTemplate session = new JdbcTemplate(one);
-			session.execute("SET SESSION idle_transaction_timeout = 7");
+			session.execute("SET SESSION idle_transaction_timeout = 7, idle_write_transaction_timeout = 600,"
+					+ " idle_readonly_transaction_timeout = 0");
 			JdbcLockBackend backend = newBackend(one);
 			String key = key();
 			assertThat(backend.tryAcquireShared(key, "r", Duration.ofSeconds(10), Duration.ZERO).acquired()).isTrue();
 			assertThat(backend.release(key, "r")).isTrue();
-			assertThat(session.queryForObject("SELECT @@session.idle_transaction_timeout", Long.class)).isEqualTo(7);
+			assertThat(session.queryForObject("SELECT CONCAT_WS(',', @@session.idle_transaction_timeout,"
+					+ " @@session.idle_write_transaction_timeout, @@session.idle_readonly_transaction_timeout)", String.class))
+				.isEqualTo("7,600,0");
 			one.destroy();
 		}
 	}
