@@ -119,6 +119,11 @@ public abstract class LockBackendContractTests
 	}
 
 	@Override
+	public LockTemplate anotherInstance(Duration pollInterval, LockListener listener) {
+		return newEngine(trackBackend(newBackend()), settings().withPollInterval(pollInterval), listener);
+	}
+
+	@Override
 	public ExecutorService callers(int threads) {
 		return newExecutor(threads);
 	}

@@ -3,20 +3,25 @@ package dev.holdfast.test;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.Test;
 
 import dev.holdfast.Lease;
+import dev.holdfast.LockListener;
 import dev.holdfast.LockOptions;
 import dev.holdfast.LockTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The contract of semaphores whose permits are leases ({@link LockTemplate#acquirePermit}), on a
@@ -32,8 +37,23 @@ public interface SemaphoreContractTests {
 	/** Far above any caller's wait for a permit: a call that waits this long was stuck. */
 	Duration PERMIT_WAIT = Duration.ofSeconds(20);
 
+	/** How long a woken call may take from a release of another slot to its permit (SEM-8; about 10 ms unloaded). */
+	Duration WOKEN_WITHIN = Duration.ofMillis(250);
+
 	/** A lock template on a new client of the backend: another instance of the application. */
 	LockTemplate anotherInstance();
+
+	/** {@link #anotherInstance()} whose waiters poll every {@code pollInterval}, observed by {@code listener}. */
+	LockTemplate anotherInstance(Duration pollInterval, LockListener listener);
+
+	/**
+	 * Whether the backend announces every release of a permit slot, so that it wakes a call waiting on
+	 * another slot (SEM-8): memory, Redis and PostgreSQL do; ZooKeeper and backends without release
+	 * events do not, and skip the tests of it.
+	 */
+	default boolean wakesOnAnotherSlotsRelease() {
+		return false;
+	}
 
 	/** The executor that runs {@code threads} concurrent callers. */
 	ExecutorService callers(int threads);
@@ -137,6 +157,91 @@ public interface SemaphoreContractTests {
 		finally {
 			held.forEach(Lease::close);
 		}
+	}
+
+
+	/**
+	 * SEM-8: a call waiting on one slot gets another slot within {@link #WOKEN_WITHIN} of its release by
+	 * another instance, though it would go on waiting there for at least 450 ms more (its poll interval
+	 * is 5 s, so its slices grow to seconds).
+	 */
+	@Test
+	default void aReleaseOfAnotherSlotWakesTheWaitingCall() throws Exception {
+		assumeTrue(wakesOnAnotherSlotsRelease(), "the backend announces no release of a slot nobody waits on");
+		String name = "contract-semaphore-" + UUID.randomUUID();
+		LockOptions options = LockOptions.defaults().waitTime(PERMIT_WAIT);
+		List<Lease> held = takeAll(anotherInstance(), name, 3, options);
+		PermitWaits waits = new PermitWaits(held.stream().map(Lease::key).collect(Collectors.toSet()));
+		LockTemplate waiter = anotherInstance(Duration.ofSeconds(5), waits);
+		ExecutorService pool = callers(1);
+		try {
+			Future<Lease> call = pool.submit(() -> waiter.acquirePermit(name, null, 3, options));
+			Set<String> waitedOn = PermitWaits.keys(waits.awaitLongWaits(1));
+			Lease released = held.stream().filter((lease) -> !waitedOn.contains(lease.key())).findFirst().orElseThrow();
+			held.remove(released);
+			long releasedAt = System.nanoTime();
+			released.close();
+			try (Lease permit = call.get(PERMIT_WAIT.toSeconds() + 5, TimeUnit.SECONDS)) {
+				Duration took = Duration.ofNanos(System.nanoTime() - releasedAt);
+				System.out.printf("%s: a call waiting on %s got %s %d ms after its release%n",
+						SemaphoreContractTests.class.getSimpleName(), waitedOn, permit.key(), took.toMillis());
+				assertThat(permit.key()).as("the released slot").isEqualTo(released.key());
+				assertThat(took).as("time from the release of another slot to the permit").isLessThan(WOKEN_WITHIN);
+			}
+		}
+		finally {
+			pool.shutdownNow();
+			held.forEach(Lease::close);
+		}
+	}
+
+	/**
+	 * SEM-8: a release of a slot that neither of two waiting calls waits on wakes one of them, which gets
+	 * it; the other goes on waiting in its slice, which a wake would have ended.
+	 */
+	@Test
+	default void aReleaseWakesOneOfTwoWaitingCalls() throws Exception {
+		assumeTrue(wakesOnAnotherSlotsRelease(), "the backend announces no release of a slot nobody waits on");
+		String name = "contract-semaphore-" + UUID.randomUUID();
+		LockOptions options = LockOptions.defaults().waitTime(PERMIT_WAIT);
+		List<Lease> held = takeAll(anotherInstance(), name, 3, options);
+		PermitWaits waits = new PermitWaits(held.stream().map(Lease::key).collect(Collectors.toSet()));
+		LockTemplate waiter = anotherInstance(Duration.ofSeconds(5), waits);
+		ExecutorService pool = callers(2);
+		List<Future<Lease>> calls = new ArrayList<>();
+		try {
+			for (int i = 0; i < 2; i++) {
+				calls.add(pool.submit(() -> waiter.acquirePermit(name, null, 3, options)));
+			}
+			List<PermitWaits.Waiting> waiting = waits.awaitLongWaits(2);
+			Set<String> waitedOn = PermitWaits.keys(waiting);
+			Lease released = held.stream().filter((lease) -> !waitedOn.contains(lease.key())).findFirst().orElseThrow();
+			held.remove(released);
+			long releasedAt = System.nanoTime();
+			released.close();
+			await().atMost(PERMIT_WAIT).pollInterval(Duration.ofMillis(2)).until(() -> calls.stream().anyMatch(Future::isDone));
+			Duration took = Duration.ofNanos(System.nanoTime() - releasedAt);
+			Future<Lease> woken = calls.stream().filter(Future::isDone).findFirst().orElseThrow();
+			// held to the end: its release would wake the other call
+			held.add(woken.get());
+			assertThat(held.get(held.size() - 1).key()).as("the released slot").isEqualTo(released.key());
+			assertThat(took).as("time from the release of another slot to the permit").isLessThan(WOKEN_WITHIN);
+			// the other call's slice has at least 450 ms left: it goes on unless the release ended it too
+			await().during(Duration.ofMillis(50)).atMost(Duration.ofMillis(300)).pollInterval(Duration.ofMillis(5))
+				.until(() -> waiting.stream().filter(waits::stillOpen).count() == 1);
+		}
+		finally {
+			pool.shutdownNow();
+			held.forEach(Lease::close);
+		}
+	}
+
+	private static List<Lease> takeAll(LockTemplate holder, String name, int permits, LockOptions options) {
+		List<Lease> held = new ArrayList<>();
+		for (int i = 0; i < permits; i++) {
+			held.add(holder.acquirePermit(name, null, permits, options));
+		}
+		return held;
 	}
 
 }

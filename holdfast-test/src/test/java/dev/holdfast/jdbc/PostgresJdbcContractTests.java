@@ -23,4 +23,9 @@ class PostgresJdbcContractTests extends JdbcContractTests implements LeadershipC
 		return PostgresServer.shared().newDataSource();
 	}
 
+	@Override
+	public boolean wakesOnAnotherSlotsRelease() {
+		return true;
+	}
+
 }

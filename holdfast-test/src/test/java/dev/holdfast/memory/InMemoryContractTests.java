@@ -49,4 +49,9 @@ class InMemoryContractTests extends LockBackendContractTests
 		return trackBackend(newBackend());
 	}
 
+	@Override
+	public boolean wakesOnAnotherSlotsRelease() {
+		return true;
+	}
+
 }

@@ -55,4 +55,9 @@ class JedisRedisContractTests extends LockBackendContractTests implements Leader
 		return true;
 	}
 
+	@Override
+	public boolean wakesOnAnotherSlotsRelease() {
+		return true;
+	}
+
 }

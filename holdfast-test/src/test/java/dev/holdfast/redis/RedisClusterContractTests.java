@@ -67,4 +67,9 @@ class RedisClusterContractTests extends LockBackendContractTests
 		return true;
 	}
 
+	@Override
+	public boolean wakesOnAnotherSlotsRelease() {
+		return true;
+	}
+
 }

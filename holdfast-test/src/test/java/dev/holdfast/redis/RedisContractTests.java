@@ -69,4 +69,9 @@ class RedisContractTests extends LockBackendContractTests
 		return true;
 	}
 
+	@Override
+	public boolean wakesOnAnotherSlotsRelease() {
+		return true;
+	}
+
 }

@@ -50,4 +50,9 @@ class RedisPooledContractTests extends LockBackendContractTests {
 		return true;
 	}
 
+	@Override
+	public boolean wakesOnAnotherSlotsRelease() {
+		return true;
+	}
+
 }

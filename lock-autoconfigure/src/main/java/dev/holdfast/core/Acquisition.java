@@ -46,6 +46,9 @@ abstract class Acquisition {
 	/** Whether it asks for a read hold (RWL-2): its attempts are the backend's shared attempt. */
 	final boolean shared;
 
+	/** A permit call's wait on one slot, registered for a release of another slot (SEM-8), or {@code null}. */
+	@Nullable SlotWake slotWake;
+
 	/** Whether it has been the head of its line: a release may have named (recorded) it. */
 	volatile boolean wasHead;
 
@@ -94,6 +97,12 @@ abstract class Acquisition {
 	/** Wakes this acquisition's wait (for the head of its line, or for a release). */
 	abstract void wake();
 
+	/** Whether a release of another slot woke this permit call's wait (SEM-8): it ends at its next pause. */
+	final boolean slotReleased() {
+		SlotWake wake = this.slotWake;
+		return wake != null && wake.woken;
+	}
+
 	/** The head of its line failed on the backend while this one waited behind it: it fails too. */
 	final void failedAhead(RuntimeException ahead) {
 		this.failure = new LockBackendException("The " + this.room.failures.backendName()
@@ -104,6 +113,9 @@ abstract class Acquisition {
 
 	/** Joins its line; true when it is the head (and attempts) now. */
 	final boolean join() {
+		if (this.slotWake != null) {
+			this.room.lines.slotWakes.enter(this.slotWake, this);
+		}
 		return this.room.lines.join(this) && becameHead();
 	}
 
@@ -227,6 +239,9 @@ abstract class Acquisition {
 			return;
 		}
 		try {
+			if (this.slotWake != null) {
+				this.room.lines.slotWakes.leave(this.slotWake, took);
+			}
 			boolean named = this.wasHead || this.room.lines.isHead(this);
 			this.room.lines.leave(this, this.failure);
 			if (this.records && named && !took) {

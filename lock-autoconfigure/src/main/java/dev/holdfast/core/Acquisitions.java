@@ -105,15 +105,18 @@ final class Acquisitions {
 	}
 
 	/**
-	 * Acquires {@code key} on the calling thread, waiting at most {@code wait}.
+	 * Acquires {@code key} on the calling thread, waiting at most {@code wait}; a permit call's
+	 * wait on one slot ({@code slotWake}) also ends when a release of another slot wakes it (SEM-8).
 	 * @return the registered lease, or {@code null} if the lock stayed held for the wait time
 	 * @throws InterruptedException if the thread was interrupted while waiting or during a backend call
 	 * @throws LockBackendException if the backend failed, or the template is shutting down
 	 */
-	@Nullable HeldLease acquire(String name, String key, Duration ttl, boolean renew, Duration wait)
-			throws InterruptedException {
-		return run(new Blocking(name, key, ttl, renew, wait,
-				this.listener.acquiring(name, key, this.failures.backendName()), false));
+	@Nullable HeldLease acquire(String name, String key, Duration ttl, boolean renew, Duration wait,
+			@Nullable SlotWake slotWake) throws InterruptedException {
+		Blocking acquisition = new Blocking(name, key, ttl, renew, wait,
+				this.listener.acquiring(name, key, this.failures.backendName()), false);
+		acquisition.slotWake = slotWake;
+		return run(acquisition);
 	}
 
 	/**
@@ -296,6 +299,9 @@ final class Acquisitions {
 					}
 					long heldHere = heldHereNanos();
 					if (heldHere > 0) {
+						if (slotReleased()) {
+							return null;
+						}
 						this.wakeups.tryAcquire(heldHere, TimeUnit.NANOSECONDS);
 						continue;
 					}
@@ -383,10 +389,14 @@ final class Acquisitions {
 						continue;
 					}
 					long sleep = pauseAfter(result);
-					if (sleep == 0) {
+					// A permit call woken for another slot ends its wait here (SEM-8).
+					if (sleep == 0 || slotReleased()) {
 						return null;
 					}
 					this.wakeups.tryAcquire(sleep, TimeUnit.NANOSECONDS);
+					if (slotReleased()) {
+						return null;
+					}
 				}
 			}
 			finally {
@@ -465,7 +475,7 @@ final class Acquisitions {
 					throw ahead;
 				}
 				long left = this.deadline - System.nanoTime();
-				if (left <= 0) {
+				if (left <= 0 || slotReleased()) {
 					return false;
 				}
 				this.wakeups.tryAcquire(left, TimeUnit.NANOSECONDS);

@@ -139,19 +139,35 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	 */
 	@Override
 	public @Nullable Lease acquireOrNull(String name, @Nullable Object key, LockOptions options) {
-		return acquireOrNull(name, keyFor(name, key), true, options);
+		return acquireOrNull(name, keyFor(name, key), true, options, null);
 	}
 
 	@Override
 	public @Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options) {
-		LeaseHandle lease = acquireOrNull(name, this.keys.encodeSlot(name, key, slot), false, options);
+		return acquireSlot(name, key, slot, options, null);
+	}
+
+	@Override
+	public @Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options,
+			@Nullable SlotWake wake) {
+		LeaseHandle lease = acquireOrNull(name, this.keys.encodeSlot(name, key, slot), false, options, wake);
 		if (lease != null) {
 			lease.detachFromThread();
 		}
 		return lease;
 	}
 
-	private @Nullable LeaseHandle acquireOrNull(String name, String fullKey, boolean reentrant, LockOptions options) {
+	@Override
+	public SlotWake slotWake(String name, @Nullable Object key, int permits) {
+		String[] slotKeys = new String[permits];
+		for (int i = 0; i < permits; i++) {
+			slotKeys[i] = this.keys.encodeSlot(name, key, i);
+		}
+		return this.lines.slotWakes.wake(slotKeys);
+	}
+
+	private @Nullable LeaseHandle acquireOrNull(String name, String fullKey, boolean reentrant, LockOptions options,
+			@Nullable SlotWake wake) {
 		if (this.closed) {
 			throw new LockBackendException("Holdfast is shut down: lock '" + shownKey(fullKey) + "' was not acquired",
 					null);
@@ -176,7 +192,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		}
 		try {
 			HeldLease lease = this.acquisitions.acquire(name, fullKey, leaseTime(options), options.isRenew(),
-					waitTime(options));
+					waitTime(options), wake);
 			return (lease != null) ? new LeaseHandle(lease) : null;
 		}
 		catch (InterruptedException ex) {

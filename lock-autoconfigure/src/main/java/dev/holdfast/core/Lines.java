@@ -36,6 +36,9 @@ final class Lines implements AutoCloseable {
 
 	private final ConcurrentHashMap<String, Line> lines = new ConcurrentHashMap<>();
 
+	/** The waiting permit calls a release of a slot without a line here wakes (SEM-8). */
+	final SlotWakes slotWakes = new SlotWakes();
+
 	private final ReentrantLock subscribeLock = new ReentrantLock();
 
 	private volatile @Nullable AutoCloseable subscription;
@@ -135,13 +138,24 @@ final class Lines implements AutoCloseable {
 		return head != null && !head.shared;
 	}
 
-	/** Wakes the head of {@code key}'s line, if any. */
+	/**
+	 * A release event of {@code key}: wakes the head of its line, or, with no line, a waiting
+	 * permit call of its semaphore (SEM-8).
+	 */
 	void wake(String key) {
+		if (!wakeHead(key)) {
+			this.slotWakes.released(key);
+		}
+	}
+
+	/** Wakes the head of {@code key}'s line; false if it has none. */
+	private boolean wakeHead(String key) {
 		Line line = this.lines.get(key);
 		Acquisition head = (line != null) ? line.head : null;
 		if (head != null) {
 			head.wake();
 		}
+		return head != null;
 	}
 
 	/** Wakes every acquisition of every line (events interrupted, or the template shuts down). */
@@ -161,7 +175,8 @@ final class Lines implements AutoCloseable {
 	 */
 	void releasedHere(String key) {
 		if (this.handoff == null && announcing()) {
-			wake(key);
+			// Not the permit calls' registry: the release's own event reaches it (SEM-8).
+			wakeHead(key);
 		}
 	}
 

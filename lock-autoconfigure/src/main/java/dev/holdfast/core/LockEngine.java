@@ -59,6 +59,17 @@ public interface LockEngine extends HeldLeases {
 	@Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options);
 
 	/**
+	 * {@link #acquireSlot(String, Object, int, LockOptions)} for a permit call's wait on one slot, which
+	 * also ends early, returning {@code null}, when a release of another slot of the semaphore woke
+	 * {@code wake} (SEM-8): {@link SlotWake#takeReleased()} then names that slot.
+	 */
+	@Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options,
+			@Nullable SlotWake wake);
+
+	/** A waiting permit call's handle for {@link #acquireSlot(String, Object, int, LockOptions, SlotWake)} (SEM-8). */
+	SlotWake slotWake(String name, @Nullable Object key, int permits);
+
+	/**
 	 * The leases of {@code keys} (backend keys of {@code name}) taken in one backend call, a try-once of each
 	 * ({@link dev.holdfast.spi.KeySetAcquisition}, MKY-6), each as {@link #acquireOrNull} gives it; {@code null},
 	 * nothing taken, when refused, when the backend cannot now, or when a key has a lease of this template or a

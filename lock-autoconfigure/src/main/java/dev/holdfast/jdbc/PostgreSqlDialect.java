@@ -199,13 +199,16 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	/**
 	 * Releases the lock if {@code owner} holds it, as everywhere, in one statement; when a refused
-	 * attempt marked the row, announces the release on {@link #channel()} with a second statement,
+	 * attempt marked the row, or the key has a {@code #} (a permit slot: SEM-8), announces the
+	 * release on {@link #channel()} with a second statement,
 	 * after the release committed, whose failure is logged and never fails the release.
 	 */
 	@Override
 	boolean release(Connection connection, String key, String owner) throws SQLException {
 		Boolean marked = releaseMarked(connection, key, owner);
-		if (Boolean.TRUE.equals(marked)) {
+		// A permit slot's release (or a shortened key's) is announced even unmarked: it wakes a
+		// call of the semaphore waiting on another slot (SEM-8).
+		if (Boolean.TRUE.equals(marked) || marked != null && key.indexOf('#') >= 0) {
 			announce(connection, key);
 		}
 		return marked != null;

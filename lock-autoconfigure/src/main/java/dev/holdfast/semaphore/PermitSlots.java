@@ -17,6 +17,7 @@ import dev.holdfast.PermitNotAcquiredException;
 import dev.holdfast.core.EngineLease;
 import dev.holdfast.core.LockEngine;
 import dev.holdfast.core.LockKeys;
+import dev.holdfast.core.SlotWake;
 
 /**
  * Takes a permit of a semaphore through a {@link LockEngine}'s slot acquisitions: a semaphore
@@ -30,7 +31,8 @@ import dev.holdfast.core.LockKeys;
  * <li>a call that waits waits on one slot per round (round robin), for a slice that starts at
  * {@link #SLICE} and doubles per fruitless round up to the poll interval (woken by that slot's
  * release events, or polling as the engine does); that wait's first attempt is the round's try
- * of that slot;</li>
+ * of that slot; a release of another slot that reaches the engine ends the wait of one call, which
+ * tries that slot once (SEM-8);</li>
  * <li>permits are not reentrant: each acquisition takes a permit of its own, on any thread, as
  * {@link java.util.concurrent.Semaphore} does;</li>
  * <li>every call of one engine must give a semaphore the same permits (checked at each call); a
@@ -95,6 +97,7 @@ public final class PermitSlots {
 		ThreadLocalRandom random = ThreadLocalRandom.current();
 		int start = random.nextInt(permits);
 		long slice = SLICE.toNanos();
+		SlotWake wake = null;
 		for (int round = 0;; round++) {
 			int waited = (start + round) % permits;
 			// a call that waits tries the slot it waits on with its wait's first attempt, not twice
@@ -110,7 +113,14 @@ public final class PermitSlots {
 				long left = Math.max(0, deadline - System.nanoTime());
 				Duration wait = Duration.ofNanos(Math.min(left, slice / 2 + random.nextLong(slice)));
 				slice = Math.max(SLICE.toNanos(), Math.min(slice * 2, engine.pollInterval().toNanos()));
-				Lease lease = engine.acquireSlot(name, key, waited, options.waitTime(wait));
+				wake = (wake != null) ? wake : engine.slotWake(name, key, permits);
+				Lease lease = engine.acquireSlot(name, key, waited, options.waitTime(wait), wake);
+				if (lease != null) {
+					return lease;
+				}
+				// SEM-8: a release of another slot ended the wait: that slot is tried once
+				int released = wake.takeReleased();
+				lease = (released >= 0) ? engine.acquireSlot(name, key, released, once) : null;
 				if (lease != null) {
 					return lease;
 				}

@@ -1,0 +1,140 @@
+package dev.holdfast.test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+import io.micrometer.observation.Observation;
+import org.jspecify.annotations.Nullable;
+
+import dev.holdfast.LockListener;
+
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Watches the permit slot acquisitions of one instance, per calling thread, to tell which slot a
+ * waiting permit call waits on now and for how long at least it will go on waiting there: its slices
+ * (SEM-4) are jittered between half and 1.5 times a base that doubles per round, so a slice at least
+ * two thirds as long as the previous one's length is ahead (an acquisition open for 150 ms is a slice,
+ * not a try-once).
+ */
+final class PermitWaits implements LockListener {
+
+	private final Set<String> slotKeys;
+
+	/** Per calling thread: its open acquisition, and how long its last slice lasted. */
+	private final Map<Thread, Waiting> waits = new HashMap<>();
+
+	PermitWaits(Set<String> slotKeys) {
+		this.slotKeys = slotKeys;
+	}
+
+	/** A thread's open acquisition of a slot, and how long its previous slice lasted (ns). */
+	record Waiting(@Nullable String key, long openedAt, long lastSlice) {
+
+		/** At least how long this open acquisition, a slice, goes on; negative if not known to be a slice. */
+		long leftAtLeast(long now) {
+			long open = now - this.openedAt;
+			return (this.key != null && open >= 150_000_000L) ? this.lastSlice * 2 / 3 - open : -1;
+		}
+
+	}
+
+	@Override
+	public LockObservation acquiring(String name, String key, String backend) {
+		if (!this.slotKeys.contains(key)) {
+			return LockObservation.NONE;
+		}
+		Thread thread = Thread.currentThread();
+		long opened = System.nanoTime();
+		synchronized (this) {
+			Waiting before = this.waits.get(thread);
+			this.waits.put(thread, new Waiting(key, opened, (before != null) ? before.lastSlice() : 0));
+		}
+		return new LockObservation() {
+
+			@Override
+			public void acquired(long fencingToken) {
+				ended();
+			}
+
+			@Override
+			public void notAcquired() {
+				ended();
+			}
+
+			@Override
+			public void failed(Throwable ex) {
+				ended();
+			}
+
+			@Override
+			public void cancelled() {
+				ended();
+			}
+
+			@Override
+			public void released() {
+			}
+
+			@Override
+			public void lost() {
+			}
+
+			@Override
+			public Observation hold() {
+				return LockObservation.NONE.hold();
+			}
+
+			@Override
+			public Observation.Scope openScope() {
+				return LockObservation.NONE.openScope();
+			}
+
+			private void ended() {
+				long lasted = System.nanoTime() - opened;
+				synchronized (PermitWaits.this) {
+					Waiting now = PermitWaits.this.waits.get(thread);
+					if (now != null && now.openedAt() == opened) {
+						long slice = (lasted >= 150_000_000L) ? lasted : now.lastSlice();
+						PermitWaits.this.waits.put(thread, new Waiting(null, opened, slice));
+					}
+				}
+			}
+
+		};
+	}
+
+	/**
+	 * Waits until {@code calls} threads wait in slices with at least 450 ms left.
+	 * @return those slices
+	 */
+	List<Waiting> awaitLongWaits(int calls) {
+		List<List<Waiting>> found = new ArrayList<>(1);
+		await().atMost(Duration.ofSeconds(15)).pollInterval(Duration.ofMillis(5)).until(() -> {
+			long now = System.nanoTime();
+			List<Waiting> slices;
+			synchronized (this) {
+				slices = this.waits.values().stream().filter((w) -> w.leftAtLeast(now) >= 450_000_000L).toList();
+			}
+			found.add(slices);
+			return slices.size() >= calls;
+		});
+		return found.get(found.size() - 1);
+	}
+
+	/** Whether {@code slice} is still open. */
+	synchronized boolean stillOpen(Waiting slice) {
+		return this.waits.values().stream().anyMatch((w) -> w.key() != null && w.openedAt() == slice.openedAt());
+	}
+
+	/** The slots {@code slices} wait on. */
+	static Set<String> keys(List<Waiting> slices) {
+		return slices.stream().map(Waiting::key).collect(Collectors.toSet());
+	}
+
+}
