@@ -168,30 +168,15 @@ public interface SemaphoreContractTests {
 	@Test
 	default void aReleaseOfAnotherSlotWakesTheWaitingCall() throws Exception {
 		assumeTrue(wakesOnAnotherSlotsRelease(), "the backend announces no release of a slot nobody waits on");
-		String name = "contract-semaphore-" + UUID.randomUUID();
-		LockOptions options = LockOptions.defaults().waitTime(PERMIT_WAIT);
-		List<Lease> held = takeAll(anotherInstance(), name, 3, options);
-		PermitWaits waits = new PermitWaits(held.stream().map(Lease::key).collect(Collectors.toSet()));
-		LockTemplate waiter = anotherInstance(Duration.ofSeconds(5), waits);
-		ExecutorService pool = callers(1);
-		try {
-			Future<Lease> call = pool.submit(() -> waiter.acquirePermit(name, null, 3, options));
-			Set<String> waitedOn = PermitWaits.keys(waits.awaitLongWaits(1));
-			Lease released = held.stream().filter((lease) -> !waitedOn.contains(lease.key())).findFirst().orElseThrow();
-			held.remove(released);
-			long releasedAt = System.nanoTime();
-			released.close();
-			try (Lease permit = call.get(PERMIT_WAIT.toSeconds() + 5, TimeUnit.SECONDS)) {
-				Duration took = Duration.ofNanos(System.nanoTime() - releasedAt);
+		try (SlotReleased run = releaseAnotherSlot(1)) {
+			try (Lease permit = run.calls().get(0).get(PERMIT_WAIT.toSeconds() + 5, TimeUnit.SECONDS)) {
+				Duration took = Duration.ofNanos(System.nanoTime() - run.releasedAt());
 				System.out.printf("%s: a call waiting on %s got %s %d ms after its release%n",
-						SemaphoreContractTests.class.getSimpleName(), waitedOn, permit.key(), took.toMillis());
-				assertThat(permit.key()).as("the released slot").isEqualTo(released.key());
+						SemaphoreContractTests.class.getSimpleName(), PermitWaits.keys(run.waiting()), permit.key(),
+						took.toMillis());
+				assertThat(permit.key()).as("the released slot").isEqualTo(run.released());
 				assertThat(took).as("time from the release of another slot to the permit").isLessThan(WOKEN_WITHIN);
 			}
-		}
-		finally {
-			pool.shutdownNow();
-			held.forEach(Lease::close);
 		}
 	}
 
@@ -202,46 +187,66 @@ public interface SemaphoreContractTests {
 	@Test
 	default void aReleaseWakesOneOfTwoWaitingCalls() throws Exception {
 		assumeTrue(wakesOnAnotherSlotsRelease(), "the backend announces no release of a slot nobody waits on");
+		try (SlotReleased run = releaseAnotherSlot(2)) {
+			await().atMost(PERMIT_WAIT).pollInterval(Duration.ofMillis(2))
+				.until(() -> run.calls().stream().anyMatch(Future::isDone));
+			Duration took = Duration.ofNanos(System.nanoTime() - run.releasedAt());
+			Lease permit = run.calls().stream().filter(Future::isDone).findFirst().orElseThrow().get();
+			// held to the end: its release would wake the other call
+			run.held().add(permit);
+			assertThat(permit.key()).as("the released slot").isEqualTo(run.released());
+			assertThat(took).as("time from the release of another slot to the permit").isLessThan(WOKEN_WITHIN);
+			// the other call's slice has at least 450 ms left: it goes on unless the release ended it too
+			await().during(Duration.ofMillis(50)).atMost(Duration.ofMillis(300)).pollInterval(Duration.ofMillis(5))
+				.until(() -> run.waiting().stream().filter(run.waits()::stillOpen).count() == 1);
+		}
+	}
+
+	/**
+	 * SEM-8's setting: an instance holds the 3 permits of a semaphore; {@code calls} calls of another, whose
+	 * poll interval is 5 s, wait until each has at least 450 ms of its slice on one slot left; then a slot
+	 * none of them waits on is released.
+	 */
+	private SlotReleased releaseAnotherSlot(int calls) throws Exception {
 		String name = "contract-semaphore-" + UUID.randomUUID();
 		LockOptions options = LockOptions.defaults().waitTime(PERMIT_WAIT);
-		List<Lease> held = takeAll(anotherInstance(), name, 3, options);
+		LockTemplate holder = anotherInstance();
+		List<Lease> held = new ArrayList<>();
+		for (int i = 0; i < 3; i++) {
+			held.add(holder.acquirePermit(name, null, 3, options));
+		}
 		PermitWaits waits = new PermitWaits(held.stream().map(Lease::key).collect(Collectors.toSet()));
 		LockTemplate waiter = anotherInstance(Duration.ofSeconds(5), waits);
-		ExecutorService pool = callers(2);
-		List<Future<Lease>> calls = new ArrayList<>();
+		ExecutorService pool = callers(calls);
+		List<Future<Lease>> futures = new ArrayList<>();
 		try {
-			for (int i = 0; i < 2; i++) {
-				calls.add(pool.submit(() -> waiter.acquirePermit(name, null, 3, options)));
+			for (int i = 0; i < calls; i++) {
+				futures.add(pool.submit(() -> waiter.acquirePermit(name, null, 3, options)));
 			}
-			List<PermitWaits.Waiting> waiting = waits.awaitLongWaits(2);
+			List<PermitWaits.Waiting> waiting = waits.awaitLongWaits(calls);
 			Set<String> waitedOn = PermitWaits.keys(waiting);
 			Lease released = held.stream().filter((lease) -> !waitedOn.contains(lease.key())).findFirst().orElseThrow();
 			held.remove(released);
 			long releasedAt = System.nanoTime();
 			released.close();
-			await().atMost(PERMIT_WAIT).pollInterval(Duration.ofMillis(2)).until(() -> calls.stream().anyMatch(Future::isDone));
-			Duration took = Duration.ofNanos(System.nanoTime() - releasedAt);
-			Future<Lease> woken = calls.stream().filter(Future::isDone).findFirst().orElseThrow();
-			// held to the end: its release would wake the other call
-			held.add(woken.get());
-			assertThat(held.get(held.size() - 1).key()).as("the released slot").isEqualTo(released.key());
-			assertThat(took).as("time from the release of another slot to the permit").isLessThan(WOKEN_WITHIN);
-			// the other call's slice has at least 450 ms left: it goes on unless the release ended it too
-			await().during(Duration.ofMillis(50)).atMost(Duration.ofMillis(300)).pollInterval(Duration.ofMillis(5))
-				.until(() -> waiting.stream().filter(waits::stillOpen).count() == 1);
+			return new SlotReleased(held, pool, futures, waits, waiting, released.key(), releasedAt);
 		}
-		finally {
-			pool.shutdownNow();
-			held.forEach(Lease::close);
+		catch (Exception | Error ex) {
+			new SlotReleased(held, pool, futures, waits, List.of(), "", 0).close();
+			throw ex;
 		}
 	}
 
-	private static List<Lease> takeAll(LockTemplate holder, String name, int permits, LockOptions options) {
-		List<Lease> held = new ArrayList<>();
-		for (int i = 0; i < permits; i++) {
-			held.add(holder.acquirePermit(name, null, permits, options));
+	/** What {@link #releaseAnotherSlot} did: closing it ends the calls and releases the permits held. */
+	record SlotReleased(List<Lease> held, ExecutorService pool, List<Future<Lease>> calls, PermitWaits waits,
+			List<PermitWaits.Waiting> waiting, String released, long releasedAt) implements AutoCloseable {
+
+		@Override
+		public void close() {
+			this.pool.shutdownNow();
+			this.held.forEach(Lease::close);
 		}
-		return held;
+
 	}
 
 }
