@@ -26,8 +26,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * The contract of semaphores whose permits are leases ({@link LockTemplate#acquirePermit}), on a
  * backend's single-key leases: at most {@code permits} holders at once across two instances, a
- * crashed holder's permit back within one lease time, and instances that disagree on the permits
- * failing loudly. {@link LockBackendContractTests} runs it on every backend, in about 3 s.
+ * crashed holder's permit back within one lease time, instances that disagree on the permits
+ * failing loudly, and a waiting call woken by the release of another slot (SEM-8, where the backend
+ * announces it). {@link LockBackendContractTests} runs it on every backend, in about 3 s (SEM-8's
+ * two tests about 10 s more: they wait until the calls' slices are long).
  */
 public interface SemaphoreContractTests {
 
