@@ -1,11 +1,11 @@
 package dev.holdfast.test;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 
 import io.micrometer.observation.Observation;
@@ -18,28 +18,32 @@ import static org.awaitility.Awaitility.await;
 /**
  * Watches the permit slot acquisitions of one instance, per calling thread, to tell which slot a
  * waiting permit call waits on now and for how long at least it will go on waiting there: its slices
- * (SEM-4) are jittered between half and 1.5 times a base that doubles per round, so a slice at least
- * two thirds as long as the previous one's length is ahead (an acquisition open for 150 ms is a slice,
- * not a try-once).
+ * (SEM-4) are jittered between half and 1.5 times a base that doubles per round up to the poll
+ * interval, so a slice lasts at least two thirds of the previous one, and half the poll interval
+ * (an acquisition open for 150 ms is a slice, not a try-once).
  */
 final class PermitWaits implements LockListener {
 
 	private final Set<String> slotKeys;
 
+	private final long halfPollInterval;
+
 	/** Per calling thread: its open acquisition, and how long its last slice lasted. */
 	private final Map<Thread, Waiting> waits = new HashMap<>();
 
-	PermitWaits(Set<String> slotKeys) {
+	PermitWaits(Set<String> slotKeys, Duration pollInterval) {
 		this.slotKeys = slotKeys;
+		this.halfPollInterval = pollInterval.toNanos() / 2;
 	}
 
 	/** A thread's open acquisition of a slot, and how long its previous slice lasted (ns). */
 	record Waiting(@Nullable String key, long openedAt, long lastSlice) {
 
 		/** At least how long this open acquisition, a slice, goes on; negative if not known to be a slice. */
-		long leftAtLeast(long now) {
+		long leftAtLeast(long now, long halfPollInterval) {
 			long open = now - this.openedAt;
-			return (this.key != null && open >= 150_000_000L) ? this.lastSlice * 2 / 3 - open : -1;
+			return (this.key != null && open >= 150_000_000L)
+					? Math.min(this.lastSlice * 2 / 3, halfPollInterval) - open : -1;
 		}
 
 	}
@@ -114,17 +118,17 @@ final class PermitWaits implements LockListener {
 	 * @return those slices
 	 */
 	List<Waiting> awaitLongWaits(int calls) {
-		List<List<Waiting>> found = new ArrayList<>(1);
+		AtomicReference<List<Waiting>> found = new AtomicReference<>();
 		await().atMost(Duration.ofSeconds(15)).pollInterval(Duration.ofMillis(5)).until(() -> {
 			long now = System.nanoTime();
-			List<Waiting> slices;
 			synchronized (this) {
-				slices = this.waits.values().stream().filter((w) -> w.leftAtLeast(now) >= 450_000_000L).toList();
+				found.set(this.waits.values().stream()
+					.filter((w) -> w.leftAtLeast(now, this.halfPollInterval) >= 450_000_000L)
+					.toList());
 			}
-			found.add(slices);
-			return slices.size() >= calls;
+			return found.get().size() >= calls;
 		});
-		return found.get(found.size() - 1);
+		return found.get();
 	}
 
 	/** Whether {@code slice} is still open. */

@@ -217,13 +217,15 @@ public interface SemaphoreContractTests {
 		for (int i = 0; i < 3; i++) {
 			held.add(holder.acquirePermit(name, null, 3, options));
 		}
-		PermitWaits waits = new PermitWaits(held.stream().map(Lease::key).collect(Collectors.toSet()));
-		LockTemplate waiter = anotherInstance(Duration.ofSeconds(5), waits);
+		Duration pollInterval = Duration.ofSeconds(5);
+		PermitWaits waits = new PermitWaits(held.stream().map(Lease::key).collect(Collectors.toSet()), pollInterval);
+		LockTemplate waiter = anotherInstance(pollInterval, waits);
 		ExecutorService pool = callers(calls);
 		List<Future<Lease>> futures = new ArrayList<>();
 		try {
 			for (int i = 0; i < calls; i++) {
-				futures.add(pool.submit(() -> waiter.acquirePermit(name, null, 3, options)));
+				// a wait far beyond the time to reach long slices, which its deadline would cut
+				futures.add(pool.submit(() -> waiter.acquirePermit(name, null, 3, options.waitTime(Duration.ofMinutes(1)))));
 			}
 			List<PermitWaits.Waiting> waiting = waits.awaitLongWaits(calls);
 			Set<String> waitedOn = PermitWaits.keys(waiting);
