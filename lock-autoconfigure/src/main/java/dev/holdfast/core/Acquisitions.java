@@ -393,10 +393,9 @@ final class Acquisitions {
 					if (sleep == 0 || slotReleased()) {
 						return null;
 					}
+					// Woken, for its own slot or another (SEM-8): it attempts its own first, which a
+					// reservation for it or a free slot grants; refused, it ends above.
 					this.wakeups.tryAcquire(sleep, TimeUnit.NANOSECONDS);
-					if (slotReleased()) {
-						return null;
-					}
 				}
 			}
 			finally {
