@@ -233,14 +233,17 @@ abstract class Acquisition {
 		return announcing ? this.room.pollNanos : Math.min(Acquisitions.MIN_PAUSE_NANOS, this.room.pollNanos);
 	}
 
-	/** The acquisition is over: it leaves its line and, if it may be recorded and took no lock, withdraws. */
-	final void end(boolean took) {
+	/**
+	 * The acquisition is over: it leaves its line and, if it may be recorded and took no lock, withdraws;
+	 * a wake for another slot (SEM-8) it did not use, having taken its own or {@code threw}, passes on.
+	 */
+	final void end(boolean took, boolean threw) {
 		if (!this.waits) {
 			return;
 		}
 		try {
 			if (this.slotWake != null) {
-				this.room.lines.slotWakes.leave(this.slotWake, took);
+				this.room.lines.slotWakes.leave(this.slotWake, took || threw);
 			}
 			boolean named = this.wasHead || this.room.lines.isHead(this);
 			this.room.lines.leave(this, this.failure);

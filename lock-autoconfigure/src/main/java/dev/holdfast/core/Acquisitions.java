@@ -286,6 +286,7 @@ final class Acquisitions {
 
 		@Nullable HeldLease run() throws InterruptedException {
 			boolean took = false;
+			boolean threw = false;
 			try {
 				if (this.waits && !join() && !awaitHead()) {
 					return null;
@@ -398,8 +399,13 @@ final class Acquisitions {
 					this.wakeups.tryAcquire(sleep, TimeUnit.NANOSECONDS);
 				}
 			}
+			catch (InterruptedException | RuntimeException ex) {
+				// Interrupted, draining or failed: a wake for another slot it holds passes on (SEM-8).
+				threw = true;
+				throw ex;
+			}
 			finally {
-				end(took);
+				end(took, threw);
 			}
 		}
 

@@ -44,7 +44,7 @@ final class NonBlockingAcquisition extends Acquisition {
 
 	void start() {
 		this.result.whenComplete((lease, ex) -> {
-			end(lease != null);
+			end(lease != null, ex != null);
 			// A lease told its observation already, when it was registered.
 			if (ex instanceof CancellationException) {
 				this.observation.cancelled();

@@ -42,10 +42,10 @@ final class SlotWakes {
 	}
 
 	/**
-	 * Unregisters {@code wake} when its slice ends; a wake it did not use (its slice took its own
-	 * slot) passes to the next call.
+	 * Unregisters {@code wake} when its slice ends; a wake it will not use ({@code passOn}: its slice
+	 * took its own slot, or ended by interrupt, drain or a backend failure) passes to the next call.
 	 */
-	void leave(SlotWake wake, boolean took) {
+	void leave(SlotWake wake, boolean passOn) {
 		Acquisition next;
 		synchronized (this) {
 			wake.current = null;
@@ -58,7 +58,7 @@ final class SlotWakes {
 					this.bySlot.remove(key);
 				}
 			}
-			if (!took || wake.released < 0) {
+			if (!passOn || wake.released < 0) {
 				return;
 			}
 			int released = wake.released;
