@@ -11,6 +11,7 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import dev.holdfast.core.LockKeys;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.TickClaims.TickClaim;
@@ -199,19 +200,24 @@ final class PostgreSqlDialect extends SqlClockDialect {
 
 	/**
 	 * Releases the lock if {@code owner} holds it, as everywhere, in one statement; when a refused
-	 * attempt marked the row, or the key has a {@code #} (a permit slot: SEM-8), announces the
-	 * release on {@link #channel()} with a second statement,
-	 * after the release committed, whose failure is logged and never fails the release.
+	 * attempt marked the row, or the key is a permit slot's (SEM-8), announces the release on
+	 * {@link #channel()} with a second statement, after the release committed, whose failure is
+	 * logged and never fails the release.
 	 */
 	@Override
 	boolean release(Connection connection, String key, String owner) throws SQLException {
 		Boolean marked = releaseMarked(connection, key, owner);
-		// A permit slot's release (or a shortened key's) is announced even unmarked: it wakes a
-		// call of the semaphore waiting on another slot (SEM-8).
-		if (Boolean.TRUE.equals(marked) || marked != null && key.indexOf('#') >= 0) {
+		// A permit slot's release is announced even unmarked: it wakes a call of the semaphore
+		// waiting on another slot (SEM-8). Not the check slot #-1, nor a shortened key's.
+		if (Boolean.TRUE.equals(marked) || marked != null && isPermitSlot(key)) {
 			announce(connection, key);
 		}
 		return marked != null;
+	}
+
+	private static boolean isPermitSlot(String key) {
+		Integer slot = LockKeys.slotOf(key);
+		return slot != null && slot >= 0;
 	}
 
 	/**

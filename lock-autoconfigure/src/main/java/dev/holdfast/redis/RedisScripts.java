@@ -123,11 +123,12 @@ final class RedisScripts {
 	// drawn by TIME's microseconds (no client argument), removed, and the lock set to
 	// '*' .. waiter for the window; the reservation '{key}' .. waiter is published. With no live
 	// record the lock is deleted and nothing is published, unless a reader waits (a live
-	// {key}:readwait record) or the key has a '#' (a permit slot, or a shortened key: SEM-8): then
-	// the plain release '{key}' is published (RWL-24).
+	// {key}:readwait record) or the key is a permit slot's ('#' and one or two digits at its end,
+	// not the check slot '#-1', nor a shortened key's hash: SEM-8): then the plain release '{key}'
+	// is published (RWL-24).
 	private static final String HAND_ON = """
 			local nextLocal = ARGV[4]
-			local slot = string.find(KEYS[1], '#', 1, true)
+			local slot = string.find(KEYS[1], '#%d%d?}$')
 			if nextLocal == '' and redis.call('EXISTS', KEYS[2], KEYS[3]) == 0 then
 				redis.call('DEL', KEYS[1])
 				if slot then redis.call('PUBLISH', ARGV[2], KEYS[1]) end
