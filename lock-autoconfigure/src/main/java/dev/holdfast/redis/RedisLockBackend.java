@@ -59,7 +59,8 @@ import static dev.holdfast.redis.RedisCalls.failure;
  * publishes {@code {<key>}<owner>} on one channel ({@value #DEFAULT_CHANNEL} by default). The drawn waiter claims the
  * lock with its own next acquisition, which takes the fencing token; nobody else can take a reserved lock, and a
  * reservation nobody claims expires after its window. A release with no live record deletes the lock and publishes
- * nothing, so pub/sub traffic grows with contention, not with the number of releases. {@link #subscribe} listens to
+ * nothing, except a permit slot's release (SEM-8), so pub/sub traffic grows with contention and permit releases, not
+ * with the number of lock releases. {@link #subscribe} listens to
  * that channel through one subscription per backend instance, opened on first use and closed by {@link #close()};
  * messages are handed to listeners on the client's I/O thread. Pub/sub delivery is best effort: a waiter that misses
  * its reservation claims it with its next poll, which the reserved lock's remaining time bounds.</li>
