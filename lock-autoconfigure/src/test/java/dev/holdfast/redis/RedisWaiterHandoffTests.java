@@ -32,6 +32,7 @@ import dev.holdfast.LockBackendException;
 import dev.holdfast.LockInterruptedException;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.DefaultLockTemplate;
+import dev.holdfast.core.LockKeys;
 import dev.holdfast.core.LockSettings;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AsyncLockBackend;
@@ -212,6 +213,23 @@ class RedisWaiterHandoffTests {
 		assertThat(other.tryAcquireWaiting(this.name, "waiter", LEASE, RECORD).acquired()).isFalse();
 		assertThat(releasing.release(this.name, "holder-4")).isTrue();
 		assertThat(heard.poll(PROMPT.toSeconds(), TimeUnit.SECONDS)).isEqualTo(this.name + " waiter");
+		assertThat(heard.poll(200, TimeUnit.MILLISECONDS)).isNull();
+	}
+
+	@Test
+	void aReleaseWithoutRecordsPublishesAPermitSlotButNotALockKeyTheCheckSlotOrAShortenedKey() throws Exception {
+		// SEM-8, RED-4's exception: only a permit slot's release is published with nobody recorded.
+		String channel = "test:channel:" + UUID.randomUUID();
+		RedisLockBackend releasing = backend(channel);
+		BlockingQueue<String> heard = reservationsHeardBy(backend(channel));
+		String shortened = new LockKeys("", 80).encodeSlot(this.name, "k".repeat(100), 2);
+		assertThat(shortened).as("a shortened slot key").hasSizeLessThanOrEqualTo(80).doesNotEndWith("#2");
+		for (String key : List.of(this.name, this.name + "#-1", shortened, this.name + "#2")) {
+			assertThat(releasing.tryAcquire(key, "holder", LEASE).acquired()).isTrue();
+			assertThat(releasing.release(key, "holder")).isTrue();
+		}
+		assertThat(heard.poll(PROMPT.toSeconds(), TimeUnit.SECONDS)).as("the first release heard")
+			.isEqualTo(this.name + "#2");
 		assertThat(heard.poll(200, TimeUnit.MILLISECONDS)).isNull();
 	}
 
