@@ -136,6 +136,15 @@ final class PermitWaits implements LockListener {
 		return this.waits.values().stream().anyMatch((w) -> w.key() != null && w.openedAt() == slice.openedAt());
 	}
 
+	/** At least how long the slices of {@code slices} still open go on after {@code now} (ns, the least; 0 if none). */
+	synchronized long leftAtLeast(List<Waiting> slices, long now) {
+		return slices.stream()
+			.filter(this::stillOpen)
+			.mapToLong((slice) -> slice.leftAtLeast(now, this.halfPollInterval))
+			.min()
+			.orElse(0);
+	}
+
 	/** The slots {@code slices} wait on. */
 	static Set<String> keys(List<Waiting> slices) {
 		return slices.stream().map(Waiting::key).collect(Collectors.toSet());
