@@ -21,6 +21,7 @@ import dev.holdfast.LockTemplate;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.abort;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
@@ -48,8 +49,13 @@ public interface SemaphoreContractTests {
 	/** A lock template on a new client of the backend: another instance of the application. */
 	LockTemplate anotherInstance();
 
-	/** {@link #anotherInstance()} whose waiters poll every {@code pollInterval}, observed by {@code listener}. */
-	LockTemplate anotherInstance(Duration pollInterval, LockListener listener);
+	/**
+	 * {@link #anotherInstance()} whose waiters poll every {@code pollInterval}, observed by {@code listener}
+	 * (for SEM-8's tests; {@link LockBackendContractTests} gives it). Not overridden, those tests are skipped.
+	 */
+	default LockTemplate anotherInstance(Duration pollInterval, LockListener listener) {
+		return abort("anotherInstance(Duration, LockListener) is not overridden: SEM-8's tests need it");
+	}
 
 	/**
 	 * Whether the backend announces every release of a permit slot, so that it wakes a call waiting on

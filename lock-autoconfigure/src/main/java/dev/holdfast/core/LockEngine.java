@@ -61,13 +61,21 @@ public interface LockEngine extends HeldLeases {
 	/**
 	 * {@link #acquireSlot(String, Object, int, LockOptions)} for a permit call's wait on one slot, which
 	 * also ends early, returning {@code null}, when a release of another slot of the semaphore woke
-	 * {@code wake} (SEM-8): {@link SlotWake#takeReleased()} then names that slot.
+	 * {@code wake} (SEM-8): {@link SlotWake#takeReleased()} then names that slot. The default ignores
+	 * {@code wake}: the wait lasts its slice.
 	 */
-	@Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options,
-			@Nullable SlotWake wake);
+	default @Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options,
+			@Nullable SlotWake wake) {
+		return acquireSlot(name, key, slot, options);
+	}
 
-	/** A waiting permit call's handle for {@link #acquireSlot(String, Object, int, LockOptions, SlotWake)} (SEM-8). */
-	SlotWake slotWake(String name, @Nullable Object key, int permits);
+	/**
+	 * A waiting permit call's handle for {@link #acquireSlot(String, Object, int, LockOptions, SlotWake)}
+	 * (SEM-8). The default is a handle no release wakes.
+	 */
+	default SlotWake slotWake(String name, @Nullable Object key, int permits) {
+		return new SlotWakes().wake(new String[0]);
+	}
 
 	/**
 	 * The leases of {@code keys} (backend keys of {@code name}) taken in one backend call, a try-once of each

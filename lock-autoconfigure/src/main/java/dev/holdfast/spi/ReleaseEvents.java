@@ -11,7 +11,10 @@ public interface ReleaseEvents {
 	/**
 	 * Calls {@code listener} with the key of released locks, from any owner in the cluster: at
 	 * least of every lock released after an acquisition attempt failed on it while it was held
-	 * (a backend may leave out releases nobody waited for). The listener must not block. The
+	 * (a backend may leave out releases nobody waited for). A backend that also announces every
+	 * release of a permit slot's key ({@code <semaphore key>#<index>}) wakes a permit call waiting
+	 * on another slot of its semaphore (SEM-8); one that does not leaves it to its slices. The
+	 * listener must not block. The
 	 * call should not wait for the network: a backend may open its subscription in the
 	 * background, and deliveries start once it listens.
 	 * @return a handle that stops the deliveries when closed
