@@ -45,7 +45,7 @@ class SlotWakesTests {
 		assertThat(second.takeReleased()).isEqualTo(1);
 		assertThat(this.registry.size()).as("slot keys of a semaphore with a waiting call").isEqualTo(3);
 		this.registry.leave(second, false);
-		assertThat(this.registry.size()).as("slot keys kept after the last call left").isZero();
+		assertThat(this.registry.size()).as("slot keys once the last call left").isZero();
 	}
 
 }
