@@ -114,12 +114,14 @@ final class PermitWaits implements LockListener {
 	}
 
 	/**
-	 * Waits until {@code calls} threads wait in slices with at least 450 ms left.
+	 * Waits until {@code calls} threads wait in slices with at least 450 ms left. Each thread is known to
+	 * be in such a slice for only part of each of its slices (seconds long once they reach the poll
+	 * interval), so several calls meet there only now and then: up to 45 s, not a bound on the product.
 	 * @return those slices
 	 */
 	List<Waiting> awaitLongWaits(int calls) {
 		AtomicReference<List<Waiting>> found = new AtomicReference<>();
-		await().atMost(Duration.ofSeconds(15)).pollInterval(Duration.ofMillis(5)).until(() -> {
+		await().atMost(Duration.ofSeconds(45)).pollInterval(Duration.ofMillis(5)).until(() -> {
 			long now = System.nanoTime();
 			synchronized (this) {
 				found.set(this.waits.values().stream()
