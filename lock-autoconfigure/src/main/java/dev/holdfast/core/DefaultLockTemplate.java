@@ -151,9 +151,11 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	public @Nullable Lease acquireSlot(String name, @Nullable Object key, int slot, LockOptions options,
 			@Nullable SlotWake wake) {
 		LeaseHandle lease = acquireOrNull(name, this.keys.encodeSlot(name, key, slot), false, options, wake);
-		if (lease != null) {
-			lease.detachFromThread();
-		}
+		return (lease != null) ? detached(lease) : null;
+	}
+
+	private static LeaseHandle detached(LeaseHandle lease) {
+		lease.detachFromThread();
 		return lease;
 	}
 
@@ -261,21 +263,38 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 
 	@Override
 	public @Nullable List<Lease> acquireAllAtOnce(String name, List<String> keys, LockOptions options) {
-		if (options.getMode() == LockMode.READ || this.closed || this.acquisitions.isDraining() || keys.size() > MAX_KEYS_AT_ONCE) {
+		if (keys.size() > MAX_KEYS_AT_ONCE || !openAtOnce(options)) {
 			return null;
 		}
 		if (Thread.currentThread().isInterrupted()) {
 			// as the blocking path: the flag stays set, nothing is taken
 			throw new LockInterruptedException(shownKey(keys.get(0)), new InterruptedException());
 		}
-		for (String key : keys) {
-			// held or being released here, or a local waiter first in line (ACQ-1, ACQ-5): the per-key path
-			if (this.leases.get(key) != null || this.lines.wanted(key)) {
-				return null;
-			}
+		// held or being released here, or a local waiter first in line (ACQ-1, ACQ-5): the per-key path
+		if (!this.acquisitions.unclaimedHere(keys, true)) {
+			return null;
 		}
 		List<HeldLease> taken = this.acquisitions.acquireAll(name, keys, leaseTime(options), options.isRenew());
 		return (taken != null) ? taken.stream().<Lease>map(LeaseHandle::new).toList() : null;
+	}
+
+	/** SEM-7: the slots in one backend call where it can, else {@link LockEngine}'s try of each. */
+	@Override
+	public @Nullable Lease acquireFirstSlot(String name, @Nullable Object key, List<Integer> slots, LockOptions options) {
+		List<String> slotKeys = slots.stream().map((slot) -> this.keys.encodeSlot(name, key, slot)).toList();
+		// a slot's own release in flight (ACQ-5) or a local waiter (ACQ-1): its try-once, as each other slot's
+		if (slots.size() > 1 && waitTime(options).isZero() && openAtOnce(options) && this.acquisitions.acquiresAtOnce()
+				&& !Thread.currentThread().isInterrupted() && this.acquisitions.unclaimedHere(slotKeys, false)) {
+			HeldLease taken = this.acquisitions.acquireFirst(name, slotKeys, leaseTime(options), options.isRenew());
+			if (taken != null || this.acquisitions.acquiresAtOnce()) {
+				return (taken != null) ? detached(new LeaseHandle(taken)) : null;
+			}
+		}
+		return LockEngine.super.acquireFirstSlot(name, key, slots, options);
+	}
+
+	private boolean openAtOnce(LockOptions options) {
+		return options.getMode() != LockMode.READ && !this.closed && !this.acquisitions.isDraining();
 	}
 
 	/** The backend key of a lock, as {@link LockKeys} encodes it. */

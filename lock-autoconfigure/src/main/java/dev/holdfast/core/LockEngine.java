@@ -78,6 +78,23 @@ public interface LockEngine extends HeldLeases {
 	}
 
 	/**
+	 * The lease of the first of permit slots {@code slots} of the semaphore (name, key) that
+	 * {@link #acquireSlot} with {@code options} takes, in their order, or {@code null}: here one
+	 * {@code acquireSlot} after another; Holdfast's engine tries them in one backend call where it
+	 * can (SEM-7).
+	 */
+	default @Nullable Lease acquireFirstSlot(String name, @Nullable Object key, List<Integer> slots,
+			LockOptions options) {
+		for (int slot : slots) {
+			Lease lease = acquireSlot(name, key, slot, options);
+			if (lease != null) {
+				return lease;
+			}
+		}
+		return null;
+	}
+
+	/**
 	 * The leases of {@code keys} (backend keys of {@code name}) taken in one backend call, a try-once of each
 	 * ({@link dev.holdfast.spi.KeySetAcquisition}, MKY-6), each as {@link #acquireOrNull} gives it; {@code null},
 	 * nothing taken, when refused, when the backend cannot now, or when a key has a lease of this template or a

@@ -28,6 +28,7 @@ import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.KeySetAcquisition;
+import dev.holdfast.spi.KeySetAcquisition.FirstTaken;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.SharedLocks;
@@ -71,7 +72,7 @@ import dev.holdfast.spi.TickClaims;
  * least), unless the database clock steps backwards (docs/decisions/0025).</li>
  * <li><b>Read holds</b> ({@link SharedLocks}): rows beside the record, each operation one transaction
  * that locks the record first ({@link JdbcSharedLocks}, RWL-30 to RWL-39).</li>
- * <li><b>Several keys</b>: one statement on PostgreSQL ({@link PostgresKeySets}), MKY-6.</li>
+ * <li><b>Several keys</b>: one statement on PostgreSQL, all or none or the first free ({@link PostgresKeySets}).</li>
  * <li><b>Tick claims</b> ({@link TickClaims}): a job's last claimed tick is the row at the job's
  * lock key followed by {@value JdbcKeys#TICK_SUFFIX} (lock keys have no <code>{</code>), with an empty owner
  * (no release or renewal matches it) and the tick in microseconds in {@code fence}, moved forward
@@ -287,9 +288,12 @@ public class JdbcLockBackend
 
 	@Override
 	public long @Nullable [] tryAcquireAll(List<HeldLock> locks) {
-		locks.forEach((lock) -> JdbcKeys.checkLockKey(lock.key()));
-		return this.connections.execute("acquire " + locks.size() + " locks from", locks.get(0).key(), (dialect,
-				connection) -> ((PostgreSqlDialect) dialect).keySets.acquireAll(dialect, connection, locks, this.connections.holder()));
+		return PostgresKeySets.execute(this.connections, "acquire", locks, PostgresKeySets::acquireAll);
+	}
+
+	@Override
+	public @Nullable FirstTaken tryAcquireFirst(List<HeldLock> locks) {
+		return PostgresKeySets.execute(this.connections, "acquire the first free of", locks, PostgresKeySets::acquireFirst);
 	}
 
 	/**

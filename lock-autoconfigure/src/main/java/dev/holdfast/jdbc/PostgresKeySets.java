@@ -16,18 +16,29 @@ import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.spi.HeldLock;
+import dev.holdfast.spi.KeySetAcquisition.FirstTaken;
 
 /**
- * Several locks, all or none, in one PostgreSQL statement (MKY-6): the upsert of a single
- * acquisition over arrays, each row taken by its rules (JDB-2: absent, expired, released, or
- * reserved for this instance; JDB-3: the token {@code GREATEST(fence + 1, clock)} under the row's
- * lock), in the order of the keys' bytes (collation "C"), the order in which renewal locks its rows
- * too, so that no two statements lock shared rows in opposite orders (the sweep never waits). A
- * row not taken makes the statement fail as a whole, so that it takes none: the rows taken are
- * counted, and a count short of the locks divides by zero (SQLState 22012), which rolls the
- * statement back (autocommit). No row taken is no failure: nothing to roll back. A
- * refused row is not marked: the statement records no waiter. The other statements over several
- * rows, renewal and the sweep, are here too, so that the lock order of MKY-6 reads in one place.
+ * Several locks in one PostgreSQL statement: all or none (MKY-6), or the first free one (SEM-7).
+ * <p>
+ * All or none: the upsert of a single acquisition over arrays, each row taken by its rules (JDB-2:
+ * absent, expired, released, or reserved for this instance; JDB-3: the token
+ * {@code GREATEST(fence + 1, clock)} under the row's lock), in the order of the keys' bytes
+ * (collation "C"), the order in which renewal locks its rows too, so that no two statements lock
+ * shared rows in opposite orders (the sweep never waits). A row not taken makes the statement fail
+ * as a whole, so that it takes none: the rows taken are counted, and a count short of the locks
+ * divides by zero (SQLState 22012), which rolls the statement back (autocommit). No row taken is no
+ * failure: nothing to roll back. A refused row is not marked: the statement records no waiter.
+ * <p>
+ * The first free: the rows are read without a lock, the first key (in the order given) whose row
+ * is absent or meets the single acquisition's own condition is chosen (the condition's text is the
+ * {@code ON CONFLICT} clause's, its {@code EXCLUDED.acquired_at} the statement's clock), and the
+ * single acquisition's upsert takes it. So the statement locks one row at most, one it read free,
+ * and waits for no row while it holds another (no lock-order cycle); a row taken since it was read
+ * is refused by the upsert's condition, under the row's lock, and the statement takes none.
+ * <p>
+ * The other statements over several rows, renewal and the sweep, are here too, so that the lock
+ * order of MKY-6 reads in one place.
  */
 final class PostgresKeySets {
 
@@ -35,6 +46,8 @@ final class PostgresKeySets {
 	private static final String NOT_ALL_TAKEN = "22012";
 
 	private final String sql;
+
+	private final String firstSql;
 
 	private final String reserved;
 
@@ -47,7 +60,7 @@ final class PostgresKeySets {
 	 * @param insert the {@code INSERT INTO <table> AS l (columns)} of a single acquisition
 	 * @param now the one-row relation of the database clock, column {@code us}
 	 * @param takeRow the single acquisition's {@code ON CONFLICT} clause, whose one parameter is
-	 * {@code reserved}
+	 * {@code reserved}, ending in the condition {@code WHERE <on l and EXCLUDED.acquired_at>}
 	 * @param reserved what a row reserved for this instance begins with
 	 */
 	PostgresKeySets(String table, String insert, String now, String takeRow, String reserved) {
@@ -56,6 +69,18 @@ final class PostgresKeySets {
 				+ " n, unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS v(k, o, ttl)"
 				+ " ORDER BY v.k COLLATE \"C\"" + takeRow + " RETURNING l.lock_key, l.fence)"
 				+ " SELECT t.lock_key, t.fence / (SELECT CASE WHEN count(*) = ? THEN 1 ELSE 0 END FROM t) FROM t";
+		int where = takeRow.lastIndexOf(" WHERE ");
+		if (where < 0 || !takeRow.contains("EXCLUDED.acquired_at")) {
+			throw new IllegalArgumentException("No condition on EXCLUDED.acquired_at ends the clause: " + takeRow);
+		}
+		String takeable = takeRow.substring(where + " WHERE ".length());
+		// Parameters in the order of the statement above: holder, keys, owners, ttls, reserved (twice).
+		this.firstSql = "WITH n AS " + now + ", c AS (SELECT v.k, v.o, v.ttl, ?::varchar AS h"
+				+ " FROM unnest(?::varchar[], ?::varchar[], ?::bigint[]) WITH ORDINALITY AS v(k, o, ttl, i)"
+				+ " CROSS JOIN (SELECT us AS acquired_at FROM n) AS excluded LEFT JOIN " + table
+				+ " l ON l.lock_key = v.k WHERE l.lock_key IS NULL OR (" + takeable + ") ORDER BY v.i LIMIT 1) "
+				+ insert + " SELECT c.k, c.o, n.us, n.us + c.ttl, n.us, c.h FROM n, c" + takeRow
+				+ " RETURNING l.lock_key, l.fence";
 		// The rows are locked first in the order of their keys' bytes (s), as the several-key statement
 		// locks them (MKY-6): the update touches only rows s locked, so no lock-order cycle. s carries
 		// owner and time to live, so that a generic plan does not join the arrays twice.
@@ -71,11 +96,51 @@ final class PostgresKeySets {
 	}
 
 	/**
+	 * Runs {@code statement} on the keys' PostgreSQL database, as {@code connections} runs any
+	 * statement of the backend; {@code action} names it in a failure ({@code <action> <n> locks from <key>}).
+	 */
+	static <T> T execute(JdbcConnections connections, String action, List<HeldLock> locks, Statement<T> statement) {
+		locks.forEach((lock) -> JdbcKeys.checkLockKey(lock.key()));
+		return connections.execute(action + " " + locks.size() + " locks from", locks.get(0).key(), (dialect, connection) -> statement
+			.run(((PostgreSqlDialect) dialect).keySets, dialect, connection, locks, connections.holder()));
+	}
+
+	/**
 	 * The fencing token of each lock in the order of {@code locks}, or {@code null} when one was
 	 * held and none was taken.
 	 */
 	long @Nullable [] acquireAll(JdbcLockDialect dialect, Connection connection, List<HeldLock> locks,
 			String holder) throws SQLException {
+		Map<String, Long> tokens = run(dialect, connection, this.sql, locks, holder, locks.size());
+		if (tokens == null || tokens.isEmpty()) {
+			return null;
+		}
+		long[] answer = new long[locks.size()];
+		for (int i = 0; i < answer.length; i++) {
+			answer[i] = tokens.get(locks.get(i).key());
+		}
+		return answer;
+	}
+
+	/** The first free of {@code locks} taken, in their order, or {@code null} when none was. */
+	@Nullable FirstTaken acquireFirst(JdbcLockDialect dialect, Connection connection, List<HeldLock> locks,
+			String holder) throws SQLException {
+		Map<String, Long> tokens = run(dialect, connection, this.firstSql, locks, holder, this.reserved);
+		for (int i = 0; tokens != null && i < locks.size(); i++) {
+			Long token = tokens.get(locks.get(i).key());
+			if (token != null) {
+				return new FirstTaken(i, token);
+			}
+		}
+		return null;
+	}
+
+	/**
+	 * Runs {@code sql} with the holder, the locks' keys, owners and ttls, {@link #reserved} and
+	 * {@code last}: the rows taken, or {@code null} when the statement took some but not all.
+	 */
+	private @Nullable Map<String, Long> run(JdbcLockDialect dialect, Connection connection, String sql,
+			List<HeldLock> locks, String holder, Object last) throws SQLException {
 		String[] keys = new String[locks.size()];
 		String[] owners = new String[locks.size()];
 		Long[] ttls = new Long[locks.size()];
@@ -88,13 +153,13 @@ final class PostgresKeySets {
 		Array ownerArray = connection.createArrayOf("varchar", owners);
 		Array ttlArray = connection.createArrayOf("bigint", ttls);
 		Map<String, Long> tokens = new HashMap<>();
-		try (PreparedStatement ps = dialect.prepare(connection, this.sql)) {
+		try (PreparedStatement ps = dialect.prepare(connection, sql)) {
 			ps.setString(1, holder);
 			ps.setArray(2, keyArray);
 			ps.setArray(3, ownerArray);
 			ps.setArray(4, ttlArray);
 			ps.setString(5, this.reserved);
-			ps.setInt(6, keys.length);
+			ps.setObject(6, last);
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
 					tokens.put(rs.getString(1), rs.getLong(2));
@@ -112,14 +177,7 @@ final class PostgresKeySets {
 			ownerArray.free();
 			ttlArray.free();
 		}
-		if (tokens.isEmpty()) {
-			return null;
-		}
-		long[] answer = new long[keys.length];
-		for (int i = 0; i < keys.length; i++) {
-			answer[i] = tokens.get(keys[i]);
-		}
-		return answer;
+		return tokens;
 	}
 
 	/** {@link JdbcLockDialect#renew} on PostgreSQL: the locks of each chunk in one statement, over arrays. */
@@ -161,6 +219,14 @@ final class PostgresKeySets {
 	/** {@link JdbcLockDialect#sweep} on PostgreSQL; {@code cut} is the database clock less the sweep delay. */
 	int sweep(JdbcLockDialect dialect, Connection connection, long cut, int limit) throws SQLException {
 		return dialect.update(connection, this.sweepSql, cut, cut, limit, cut, cut);
+	}
+
+	/** {@link #acquireAll} or {@link #acquireFirst}. */
+	interface Statement<T> {
+
+		T run(PostgresKeySets keySets, JdbcLockDialect dialect, Connection connection, List<HeldLock> locks,
+				String holder) throws SQLException;
+
 	}
 
 }

@@ -11,12 +11,14 @@ import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.ReturnType;
 import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.util.ClassUtils;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.KeySetAcquisition;
+import dev.holdfast.spi.KeySetAcquisition.FirstTaken;
 
 import static dev.holdfast.redis.RedisCalls.bytes;
 import static dev.holdfast.redis.RedisCalls.failure;
@@ -81,36 +83,8 @@ final class RedisKeySets {
 
 	/** See {@link KeySetAcquisition#tryAcquireAll}; {@code backend} runs the script. */
 	long @Nullable [] tryAcquireAll(RedisLockBackend backend, List<HeldLock> locks) {
-		if (!this.offered.get()) {
-			throw new UnsupportedOperationException("Locks cannot be taken at once on Redis Cluster or with replicas "
-					+ "to acknowledge: ask acquiresKeySets() first");
-		}
-		byte[][] keys = new byte[locks.size() * 2][];
-		byte[][] args = new byte[locks.size() * 2][];
-		for (int i = 0; i < locks.size(); i++) {
-			HeldLock lock = locks.get(i);
-			keys[2 * i] = lockKey(lock.key());
-			keys[2 * i + 1] = fenceKey(lock.key());
-			args[2 * i] = ownerBytes(lock.owner());
-			args[2 * i + 1] = bytes(Long.toString(ttlMillis(lock.ttl())));
-		}
+		List<?> reply = run(backend, RedisScripts.ACQUIRE_ALL, locks);
 		String first = locks.get(0).key();
-		List<?> reply;
-		try {
-			reply = backend.eval(RedisScripts.ACQUIRE_ALL, ReturnType.MULTI, keys, args);
-		}
-		catch (RuntimeException ex) {
-			if (isErrorReply(ex) && !RedisCalls.hasMessage(ex, "reached 2^53")) {
-				// the script ran to no write (every check comes first) or not at all: nothing taken
-				if (this.offered.compareAndSet(true, false)) {
-					logger.info("Holdfast takes several keys one by one on this Redis from now on: it answered "
-							+ "the script that takes them at once with an error (" + RedisCalls.failure("acquire", first, ex)
-								.getMessage() + "); a proxy in front of a sharded Redis answers CROSSSLOT");
-				}
-				return null;
-			}
-			throw failure("acquire", first, ex);
-		}
 		if (reply == null || reply.isEmpty()) {
 			return null;
 		}
@@ -128,6 +102,62 @@ final class RedisKeySets {
 			tokens[i] = taken.fencingToken();
 		}
 		return tokens;
+	}
+
+	/** See {@link KeySetAcquisition#tryAcquireFirst}; {@code backend} runs the script. */
+	@Nullable FirstTaken tryAcquireFirst(RedisLockBackend backend, List<HeldLock> locks) {
+		List<?> reply = run(backend, RedisScripts.ACQUIRE_FIRST, locks);
+		if (reply == null || reply.isEmpty()) {
+			return null;
+		}
+		int index = (reply.size() == 2 && reply.get(0) instanceof Long taken) ? taken.intValue() - 1 : -1;
+		if (index < 0 || index >= locks.size()) {
+			throw new LockBackendException("Redis acquire of the first free of " + locks.size() + " locks from '"
+					+ locks.get(0).key() + "' gave an unexpected reply: " + reply, null);
+		}
+		AcquireResult taken = LockScriptCalls.acquireResult(locks.get(index).key(), reply.get(1));
+		if (!taken.acquired()) {
+			throw new LockBackendException("Redis acquire of lock '" + locks.get(index).key() + "' as the first free of "
+					+ locks.size() + " gave no fencing token: " + reply, null);
+		}
+		return new FirstTaken(index, taken.fencingToken());
+	}
+
+	/**
+	 * Runs {@code script} on the locks' keys and arguments: its reply, or {@code null} when Redis
+	 * answered with an error reply other than the fencing limit (the script wrote nothing), which
+	 * turns the batch off for this backend.
+	 */
+	private @Nullable List<?> run(RedisLockBackend backend, RedisScript<?> script, List<HeldLock> locks) {
+		if (!this.offered.get()) {
+			throw new UnsupportedOperationException("Locks cannot be taken at once on Redis Cluster or with replicas "
+					+ "to acknowledge: ask acquiresKeySets() first");
+		}
+		byte[][] keys = new byte[locks.size() * 2][];
+		byte[][] args = new byte[locks.size() * 2][];
+		for (int i = 0; i < locks.size(); i++) {
+			HeldLock lock = locks.get(i);
+			keys[2 * i] = lockKey(lock.key());
+			keys[2 * i + 1] = fenceKey(lock.key());
+			args[2 * i] = ownerBytes(lock.owner());
+			args[2 * i + 1] = bytes(Long.toString(ttlMillis(lock.ttl())));
+		}
+		String first = locks.get(0).key();
+		try {
+			return backend.eval(script, ReturnType.MULTI, keys, args);
+		}
+		catch (RuntimeException ex) {
+			if (isErrorReply(ex) && !RedisCalls.hasMessage(ex, "reached 2^53")) {
+				// the script ran to no write (every check comes first) or not at all: nothing taken
+				if (this.offered.compareAndSet(true, false)) {
+					logger.info("Holdfast takes several keys one by one on this Redis from now on: it answered "
+							+ "the script that takes them at once with an error (" + RedisCalls.failure("acquire", first, ex)
+								.getMessage() + "); a proxy in front of a sharded Redis answers CROSSSLOT");
+				}
+				return null;
+			}
+			throw failure("acquire", first, ex);
+		}
 	}
 
 }

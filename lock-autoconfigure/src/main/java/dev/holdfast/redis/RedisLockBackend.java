@@ -27,6 +27,7 @@ import dev.holdfast.spi.BackendHealth;
 import dev.holdfast.spi.ClusterLocks;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.KeySetAcquisition;
+import dev.holdfast.spi.KeySetAcquisition.FirstTaken;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.ReleaseEvents;
@@ -349,6 +350,11 @@ public class RedisLockBackend
 	@Override
 	public long @Nullable [] tryAcquireAll(List<HeldLock> locks) {
 		return this.keySets.tryAcquireAll(this, locks);
+	}
+
+	@Override
+	public @Nullable FirstTaken tryAcquireFirst(List<HeldLock> locks) {
+		return this.keySets.tryAcquireFirst(this, locks);
 	}
 
 	/**

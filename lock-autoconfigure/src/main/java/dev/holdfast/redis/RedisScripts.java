@@ -28,6 +28,21 @@ final class RedisScripts {
 			redis.call('SET', fence, string.format('%d', token), 'PX', FENCE_TTL_MILLIS)
 			""".replace("FENCE_TTL_MILLIS", Long.toString(RedisLockBackend.FENCE_TTL_MILLIS));
 
+	// Takes lock i of ACQUIRE_ALL's keys and arguments into `token`: its owner's hold kept (a
+	// resend: expiry reset, the counter's token), else set with a new token (TAKE_TOKEN).
+	private static final String TAKE_ITH = """
+			local lock = KEYS[2 * i - 1]
+			local fence = KEYS[2 * i]
+			local token = nil
+			if redis.call('GET', lock) == ARGV[2 * i - 1] then
+				redis.call('PEXPIRE', lock, ARGV[2 * i])
+				token = tonumber(redis.call('GET', fence))
+			else
+				redis.call('SET', lock, ARGV[2 * i - 1], 'PX', ARGV[2 * i])
+			""" + TAKE_TOKEN + """
+			end
+			""";
+
 	// Keys: the lock {key}, its fencing counter {key}:fence, its waiters {key}:waiters (a sorted
 	// set of owners, each scored with the server time in ms after which its record is stale).
 	// The lock's value is its holder's owner, or '*' .. owner while a release reserves it for that
@@ -98,19 +113,33 @@ final class RedisScripts {
 			end
 			local tokens = {}
 			for i = 1, count do
-				local lock = KEYS[2 * i - 1]
-				local fence = KEYS[2 * i]
-				local token = nil
-				if redis.call('GET', lock) == ARGV[2 * i - 1] then
-					redis.call('PEXPIRE', lock, ARGV[2 * i])
-					token = tonumber(redis.call('GET', fence))
-				else
-					redis.call('SET', lock, ARGV[2 * i - 1], 'PX', ARGV[2 * i])
-			""" + TAKE_TOKEN + """
-				end
+			""" + TAKE_ITH + """
 				tokens[i] = token
 			end
 			return tokens
+			""", List.class);
+
+	// The first free of several locks (SEM-7). Keys and ARGV as ACQUIRE_ALL's. A lock held by its
+	// own owner is this request run again (a resend): it answers as that first run did (expiry
+	// reset, its token), and takes no other. Else the first absent lock is taken as ACQUIRE_ALL
+	// takes one (a reserved one is another owner's; no waiter recorded; a fencing counter at its
+	// limit an error reply, the lock deleted again). Answers {index from 1, token}, or {} when
+	// each lock is held.
+	@SuppressWarnings("rawtypes")
+	static final RedisScript<List> ACQUIRE_FIRST = RedisScript.of("""
+			if redis.replicate_commands ~= nil then redis.replicate_commands() end
+			local i = nil
+			for j = 1, #KEYS / 2 do
+				local holder = redis.call('GET', KEYS[2 * j - 1])
+				if holder == ARGV[2 * j - 1] then
+					i = j
+					break
+				end
+				if not holder and not i then i = j end
+			end
+			if not i then return {} end
+			""" + TAKE_ITH + """
+			return {i, token}
 			""", List.class);
 
 	// The end of RELEASE and WITHDRAW: frees the lock, or reserves it for one recorded waiter.

@@ -1,7 +1,9 @@
 package dev.holdfast.semaphore;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
 import java.util.concurrent.ThreadLocalRandom;
@@ -24,10 +26,11 @@ import dev.holdfast.core.SlotWake;
  * (name, key) of N permits is N locks, its permit slots {@code <key>#0} to {@code <key>#N-1} (a
  * form no (name, key) pair of a lock takes), and a permit is the lease of one of them, with every
  * rule of a lease (owner token, expiry by the backend's clock, renewal, loss, the slot's fencing
- * token). Rules SEM-1 to SEM-6 of docs/DESIGN.md:
+ * token). Rules SEM-1 to SEM-7 of docs/DESIGN.md:
  * <ul>
  * <li>each round tries every slot once, starting at a random one; the first free slot is the
- * permit (one backend round trip when it is the first tried);</li>
+ * permit (one backend round trip where the engine takes the first free of several at once,
+ * SEM-7; else when it is the first tried);</li>
  * <li>a call that waits waits on one slot per round (round robin), for a slice that starts at
  * {@link #SLICE} and doubles per fruitless round up to the poll interval (woken by that slot's
  * release events, or polling as the engine does); that wait's first attempt is the round's try
@@ -102,12 +105,17 @@ public final class PermitSlots {
 			int waited = (start + round) % permits;
 			// a call that waits tries the slot it waits on with its wait's first attempt, not twice
 			boolean waits = deadline - System.nanoTime() > 0;
+			List<Integer> scan = new ArrayList<>(permits);
 			for (int i = 0; i < permits; i++) {
 				int slot = (start + i) % permits;
-				Lease lease = (waits && slot == waited) ? null : engine.acquireSlot(name, key, slot, once);
-				if (lease != null) {
-					return lease;
+				if (!waits || slot != waited) {
+					scan.add(slot);
 				}
+			}
+			// the first free slot in the scan's order, in one backend call where the engine can (SEM-7)
+			Lease scanned = engine.acquireFirstSlot(name, key, scan, once);
+			if (scanned != null) {
+				return scanned;
 			}
 			if (waits) {
 				long left = Math.max(0, deadline - System.nanoTime());

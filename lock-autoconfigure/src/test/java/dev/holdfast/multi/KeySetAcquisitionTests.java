@@ -55,6 +55,7 @@ import dev.holdfast.redis.ReplicaAcks;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.KeySetAcquisition;
+import dev.holdfast.spi.KeySetAcquisition.FirstTaken;
 import dev.holdfast.spi.LeaseRenewal;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.test.server.PostgresServer;
@@ -416,6 +417,149 @@ class KeySetAcquisitionTests {
 		assertThat(new RedisLockBackend(single, RedisLockBackend.DEFAULT_CHANNEL,
 				new ReplicaAcks(1, Duration.ofMillis(100))).acquiresKeySets()).isFalse();
 		assertThat(new RedisLockBackend(single).acquiresKeySets()).isTrue();
+	}
+
+	@ParameterizedTest
+	@ValueSource(strings = { "redis", "jedis", "sentinel", "postgresql" })
+	void aScanTakesTheFirstFreeSlotInOneCall(String server) {
+		DefaultLockTemplate template = template(server);
+		DefaultLockTemplate other = template(server);
+		String name = "scan-" + UUID.randomUUID();
+		warmUp(template, name);
+		List<Lease> heldElsewhere = new ArrayList<>();
+		for (int i = 0; i < 3; i++) {
+			heldElsewhere.add(other.acquirePermit(name, null, 4, LockOptions.defaults().waitTime(Duration.ZERO)));
+		}
+		String free = IntStream.range(0, 4).mapToObj((slot) -> template.keyFor(name, null) + "#" + slot)
+			.filter((key) -> heldElsewhere.stream().noneMatch((lease) -> lease.key().equals(key)))
+			.findFirst().orElseThrow();
+		// five times: from a random slot, a scan of one try per slot would pay one call only once in 4^5
+		for (int i = 0; i < 5; i++) {
+			long before = calls(server);
+			try (Lease permit = template.acquirePermit(name, null, 4, LockOptions.defaults().waitTime(Duration.ZERO))) {
+				assertThat(calls(server) - before).as("backend calls for the one free slot of 4").isOne();
+				assertThat(permit.key()).isEqualTo(free);
+				assertThat(permit.isValid()).isTrue();
+				assertThat(permit.fencingToken()).isPositive();
+				assertThat(template.heldLeases()).extracting(LeaseInfo::key).containsExactly(free);
+				assertThat(other.tryAcquirePermit(name, null, 4, LockOptions.defaults().waitTime(Duration.ZERO)))
+					.as("a fifth permit").isEmpty();
+			}
+			await().atMost(Duration.ofSeconds(5)).until(() -> template.releasesInFlight() == 0);
+		}
+		heldElsewhere.forEach(Lease::close);
+	}
+
+	@ParameterizedTest
+	@ValueSource(strings = { "redis", "postgresql" })
+	void aScanSkipsAReservedSlotAsItsTryOnceWould(String server) {
+		LockBackend backend = backend(server);
+		KeySetAcquisition batch = (KeySetAcquisition) backend;
+		String prefix = "scan-" + UUID.randomUUID();
+		backend.tryAcquire(prefix + "#warm-up", "warm-up", TTL);
+		String held = prefix + "#0";
+		String reserved = prefix + "#1";
+		assertThat(backend.tryAcquire(held, "holder", TTL).acquired()).isTrue();
+		if (server.equals("redis")) {
+			redis.command("SET", "{" + reserved + "}", "*another-waiter", "PX", "10000");
+		}
+		else {
+			// as a release that drew another instance leaves the row: no owner, '>[<instance>][<other>]'
+			new JdbcTemplate(postgres()).update("INSERT INTO holdfast_lock VALUES (?, '', 1,"
+					+ " (date_part('epoch', clock_timestamp()) * 1000000)::bigint + 10000000, 0,"
+					+ " '>[0123456789ab][ba9876543210]')", reserved);
+		}
+		List<HeldLock> slots = IntStream.range(0, 4).mapToObj((slot) -> new HeldLock(prefix + "#" + slot, "x" + slot, TTL))
+			.toList();
+		KeySetAcquisition.FirstTaken taken = batch.tryAcquireFirst(slots);
+		assertThat(taken).isNotNull();
+		assertThat(taken.index()).as("the first slot neither held nor reserved").isEqualTo(2);
+		assertThat(backend.tryAcquire(prefix + "#3", "free", TTL).acquired()).as("the slot after it, left free").isTrue();
+		assertThat(backend.tryAcquire(reserved, "y", TTL).acquired()).as("the reserved slot, still reserved").isFalse();
+		assertThat(backend.release(prefix + "#2", "x2")).as("the slot taken, its owner's").isTrue();
+		AcquireResult single = backend.tryAcquire(prefix + "#2", "z", TTL);
+		assertThat(single.fencingToken()).as("its token, below the next single acquisition's")
+			.isGreaterThan(taken.fencingToken());
+		assertThat(batch.tryAcquireFirst(slots.subList(0, 2))).as("held and reserved: none taken").isNull();
+		if (server.equals("redis")) {
+			assertThat(redis.command("EXISTS", "{" + held + "}:waiters", "{" + reserved + "}:waiters"))
+				.as("waiters recorded")
+				.isEqualTo(0L);
+		}
+	}
+
+	@Test
+	void aResentScanAnswersAsItsFirstRunAndTakesNoOtherSlot() {
+		LockBackend backend = backend("redis");
+		KeySetAcquisition batch = (KeySetAcquisition) backend;
+		String prefix = "scan-" + UUID.randomUUID();
+		assertThat(backend.tryAcquire(prefix + "#0", "another", TTL).acquired()).isTrue();
+		List<HeldLock> slots = IntStream.range(0, 3).mapToObj((slot) -> new HeldLock(prefix + "#" + slot, "x" + slot, TTL))
+			.toList();
+		KeySetAcquisition.FirstTaken first = batch.tryAcquireFirst(slots);
+		assertThat(first).isNotNull();
+		assertThat(first.index()).isEqualTo(1);
+		// the first run's answer lost; meanwhile the slot before it was freed
+		assertThat(backend.release(prefix + "#0", "another")).isTrue();
+		assertThat(batch.tryAcquireFirst(slots)).as("the same request again").isEqualTo(first);
+		assertThat(backend.tryAcquire(prefix + "#0", "free", TTL).acquired()).as("the freed slot, left free").isTrue();
+		assertThat(backend.tryAcquire(prefix + "#2", "free", TTL).acquired()).as("the last slot, left free").isTrue();
+	}
+
+	@Test
+	void aScanWhoseAnswerIsLostLeavesNoSlotTaken() {
+		RedisLockBackend backend = new RedisLockBackend(redisFactory("lettuce"), RedisLockBackend.DEFAULT_CHANNEL) {
+			@Override
+			public @Nullable FirstTaken tryAcquireFirst(List<HeldLock> locks) {
+				super.tryAcquireFirst(locks);
+				throw new LockBackendException("the answer was lost", null);
+			}
+		};
+		this.closeAfterTest.add(backend);
+		DefaultLockTemplate template = new DefaultLockTemplate(backend, LockSettings.defaults());
+		this.closeAfterTest.add(template);
+		String name = "scan-" + UUID.randomUUID();
+		assertThatExceptionOfType(LockBackendException.class).isThrownBy(
+				() -> template.tryAcquirePermit(name, null, 3, LockOptions.defaults().waitTime(Duration.ZERO)));
+		assertThat(template.heldLeases()).isEmpty();
+		LockBackend other = backend("redis");
+		await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+			for (int slot = 0; slot < 3; slot++) {
+				String key = template.keyFor(name, null) + "#" + slot;
+				assertThat(other.tryAcquire(key, "other-" + slot, TTL).acquired()).as(key).isTrue();
+				assertThat(other.release(key, "other-" + slot)).isTrue();
+			}
+		});
+	}
+
+	@Test
+	void aScanOnRedisClusterTriesEachSlot() {
+		try (RedisCluster sharded = RedisCluster.start(1, 0, Duration.ofSeconds(5))) {
+			RedisClusterConfiguration configuration = new RedisClusterConfiguration(
+					List.of("127.0.0.1:" + sharded.nodes().get(0).port()));
+			LettuceConnectionFactory factory = new LettuceConnectionFactory(configuration);
+			factory.afterPropertiesSet();
+			factory.start();
+			this.closeAfterTest.add(factory::destroy);
+			RedisLockBackend backend = new RedisLockBackend(factory) {
+				@Override
+				public @Nullable FirstTaken tryAcquireFirst(List<HeldLock> locks) {
+					throw new AssertionError("one call over slots of several hash slots");
+				}
+			};
+			this.closeAfterTest.add(backend);
+			DefaultLockTemplate template = new DefaultLockTemplate(backend, LockSettings.defaults());
+			this.closeAfterTest.add(template);
+			String name = "scan-" + UUID.randomUUID();
+			List<Lease> permits = new ArrayList<>();
+			for (int i = 0; i < 3; i++) {
+				permits.add(template.acquirePermit(name, null, 3, LockOptions.defaults().waitTime(Duration.ZERO)));
+			}
+			assertThat(permits).extracting(Lease::key).doesNotHaveDuplicates();
+			assertThat(template.tryAcquirePermit(name, null, 3, LockOptions.defaults().waitTime(Duration.ZERO)))
+				.isEmpty();
+			permits.forEach(Lease::close);
+		}
 	}
 
 	/** Takes and releases two other keys: scripts cached, the database known. */
