@@ -39,6 +39,7 @@ import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.SingleConnectionDataSource;
 import org.springframework.jdbc.datasource.init.ResourceDatabasePopulator;
 
 import dev.holdfast.Lease;
@@ -485,6 +486,30 @@ class KeySetAcquisitionTests {
 			assertThat(redis.command("EXISTS", "{" + held + "}:waiters", "{" + reserved + "}:waiters"))
 				.as("waiters recorded")
 				.isEqualTo(0L);
+		}
+	}
+
+	@Test
+	void onPostgreSqlAScanWaitsForNoRowItFindsHeld() throws Exception {
+		LockBackend backend = backend("postgresql");
+		KeySetAcquisition batch = (KeySetAcquisition) backend;
+		String prefix = "scan-" + UUID.randomUUID();
+		assertThat(backend.tryAcquire(prefix + "#0", "holder", TTL).acquired()).isTrue();
+		List<HeldLock> slots = IntStream.range(0, 2).mapToObj((slot) -> new HeldLock(prefix + "#" + slot, "x" + slot, TTL))
+			.toList();
+		try (Connection renewal = postgres().getConnection()) {
+			// the held row locked by another statement (as a renewal does) until it ends: a scan that locked it would wait
+			renewal.setAutoCommit(false);
+			new JdbcTemplate(new SingleConnectionDataSource(renewal, true))
+				.queryForList("SELECT 1 FROM holdfast_lock WHERE lock_key = ? FOR NO KEY UPDATE", prefix + "#0");
+			long started = System.nanoTime();
+			assertThat(batch.tryAcquireFirst(slots.subList(0, 1))).as("the held slot alone").isNull();
+			FirstTaken taken = batch.tryAcquireFirst(slots);
+			assertThat(taken).isNotNull();
+			assertThat(taken.index()).as("the free slot after it").isEqualTo(1);
+			assertThat(Duration.ofNanos(System.nanoTime() - started)).as("time to refuse and to take").isLessThan(
+					Duration.ofSeconds(2));
+			renewal.rollback();
 		}
 	}
 
