@@ -208,15 +208,7 @@ class KeySetAcquisitionTests {
 		String prefix = "batch-" + UUID.randomUUID();
 		String reserved = prefix + ":b";
 		backend.tryAcquire(prefix + ":warm-up", "warm-up", TTL);
-		if (server.equals("redis")) {
-			redis.command("SET", "{" + reserved + "}", "*another-waiter", "PX", "10000");
-		}
-		else {
-			// as a release that drew another instance leaves the row: no owner, '>[<instance>][<other>]'
-			new JdbcTemplate(postgres()).update("INSERT INTO holdfast_lock VALUES (?, '', 1,"
-					+ " (date_part('epoch', clock_timestamp()) * 1000000)::bigint + 10000000, 0,"
-					+ " '>[0123456789ab][ba9876543210]')", reserved);
-		}
+		reserveForAnotherWaiter(server, reserved);
 		List<HeldLock> locks = List.of(new HeldLock(prefix + ":a", "x1", TTL), new HeldLock(reserved, "x2", TTL));
 		assertThat(batch.tryAcquireAll(locks)).isNull();
 		assertThat(backend.tryAcquire(prefix + ":a", "free", TTL).acquired()).as("the free key, left free").isTrue();
@@ -461,15 +453,7 @@ class KeySetAcquisitionTests {
 		String held = prefix + "#0";
 		String reserved = prefix + "#1";
 		assertThat(backend.tryAcquire(held, "holder", TTL).acquired()).isTrue();
-		if (server.equals("redis")) {
-			redis.command("SET", "{" + reserved + "}", "*another-waiter", "PX", "10000");
-		}
-		else {
-			// as a release that drew another instance leaves the row: no owner, '>[<instance>][<other>]'
-			new JdbcTemplate(postgres()).update("INSERT INTO holdfast_lock VALUES (?, '', 1,"
-					+ " (date_part('epoch', clock_timestamp()) * 1000000)::bigint + 10000000, 0,"
-					+ " '>[0123456789ab][ba9876543210]')", reserved);
-		}
+		reserveForAnotherWaiter(server, reserved);
 		List<HeldLock> slots = IntStream.range(0, 4).mapToObj((slot) -> new HeldLock(prefix + "#" + slot, "x" + slot, TTL))
 			.toList();
 		KeySetAcquisition.FirstTaken taken = batch.tryAcquireFirst(slots);
@@ -584,6 +568,19 @@ class KeySetAcquisitionTests {
 			assertThat(template.tryAcquirePermit(name, null, 3, LockOptions.defaults().waitTime(Duration.ZERO)))
 				.isEmpty();
 			permits.forEach(Lease::close);
+		}
+	}
+
+	/** Leaves {@code key} reserved for a waiter of another owner, as a release that drew it does. */
+	private void reserveForAnotherWaiter(String server, String key) {
+		if (server.equals("redis")) {
+			redis.command("SET", "{" + key + "}", "*another-waiter", "PX", "10000");
+		}
+		else {
+			// as a release that drew another instance leaves the row: no owner, '>[<instance>][<other>]'
+			new JdbcTemplate(postgres()).update("INSERT INTO holdfast_lock VALUES (?, '', 1,"
+					+ " (date_part('epoch', clock_timestamp()) * 1000000)::bigint + 10000000, 0,"
+					+ " '>[0123456789ab][ba9876543210]')", key);
 		}
 	}
 
