@@ -97,12 +97,14 @@ final class PostgresKeySets {
 
 	/**
 	 * Runs {@code statement} on the keys' PostgreSQL database, as {@code connections} runs any
-	 * statement of the backend; {@code action} names it in a failure ({@code <action> <n> locks from <key>}).
+	 * statement of the backend; {@code action} begins its name in a failure
+	 * ({@code <action> <n> locks from <key>}).
 	 */
 	static <T> T execute(JdbcConnections connections, String action, List<HeldLock> locks, Statement<T> statement) {
 		locks.forEach((lock) -> JdbcKeys.checkLockKey(lock.key()));
-		return connections.execute(action + " " + locks.size() + " locks from", locks.get(0).key(), (dialect, connection) -> statement
-			.run(((PostgreSqlDialect) dialect).keySets, dialect, connection, locks, connections.holder()));
+		return connections.execute(action + " " + locks.size() + " locks from", locks.get(0).key(),
+				(dialect, connection) -> statement.run(((PostgreSqlDialect) dialect).keySets, dialect, connection, locks,
+						connections.holder()));
 	}
 
 	/**
