@@ -35,7 +35,8 @@ import dev.holdfast.spi.KeySetAcquisition.FirstTaken;
  * {@code ON CONFLICT} clause's, its {@code EXCLUDED.acquired_at} the statement's clock), and the
  * single acquisition's upsert takes it. So the statement locks one row at most, one it read free,
  * and waits for no row while it holds another (no lock-order cycle); a row taken since it was read
- * is refused by the upsert's condition, under the row's lock, and the statement takes none.
+ * is refused by the upsert's condition, under the row's lock: the statement answers the key it
+ * chose with no token, and runs again on the keys after it (autocommit: no row held between runs).
  * <p>
  * The other statements over several rows, renewal and the sweep, are here too, so that the lock
  * order of MKY-6 reads in one place.
@@ -78,9 +79,9 @@ final class PostgresKeySets {
 		this.firstSql = "WITH n AS " + now + ", c AS (SELECT v.k, v.o, v.ttl, ?::varchar AS h"
 				+ " FROM unnest(?::varchar[], ?::varchar[], ?::bigint[]) WITH ORDINALITY AS v(k, o, ttl, i)"
 				+ " CROSS JOIN (SELECT us AS acquired_at FROM n) AS excluded LEFT JOIN " + table
-				+ " l ON l.lock_key = v.k WHERE l.lock_key IS NULL OR (" + takeable + ") ORDER BY v.i LIMIT 1) "
+				+ " l ON l.lock_key = v.k WHERE l.lock_key IS NULL OR (" + takeable + ") ORDER BY v.i LIMIT 1), u AS ("
 				+ insert + " SELECT c.k, c.o, n.us, n.us + c.ttl, n.us, c.h FROM n, c" + takeRow
-				+ " RETURNING l.lock_key, l.fence";
+				+ " RETURNING l.lock_key, l.fence) SELECT c.k, u.fence FROM c LEFT JOIN u ON u.lock_key = c.k";
 		// The rows are locked first in the order of their keys' bytes (s), as the several-key statement
 		// locks them (MKY-6): the update touches only rows s locked, so no lock-order cycle. s carries
 		// owner and time to live, so that a generic plan does not join the arrays twice.
@@ -127,19 +128,31 @@ final class PostgresKeySets {
 	/** The first free of {@code locks} taken, in their order, or {@code null} when none was. */
 	@Nullable FirstTaken acquireFirst(JdbcLockDialect dialect, Connection connection, List<HeldLock> locks,
 			String holder) throws SQLException {
-		Map<String, Long> tokens = run(dialect, connection, this.firstSql, locks, holder, this.reserved);
-		for (int i = 0; tokens != null && i < locks.size(); i++) {
-			Long token = tokens.get(locks.get(i).key());
-			if (token != null) {
-				return new FirstTaken(i, token);
+		int from = 0;
+		while (from < locks.size()) {
+			List<HeldLock> rest = locks.subList(from, locks.size());
+			Map<String, Long> chosen = run(dialect, connection, this.firstSql, rest, holder, this.reserved);
+			if (chosen == null || chosen.isEmpty()) {
+				return null;
 			}
+			int i = 0;
+			while (!chosen.containsKey(rest.get(i).key())) {
+				i++;
+			}
+			Long token = chosen.get(rest.get(i).key());
+			if (token != null) {
+				return new FirstTaken(from + i, token);
+			}
+			// taken since the statement read it free: the keys after it, as a try of each would go on
+			from += i + 1;
 		}
 		return null;
 	}
 
 	/**
 	 * Runs {@code sql} with the holder, the locks' keys, owners and ttls, {@link #reserved} and
-	 * {@code last}: the rows taken, or {@code null} when the statement took some but not all.
+	 * {@code last}: the rows taken (a key chosen but refused has no token), or {@code null} when the
+	 * statement took some but not all.
 	 */
 	private @Nullable Map<String, Long> run(JdbcLockDialect dialect, Connection connection, String sql,
 			List<HeldLock> locks, String holder, Object last) throws SQLException {
@@ -164,7 +177,9 @@ final class PostgresKeySets {
 			ps.setObject(6, last);
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
-					tokens.put(rs.getString(1), rs.getLong(2));
+					String key = rs.getString(1);
+					long token = rs.getLong(2);
+					tokens.put(key, rs.wasNull() ? null : token);
 				}
 			}
 		}

@@ -12,6 +12,9 @@ import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
@@ -494,6 +497,33 @@ class KeySetAcquisitionTests {
 			assertThat(Duration.ofNanos(System.nanoTime() - started)).as("time to refuse and to take").isLessThan(
 					Duration.ofSeconds(2));
 			renewal.rollback();
+		}
+	}
+
+	@Test
+	void onPostgreSqlASlotTakenAfterTheScanReadItFreeIsPassedAndTheNextFreeOneTaken() throws Exception {
+		KeySetAcquisition batch = (KeySetAcquisition) backend("postgresql");
+		String prefix = "scan-" + UUID.randomUUID();
+		List<HeldLock> slots = IntStream.range(0, 2).mapToObj((slot) -> new HeldLock(prefix + "#" + slot, "x" + slot, TTL))
+			.toList();
+		ExecutorService scanner = Executors.newSingleThreadExecutor();
+		this.closeAfterTest.add(scanner::shutdownNow);
+		try (Connection other = postgres().getConnection()) {
+			// another acquisition's insert of #0, not committed yet: the scan reads #0 free and chooses it
+			other.setAutoCommit(false);
+			JdbcTemplate jdbc = new JdbcTemplate(new SingleConnectionDataSource(other, true));
+			jdbc.update("INSERT INTO holdfast_lock VALUES (?, 'other', 1,"
+					+ " (date_part('epoch', clock_timestamp()) * 1000000)::bigint + 10000000, 0, '')", prefix + "#0");
+			int otherPid = jdbc.queryForObject("SELECT pg_backend_pid()", Integer.class);
+			Future<@Nullable FirstTaken> scan = scanner.submit(() -> batch.tryAcquireFirst(slots));
+			JdbcTemplate watcher = new JdbcTemplate(postgres());
+			await().atMost(Duration.ofSeconds(10)).until(() -> watcher.queryForObject(
+					"SELECT count(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))", Integer.class,
+					otherPid) > 0);
+			other.commit();
+			FirstTaken taken = scan.get(10, TimeUnit.SECONDS);
+			assertThat(taken).as("#0 taken meanwhile, #1 free throughout").isNotNull();
+			assertThat(taken.index()).isEqualTo(1);
 		}
 	}
 
