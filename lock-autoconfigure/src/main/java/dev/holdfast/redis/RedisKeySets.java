@@ -126,12 +126,13 @@ final class RedisKeySets {
 	/**
 	 * Runs {@code script} on the locks' keys and arguments: its reply, or {@code null} when Redis
 	 * answered with an error reply other than the fencing limit (the script wrote nothing), which
-	 * turns the batch off for this backend.
+	 * turns the batch off for this backend, or when the batch is off (on Redis Cluster, with replicas
+	 * to acknowledge, or turned off by another call since the caller asked).
 	 */
 	private @Nullable List<?> run(RedisLockBackend backend, RedisScript<?> script, List<HeldLock> locks) {
 		if (!this.offered.get()) {
-			throw new UnsupportedOperationException("Locks cannot be taken at once on Redis Cluster or with replicas "
-					+ "to acknowledge: ask acquiresKeySets() first");
+			// never offered, or turned off by another call since this caller asked: "cannot after all"
+			return null;
 		}
 		byte[][] keys = new byte[locks.size() * 2][];
 		byte[][] args = new byte[locks.size() * 2][];

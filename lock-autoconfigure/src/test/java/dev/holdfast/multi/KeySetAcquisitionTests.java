@@ -409,6 +409,10 @@ class KeySetAcquisitionTests {
 	void notOfferedOnRedisClusterNorWithReplicasToAcknowledge() {
 		LettuceConnectionFactory cluster = new LettuceConnectionFactory(new RedisClusterConfiguration(List.of("127.0.0.1:1")));
 		assertThat(new RedisLockBackend(cluster).acquiresKeySets()).isFalse();
+		// asked anyway (the batch turned off by another call since this caller asked): "cannot", no failure
+		List<HeldLock> locks = List.of(new HeldLock("k#0", "a", TTL), new HeldLock("k#1", "b", TTL));
+		assertThat(new RedisLockBackend(cluster).tryAcquireFirst(locks)).isNull();
+		assertThat(new RedisLockBackend(cluster).tryAcquireAll(locks)).isNull();
 		LettuceConnectionFactory single = new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", 1));
 		assertThat(new RedisLockBackend(single, RedisLockBackend.DEFAULT_CHANNEL,
 				new ReplicaAcks(1, Duration.ofMillis(100))).acquiresKeySets()).isFalse();
