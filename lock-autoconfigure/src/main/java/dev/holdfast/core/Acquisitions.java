@@ -191,7 +191,7 @@ final class Acquisitions {
 	/**
 	 * Takes {@code keys} with one {@link KeySetAcquisition} call, a try-once of each (MKY-6): their
 	 * registered leases, or {@code null} if the backend cannot now or refused (nothing taken).
-	 * @throws LockBackendException if the call failed; each key is released in the background
+	 * @throws LockBackendException if the call failed (interrupted: LockInterruptedException); each key is released
 	 */
 	@Nullable List<HeldLease> acquireAll(String name, List<String> keys, Duration ttl, boolean renew) {
 		if (!acquiresAtOnce()) {
@@ -225,7 +225,7 @@ final class Acquisitions {
 	 * Takes the first free of {@code keys}, in their order, with one {@link KeySetAcquisition}
 	 * call, a try-once of each (SEM-7): its registered lease, or {@code null} if none was free or
 	 * the backend found it cannot ({@link #acquiresAtOnce} is false then).
-	 * @throws LockBackendException if the call failed; each key is released in the background
+	 * @throws LockBackendException if the call failed (interrupted: LockInterruptedException); each key is released
 	 */
 	@Nullable HeldLease acquireFirst(String name, List<String> keys, Duration ttl, boolean renew) {
 		List<HeldLock> locks = locks(keys, ttl);
@@ -259,14 +259,14 @@ final class Acquisitions {
 	}
 
 	/** A call that took keys at once failed: each may be taken, so each is released in the background (ACQ-4). */
-	private LockBackendException failedAtOnce(String name, List<HeldLock> locks, long sent, RuntimeException ex) {
+	private RuntimeException failedAtOnce(String name, List<HeldLock> locks, long sent, RuntimeException ex) {
 		String backendName = this.failures.backendName();
 		locks.forEach((lock) -> this.background.releaseUnknownOutcome(lock.key(), lock.owner()));
 		LockBackendException failure = this.failures.of(ex, "acquire", locks.get(0).key());
 		this.listener.acquiring(name, locks.get(0).key(), backendName).failed(failure);
 		this.listener.failed(name, backendName, LockKeys.mode(locks.get(0).key(), false),
 				Duration.ofNanos(System.nanoTime() - sent), failure);
-		return failure;
+		return this.failures.interruptedOr(failure, locks.get(0).key());
 	}
 
 	/** The lease of a key a call at once took, registered as a single acquisition's. */

@@ -3,6 +3,7 @@ package dev.holdfast.core;
 import java.util.concurrent.CompletionException;
 
 import dev.holdfast.LockBackendException;
+import dev.holdfast.LockInterruptedException;
 
 /**
  * How the engine shows keys and backend failures: keys masked as {@link LockSettings#shown}
@@ -27,6 +28,20 @@ final class Failures {
 	/** {@code key} as logs and messages show it. */
 	String shown(String key) {
 		return this.settings.shown(key);
+	}
+
+	/**
+	 * {@code failure} as the caller gets it: a {@link LockInterruptedException} (its cause an
+	 * {@link InterruptedException} caused by the failure) when the thread is interrupted, whose flag
+	 * stays set, as a blocking acquisition's interrupted call gives; else {@code failure} itself.
+	 */
+	RuntimeException interruptedOr(LockBackendException failure, String key) {
+		if (!Thread.currentThread().isInterrupted()) {
+			return failure;
+		}
+		InterruptedException interrupted = new InterruptedException(failure.getMessage());
+		interrupted.initCause(failure);
+		return new LockInterruptedException(shown(key), interrupted);
 	}
 
 	/**

@@ -576,6 +576,31 @@ class KeySetAcquisitionTests {
 	}
 
 	@Test
+	void aScanInterruptedDuringItsCallThrowsLockInterruptedExceptionAndKeepsTheFlag() {
+		RedisLockBackend backend = new RedisLockBackend(redisFactory("lettuce"), RedisLockBackend.DEFAULT_CHANNEL) {
+			@Override
+			public @Nullable FirstTaken tryAcquireFirst(List<HeldLock> locks) {
+				// as Lettuce's command interrupted while waiting for its answer
+				Thread.currentThread().interrupt();
+				throw new LockBackendException("interrupted while waiting for the reply", null);
+			}
+		};
+		this.closeAfterTest.add(backend);
+		DefaultLockTemplate template = new DefaultLockTemplate(backend, LockSettings.defaults());
+		this.closeAfterTest.add(template);
+		try {
+			assertThatExceptionOfType(LockInterruptedException.class).isThrownBy(
+					() -> template.tryAcquirePermit("scan-" + UUID.randomUUID(), null, 3,
+							LockOptions.defaults().waitTime(Duration.ZERO)))
+				.withRootCauseInstanceOf(LockBackendException.class);
+			assertThat(Thread.currentThread().isInterrupted()).as("the interrupt flag").isTrue();
+		}
+		finally {
+			Thread.interrupted();
+		}
+	}
+
+	@Test
 	void aScanOnRedisClusterTriesEachSlot() {
 		try (RedisCluster sharded = RedisCluster.start(1, 0, Duration.ofSeconds(5))) {
 			RedisClusterConfiguration configuration = new RedisClusterConfiguration(
