@@ -100,12 +100,17 @@ final class PostgresKeySets {
 	 * Runs {@code statement} on the keys' PostgreSQL database, as {@code connections} runs any
 	 * statement of the backend; {@code action} begins its name in a failure
 	 * ({@code <action> <n> locks from <key>}).
+	 * @throws UnsupportedOperationException when the database is not PostgreSQL
 	 */
 	static <T> T execute(JdbcConnections connections, String action, List<HeldLock> locks, Statement<T> statement) {
 		locks.forEach((lock) -> JdbcKeys.checkLockKey(lock.key()));
-		return connections.execute(action + " " + locks.size() + " locks from", locks.get(0).key(),
-				(dialect, connection) -> statement.run(((PostgreSqlDialect) dialect).keySets, dialect, connection, locks,
-						connections.holder()));
+		return connections.execute(action + " " + locks.size() + " locks from", locks.get(0).key(), (dialect, connection) -> {
+			if (!(dialect instanceof PostgreSqlDialect postgres)) {
+				throw new UnsupportedOperationException("Locks are taken at once on PostgreSQL only, not with "
+						+ dialect.getClass().getSimpleName() + ": ask acquiresKeySets() first");
+			}
+			return statement.run(postgres.keySets, dialect, connection, locks, connections.holder());
+		});
 	}
 
 	/**
