@@ -1,8 +1,6 @@
 package dev.holdfast.core;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -23,8 +21,6 @@ import dev.holdfast.LockListener.LockObservation;
 import dev.holdfast.spi.AcquireResult;
 import dev.holdfast.spi.AnnouncedReleases;
 import dev.holdfast.spi.AsyncLockBackend;
-import dev.holdfast.spi.HeldLock;
-import dev.holdfast.spi.KeySetAcquisition;
 import dev.holdfast.spi.LockBackend;
 import dev.holdfast.spi.SharedLocks;
 import dev.holdfast.spi.WaitQueue;
@@ -186,97 +182,6 @@ final class Acquisitions {
 				observation);
 		acquisition.start();
 		return acquisition.result;
-	}
-
-	/**
-	 * Takes {@code keys} with one {@link KeySetAcquisition} call, a try-once of each (MKY-6): their
-	 * registered leases, or {@code null} if the backend cannot now or refused (nothing taken).
-	 * @throws LockBackendException if the call failed (interrupted: LockInterruptedException); each key is released
-	 */
-	@Nullable List<HeldLease> acquireAll(String name, List<String> keys, Duration ttl, boolean renew) {
-		if (!acquiresAtOnce()) {
-			return null;
-		}
-		List<HeldLock> locks = locks(keys, ttl);
-		long sent = System.nanoTime();
-		long[] tokens;
-		try {
-			tokens = ((KeySetAcquisition) this.backend).tryAcquireAll(locks);
-		}
-		catch (RuntimeException ex) {
-			throw failedAtOnce(name, locks, sent, ex);
-		}
-		if (tokens == null) {
-			return null;
-		}
-		List<HeldLease> leases = new ArrayList<>(locks.size());
-		for (int i = 0; i < tokens.length; i++) {
-			leases.add(registerTaken(name, locks.get(i), tokens[i], renew, sent));
-		}
-		return leases;
-	}
-
-	/** Whether the backend takes several keys in one call now ({@link KeySetAcquisition}, MKY-6, SEM-7). */
-	boolean acquiresAtOnce() {
-		return this.backend instanceof KeySetAcquisition batch && batch.acquiresKeySets();
-	}
-
-	/**
-	 * Takes the first free of {@code keys}, in their order, with one {@link KeySetAcquisition}
-	 * call, a try-once of each (SEM-7): its registered lease, or {@code null} if none was free or
-	 * the backend found it cannot ({@link #acquiresAtOnce} is false then).
-	 * @throws LockBackendException if the call failed (interrupted: LockInterruptedException); each key is released
-	 */
-	@Nullable HeldLease acquireFirst(String name, List<String> keys, Duration ttl, boolean renew) {
-		List<HeldLock> locks = locks(keys, ttl);
-		long sent = System.nanoTime();
-		KeySetAcquisition.FirstTaken taken;
-		try {
-			taken = ((KeySetAcquisition) this.backend).tryAcquireFirst(locks);
-		}
-		catch (RuntimeException ex) {
-			throw failedAtOnce(name, locks, sent, ex);
-		}
-		return (taken != null) ? registerTaken(name, locks.get(taken.index()), taken.fencingToken(), renew, sent)
-				: null;
-	}
-
-	/**
-	 * Whether no key has a local waiter, nor a lease here ({@code anyLease}) or a release in
-	 * flight here: what a call at once takes no heed of (MKY-6, SEM-7).
-	 */
-	boolean unclaimedHere(List<String> keys, boolean anyLease) {
-		for (String key : keys) {
-			if (this.lines.wanted(key) || (anyLease ? this.leases.get(key) : this.leases.releaseInFlight(key)) != null) {
-				return false;
-			}
-		}
-		return true;
-	}
-
-	private List<HeldLock> locks(List<String> keys, Duration ttl) {
-		return keys.stream().map((key) -> new HeldLock(key, this.owners.next(), ttl)).toList();
-	}
-
-	/** A call that took keys at once failed: each may be taken, so each is released in the background (ACQ-4). */
-	private RuntimeException failedAtOnce(String name, List<HeldLock> locks, long sent, RuntimeException ex) {
-		String backendName = this.failures.backendName();
-		locks.forEach((lock) -> this.background.releaseUnknownOutcome(lock.key(), lock.owner()));
-		LockBackendException failure = this.failures.of(ex, "acquire", locks.get(0).key());
-		this.listener.acquiring(name, locks.get(0).key(), backendName).failed(failure);
-		this.listener.failed(name, backendName, LockKeys.mode(locks.get(0).key(), false),
-				Duration.ofNanos(System.nanoTime() - sent), failure);
-		return this.failures.interruptedOr(failure, locks.get(0).key());
-	}
-
-	/** The lease of a key a call at once took, registered as a single acquisition's. */
-	private HeldLease registerTaken(String name, HeldLock lock, long token, boolean renew, long sent) {
-		String backendName = this.failures.backendName();
-		HeldLease lease = this.leases.register(name, lock.key(), lock.owner(), token, lock.ttl(), renew, sent,
-				this.listener.acquiring(name, lock.key(), backendName));
-		this.listener.acquired(name, backendName, LockKeys.mode(lock.key(), false),
-				Duration.ofNanos(System.nanoTime() - sent));
-		return lease;
 	}
 
 	/**

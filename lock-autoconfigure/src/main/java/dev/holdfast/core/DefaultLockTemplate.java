@@ -71,6 +71,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 
 	private final Acquisitions acquisitions;
 
+	private final AtOnceAcquisitions atOnce;
+
 	private final @Nullable AutoCloseable lostSubscription;
 
 	private volatile boolean closed;
@@ -92,6 +94,7 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		this.leases = new LocalLeases(backend, this.failures, guarded, settings.clock(), this.releases);
 		this.acquisitions = new Acquisitions(backend, this.lines, this.leases, this.background, this.failures,
 				guarded, settings.pollInterval(), settings.instanceName());
+		this.atOnce = new AtOnceAcquisitions(this.acquisitions);
 		this.lostSubscription = (backend instanceof SessionLeases sessions) ? sessions.onLost(this.leases::lostOnBackend)
 				: null;
 	}
@@ -258,23 +261,10 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		}
 	}
 
-	/** The most keys taken in one backend call (MKY-6), so that one script or statement stays short. */
-	static final int MAX_KEYS_AT_ONCE = 1000;
-
 	@Override
 	public @Nullable List<Lease> acquireAllAtOnce(String name, List<String> keys, LockOptions options) {
-		if (keys.size() > MAX_KEYS_AT_ONCE || !openAtOnce(options)) {
-			return null;
-		}
-		if (Thread.currentThread().isInterrupted()) {
-			// as the blocking path: the flag stays set, nothing is taken
-			throw new LockInterruptedException(shownKey(keys.get(0)), new InterruptedException());
-		}
-		// held or being released here, or a local waiter first in line (ACQ-1, ACQ-5): the per-key path
-		if (!this.acquisitions.unclaimedHere(keys, true)) {
-			return null;
-		}
-		List<HeldLease> taken = this.acquisitions.acquireAll(name, keys, leaseTime(options), options.isRenew());
+		List<HeldLease> taken = openAtOnce(options)
+				? this.atOnce.acquireAll(name, keys, leaseTime(options), options.isRenew()) : null;
 		return (taken != null) ? taken.stream().<Lease>map(LeaseHandle::new).toList() : null;
 	}
 
@@ -282,11 +272,10 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	@Override
 	public @Nullable Lease acquireFirstSlot(String name, @Nullable Object key, List<Integer> slots, LockOptions options) {
 		List<String> slotKeys = slots.stream().map((slot) -> this.keys.encodeSlot(name, key, slot)).toList();
-		// a slot's own release in flight (ACQ-5) or a local waiter (ACQ-1): its try-once, as each other slot's
-		if (slots.size() > 1 && waitTime(options).isZero() && openAtOnce(options) && this.acquisitions.acquiresAtOnce()
-				&& !Thread.currentThread().isInterrupted() && this.acquisitions.unclaimedHere(slotKeys, false)) {
-			HeldLease taken = this.acquisitions.acquireFirst(name, slotKeys, leaseTime(options), options.isRenew());
-			if (taken != null || this.acquisitions.acquiresAtOnce()) {
+		if (waitTime(options).isZero() && openAtOnce(options) && this.atOnce.takesFirstAtOnce(slotKeys)) {
+			HeldLease taken = this.atOnce.acquireFirst(name, slotKeys, leaseTime(options), options.isRenew());
+			// refused: none free (no try of each); the backend found it cannot after all: a try of each
+			if (taken != null || this.atOnce.acquiresAtOnce()) {
 				return (taken != null) ? detached(new LeaseHandle(taken)) : null;
 			}
 		}
