@@ -77,8 +77,8 @@ public final class StartupCost {
 	}
 
 	/** What one start measured. */
-	record Start(double seconds, double cpuSeconds, long classes, long threads, double heapMb, double nonHeapMb,
-			Set<String> threadNames) {
+	record Start(double seconds, double cpuSeconds, Map<String, Double> cpuByThreads, long classes, long threads,
+			double heapMb, double nonHeapMb, Set<String> threadNames) {
 	}
 
 	private final int runs = Integer.getInteger("bench.startup.runs", 5);
@@ -219,6 +219,7 @@ public final class StartupCost {
 		try {
 			double seconds = awaitStarted(process, log);
 			double cpuSeconds = cpuSeconds(process.pid());
+			Map<String, Double> cpuByThreads = ThreadCpu.of(process.pid());
 			Thread.sleep(this.settle.toMillis());
 			String pid = Long.toString(process.pid());
 			Map<String, String> counters = counters(jcmd(pid, "PerfCounter.print"));
@@ -231,7 +232,7 @@ public final class StartupCost {
 			double heapMb = kilobytes(HEAP_USED, heap, 1) / 1024.0;
 			double metaspaceMb = kilobytes(METASPACE_USED, heap, 1) / 1024.0;
 			double codeMb = sum(CODE_USED, jcmd(pid, "Compiler.codecache"), 2) / 1024.0;
-			Start start = new Start(seconds, cpuSeconds, classes, threads, heapMb, metaspaceMb + codeMb, names);
+			Start start = new Start(seconds, cpuSeconds, cpuByThreads, classes, threads, heapMb, metaspaceMb + codeMb, names);
 			System.out.printf(Locale.ROOT, "%-8s run-%-3d start %.2f s (CPU %.2f s), %d classes, %d threads, "
 					+ "heap %.1f MB, non-heap %.1f MB, load %s%n", side, this.started, seconds, cpuSeconds, classes,
 					threads, heapMb, start.nonHeapMb(), Provenance.loadAverage());
@@ -268,6 +269,10 @@ public final class StartupCost {
 		row(table, "start: JVM uptime at \"Started\" (s)", without, with, Start::seconds, "%.2f", "at most +0.4 s");
 		row(table, "CPU time of the JVM at \"Started\" (s), for reference", without, with, Start::cpuSeconds, "%.2f",
 				"");
+		for (String group : ThreadCpu.GROUPS) {
+			row(table, "&nbsp;&nbsp;of which " + group + " alive at \"Started\"", without, with,
+					(start) -> start.cpuByThreads().getOrDefault(group, 0.0), "%.2f", "");
+		}
 		row(table, "classes loaded", without, with, (start) -> start.classes(), "%.0f", "");
 		row(table, "live threads", without, with, (start) -> start.threads(), "%.0f", "at most +3");
 		row(table, "heap used after a full GC (MB)", without, with, Start::heapMb, "%.1f", "");
@@ -299,7 +304,7 @@ public final class StartupCost {
 			.append(String.format(Locale.ROOT, format, after))
 			.append(" | ")
 			.append(String.format(Locale.ROOT, "%+" + format.substring(1), added))
-			.append(String.format(Locale.ROOT, " (%+.0f %%)", 100 * added / before))
+			.append((before != 0) ? String.format(Locale.ROOT, " (%+.0f %%)", 100 * added / before) : "")
 			.append(" | ")
 			.append(goal)
 			.append(" |\n");
