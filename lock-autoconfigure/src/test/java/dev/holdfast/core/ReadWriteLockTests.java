@@ -281,7 +281,7 @@ class ReadWriteLockTests {
 	}
 
 	/** Memory that counts the shared attempts, releases and renewals. */
-	static final class Counting extends InMemoryLockBackend {
+	static class Counting extends InMemoryLockBackend {
 
 		final List<String> sharedOwners = new CopyOnWriteArrayList<>();
 
