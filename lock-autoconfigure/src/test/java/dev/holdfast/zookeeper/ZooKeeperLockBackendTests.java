@@ -401,7 +401,7 @@ class ZooKeeperLockBackendTests {
 			await().atMost(Duration.ofSeconds(15))
 				.ignoreExceptions()
 				.until(() -> holderBackend.client().checkExists().forPath(parent) != null);
-			assertThat(holderBackend.release(key, "holder")).isTrue();
+			assertThat(releaseOnceAnswered(holderBackend, key, "holder")).isTrue();
 			Outcome outcome = waiting.get(20, TimeUnit.SECONDS);
 			assertThat(outcome.result().acquired()).isTrue();
 			assertThat(outcome.result().fencingToken()).isGreaterThan(held.fencingToken());
@@ -490,7 +490,7 @@ class ZooKeeperLockBackendTests {
 			await().atMost(Duration.ofSeconds(15))
 				.ignoreExceptions()
 				.until(() -> holderBackend.client().checkExists().forPath("/") != null);
-			assertThat(holderBackend.release(key, "holder")).isTrue();
+			assertThat(releaseOnceAnswered(holderBackend, key, "holder")).isTrue();
 		}
 		finally {
 			pool.shutdownNow();
@@ -535,8 +535,10 @@ class ZooKeeperLockBackendTests {
 				assertThatThrownBy(() -> waiting.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
 					.cause()
 					.isInstanceOf(LockBackendException.class);
+				// Closing Curator took 2.04 s on a machine at load 17: the bound tells "at once" from the
+				// session timeout (30 s) and the wait (60 s), not from a slow close.
 				assertThat(Duration.ofNanos(System.nanoTime() - closed)).as("at once, not at the end of the wait")
-					.isLessThan(Duration.ofSeconds(2));
+					.isLessThan(Duration.ofSeconds(8));
 			}
 			finally {
 				server.restart(0);
@@ -550,7 +552,22 @@ class ZooKeeperLockBackendTests {
 		await().atMost(Duration.ofSeconds(15))
 			.ignoreExceptions()
 			.until(() -> holderBackend.client().checkExists().forPath("/") != null);
-		assertThat(holderBackend.release(key, "holder")).isTrue();
+		assertThat(releaseOnceAnswered(holderBackend, key, "holder")).isTrue();
+	}
+
+	/**
+	 * Releases, again while the call gets no answer in time: right after a restart, on a loaded
+	 * machine, a release got none within the holder's 1 s although a read had just been answered.
+	 */
+	private static boolean releaseOnceAnswered(ZooKeeperLockBackend backend, String key, String owner) {
+		AtomicBoolean released = new AtomicBoolean();
+		await().atMost(Duration.ofSeconds(15))
+			.ignoreExceptionsInstanceOf(LockBackendException.class)
+			.until(() -> {
+				released.set(backend.release(key, owner));
+				return true;
+			});
+		return released.get();
 	}
 
 	/**
