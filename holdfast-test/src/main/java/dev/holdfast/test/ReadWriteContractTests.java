@@ -56,8 +56,26 @@ public interface ReadWriteContractTests {
 	/** The poll interval of the templates of {@link LockBackendContractTests}. */
 	Duration POLL_INTERVAL = Duration.ofMillis(200);
 
+	/**
+	 * The poll interval of the waiting writer of {@link #aWaitingWriterIsServedBeforeALaterReader}. Its
+	 * record lasts two poll intervals from each attempt (RWL-12, RWL-21, RWL-34), so a writer thread
+	 * stalled for longer than about one interval lets it lapse, as a writer that gave up does; with
+	 * 200 ms, gaps of 687 ms and 1,323 ms between two stamps let the later reader in on 2 loaded cores.
+	 */
+	Duration WAITING_WRITER_POLL_INTERVAL = Duration.ofSeconds(2);
+
+	/**
+	 * The lease time of the renewed join of {@link #aMixedJoinStaysValidAfterTheShorterHoldCloses}: renewed a
+	 * third of it after each confirmation, it is lost if the renewal thread stalls for about two thirds
+	 * of it; with 600 ms (400 ms of slack), renewals 282 ms late were seen on 2 loaded cores.
+	 */
+	Duration MIXED_JOIN_LEASE = Duration.ofSeconds(3);
+
 	/** A lock template on a new client of the backend: another instance of the application. */
 	LockTemplate anotherInstance();
+
+	/** Like {@link #anotherInstance(LockListener)}, its waiters pausing at most {@code pollInterval}. */
+	LockTemplate anotherInstance(Duration pollInterval, LockListener listener);
 
 	/**
 	 * Like {@link #anotherInstance()}, telling {@code listener} what its locks do; optional: not
@@ -255,7 +273,8 @@ public interface ReadWriteContractTests {
 	@Test
 	default void aWaitingWriterIsServedBeforeALaterReader() throws Exception {
 		LockTemplate first = readingInstance();
-		LockTemplate writer = anotherInstance();
+		// Its record outlives a stall of its thread on a loaded machine (WAITING_WRITER_POLL_INTERVAL).
+		LockTemplate writer = anotherInstance(WAITING_WRITER_POLL_INTERVAL, LockListener.NONE);
 		LockTemplate later = anotherInstance();
 		String name = uniqueName();
 		List<String> order = new CopyOnWriteArrayList<>();
@@ -420,13 +439,13 @@ public interface ReadWriteContractTests {
 		LockTemplate writer = anotherInstance();
 		LockOptions write = LockOptions.defaults().waitTime(Duration.ZERO);
 		String renewed = uniqueName();
-		// a joiner that renews keeps the lease after the first (not renewed) hold closed
-		Lease first = holding.acquire(renewed, null, read(Duration.ZERO).leaseTime(Duration.ofMillis(600)).renew(false));
+		// a joiner that renews keeps the lease after the first (not renewed) hold closed, valid beyond its lease time
+		Lease first = holding.acquire(renewed, null, read(Duration.ZERO).leaseTime(MIXED_JOIN_LEASE).renew(false));
 		Lease joiner = onACaller(() -> holding.acquire(renewed, null,
-					read(Duration.ZERO).leaseTime(Duration.ofMillis(600)).renew(true)))
+					read(Duration.ZERO).leaseTime(MIXED_JOIN_LEASE).renew(true)))
 			.get(30, TimeUnit.SECONDS);
 		first.close();
-		await().during(Duration.ofMillis(1500)).atMost(Duration.ofSeconds(5)).until(joiner::isValid);
+		await().during(MIXED_JOIN_LEASE.plusSeconds(1)).atMost(Duration.ofSeconds(10)).until(joiner::isValid);
 		assertThat(writer.tryAcquire(renewed, null, write)).isEmpty();
 		joiner.close();
 		// a joiner with a shorter lease never shortens the first hold's
