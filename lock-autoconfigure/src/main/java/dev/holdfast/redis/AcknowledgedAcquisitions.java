@@ -70,6 +70,9 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 
 	private int open;
 
+	/** Of {@link #open}, those still being opened. */
+	private int opening;
+
 	private boolean closed;
 
 	private AcknowledgedAcquisitions(LettuceConnectionFactory factory, ReplicaAcks acks) {
@@ -219,9 +222,16 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 	private LockBackendException busy(String key, Throwable ex) {
 		Throwable cause = (ex instanceof CompletionException && ex.getCause() != null) ? ex.getCause() : ex;
 		if (cause instanceof TimeoutException) {
-			return new LockBackendException("Redis acquire of lock '" + key + "': all " + MAX_CONNECTIONS
-					+ " connections for acquisitions that replicas acknowledge stayed busy for the command timeout ("
-					+ this.factory.getTimeout() + "ms)", null);
+			int busy;
+			int opening;
+			synchronized (this.lock) {
+				opening = this.opening;
+				busy = this.open - opening;
+			}
+			// True either way: a first connection (or one after a failure) may still be opening.
+			return new LockBackendException("Redis acquire of lock '" + key + "': no connection for acquisitions that"
+					+ " replicas acknowledge was free within the command timeout (" + this.factory.getTimeout() + "ms): "
+					+ busy + " open and busy" + ((opening > 0) ? ", " + opening + " still being opened" : ""), null);
 		}
 		return failure("acquire", key, cause);
 	}
@@ -290,6 +300,7 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 			this.waiting.addLast(borrowed);
 			if (this.open < MAX_CONNECTIONS) {
 				this.open++;
+				this.opening++;
 				connect = true;
 			}
 		}
@@ -319,6 +330,9 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 					connectFailed(RedisCalls.hasMessage(ex, "RedisURI is not available") ? noAddress(ex) : ex);
 					return;
 				}
+				synchronized (this.lock) {
+					this.opening--;
+				}
 				giveBack(connection);
 			});
 		}
@@ -340,6 +354,7 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 		List<CompletableFuture<StatefulRedisConnection<byte[], byte[]>>> failed;
 		synchronized (this.lock) {
 			this.open--;
+			this.opening--;
 			failed = new ArrayList<>(this.waiting);
 			this.waiting.clear();
 		}

@@ -1,5 +1,6 @@
 package dev.holdfast.redis;
 
+import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -143,6 +144,28 @@ class RedisReplicaAckConnectionTests {
 		assertThatExceptionOfType(LockBackendException.class)
 			.isThrownBy(() -> backend.tryAcquire(key(), "late", Duration.ofSeconds(10)))
 			.withMessageContaining("closed");
+	}
+
+	/**
+	 * The first connection still being opened when the command timeout ends: the failure says so
+	 * (it said that all connections stayed busy, none being open yet).
+	 */
+	@Test
+	void aConnectionStillBeingOpenedAtTheTimeoutIsNamedAsSuch() throws Exception {
+		// Accepts connections (the kernel does) and never answers: the connection's handshake hangs.
+		try (ServerSocket silent = new ServerSocket(0)) {
+			LettuceConnectionFactory factory = new LettuceConnectionFactory(
+					new RedisStandaloneConfiguration("127.0.0.1", silent.getLocalPort()),
+					LettuceClientConfiguration.builder().commandTimeout(Duration.ofMillis(300)).build());
+			factory.afterPropertiesSet();
+			factory.start();
+			this.factories.add(factory);
+			RedisLockBackend backend = backend(factory, new ReplicaAcks(1, Duration.ofMillis(100)));
+			assertThatExceptionOfType(LockBackendException.class)
+				.isThrownBy(() -> backend.tryAcquire(key(), "owner", Duration.ofSeconds(10)))
+				.withMessageContaining("0 open and busy, 1 still being opened")
+				.withMessageNotContaining("stayed busy");
+		}
 	}
 
 	@Test
