@@ -154,12 +154,9 @@ class RedisReplicaAckConnectionTests {
 	void aConnectionStillBeingOpenedAtTheTimeoutIsNamedAsSuch() throws Exception {
 		// Accepts connections (the kernel does) and never answers: the connection's handshake hangs.
 		try (ServerSocket silent = new ServerSocket(0)) {
-			LettuceConnectionFactory factory = new LettuceConnectionFactory(
+			LettuceConnectionFactory factory = started(new LettuceConnectionFactory(
 					new RedisStandaloneConfiguration("127.0.0.1", silent.getLocalPort()),
-					LettuceClientConfiguration.builder().commandTimeout(Duration.ofMillis(300)).build());
-			factory.afterPropertiesSet();
-			factory.start();
-			this.factories.add(factory);
+					LettuceClientConfiguration.builder().commandTimeout(Duration.ofMillis(300)).build()));
 			RedisLockBackend backend = backend(factory, new ReplicaAcks(1, Duration.ofMillis(100)));
 			assertThatExceptionOfType(LockBackendException.class)
 				.isThrownBy(() -> backend.tryAcquire(key(), "owner", Duration.ofSeconds(10)))
@@ -204,12 +201,9 @@ class RedisReplicaAckConnectionTests {
 
 	@Test
 	void aStaticMasterReplicaFactoryFailsNamingWhatToUse() {
-		LettuceConnectionFactory factory = new LettuceConnectionFactory(
+		LettuceConnectionFactory factory = started(new LettuceConnectionFactory(
 				new RedisStaticMasterReplicaConfiguration("127.0.0.1", primary.port()),
-				LettuceClientConfiguration.builder().commandTimeout(COMMAND_TIMEOUT).build());
-		factory.afterPropertiesSet();
-		factory.start();
-		this.factories.add(factory);
+				LettuceClientConfiguration.builder().commandTimeout(COMMAND_TIMEOUT).build()));
 		RedisLockBackend backend = backend(factory, new ReplicaAcks(1, Duration.ofMillis(100)));
 		assertThatExceptionOfType(LockBackendException.class)
 			.isThrownBy(() -> backend.tryAcquire(key(), "owner", Duration.ofSeconds(10)))
@@ -265,13 +259,16 @@ class RedisReplicaAckConnectionTests {
 
 	/** The application's factory: one shared native connection, as Spring Boot configures it. */
 	private LettuceConnectionFactory factory() {
-		LettuceConnectionFactory factory = new LettuceConnectionFactory(
-				new RedisStandaloneConfiguration("127.0.0.1", primary.port()),
+		return started(new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", primary.port()),
 				LettuceClientConfiguration.builder()
 					.commandTimeout(COMMAND_TIMEOUT)
 					.clientName(this.clientName)
 					.clientOptions(ClientOptions.builder().build())
-					.build());
+					.build()));
+	}
+
+	/** {@code factory} started, destroyed after the test. */
+	private LettuceConnectionFactory started(LettuceConnectionFactory factory) {
 		factory.afterPropertiesSet();
 		factory.start();
 		this.factories.add(factory);
