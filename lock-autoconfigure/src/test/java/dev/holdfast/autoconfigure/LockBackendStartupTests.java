@@ -110,7 +110,8 @@ class LockBackendStartupTests {
 		try (ServerSocket silent = new ServerSocket(0)) {
 			this.runner
 				.withPropertyValues("spring.data.redis.port=" + silent.getLocalPort(),
-						"spring.data.redis.timeout=10s")
+						// longer than READY_WAIT, so that a start that waited would take 2 s
+						"spring.data.redis.timeout=3s")
 				.run((context) -> {
 					assertThat(context).hasNotFailed();
 					LockBackendStartup startup = new LockBackendStartup(context.getBean(DefaultLockTemplate.class),
