@@ -8,6 +8,7 @@ import org.jspecify.annotations.Nullable;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockInterruptedException;
+import dev.holdfast.LockListener;
 import dev.holdfast.spi.HeldLock;
 import dev.holdfast.spi.KeySetAcquisition;
 
@@ -81,7 +82,8 @@ final class AtOnceAcquisitions {
 	/**
 	 * Takes the first free of {@code keys}, in their order, with one {@link KeySetAcquisition}
 	 * call, a try-once of each (SEM-7): its registered lease, or {@code null} if none was free or
-	 * the backend found it cannot ({@link #acquiresAtOnce} is false then).
+	 * the backend found it cannot ({@link #acquiresAtOnce} is false then). Each key refused (all,
+	 * or those before the one taken) is told to the listener as its try-once would be: not acquired.
 	 * @throws LockBackendException if the call failed (interrupted: LockInterruptedException); each key is released
 	 */
 	@Nullable HeldLease acquireFirst(String name, List<String> keys, Duration ttl, boolean renew) {
@@ -94,8 +96,29 @@ final class AtOnceAcquisitions {
 		catch (RuntimeException ex) {
 			throw failedAtOnce(name, locks, sent, ex);
 		}
-		return (taken != null) ? registerTaken(name, locks.get(taken.index()), taken.fencingToken(), renew, sent)
-				: null;
+		if (taken == null) {
+			// the batch off: the backend could not after all, the caller tries each key; on (it only turns
+			// off, so on for the whole call): each key was refused
+			if (acquiresAtOnce()) {
+				refused(name, keys, sent);
+			}
+			return null;
+		}
+		refused(name, keys.subList(0, taken.index()), sent);
+		return registerTaken(name, locks.get(taken.index()), taken.fencingToken(), renew, sent);
+	}
+
+	/** Keys a call at once found held: each a try-once not acquired after the call's time (SEM-7). */
+	private void refused(String name, List<String> keys, long sent) {
+		if (this.room.listener == LockListener.NONE || keys.isEmpty()) {
+			return;
+		}
+		String backendName = this.room.failures.backendName();
+		Duration waited = Duration.ofNanos(System.nanoTime() - sent);
+		for (String key : keys) {
+			this.room.listener.acquiring(name, key, backendName).notAcquired();
+			this.room.listener.notAcquired(name, backendName, LockKeys.mode(key, false), waited);
+		}
 	}
 
 	/**
