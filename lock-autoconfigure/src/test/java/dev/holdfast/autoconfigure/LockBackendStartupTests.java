@@ -3,9 +3,11 @@ package dev.holdfast.autoconfigure;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterAll;
@@ -200,6 +202,8 @@ class LockBackendStartupTests {
 	void closingTheContextWhileTheSubscriptionOpensLogsNoWarning(CapturedOutput output) throws IOException {
 		// Accepts connections and never answers: the subscription is still opening when the context closes.
 		try (ServerSocket silent = new ServerSocket(0)) {
+			// Those of other tests' contexts may still wait for their connection timeout.
+			Set<Thread> before = threads("holdfast-redis-subscribe", "holdfast-startup-probe");
 			int[] logFrom = new int[1];
 			this.runner.withPropertyValues("spring.data.redis.port=" + silent.getLocalPort(), "spring.data.redis.timeout=3s")
 				.run((context) -> {
@@ -207,8 +211,10 @@ class LockBackendStartupTests {
 					assertThat(context.getBean(RedisLockBackend.class).isListening()).isFalse();
 					logFrom[0] = output.length();
 				});
-			// The opening attempt fails after the close (interrupted, or at the connection timeout).
-			await().atMost(Duration.ofSeconds(10)).until(() -> !threadAlive("holdfast-redis-subscribe"));
+			// The opening attempt and the probe (which must say nothing either) fail after the close,
+			// each on its own thread (interrupted, or at the connection timeout): awaited both.
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> before.containsAll(threads("holdfast-redis-subscribe", "holdfast-startup-probe")));
 			assertThat(output.toString().substring(logFrom[0]).lines().filter((line) -> line.matches(".*\\b(WARN|ERROR)\\b.*")))
 				.as("WARN and ERROR lines after the close").isEmpty();
 		}
@@ -291,6 +297,12 @@ class LockBackendStartupTests {
 
 	private static boolean threadAlive(String name) {
 		return Thread.getAllStackTraces().keySet().stream().anyMatch((thread) -> thread.getName().equals(name));
+	}
+
+	private static Set<Thread> threads(String... names) {
+		Set<String> named = Set.of(names);
+		return Thread.getAllStackTraces().keySet().stream().filter((thread) -> named.contains(thread.getName()))
+			.collect(Collectors.toSet());
 	}
 
 	private static int unusedPort() {

@@ -256,6 +256,10 @@ abstract class AbstractJobLeaseTests {
 			assertThat(backend.tryAcquire(key, "probe", Duration.ofMillis(200)).acquired())
 				.as("the job lock, kept for fixedDelay (1h) after the run")
 				.isFalse();
+			// The run's end logs (on the job's thread) after its lease is kept: awaited, runs stopped.
+			AtomicBoolean ended = new AtomicBoolean();
+			context.getBean(SingleInstanceScheduledBeanPostProcessor.class).stop(() -> ended.set(true));
+			await().atMost(Duration.ofSeconds(5)).alias("the run has ended").untilTrue(ended);
 			assertThat(output).doesNotContain("past the validity of its lock");
 		});
 	}
