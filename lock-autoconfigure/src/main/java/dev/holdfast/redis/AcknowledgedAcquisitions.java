@@ -298,11 +298,7 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 						MAX_WAITING + " acquisitions wait already for a connection on which replicas are awaited"));
 			}
 			this.waiting.addLast(borrowed);
-			if (this.open < MAX_CONNECTIONS) {
-				this.open++;
-				this.opening++;
-				connect = true;
-			}
+			connect = countsOneMore();
 		}
 		if (connect) {
 			connect();
@@ -317,7 +313,20 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 		return borrowed;
 	}
 
-	/** Opens one connection on the connecting thread; {@link #open} already counts it. */
+	/**
+	 * Under {@link #lock}: counts a connection to open, open and still being opened, if the bound
+	 * allows one more; the caller then {@linkplain #connect connects}.
+	 */
+	private boolean countsOneMore() {
+		if (this.open >= MAX_CONNECTIONS) {
+			return false;
+		}
+		this.open++;
+		this.opening++;
+		return true;
+	}
+
+	/** Opens one connection on the connecting thread; {@link #countsOneMore} already counted it. */
 	private void connect() {
 		try {
 			this.connecting.execute(() -> {
@@ -389,9 +398,8 @@ final class AcknowledgedAcquisitions implements AutoCloseable {
 		boolean connect = false;
 		synchronized (this.lock) {
 			this.open--;
-			if (!this.closed && !this.waiting.isEmpty() && this.open < MAX_CONNECTIONS) {
-				this.open++;
-				connect = true;
+			if (!this.closed && !this.waiting.isEmpty()) {
+				connect = countsOneMore();
 			}
 		}
 		connection.closeAsync();

@@ -165,6 +165,43 @@ class RedisReplicaAckConnectionTests {
 		}
 	}
 
+	/**
+	 * A connection discarded (its acquisition failed) while another call waits is replaced; the
+	 * replacement counts as being opened until it is (it was not, and the count of those went
+	 * negative: later timeouts named one more busy connection than there were).
+	 */
+	@Test
+	void aConnectionReplacedAfterAFailureLeavesTheCountsOfATimeoutTrue() throws Exception {
+		RedisLockBackend backend = backend(started(new LettuceConnectionFactory(
+				new RedisStandaloneConfiguration("127.0.0.1", primary.port()),
+				LettuceClientConfiguration.builder().commandTimeout(Duration.ofMillis(1500)).build())),
+				new ReplicaAcks(1, Duration.ofMillis(600)));
+		// 4 calls wait for the replicas on the 4 connections; then one whose script fails (its key
+		// is a list), queued first, and 4 more: its connection is discarded while calls wait
+		String wrongType = key();
+		primary.command("RPUSH", "{" + wrongType + "}", "x");
+		List<CompletableFuture<AcquireResult>> first = new ArrayList<>();
+		for (int i = 0; i < 9; i++) {
+			first.add(acquire("non-blocking", backend, (i == 4) ? wrongType : key(), "owner-" + i));
+		}
+		for (CompletableFuture<AcquireResult> acquisition : first) {
+			assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> acquisition.get(20, TimeUnit.SECONDS));
+		}
+		// 13 calls: rounds of 4 held 600 ms each; the 13th's wait (1.5 s) ends during the third round
+		List<CompletableFuture<AcquireResult>> second = new ArrayList<>();
+		for (int i = 0; i < 13; i++) {
+			second.add(acquire("non-blocking", backend, key(), "later-" + i));
+		}
+		assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> second.get(12).get(20, TimeUnit.SECONDS))
+			.havingCause()
+			.isInstanceOf(LockBackendException.class)
+			.withMessageContaining("4 open and busy")
+			.withMessageNotContaining("being opened");
+		for (CompletableFuture<AcquireResult> acquisition : second) {
+			assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> acquisition.get(20, TimeUnit.SECONDS));
+		}
+	}
+
 	@Test
 	void aBlockingAcquisitionInterruptedWhileAllConnectionsAreBusyGivesUpAndSendsNothing() throws Exception {
 		RedisLockBackend backend = backend(factory(), new ReplicaAcks(1, Duration.ofSeconds(1)));
