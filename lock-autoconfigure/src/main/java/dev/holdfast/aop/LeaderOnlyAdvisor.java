@@ -7,7 +7,8 @@ import org.aopalliance.aop.Advice;
 import org.springframework.aop.support.StaticMethodMatcherPointcutAdvisor;
 
 /**
- * Applies {@link LeaderOnlyInterceptor} to methods annotated with {@link dev.holdfast.LeaderOnly}.
+ * Applies {@link LeaderOnlyInterceptor} to methods annotated with {@link dev.holdfast.LeaderOnly};
+ * a class without such methods is passed over at once, instead of method by method.
  */
 public class LeaderOnlyAdvisor extends StaticMethodMatcherPointcutAdvisor {
 
@@ -16,6 +17,7 @@ public class LeaderOnlyAdvisor extends StaticMethodMatcherPointcutAdvisor {
 	public LeaderOnlyAdvisor(LeaderOnlyOperations operations, Advice advice, int order) {
 		super(advice);
 		this.operations = operations;
+		setClassFilter(operations::isCandidateClass);
 		setOrder(order);
 	}
 

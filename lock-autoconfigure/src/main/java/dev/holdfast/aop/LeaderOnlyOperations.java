@@ -17,6 +17,7 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 
 import dev.holdfast.LeaderOnly;
 import dev.holdfast.LockConfigurationException;
+import dev.holdfast.scan.AnnotatedMethodTypes;
 import dev.holdfast.scan.BackendChoice;
 
 /**
@@ -34,7 +35,10 @@ public class LeaderOnlyOperations {
 
 	private static final Object NONE = new Object();
 
+	/** One entry per method of the classes that can have {@link LeaderOnly} methods ({@link #isCandidateClass}). */
 	private final ConcurrentHashMap<MethodClassKey, Object> cache = new ConcurrentHashMap<>();
+
+	private final AnnotatedMethodTypes leaderOnlyTypes = new AnnotatedMethodTypes(LeaderOnly.class);
 
 	/** The groups of each backend: bounded by the annotations. */
 	private final Map<String, Set<String>> groups = new ConcurrentHashMap<>();
@@ -50,6 +54,14 @@ public class LeaderOnlyOperations {
 	public LeaderOnlyOperations(UnaryOperator<String> placeholders, BackendChoice<?> backends) {
 		this.placeholders = placeholders;
 		this.backends = backends;
+	}
+
+	/**
+	 * Whether {@code targetClass} can have {@link LeaderOnly} methods: false when neither it nor a
+	 * supertype declares one, which is judged once per type (DESIGN.md BSL-10).
+	 */
+	public boolean isCandidateClass(Class<?> targetClass) {
+		return this.leaderOnlyTypes.hasAnnotatedMethods(targetClass);
 	}
 
 	/**

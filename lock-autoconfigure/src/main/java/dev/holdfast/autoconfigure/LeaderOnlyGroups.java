@@ -13,6 +13,7 @@ import org.springframework.core.annotation.AnnotationUtils;
 import org.springframework.util.ReflectionUtils;
 
 import dev.holdfast.LeaderElections;
+import dev.holdfast.scan.AnnotatedMethodTypes;
 import dev.holdfast.scan.BackendChoice;
 import dev.holdfast.LeaderOnly;
 import dev.holdfast.aop.LeaderOnlyOperations;
@@ -33,6 +34,9 @@ final class LeaderOnlyGroups implements BeanPostProcessor, SmartInitializingSing
 
 	private final LeaderRoleBeans roles = new LeaderRoleBeans();
 
+	/** Which types can have {@link LeaderOnly} methods, judged once per type of their hierarchies (BSL-10). */
+	private final AnnotatedMethodTypes leaderOnlyTypes = new AnnotatedMethodTypes(LeaderOnly.class);
+
 	/**
 	 * @param elections the leader elections of each backend; the default backend's may be missing
 	 */
@@ -46,13 +50,15 @@ final class LeaderOnlyGroups implements BeanPostProcessor, SmartInitializingSing
 	@Override
 	public Object postProcessAfterInitialization(Object bean, String beanName) {
 		Class<?> targetClass = AopUtils.getTargetClass(bean);
-		if (AnnotationUtils.isCandidateClass(targetClass, LeaderOnly.class)) {
+		if (!AnnotationUtils.isCandidateClass(targetClass, LeaderOnly.class)) {
+			return bean;
+		}
+		if (this.leaderOnlyTypes.hasAnnotatedMethods(targetClass)) {
 			ReflectionUtils.doWithMethods(targetClass,
 					(method) -> this.operations.getObject().get(method, targetClass),
 					(method) -> AnnotatedElementUtils.hasAnnotation(method, LeaderOnly.class));
-			return this.roles.register(bean, beanName, this.placeholders, this.elections);
 		}
-		return bean;
+		return this.roles.register(bean, beanName, this.placeholders, this.elections);
 	}
 
 	@Override

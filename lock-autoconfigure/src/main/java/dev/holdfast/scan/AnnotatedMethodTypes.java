@@ -17,6 +17,11 @@ import org.springframework.util.Assert;
 import org.springframework.util.ConcurrentReferenceHashMap;
 import org.springframework.util.ReflectionUtils;
 
+import dev.holdfast.DistributedLock;
+import dev.holdfast.DistributedSemaphore;
+import dev.holdfast.LeaderOnly;
+import dev.holdfast.SingleInstanceScheduled;
+
 /**
  * Whether a class can have a method on which Spring's search of the type hierarchy
  * ({@code AnnotatedElementUtils.findMergedAnnotation}) finds one annotation: only if the class, a
@@ -26,19 +31,38 @@ import org.springframework.util.ReflectionUtils;
  * hierarchies, are passed over after one look, instead of a search of the hierarchy of each of
  * their methods (issue 34, item 14: that search, by the advisor and the job post-processor, was a
  * large part of what Holdfast added to a startup).
+ * <p>
+ * The look is shared: it notes at once which of Holdfast's method annotations ({@link #KNOWN}) a
+ * type's declared methods carry, in one cache for the JVM, so that the advisors, the job
+ * post-processor, the validator and the leader groups, which each ask about every bean, look at a
+ * type once between them (a class's methods and their annotations never change).
  */
 public final class AnnotatedMethodTypes {
 
-	private final List<Class<? extends Annotation>> annotations;
+	/** The method annotations that can be asked about: Holdfast's. */
+	static final List<Class<? extends Annotation>> KNOWN = List.of(DistributedLock.class, DistributedSemaphore.class,
+			SingleInstanceScheduled.class, LeaderOnly.class);
 
-	/** Per type, whether it declares an annotated method itself: one entry per class looked at, softly held. */
-	private final Map<Class<?>, Boolean> declaring = new ConcurrentReferenceHashMap<>(256);
+	/**
+	 * Per type, which of {@link #KNOWN} (bit {@code i} for {@code KNOWN.get(i)}) its declared methods
+	 * carry: one entry per class looked at, softly held.
+	 */
+	private static final Map<Class<?>, Integer> declaring = new ConcurrentReferenceHashMap<>(256);
 
-	/** For methods that carry any of {@code annotations}. */
+	/** The bits of this instance's annotations in {@link #declaring}'s values. */
+	private final int mask;
+
+	/** For methods that carry any of {@code annotations}, each one of {@link #KNOWN}. */
 	@SafeVarargs
 	public AnnotatedMethodTypes(Class<? extends Annotation>... annotations) {
 		Assert.notEmpty(annotations, "'annotations' must not be empty");
-		this.annotations = List.of(annotations);
+		int mask = 0;
+		for (Class<? extends Annotation> annotation : annotations) {
+			int index = KNOWN.indexOf(annotation);
+			Assert.isTrue(index >= 0, () -> annotation.getName() + " is not one of " + KNOWN);
+			mask |= 1 << index;
+		}
+		this.mask = mask;
 	}
 
 	/**
@@ -54,7 +78,7 @@ public final class AnnotatedMethodTypes {
 			if (!seen.add(current)) {
 				continue;
 			}
-			if (declaresAnnotatedMethods(current)) {
+			if ((declaredAnnotations(current) & this.mask) != 0) {
 				return true;
 			}
 			Class<?> superclass = current.getSuperclass();
@@ -66,27 +90,31 @@ public final class AnnotatedMethodTypes {
 		return false;
 	}
 
-	private boolean declaresAnnotatedMethods(Class<?> type) {
-		Boolean declares = this.declaring.get(type);
+	private static int declaredAnnotations(Class<?> type) {
+		Integer declares = declaring.get(type);
 		if (declares == null) {
 			declares = lookAt(type);
-			this.declaring.put(type, declares);
+			declaring.put(type, declares);
 		}
 		return declares;
 	}
 
-	private boolean lookAt(Class<?> type) {
+	private static int lookAt(Class<?> type) {
 		// The JDK's classes carry no annotation of Holdfast's (Spring's scanner skips them alike).
 		if (type.getName().startsWith("java.")) {
-			return false;
+			return 0;
 		}
+		int found = 0;
 		for (Method method : ReflectionUtils.getDeclaredMethods(type)) {
-			MergedAnnotations found = MergedAnnotations.from(method, SearchStrategy.DIRECT, RepeatableContainers.none());
-			if (this.annotations.stream().anyMatch(found::isPresent)) {
-				return true;
+			MergedAnnotations annotations = MergedAnnotations.from(method, SearchStrategy.DIRECT,
+					RepeatableContainers.none());
+			for (int i = 0; i < KNOWN.size(); i++) {
+				if (annotations.isPresent(KNOWN.get(i))) {
+					found |= 1 << i;
+				}
 			}
 		}
-		return false;
+		return found;
 	}
 
 }

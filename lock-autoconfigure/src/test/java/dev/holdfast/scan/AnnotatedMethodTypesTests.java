@@ -17,7 +17,11 @@ import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 
 import dev.holdfast.DistributedLock;
+import dev.holdfast.LeaderOnly;
+import dev.holdfast.SingleInstanceScheduled;
 import dev.holdfast.aop.DistributedLockAdvisor;
+import dev.holdfast.aop.LeaderOnlyAdvisor;
+import dev.holdfast.aop.LeaderOnlyOperations;
 import dev.holdfast.aop.LockOperationSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -65,6 +69,42 @@ class AnnotatedMethodTypesTests {
 		assertThat(filter.matches(Plain.class)).isFalse();
 		assertThat(filter.matches(Annotated.class)).isTrue();
 		assertThat(filter.matches(ImplementsSubInterface.class)).isTrue();
+	}
+
+	@Test
+	void theLeaderOnlyAdvisorPassesOverClassesWithoutLeaderOnlyMethods() {
+		LeaderOnlyOperations operations = new LeaderOnlyOperations((value) -> value, BackendChoice.only("default"));
+		ClassFilter filter = new LeaderOnlyAdvisor(operations, (MethodInterceptor) (invocation) -> invocation.proceed(),
+				0)
+			.getPointcut()
+			.getClassFilter();
+		assertThat(filter.matches(Plain.class)).isFalse();
+		assertThat(filter.matches(Annotated.class)).isFalse();
+		assertThat(filter.matches(LeaderOnlyMethod.class)).isTrue();
+		assertThat(filter.matches(LeaderOnlyMethodSubclass.class)).isTrue();
+	}
+
+	@Test
+	void oneLookPerTypeAnswersForEachAnnotationApart() {
+		assertThat(this.types.hasAnnotatedMethods(LeaderOnlyMethod.class)).isFalse();
+		assertThat(new AnnotatedMethodTypes(LeaderOnly.class).hasAnnotatedMethods(LeaderOnlyMethod.class)).isTrue();
+		assertThat(new AnnotatedMethodTypes(SingleInstanceScheduled.class).hasAnnotatedMethods(LeaderOnlyMethod.class))
+			.isFalse();
+		assertThat(new AnnotatedMethodTypes(LeaderOnly.class).hasAnnotatedMethods(Annotated.class)).isFalse();
+		assertThat(new AnnotatedMethodTypes(LeaderOnly.class, DistributedLock.class).hasAnnotatedMethods(Annotated.class))
+			.isTrue();
+	}
+
+	static class LeaderOnlyMethod {
+
+		@LeaderOnly("group")
+		public void work() {
+		}
+
+	}
+
+	static class LeaderOnlyMethodSubclass extends LeaderOnlyMethod {
+
 	}
 
 	static class Plain {
