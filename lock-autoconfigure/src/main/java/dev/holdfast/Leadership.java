@@ -41,7 +41,7 @@ public interface Leadership extends AutoCloseable {
 
 	/**
 	 * Calls {@code listener} with every grant and revocation of this group on this instance, in
-	 * order, on Holdfast's leader thread; at once with the current term's grant if a term is
+	 * order, on Holdfast's event-delivery thread; at once with the current term's grant if a term is
 	 * current. The listener must return promptly: the next events wait for it.
 	 * @return closing it removes the listener
 	 */

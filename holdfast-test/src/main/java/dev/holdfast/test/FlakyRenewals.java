@@ -29,7 +29,10 @@ final class FlakyRenewals {
 	/** The calls that go to the server; the others (name, subscriptions, session state) do not. */
 	private static final Set<String> CALLS = Set.of("tryAcquire", "tryAcquireAsync", "tryAcquireWaiting",
 			"tryAcquireWaitingAsync", "acquire", "release", "releaseAsync", "releaseWanted", "withdraw",
-			"withdrawAsync", "renew", "claimTick");
+			"withdrawAsync", "renew", "renewAsync", "claimTick");
+
+	/** The renewal calls: blocking, and without blocking where the backend renews so. */
+	private static final Set<String> RENEWALS = Set.of("renew", "renewAsync");
 
 	final LockBackend delegate;
 
@@ -66,7 +69,7 @@ final class FlakyRenewals {
 		if (CALLS.contains(name)) {
 			LockBackendException failure = this.unreachable.get()
 					? new LockBackendException("the test cut this client off its backend", null)
-					: (name.equals("renew") && this.failing.get())
+					: (RENEWALS.contains(name) && this.failing.get())
 							? new LockBackendException("renewal dropped by the test", null) : null;
 			if (failure != null) {
 				if (CompletionStage.class.isAssignableFrom(method.getReturnType())) {
@@ -78,8 +81,8 @@ final class FlakyRenewals {
 				}
 				throw failure;
 			}
-			if (name.equals("renew") && this.refusing.get()) {
-				return Set.of();
+			if (RENEWALS.contains(name) && this.refusing.get()) {
+				return name.equals("renew") ? Set.of() : CompletableFuture.completedFuture(Set.of());
 			}
 		}
 		try {

@@ -253,7 +253,7 @@ public interface LeadershipContractTests {
 
 	/**
 	 * A listener that blocks on its grant delays no other group's campaign (nor any check): they
-	 * run on the leader thread, the events on a thread of their own.
+	 * run on the template's timer and campaign thread, the events on a thread of their own.
 	 */
 	@Test
 	default void aSlowListenerDelaysNoOtherGroup() throws Exception {
@@ -401,7 +401,7 @@ public interface LeadershipContractTests {
 		 * LDR-4 on each engine), and each term has a larger token than the one before (LDR-2).
 		 */
 		void assertTermsNeverOverlapAndTokensGrow(int atLeastTerms) {
-			// Events are delivered on the engines' leader threads, after the grant is visible.
+			// Events are delivered on the engines' delivery threads, after the grant is visible.
 			await().atMost(Duration.ofSeconds(5))
 				.until(() -> all().stream().filter(LeadershipGrantedEvent.class::isInstance).count() >= atLeastTerms);
 			assertTimeline(atLeastTerms);

@@ -66,7 +66,7 @@ public interface ReadWriteContractTests {
 
 	/**
 	 * The lease time of the renewed join of {@link #aMixedJoinStaysValidAfterTheShorterHoldCloses}: renewed a
-	 * third of it after each confirmation, it is lost if the renewal thread stalls for about two thirds
+	 * third of it after each confirmation, it is lost if the renewals stall for about two thirds
 	 * of it; with 600 ms (400 ms of slack), renewals 282 ms late were seen on 2 loaded cores.
 	 */
 	Duration MIXED_JOIN_LEASE = Duration.ofSeconds(3);

@@ -91,7 +91,8 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		this.lines = new Lines(backend);
 		this.releases = new Releases(backend, settings.releaseInBackground(), this.lines, this.background,
 				this.failures, guarded);
-		this.leases = new LocalLeases(backend, this.failures, guarded, settings.clock(), this.releases);
+		this.leases = new LocalLeases(backend, this.failures, guarded, settings.clock(), this.releases,
+				new EngineThreads(backend.name()));
 		this.acquisitions = new Acquisitions(backend, this.lines, this.leases, this.background, this.failures,
 				guarded, settings.pollInterval(), settings.instanceName());
 		this.atOnce = new AtOnceAcquisitions(this.acquisitions);
@@ -110,11 +111,11 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 	@Override
 	public <T, E extends Exception> Optional<T> tryExecuteLocked(String name, @Nullable Object key,
 			LockOptions options, LockedAction<T, E> action) throws E {
-		Optional<Lease> lease = tryAcquire(name, key, options);
-		if (lease.isEmpty()) {
+		Lease lease = acquireOrNull(name, key, options);
+		if (lease == null) {
 			return Optional.empty();
 		}
-		try (Lease held = lease.get(); Observation.Scope scope = EngineLease.observationOf(held).openScope()) {
+		try (lease; Observation.Scope scope = EngineLease.observationOf(lease).openScope()) {
 			return Optional.ofNullable(action.run());
 		}
 	}
@@ -407,6 +408,11 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		this.background.draining(false);
 	}
 
+	@Override
+	public EngineThreads threads() {
+		return this.leases.threads;
+	}
+
 	/**
 	 * Ends waiting acquisitions, waits at most 5 s for them and for releases and background calls
 	 * in flight, stops renewals and the release subscription; later acquisitions fail with
@@ -456,18 +462,14 @@ public class DefaultLockTemplate implements AsyncLockTemplate, LockEngine, AutoC
 		}
 	}
 
-	/**
-	 * Whether release events reach this template's waiters now: true for a backend without them
-	 * (its waiters poll), else once the subscription listens.
-	 */
+	/** Whether release events reach waiters now: true without them (waiters poll), else once the subscription listens. */
 	public boolean releaseEventsListening() {
 		return !this.lines.announcing() || (this.lines.hasSubscription() && ((ReleaseEvents) this.backend).isListening());
 	}
 
 	/**
-	 * Closes the release subscription that {@link #prepare()} or a contended acquisition opened,
-	 * while the backend's connections are still open (when the application context stops);
-	 * waiters poll until a later acquisition or {@code prepare()} opens it again.
+	 * Closes the release subscription that {@link #prepare()} or a contended acquisition opened, while the
+	 * backend's connections are open (the context stops); waiters poll until something opens it again.
 	 */
 	public void closeReleaseEvents() {
 		this.lines.closeSubscription(false);

@@ -1,6 +1,7 @@
 package dev.holdfast.core;
 
 import java.time.Duration;
+import java.util.concurrent.Executor;
 
 import dev.holdfast.Lease;
 import dev.holdfast.LockListener.LockObservation;
@@ -54,6 +55,12 @@ public interface EngineLease extends Lease {
 	 * its lease (a scheduled run that reached {@code lockAtMostFor}).
 	 */
 	void markLost(String reason);
+
+	/**
+	 * {@link #markLost(String)} now, with its report (WARN, observation, listeners) made by
+	 * {@code reports}: for a timer that must not run listeners (the engine's: LDR-3).
+	 */
+	void markLost(String reason, Executor reports);
 
 	/** {@link #detachFromThread()} for an engine lease; nothing for any other lease. */
 	static void detach(Lease lease) {

@@ -5,7 +5,7 @@ import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.Semaphore;
 
 import org.jspecify.annotations.Nullable;
 
@@ -64,7 +64,7 @@ final class HeldLease {
 			HOLDS = lookup.findVarHandle(HeldLease.class, "holds", int.class);
 			THREAD_HOLDS = lookup.findVarHandle(HeldLease.class, "threadHolds", int.class);
 			STATE = lookup.findVarHandle(HeldLease.class, "state", State.class);
-			TIME_TO_LIVE_LOCK = lookup.findVarHandle(HeldLease.class, "timeToLiveLock", ReentrantLock.class);
+			TIME_TO_LIVE_LOCK = lookup.findVarHandle(HeldLease.class, "timeToLiveLock", Semaphore.class);
 			ANSWERED = lookup.findVarHandle(HeldLease.class, "answered", CompletableFuture.class);
 		}
 		catch (ReflectiveOperationException ex) {
@@ -80,10 +80,12 @@ final class HeldLease {
 	private volatile State state = State.ACTIVE;
 
 	/**
-	 * Held while a renewal or an extend of this lease is in flight: two such requests must never
-	 * overlap, or the backend may apply the older one last while the lease believes the newer.
+	 * Taken while a renewal or an extend of this lease is in flight: two such requests must never
+	 * overlap, or the backend may apply the older one last while the lease believes the newer. A
+	 * permit, not a lock: a renewal sent without blocking gives it back on the thread its answer
+	 * comes to.
 	 */
-	private volatile @Nullable ReentrantLock timeToLiveLock;
+	private volatile @Nullable Semaphore timeToLiveLock;
 
 	private volatile @Nullable Thread thread;
 
@@ -135,16 +137,16 @@ final class HeldLease {
 	}
 
 	/**
-	 * The lock that serialises the requests which set this lease's time to live on the backend
-	 * (renewals and {@code extend}); whoever holds it sends {@link #ttl()} or replaces it, and
-	 * confirms with what it sent.
+	 * The one permit that serialises the requests which set this lease's time to live on the
+	 * backend (renewals and {@code extend}); whoever holds it sends {@link #ttl()} or replaces it,
+	 * and confirms with what it sent.
 	 */
-	ReentrantLock timeToLiveLock() {
-		ReentrantLock lock = this.timeToLiveLock;
+	Semaphore timeToLiveLock() {
+		Semaphore lock = this.timeToLiveLock;
 		if (lock == null) {
 			// Created on first use: most leases are released before their first renewal.
-			ReentrantLock created = new ReentrantLock();
-			lock = (ReentrantLock) TIME_TO_LIVE_LOCK.compareAndExchange(this, null, created);
+			Semaphore created = new Semaphore(1);
+			lock = (Semaphore) TIME_TO_LIVE_LOCK.compareAndExchange(this, null, created);
 			if (lock == null) {
 				lock = created;
 			}

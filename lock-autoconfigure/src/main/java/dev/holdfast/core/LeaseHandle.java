@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 import org.jspecify.annotations.Nullable;
@@ -119,6 +120,14 @@ final class LeaseHandle implements EngineLease {
 	@Override
 	public void markLost(String reason) {
 		this.lease.leases().lost(this.lease, reason);
+	}
+
+	@Override
+	public void markLost(String reason, Executor reports) {
+		HeldLease lost = this.lease;
+		if (lost.markLost()) {
+			reports.execute(() -> lost.leases().reportLost(lost, reason));
+		}
 	}
 
 	/** Like {@link #close()}, with the backend call not blocking where the backend allows it. */

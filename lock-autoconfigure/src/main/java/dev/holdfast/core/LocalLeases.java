@@ -9,7 +9,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.Semaphore;
 import java.util.function.Supplier;
 
 import org.apache.commons.logging.Log;
@@ -59,6 +59,9 @@ final class LocalLeases {
 
 	private final @Nullable LeaseRenewer renewer;
 
+	/** The template's timer and worker (REN-1). */
+	final EngineThreads threads;
+
 	private final ConcurrentHashMap<String, HeldLease> held = new ConcurrentHashMap<>();
 
 	/** Locks taken without this template but listed with its leases, while their holders run. */
@@ -66,16 +69,18 @@ final class LocalLeases {
 
 	private volatile DriftAllowance lastDrift = new DriftAllowance(Duration.ZERO, 0);
 
-	LocalLeases(LockBackend backend, Failures failures, LockListener listener, Clock clock, Releases releases) {
+	LocalLeases(LockBackend backend, Failures failures, LockListener listener, Clock clock, Releases releases,
+			EngineThreads threads) {
 		this.backend = backend;
 		this.failures = failures;
 		this.listener = listener;
 		this.clock = clock;
 		this.releases = releases;
 		this.sessions = (backend instanceof SessionLeases sessionLeases) ? sessionLeases : null;
+		this.threads = threads;
 		this.renewer = (backend instanceof LeaseRenewal renewal)
 				? new LeaseRenewer(this, renewal, (backend instanceof SharedLocks shared) ? shared : null, failures,
-						this.held.values())
+						this.held.values(), threads)
 				: null;
 	}
 
@@ -148,13 +153,13 @@ final class LocalLeases {
 	 * it ask to at least {@code ttl}, waiting for a renewal in flight; returns the ttl to send.
 	 */
 	Duration joinTtl(HeldLease lease, Duration ttl) {
-		ReentrantLock timeToLive = lease.timeToLiveLock();
-		timeToLive.lock();
+		Semaphore timeToLive = lease.timeToLiveLock();
+		timeToLive.acquireUninterruptibly();
 		try {
 			return lease.raiseTtl(ttl);
 		}
 		finally {
-			timeToLive.unlock();
+			timeToLive.release();
 		}
 	}
 
@@ -258,9 +263,9 @@ final class LocalLeases {
 			return false;
 		}
 		// Never beside a renewal of this lease: the backend could apply the older request last.
-		ReentrantLock timeToLive = lease.timeToLiveLock();
+		Semaphore timeToLive = lease.timeToLiveLock();
 		try {
-			timeToLive.lockInterruptibly();
+			timeToLive.acquire();
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
@@ -287,7 +292,7 @@ final class LocalLeases {
 			}
 		}
 		finally {
-			timeToLive.unlock();
+			timeToLive.release();
 		}
 		lost(lease, "it was not held by its owner any more when extended");
 		return false;
@@ -398,9 +403,7 @@ final class LocalLeases {
 	 * is left to expire on the backend after its time to live.
 	 */
 	void close() {
-		if (this.renewer != null) {
-			this.renewer.shutdown();
-		}
+		this.threads.shutdown();
 		for (HeldLease lease : new ArrayList<>(this.held.values())) {
 			if (lease.isReleased()) {
 				continue;

@@ -30,6 +30,9 @@ public interface LockEngine extends HeldLeases {
 	/** The prefix of every backend key the engine makes. */
 	String keyPrefix();
 
+	/** The engine's timer and worker threads (REN-1, LDR-9). */
+	EngineThreads threads();
+
 	/** The wall clock of {@code acquiredAt}/{@code expiresAt}, for display only. */
 	Clock clock();
 

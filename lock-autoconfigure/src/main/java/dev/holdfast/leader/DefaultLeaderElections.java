@@ -21,9 +21,10 @@ import dev.holdfast.spi.SessionLeases;
  * lease of lock {@code leader} with key G ({@code <prefix>leader:<G>}), renewed with the
  * template's other leases. Groups campaign once {@link #start() started}; {@link #stop()} revokes
  * every term (SHUTDOWN), releases their leases and pauses the campaigns until started again.
- * Three threads for all groups: the leader thread (timers, campaigns, checks), the delivery
- * thread (events in order) and the campaign thread (attempts of a backend that cannot acquire
- * without blocking, releases), each started by its first task and ended 1 s idle (LDR-9). See
+ * For all groups: the template's timer (timers, campaigns, checks; shared with its renewals), the
+ * delivery thread (events in order) and the campaign thread (attempts, subscriptions and releases:
+ * what calls the backend or the template's listeners), each started by its first task and ended
+ * 1 s idle (LDR-9). See
  * DESIGN.md, Leadership.
  */
 public final class DefaultLeaderElections implements LeaderElections, AutoCloseable {

@@ -29,7 +29,7 @@ import dev.holdfast.Lease;
  * the elections run), LEADER while a term's lease is valid, CLOSED. Every transition happens
  * under {@link #lock}, which guards no I/O; the events it causes are queued on the delivery thread
  * there, so that they are delivered in the order of the transitions (LDR-4); the decisions
- * (campaigns, checks) run on the leader thread, which no listener delays.
+ * (campaigns, checks) run on the template's timer, which no listener and no backend call delays.
  */
 final class ElectedLeadership implements Leadership {
 
@@ -202,7 +202,7 @@ final class ElectedLeadership implements Leadership {
 
 	/**
 	 * A release of the group's key was announced: attempt now (after a yield's hold-off). An
-	 * announcement that races the elections' stop finds the leader thread gone: nothing to do.
+	 * announcement that races the elections' stop finds the timer gone: nothing to do.
 	 */
 	void wake() {
 		try {
@@ -215,7 +215,10 @@ final class ElectedLeadership implements Leadership {
 
 	/** The term's lease may have turned invalid before its end (lost, a session suspended): check now. */
 	void checkNow() {
-		this.runtime.schedule(this::check, 0);
+		if (this.runtime.schedule(this::check, 0) == null) {
+			// The template closed before the elections (not Spring's order): check here.
+			check();
+		}
 	}
 
 	boolean isClosed() {
@@ -332,7 +335,7 @@ final class ElectedLeadership implements Leadership {
 	}
 
 	/**
-	 * On the leader thread, every poll interval and when a tenth of the term's validity is left:
+	 * On the timer, every poll interval and when a tenth of the term's validity is left:
 	 * revokes a term no longer valid or not renewed by then (LDR-3).
 	 */
 	private void check() {

@@ -20,16 +20,17 @@ import dev.holdfast.LeadershipEvent;
 import dev.holdfast.LockOptions;
 import dev.holdfast.core.DefaultLockTemplate;
 import dev.holdfast.core.EngineLease;
+import dev.holdfast.core.EngineThreads;
 import dev.holdfast.spi.ReleaseEvents;
 import dev.holdfast.spi.SessionLeases;
 import dev.holdfast.spi.WaiterHandoff;
 
 /**
  * What every group of one {@link DefaultLeaderElections} shares: the template, the timings, the
- * leader thread (timers, campaigns and checks: no listener runs there), the delivery thread (the
- * event queue of every group, in order) and the campaign thread (the attempts of a backend that
- * cannot acquire without blocking, and the releases of ended terms); each exists only while it
- * has work queued or scheduled (LDR-9).
+ * template's timer (timers, campaigns and checks: nothing there blocks or runs a listener), the
+ * delivery thread (the event queue of every group, in order) and the campaign thread (the attempts
+ * of a backend that cannot acquire without blocking, and the releases of ended terms); each exists
+ * only while it has work queued or scheduled (LDR-9).
  */
 final class LeaderRuntime {
 
@@ -52,7 +53,8 @@ final class LeaderRuntime {
 
 	private final Consumer<? super LeadershipEvent> publisher;
 
-	private final ScheduledThreadPoolExecutor leaderThread;
+	/** The template's timer, whose tasks never block (LDR-3). */
+	private final EngineThreads timer;
 
 	private final ScheduledThreadPoolExecutor campaignThread;
 
@@ -76,9 +78,9 @@ final class LeaderRuntime {
 		this.pollInterval = template.settings().pollInterval();
 		this.revokeMarginNanos = leaseTime.toNanos() / 10;
 		this.publisher = publisher;
-		this.leaderThread = onDemand("holdfast-leader-" + template.backendName());
-		this.campaignThread = onDemand("holdfast-leader-campaign-" + template.backendName());
-		this.deliveryThread = onDemand("holdfast-leader-events-" + template.backendName());
+		this.timer = template.threads();
+		this.campaignThread = EngineThreads.onDemand("holdfast-leader-campaign-" + template.backendName());
+		this.deliveryThread = EngineThreads.onDemand("holdfast-leader-events-" + template.backendName());
 	}
 
 	Clock clock() {
@@ -86,22 +88,35 @@ final class LeaderRuntime {
 	}
 
 	/**
-	 * One campaign attempt for {@code group}: on a non-blocking backend an acquisition that waits
-	 * up to the lease time (a waiter the backend can hand the lock to), else one try-once attempt
-	 * on the campaign thread. Completes with the lease, {@code null} if not acquired, or
-	 * exceptionally.
+	 * One campaign attempt for {@code group}, started on the campaign thread (the acquisition
+	 * calls the template's listeners, which must not run on the timer): on a non-blocking backend
+	 * an acquisition that waits up to the lease time (a waiter the backend can hand the lock to),
+	 * else one try-once attempt. Completes with the lease, {@code null} if not acquired, or
+	 * exceptionally; cancelling it cancels the acquisition, and a lease that arrives after the
+	 * cancel is released.
 	 */
 	CompletableFuture<@Nullable Lease> attempt(String group) {
 		LockOptions options = LockOptions.defaults().leaseTime(this.leaseTime).renew(true);
-		if (this.template.supportsNonBlocking()) {
-			return this.template.tryAcquireAsync(LOCK_NAME, group, options.waitTime(this.leaseTime));
-		}
 		CompletableFuture<@Nullable Lease> result = new CompletableFuture<>();
 		this.campaignThread.execute(() -> {
 			if (result.isDone()) {
 				return;
 			}
 			try {
+				if (this.template.supportsNonBlocking()) {
+					CompletableFuture<@Nullable Lease> waiting = this.template.tryAcquireAsync(LOCK_NAME, group,
+							options.waitTime(this.leaseTime));
+					result.whenComplete((lease, ex) -> waiting.cancel(false));
+					waiting.whenComplete((lease, ex) -> {
+						if (ex != null) {
+							result.completeExceptionally(ex);
+						}
+						else if (!result.complete(lease) && lease != null) {
+							release(lease);
+						}
+					});
+					return;
+				}
 				Lease lease = this.template.tryAcquire(LOCK_NAME, group, options.waitTime(Duration.ZERO)).orElse(null);
 				if (lease != null) {
 					// The term outlives this call: the campaign thread must not reenter it.
@@ -128,9 +143,40 @@ final class LeaderRuntime {
 			return;
 		}
 		synchronized (this.listening) {
-			if (this.listen && this.subscription == null) {
-				this.subscription = ((ReleaseEvents) this.template.backend()).subscribe(this.released);
+			if (!this.listen || this.subscription != null) {
+				return;
 			}
+		}
+		try {
+			// Subscribing may block (PostgreSQL's LISTEN, Redlock's nodes): on the campaign thread, one
+			// at a time, outside the monitor.
+			this.campaignThread.execute(() -> {
+				synchronized (this.listening) {
+					if (!this.listen || this.subscription != null) {
+						return;
+					}
+				}
+				AutoCloseable opened;
+				try {
+					opened = ((ReleaseEvents) this.template.backend()).subscribe(this.released);
+				}
+				catch (RuntimeException ex) {
+					logger.warn("Leader groups could not listen for releases on the " + this.template.backendName()
+							+ " backend; followers poll every " + this.pollInterval.toMillis() + " ms until a later attempt"
+							+ " subscribes", ex);
+					return;
+				}
+				synchronized (this.listening) {
+					if (this.listen && this.subscription == null) {
+						this.subscription = opened;
+						return;
+					}
+				}
+				closeQuietly(opened);
+			});
+		}
+		catch (RejectedExecutionException ex) {
+			// The elections closed: nothing to listen for.
 		}
 	}
 
@@ -167,12 +213,16 @@ final class LeaderRuntime {
 			listenForReleases();
 		}
 		else if (closing != null) {
-			try {
-				closing.close();
-			}
-			catch (Exception ex) {
-				logger.debug("Could not close the release subscription of leader groups", ex);
-			}
+			closeQuietly(closing);
+		}
+	}
+
+	private static void closeQuietly(AutoCloseable subscription) {
+		try {
+			subscription.close();
+		}
+		catch (Exception ex) {
+			logger.debug("Could not close the release subscription of leader groups", ex);
 		}
 	}
 
@@ -214,13 +264,19 @@ final class LeaderRuntime {
 		return poll + ThreadLocalRandom.current().nextLong(poll / 4 + 1);
 	}
 
-	ScheduledFuture<?> schedule(Runnable task, long delayNanos) {
-		return this.leaderThread.schedule(task, Math.max(0, delayNanos), TimeUnit.NANOSECONDS);
+	/** Runs {@code task} on the timer after {@code delayNanos}; {@code null} once the template is closed. */
+	@Nullable ScheduledFuture<?> schedule(Runnable task, long delayNanos) {
+		try {
+			return this.timer.schedule(task, delayNanos);
+		}
+		catch (RejectedExecutionException ex) {
+			return null;
+		}
 	}
 
-	/** Runs {@code task} on the leader thread, after every task queued before it. */
+	/** Runs {@code task} on the timer, after every task queued before it. */
 	void execute(Runnable task) {
-		this.leaderThread.execute(task);
+		this.timer.execute(task);
 	}
 
 	/**
@@ -233,9 +289,9 @@ final class LeaderRuntime {
 			Thread delivering = Thread.currentThread();
 			ScheduledFuture<?> watch = null;
 			try {
-				watch = this.leaderThread.schedule(() -> logger.warn("A leadership listener still runs after "
+				watch = this.timer.schedule(() -> logger.warn("A leadership listener still runs after "
 						+ TimeUnit.NANOSECONDS.toMillis(this.revokeMarginNanos) + " ms; later events of every group wait"
-						+ " behind it: " + describe(delivering.getStackTrace())), this.revokeMarginNanos, TimeUnit.NANOSECONDS);
+						+ " behind it: " + describe(delivering.getStackTrace())), this.revokeMarginNanos);
 			}
 			catch (RejectedExecutionException ex) {
 				// Closing: nothing to watch with.
@@ -302,13 +358,14 @@ final class LeaderRuntime {
 	}
 
 	/**
-	 * Waits, at most {@code timeout}, until what the leader thread and then the campaign thread
-	 * have queued so far has run: revoked events delivered, then their leases released.
+	 * Waits, at most {@code timeout}, until what the timer, the delivery thread and then the
+	 * campaign thread have queued so far has run: revoked events delivered, then their leases
+	 * released.
 	 */
 	boolean drain(Duration timeout) throws InterruptedException {
 		CompletableFuture<Void> done = new CompletableFuture<>();
 		try {
-			this.leaderThread.execute(() -> this.deliveryThread
+			this.timer.execute(() -> this.deliveryThread
 				.execute(() -> this.campaignThread.execute(() -> done.complete(null))));
 			done.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
 			return true;
@@ -320,16 +377,12 @@ final class LeaderRuntime {
 	}
 
 	/**
-	 * Ends the threads once what they have queued ran (revoked events, then releases), each
-	 * waited for at most 5 s; timers not due yet are dropped.
+	 * Ends the delivery and campaign threads once what they have queued ran (revoked events, then
+	 * releases), each waited for at most 5 s. The groups, closed, set no timer any more; the
+	 * template's timer is the template's to end.
 	 */
 	void shutdown() {
-		this.leaderThread.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
-		this.leaderThread.shutdown();
 		try {
-			if (!this.leaderThread.awaitTermination(5, TimeUnit.SECONDS)) {
-				logger.warn("Leader timers still running 5 s after the elections closed; not waiting longer");
-			}
 			this.deliveryThread.shutdown();
 			if (!this.deliveryThread.awaitTermination(5, TimeUnit.SECONDS)) {
 				logger.warn("Leader events still being delivered 5 s after the elections closed; not waiting longer");
@@ -344,25 +397,6 @@ final class LeaderRuntime {
 			this.campaignThread.shutdown();
 			Thread.currentThread().interrupt();
 		}
-	}
-
-	/**
-	 * One daemon thread, started by the first task and ended 1 s after the last task ran with
-	 * none queued (LDR-9). A scheduled executor, not a plain one: its tasks always go through its
-	 * queue, so they run in the order queued even when the thread ends and another starts (a
-	 * plain executor hands a task to a new thread directly, ahead of one queued just before the
-	 * old thread ended).
-	 */
-	private static ScheduledThreadPoolExecutor onDemand(String name) {
-		ScheduledThreadPoolExecutor executor = new ScheduledThreadPoolExecutor(1, (task) -> {
-			Thread thread = new Thread(task, name);
-			thread.setDaemon(true);
-			return thread;
-		});
-		executor.setRemoveOnCancelPolicy(true);
-		executor.setKeepAliveTime(1, TimeUnit.SECONDS);
-		executor.allowCoreThreadTimeOut(true);
-		return executor;
 	}
 
 }

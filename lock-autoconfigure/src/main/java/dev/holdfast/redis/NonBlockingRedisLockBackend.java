@@ -1,6 +1,8 @@
 package dev.holdfast.redis;
 
 import java.time.Duration;
+import java.util.Collection;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.BiConsumer;
@@ -14,7 +16,9 @@ import org.springframework.util.Assert;
 
 import dev.holdfast.LockBackendException;
 import dev.holdfast.spi.AcquireResult;
+import dev.holdfast.spi.AsyncLeaseRenewal;
 import dev.holdfast.spi.AsyncLockBackend;
+import dev.holdfast.spi.HeldLock;
 
 import static dev.holdfast.redis.LockScriptCalls.acquireKeys;
 import static dev.holdfast.redis.LockScriptCalls.acquireResult;
@@ -27,7 +31,7 @@ import static dev.holdfast.redis.RedisCalls.failure;
  * The backend with its non-blocking ability, on a Lettuce factory's shared connection: see
  * {@link RedisLockBackend#of}.
  */
-final class NonBlockingRedisLockBackend extends RedisLockBackend implements AsyncLockBackend {
+final class NonBlockingRedisLockBackend extends RedisLockBackend implements AsyncLockBackend, AsyncLeaseRenewal {
 
 	private final LettuceScripts scripts;
 
@@ -93,6 +97,15 @@ final class NonBlockingRedisLockBackend extends RedisLockBackend implements Asyn
 		catch (RuntimeException ex) {
 			return CompletableFuture.failedFuture(ex);
 		}
+	}
+
+	/**
+	 * {@link #renew} without blocking, on the shared Lettuce connection; failures as for
+	 * {@link #tryAcquireAsync}.
+	 */
+	@Override
+	public CompletionStage<Set<String>> renewAsync(Collection<HeldLock> locks) {
+		return this.renewal.renewAsync(this.scripts, locks);
 	}
 
 	/** {@link #withdraw} in one round trip without blocking, behind this process's attempts on the shared connection. */

@@ -119,7 +119,7 @@ public class RedisLockBackend
 
 	private final ReplicaAcks acks;
 
-	private final RedisRenewal renewal;
+	final RedisRenewal renewal;
 
 	private final RedisTickClaims tickClaims;
 

@@ -1,12 +1,15 @@
 package dev.holdfast.redis;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 import org.jspecify.annotations.Nullable;
 
@@ -53,7 +56,6 @@ final class RedisRenewal {
 		this.connectionFactory = connectionFactory;
 	}
 
-	/** See {@link RedisLockBackend#renew(Collection)}. */
 	/**
 	 * Sets each lock's time to live where its owner still holds it: one script call on a
 	 * standalone or Sentinel Redis (per 10,000 keys, so that one script never blocks Redis long),
@@ -88,6 +90,48 @@ final class RedisRenewal {
 		catch (RuntimeException ex) {
 			throw failure(describe(batch), ex);
 		}
+	}
+
+	/**
+	 * {@link #renew} on a standalone or Sentinel Redis through {@code scripts}, without blocking:
+	 * the same script calls (one per 10,000 keys), all sent before this returns; the stage fails
+	 * as {@link #renew} throws.
+	 */
+	CompletableFuture<Set<String>> renewAsync(LettuceScripts scripts, Collection<HeldLock> locks) {
+		if (locks.isEmpty()) {
+			return CompletableFuture.completedFuture(Set.of());
+		}
+		List<HeldLock> batch = new ArrayList<>(locks);
+		List<List<HeldLock>> chunks = new ArrayList<>();
+		List<CompletableFuture<List<?>>> replies = new ArrayList<>();
+		try {
+			for (HeldLock lock : batch) {
+				lockKey(lock.key());
+				checkOwner(lock.owner());
+				ttlMillis(lock.ttl());
+			}
+			for (int from = 0; from < batch.size(); from += RENEW_CHUNK) {
+				List<HeldLock> chunk = batch.subList(from, Math.min(batch.size(), from + RENEW_CHUNK));
+				byte[][] keysAndArgs = renewArguments(chunk);
+				chunks.add(chunk);
+				replies.add(scripts.evalAsync(RedisScripts.RENEW, ReturnType.MULTI,
+						Arrays.copyOfRange(keysAndArgs, 0, chunk.size()),
+						Arrays.copyOfRange(keysAndArgs, chunk.size(), keysAndArgs.length)));
+			}
+		}
+		catch (RuntimeException ex) {
+			return CompletableFuture.failedFuture(failure(describe(batch), ex));
+		}
+		return CompletableFuture.allOf(replies.toArray(CompletableFuture[]::new)).handle((done, ex) -> {
+			if (ex != null) {
+				throw failure(describe(batch), (ex instanceof CompletionException) ? ex.getCause() : ex);
+			}
+			Set<String> renewed = new HashSet<>();
+			for (int i = 0; i < chunks.size(); i++) {
+				collectRenewed(chunks.get(i), replies.get(i).join(), renewed);
+			}
+			return renewed;
+		});
 	}
 
 	private Set<String> renewBySlot(RedisConnection connection, List<HeldLock> locks) {

@@ -7,8 +7,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeoutException;
 
 import io.micrometer.observation.Observation;
@@ -25,6 +24,7 @@ import dev.holdfast.Lease;
 import dev.holdfast.LockBackendException;
 import dev.holdfast.LockContext;
 import dev.holdfast.core.EngineLease;
+import dev.holdfast.core.EngineThreads;
 import dev.holdfast.core.ThreadBindings;
 import dev.holdfast.spi.TickClaims.TickClaim;
 import dev.holdfast.support.LeaseView;
@@ -59,19 +59,6 @@ final class SingleInstanceJob implements Runnable {
 
 	/** Below this, lockAtLeastFor is already over: release rather than keep. */
 	private static final Duration MIN_KEEP = Duration.ofMillis(10);
-
-	/** Times the lockAtMostFor of running jobs: one daemon thread, ended after 1 s with none running. */
-	private static final ScheduledThreadPoolExecutor CAPS = new ScheduledThreadPoolExecutor(1, (task) -> {
-		Thread thread = new Thread(task, "holdfast-job-caps");
-		thread.setDaemon(true);
-		return thread;
-	});
-
-	static {
-		CAPS.setRemoveOnCancelPolicy(true);
-		CAPS.setKeepAliveTime(1, TimeUnit.SECONDS);
-		CAPS.allowCoreThreadTimeOut(true);
-	}
 
 	private final JobDefinition definition;
 
@@ -186,7 +173,7 @@ final class SingleInstanceJob implements Runnable {
 	 */
 	void runHolding(JobLocks locks, EngineLease lease, long startNanos, @Nullable Instant tick) {
 		long runNanos = System.nanoTime();
-		CompletableFuture<Void> ended = loseAtLockAtMostFor(lease, startNanos);
+		CompletableFuture<Void> ended = loseAtLockAtMostFor(locks.template().threads(), lease, startNanos);
 		Lease view = LeaseView.of(lease);
 		try (ThreadBindings.Binding scope = ThreadBindings.bind(view);
 				Observation.Scope held = lease.observation().openScope()) {
@@ -206,20 +193,28 @@ final class SingleInstanceJob implements Runnable {
 	/**
 	 * Marks the run's lease lost {@code lockAtMostFor} after its acquisition was sent, unless the
 	 * returned stage completes first (the run ended): the run sees its lease invalid, and a WARN
-	 * names the job and the cap. Timed by {@link #CAPS}, not by the job's scheduler, whose only
-	 * thread may be the one running the job; the timer is cancelled when the run ends.
+	 * names the job and the cap. Timed by the engine's timer, not by the job's scheduler, whose only
+	 * thread may be the one running the job; the loss is reported on the engine's worker (it runs
+	 * listeners); the timer is cancelled when the run ends.
 	 */
-	private CompletableFuture<Void> loseAtLockAtMostFor(EngineLease lease, long startNanos) {
+	private CompletableFuture<Void> loseAtLockAtMostFor(EngineThreads threads, EngineLease lease, long startNanos) {
 		Duration atMost = this.definition.lockAtMostFor();
 		CompletableFuture<Void> ended = new CompletableFuture<>();
 		long left = atMost.toNanos() - (System.nanoTime() - startNanos);
-		ScheduledFuture<?> cap = CAPS.schedule(() -> {
-			if (ended.completeExceptionally(new TimeoutException())) {
-				lease.markLost("job '" + this.definition.name() + "' has run for its lockAtMostFor (" + atMost
-						+ "), the longest one run holds its lock: the lock is no longer renewed and expires, and"
-						+ " another instance may start the job. Raise lockAtMostFor if runs take longer");
-			}
-		}, Math.max(0, left), TimeUnit.NANOSECONDS);
+		ScheduledFuture<?> cap;
+		try {
+			cap = threads.schedule(() -> {
+				if (ended.completeExceptionally(new TimeoutException())) {
+					lease.markLost("job '" + this.definition.name() + "' has run for its lockAtMostFor (" + atMost
+							+ "), the longest one run holds its lock: the lock is no longer renewed and expires, and"
+							+ " another instance may start the job. Raise lockAtMostFor if runs take longer", threads::work);
+				}
+			}, left);
+		}
+		catch (RejectedExecutionException ex) {
+			// The engine closed: the run's lease was marked lost and is no longer renewed.
+			return ended;
+		}
 		ended.thenRun(() -> cap.cancel(false));
 		return ended;
 	}

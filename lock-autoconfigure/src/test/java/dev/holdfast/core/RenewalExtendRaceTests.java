@@ -72,6 +72,30 @@ class RenewalExtendRaceTests {
 		lease.close();
 	}
 
+	@Test
+	void extendToAShorterTtlBehindARenewalEndsWithTheShorterTtl() throws Exception {
+		Lease lease = this.template.acquire(this.name, null, LockOptions.defaults().leaseTime(Duration.ofSeconds(3)));
+		// The renewer sent the lease's time to live (3 s) and is held before the backend applies it.
+		assertThat(this.backend.renewalEntered.await(5, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Boolean> extended = CompletableFuture.supplyAsync(() -> {
+			this.backend.extendThread = Thread.currentThread();
+			return lease.extend(Duration.ofMillis(1500));
+		});
+		// The renewal goes on once extend() waits for it; the extend follows its answer.
+		this.backend.releaseRenewal.countDown();
+		assertThat(extended.get(10, TimeUnit.SECONDS)).isTrue();
+		assertThat(this.backend.renewalsDone).as("the renewal was answered before the extend was sent").isEqualTo(1);
+		// Long enough for anything left of the renewal's answer to land, well before the next renewal (0.5 s).
+		await().pollDelay(Duration.ofMillis(300)).until(() -> true);
+		Instant now = Instant.now();
+		AcquireResult probe = this.memory.tryAcquire(lease.key(), "probe-" + UUID.randomUUID(), Duration.ofMillis(1));
+		assertThat(probe.acquired()).as("the lock is still held on the backend").isFalse();
+		Instant backendExpiry = now.plusMillis(probe.holderRemainingMillis());
+		assertThat(lease.expiresAt()).as("the extend's shorter time to live, not the renewal's answered before it")
+			.isBeforeOrEqualTo(backendExpiry.plusMillis(50));
+		lease.close();
+	}
+
 	/**
 	 * Holds the renewer's first renewal until {@code releaseRenewal} is counted down and then
 	 * until the concurrent extend has either completed or waits (parked) for the renewal, so that
