@@ -62,7 +62,7 @@ public final class EngineThreads {
 			try {
 				task.run();
 			}
-			catch (RuntimeException ex) {
+			catch (RuntimeException | Error ex) {
 				logger.error("A Holdfast background task failed", ex);
 			}
 		};

@@ -110,7 +110,8 @@ final class LeaseRenewer {
 		finally {
 			this.scheduleLock.unlock();
 		}
-		if (this.inFlight) {
+		if (this.inFlight || this.threads.isShutdown()) {
+			// A call is out: its answer schedules the next tick. Closed: nothing renews any more.
 			return;
 		}
 		long now = System.nanoTime();
@@ -128,7 +129,7 @@ final class LeaseRenewer {
 				send(due);
 			}
 		}
-		catch (RuntimeException ex) {
+		catch (RuntimeException | Error ex) {
 			logger.error("Holdfast lease renewal failed unexpectedly; retrying", ex);
 			scheduleAfter(now + RETRY_AFTER_BUG_NANOS, due);
 		}
@@ -221,7 +222,16 @@ final class LeaseRenewer {
 		long next = batch.retryAt;
 		List<Runnable> reports = new ArrayList<>();
 		try {
-			if (failure == null && batch.renewed != null) {
+			if (failure == null && batch.renewed == null && !batch.sent.isEmpty()) {
+				failure = new LockBackendException("The " + this.failures.backendName() + " backend answered no renewal",
+						null);
+			}
+			if (failure != null && batch.sent.isEmpty()) {
+				// Failed before anything was sent (taking the permits): a bug, not the backend.
+				logger.error("Holdfast lease renewal failed unexpectedly; retrying", failure);
+				next = System.nanoTime() + RETRY_AFTER_BUG_NANOS;
+			}
+			else if (failure == null && batch.renewed != null) {
 				for (int i = 0; i < batch.sent.size(); i++) {
 					HeldLease lease = batch.sent.get(i);
 					if (batch.renewed.contains(lease.key())) {

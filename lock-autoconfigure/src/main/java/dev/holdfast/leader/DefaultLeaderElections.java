@@ -193,6 +193,11 @@ public final class DefaultLeaderElections implements LeaderElections, AutoClosea
 	/** Stops as {@link #stop(Duration)} does (at most 5 s), leaves every group and ends the threads. */
 	@Override
 	public void close() {
+		synchronized (this.lifecycle) {
+			if (this.closed) {
+				return;
+			}
+		}
 		stop(Duration.ofSeconds(5));
 		List<ElectedLeadership> joined;
 		synchronized (this.lifecycle) {

@@ -186,7 +186,12 @@ final class ElectedLeadership implements Leadership {
 			}
 			this.running = true;
 		}
-		this.runtime.execute(this::campaign);
+		try {
+			this.runtime.execute(this::campaign);
+		}
+		catch (RejectedExecutionException ex) {
+			logger.debug("Leader group '" + this.group + "' started after its template closed: no campaign", ex);
+		}
 	}
 
 	/** The elections stop: a current term is revoked (SHUTDOWN) and the campaign pauses. */

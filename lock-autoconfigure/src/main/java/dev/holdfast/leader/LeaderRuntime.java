@@ -70,6 +70,9 @@ final class LeaderRuntime {
 
 	private @Nullable AutoCloseable subscription;
 
+	/** A subscription failed and none opened since (touched on the campaign thread only). */
+	private boolean subscribeFailing;
+
 	LeaderRuntime(DefaultLockTemplate template, Duration leaseTime, Consumer<? super LeadershipEvent> publisher,
 			Consumer<String> released) {
 		this.released = released;
@@ -106,7 +109,8 @@ final class LeaderRuntime {
 				if (this.template.supportsNonBlocking()) {
 					CompletableFuture<@Nullable Lease> waiting = this.template.tryAcquireAsync(LOCK_NAME, group,
 							options.waitTime(this.leaseTime));
-					result.whenComplete((lease, ex) -> waiting.cancel(false));
+					// A cancel calls the template's listeners: never on the timer that cancels.
+					result.whenCompleteAsync((lease, ex) -> waiting.cancel(false), this::onCampaignThread);
 					waiting.whenComplete((lease, ex) -> {
 						if (ex != null) {
 							result.completeExceptionally(ex);
@@ -126,11 +130,21 @@ final class LeaderRuntime {
 					lease.close();
 				}
 			}
-			catch (RuntimeException ex) {
+			catch (RuntimeException | Error ex) {
 				result.completeExceptionally(ex);
 			}
 		});
 		return result;
+	}
+
+	/** Runs {@code task} on the campaign thread, or here once the elections closed. */
+	private void onCampaignThread(Runnable task) {
+		try {
+			this.campaignThread.execute(task);
+		}
+		catch (RejectedExecutionException ex) {
+			task.run();
+		}
 	}
 
 	/**
@@ -161,11 +175,19 @@ final class LeaderRuntime {
 					opened = ((ReleaseEvents) this.template.backend()).subscribe(this.released);
 				}
 				catch (RuntimeException ex) {
-					logger.warn("Leader groups could not listen for releases on the " + this.template.backendName()
-							+ " backend; followers poll every " + this.pollInterval.toMillis() + " ms until a later attempt"
-							+ " subscribes", ex);
+					// WARN once until a subscription opens; every attempt tries again.
+					if (!this.subscribeFailing) {
+						this.subscribeFailing = true;
+						logger.warn("Leader groups could not listen for releases on the " + this.template.backendName()
+								+ " backend; followers poll every " + this.pollInterval.toMillis()
+								+ " ms until a later attempt subscribes", ex);
+					}
+					else {
+						logger.debug("Leader groups still cannot listen for releases", ex);
+					}
 					return;
 				}
+				this.subscribeFailing = false;
 				synchronized (this.listening) {
 					if (this.listen && this.subscription == null) {
 						this.subscription = opened;

@@ -7,14 +7,12 @@ import java.util.Collections;
 import java.util.Deque;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 import org.springframework.core.annotation.MergedAnnotations;
 import org.springframework.core.annotation.MergedAnnotations.SearchStrategy;
 import org.springframework.core.annotation.RepeatableContainers;
 import org.springframework.util.Assert;
-import org.springframework.util.ConcurrentReferenceHashMap;
 import org.springframework.util.ReflectionUtils;
 
 import dev.holdfast.DistributedLock;
@@ -45,11 +43,18 @@ public final class AnnotatedMethodTypes {
 
 	/**
 	 * Per type, which of {@link #KNOWN} (bit {@code i} for {@code KNOWN.get(i)}) its declared methods
-	 * carry: one entry per class looked at, softly held.
+	 * carry: kept with the class itself, so that it pins no class loader and goes with the class.
 	 */
-	private static final Map<Class<?>, Integer> declaring = new ConcurrentReferenceHashMap<>(256);
+	private static final ClassValue<Integer> DECLARING = new ClassValue<>() {
 
-	/** The bits of this instance's annotations in {@link #declaring}'s values. */
+		@Override
+		protected Integer computeValue(Class<?> type) {
+			return lookAt(type);
+		}
+
+	};
+
+	/** The bits of this instance's annotations in {@link #DECLARING}'s values. */
 	private final int mask;
 
 	/** For methods that carry any of {@code annotations}, each one of {@link #KNOWN}. */
@@ -91,12 +96,7 @@ public final class AnnotatedMethodTypes {
 	}
 
 	private static int declaredAnnotations(Class<?> type) {
-		Integer declares = declaring.get(type);
-		if (declares == null) {
-			declares = lookAt(type);
-			declaring.put(type, declares);
-		}
-		return declares;
+		return DECLARING.get(type);
 	}
 
 	private static int lookAt(Class<?> type) {
