@@ -110,7 +110,11 @@ final class LeaderRuntime {
 					CompletableFuture<@Nullable Lease> waiting = this.template.tryAcquireAsync(LOCK_NAME, group,
 							options.waitTime(this.leaseTime));
 					// A cancel calls the template's listeners: never on the timer that cancels.
-					result.whenCompleteAsync((lease, ex) -> waiting.cancel(false), this::onCampaignThread);
+					result.whenComplete((lease, ex) -> {
+						if (result.isCancelled()) {
+							onCampaignThread(() -> waiting.cancel(false));
+						}
+					});
 					waiting.whenComplete((lease, ex) -> {
 						if (ex != null) {
 							result.completeExceptionally(ex);
